@@ -1,0 +1,59 @@
+"""The FastAPI application: services made once in the lifespan, signed routes, one error shape."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+from temporalio.client import Client
+
+from api.auth import Authenticator, SignedRequestMiddleware
+from api.deps import Services
+from api.errors import install_error_handlers
+from api.routes import requests
+from core.secretbox import SecretCipher
+from core.settings import Settings, get_settings
+from core.temporal import build_client
+from store.db import make_engine
+
+log = logging.getLogger("mandatum.api")
+
+DESCRIPTION = """
+Mandatum asks people to approve credentials and mandates before software acts for them.
+
+Every call is signed: `Authorization: Bearer <apiKey>`, `X-Timestamp: <unix ms>` and
+`X-Signature: hex(HMAC-SHA256(secret, "<timestamp>.<body>"))` (the timestamp alone when the
+body is empty). Errors are `{statusCode, message, error}`.
+"""
+
+
+def create_app(settings: Settings | None = None, temporal: Client | None = None) -> FastAPI:
+    """The app; ``temporal`` may be given (tests), otherwise it connects in the lifespan."""
+    settings = settings or get_settings()
+    engine = make_engine(settings.sqlalchemy_url)
+    services = Services(settings=settings, engine=engine,
+                        cipher=SecretCipher(settings.master_key_bytes()), temporal=temporal)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if services.temporal is None:
+            services.temporal = await build_client(settings)
+        log.info("API ready: Temporal at %s, database %s", settings.temporal_address,
+                 engine.url.render_as_string(hide_password=True))
+        yield
+        engine.dispose()
+
+    app = FastAPI(title="Mandatum", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
+    app.state.services = services
+    app.state.authenticator = Authenticator(services)
+    install_error_handlers(app)
+    app.add_middleware(SignedRequestMiddleware)
+    app.include_router(requests.router)
+
+    @app.get("/healthz", include_in_schema=False)
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    return app

@@ -1,0 +1,170 @@
+"""Authentication as pure ASGI middleware, so it runs before any body parsing or routing.
+
+It buffers the body (refusing more than the limit with 413), checks the key, timestamp and
+signature, records the signature against replays, resolves the API version, and hands the
+request on with the caller in ``scope["state"]`` and the version on the response.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import replace
+from datetime import timedelta
+from typing import Any
+
+from api import versioning
+from api.deps import Caller, Services
+from api.errors import ApiError, error_response
+from api.signing import signature_matches
+from store import guards, orgs
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+PUBLIC_PREFIXES = ("/docs", "/redoc", "/openapi.json", "/healthz", "/favicon.ico")
+READ_METHODS = {"GET", "HEAD", "OPTIONS"}
+TIMESTAMP_RE = re.compile(r"^\d{1,16}$")
+HEX64_RE = re.compile(r"^[0-9a-fA-F]{64}$")
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
+    for name, value in scope.get("headers", []):
+        if name == b"content-length" and value.isdigit() and int(value) > limit:
+            raise BodyTooLarge()
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge()
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+class Authenticator:
+    """Resolves API keys (with a short in-process cache) and checks signatures."""
+
+    def __init__(self, services: Services) -> None:
+        self._s = services
+        self._cache: dict[str, tuple[float, orgs.ActiveKey | None]] = {}
+
+    async def _resolve(self, api_key: str) -> orgs.ActiveKey | None:
+        ttl = self._s.settings.auth_cache_seconds
+        hit = self._cache.get(api_key)
+        if hit is not None and hit[0] > time.monotonic():
+            return hit[1]
+        key = await asyncio.to_thread(
+            orgs.resolve_api_key, self._s.engine, self._s.cipher, api_key,
+            self._s.settings.rotation_grace,
+        )
+        if ttl > 0:
+            if len(self._cache) > 10_000:
+                self._cache.clear()
+            self._cache[api_key] = (time.monotonic() + ttl, key)
+        return key
+
+    def _remember_pin(self, api_key: str, key: orgs.ActiveKey, version: str) -> None:
+        hit = self._cache.get(api_key)
+        if hit is not None and hit[1] is not None:
+            self._cache[api_key] = (hit[0], replace(key, api_version=version))
+
+    async def authenticate(self, method: str, headers: dict[str, str], body: bytes) -> Caller:
+        settings = self._s.settings
+        scheme, _, api_key = headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer" or not api_key.strip():
+            raise ApiError(401, "Missing API key: send Authorization: Bearer <apiKey>")
+        api_key = api_key.strip()
+        timestamp = headers.get("x-timestamp", "").strip()
+        if not TIMESTAMP_RE.match(timestamp):
+            raise ApiError(401, "Missing or invalid X-Timestamp: send Unix time in milliseconds")
+        window_ms = settings.signature_window.total_seconds() * 1000
+        if abs(time.time() * 1000 - int(timestamp)) > window_ms:
+            raise ApiError(401, "Stale X-Timestamp: more than 5 minutes from the server clock")
+        signature = headers.get("x-signature", "").strip()
+        key = await self._resolve(api_key)
+        if key is None:
+            raise ApiError(401, "Invalid API key")
+        if not HEX64_RE.match(signature) or not signature_matches(key.secrets, timestamp, body,
+                                                                  signature):
+            raise ApiError(401, "Invalid signature")
+        # remembered until the timestamp leaves the acceptance window, plus a margin
+        keep = timedelta(milliseconds=int(timestamp) + window_ms - time.time() * 1000)
+        fresh = await asyncio.to_thread(
+            guards.remember_signature, self._s.engine, key.key_id, signature.lower(),
+            method not in READ_METHODS, keep + timedelta(minutes=1),
+        )
+        if not fresh:
+            raise ApiError(401, "Signature already used")
+        version = versioning.resolve(headers.get("api-version"), key.api_version)
+        if key.api_version is None:
+            await asyncio.to_thread(orgs.pin_api_version, self._s.engine, key.organization_id,
+                                    versioning.newest())
+            self._remember_pin(api_key, key, versioning.newest())
+        return Caller(key=key, api_version=version)
+
+
+class SignedRequestMiddleware:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        services: Services = scope["app"].state.services
+        try:
+            body = await read_body(scope, receive, services.settings.max_body_bytes)
+        except BodyTooLarge:
+            limit = services.settings.max_body_bytes
+            await error_response(413, f"Body larger than {limit} bytes")(scope, receive, send)
+            return
+        replay = _replay(body, receive)
+        path: str = scope["path"]
+        if path == "/" or path.startswith(PUBLIC_PREFIXES):
+            await self.app(scope, replay, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        authenticator: Authenticator = scope["app"].state.authenticator
+        try:
+            caller = await authenticator.authenticate(scope["method"], headers, body)
+        except ApiError as exc:
+            await error_response(exc.status, exc.message)(scope, receive, send)
+            return
+        scope.setdefault("state", {})["caller"] = caller
+        version_header = (b"api-version", caller.api_version.encode())
+
+        async def send_with_version(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), version_header]
+            await send(message)
+
+        await self.app(scope, replay, send_with_version)
+
+
+def _replay(body: bytes, downstream: Receive) -> Receive:
+    """The buffered body once, then the real channel (which only reports a disconnect)."""
+    sent = False
+
+    async def receive() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await downstream()
+
+    return receive

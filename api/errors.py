@@ -1,0 +1,101 @@
+"""Every non-2xx answer in CONTRACT section 2's shape: {statusCode, message, error}.
+
+FastAPI's own validation errors become 400 with one readable line per problem
+(``credentials.0.name is required``); unknown routes, wrong methods, oversized bodies and
+unexpected exceptions get the same shape, and an internal error never leaks its stack trace.
+"""
+
+from __future__ import annotations
+
+import logging
+from http import HTTPStatus
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+log = logging.getLogger("mandatum.api")
+
+
+class ApiError(Exception):
+    """A failure with a status, a message (or several) and optional extra body fields."""
+
+    def __init__(
+        self, status: int, message: str | list[str], *, headers: dict[str, str] | None = None,
+        **extra: Any,
+    ) -> None:
+        super().__init__(message if isinstance(message, str) else "; ".join(message))
+        self.status = status
+        self.message = message
+        self.headers = headers
+        self.extra = extra
+
+
+def error_body(status: int, message: str | list[str], **extra: Any) -> dict[str, Any]:
+    return {"statusCode": status, "message": message, "error": HTTPStatus(status).phrase, **extra}
+
+
+def error_response(
+    status: int, message: str | list[str], headers: dict[str, str] | None = None, **extra: Any
+) -> JSONResponse:
+    return JSONResponse(error_body(status, message, **extra), status_code=status, headers=headers)
+
+
+def _path(loc: tuple[Any, ...]) -> str:
+    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
+    return ".".join(parts) or "body"
+
+
+def describe_validation_error(err: dict[str, Any]) -> str:
+    """One pydantic error as words an integrator can act on."""
+    loc = tuple(err.get("loc", ()))
+    kind = err.get("type", "")
+    # union members add their type name to the location; drop those tags
+    loc = tuple(p for p in loc if not (isinstance(p, str) and (p in {"str", "ContactIn"}
+                                                               or p.startswith("function-"))))
+    path = _path(loc)
+    if kind == "missing":
+        return f"{path} is required"
+    if kind == "json_invalid":
+        return f"body is not valid JSON: {err.get('ctx', {}).get('error', 'malformed')}"
+    if kind == "extra_forbidden":
+        return f"{path} is not a known field"
+    msg = str(err.get("msg", "is invalid"))
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, "):]
+    elif msg.startswith("Assertion failed, "):
+        msg = msg[len("Assertion failed, "):]
+    else:
+        msg = msg[0].lower() + msg[1:] if msg else msg
+    return f"{path}: {msg}" if path != "body" else msg
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(ApiError)
+    async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
+        return error_response(exc.status, exc.message, exc.headers, **exc.extra)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+        messages: list[str] = []
+        for err in exc.errors():
+            text = describe_validation_error(dict(err))
+            if text not in messages:
+                messages.append(text)
+        return error_response(400, messages)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        message = exc.detail if isinstance(exc.detail, str | list) else HTTPStatus(exc.status_code).phrase
+        if exc.status_code == 404 and message == "Not Found":
+            message = "No such resource"
+        if exc.status_code == 405 and message == "Method Not Allowed":
+            message = "Method not allowed on this resource"
+        return error_response(exc.status_code, message, getattr(exc, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def _internal(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        return error_response(500, "Internal error; it has been logged")

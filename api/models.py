@@ -1,0 +1,274 @@
+"""Wire models: what integrators send and receive, with SPEC.md's field names."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    field_validator,
+    model_validator,
+)
+
+from api.contacts import normalize_contact
+
+
+def iso(value: datetime) -> str:
+    """RFC 3339 in UTC with milliseconds and a Z, the way JavaScript clients print dates."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+Timestamp = Annotated[datetime, PlainSerializer(iso, return_type=str)]
+DID_RE = re.compile(r"^did:[a-z0-9]+:[A-Za-z0-9._:%-]+$")
+ACTION_URN_RE = re.compile(
+    r"^urn:via:action:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+)
+
+
+def _aware(value: datetime) -> datetime:
+    if value.tzinfo is None:
+        raise ValueError("must carry a time zone offset (e.g. 2026-01-31T12:00:00Z)")
+    return value.astimezone(UTC)
+
+
+def _did(value: str) -> str:
+    if not DID_RE.match(value):
+        raise ValueError(f"is not a DID: {value!r}")
+    return value
+
+
+AwareDatetime = Annotated[datetime, AfterValidator(_aware)]
+Did = Annotated[str, AfterValidator(_did)]
+Text = Annotated[str, Field(min_length=1, max_length=200)]
+Ref = Annotated[str, Field(min_length=1, max_length=255)]
+
+
+class SecurityLevel(StrEnum):
+    CONTACT = "CONTACT"
+    ORGANIZATION_KYC = "ORGANIZATION_KYC"
+    PLATFORM_KYC = "PLATFORM_KYC"
+    PLATFORM_REVALIDATION = "PLATFORM_REVALIDATION"
+
+
+class Language(StrEnum):
+    ENG = "ENG"
+    PRT = "PRT"
+    SPA = "SPA"
+    FRA = "FRA"
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ContactIn(Strict):
+    """A contact given as an object, to attach the integrator's own subject reference."""
+
+    contact: str
+    internalId: Ref | None = None
+
+
+class ActionRef(Strict):
+    id: str
+    userParams: dict[str, Any] = Field(default_factory=dict)
+
+    @field_validator("id")
+    @classmethod
+    def _urn(cls, value: str) -> str:
+        if not ACTION_URN_RE.match(value):
+            raise ValueError("must be an action URN urn:via:action:<uuid>")
+        return value
+
+
+class DataItem(Strict):
+    label: Text
+    type: Annotated[str, Field(min_length=1, max_length=50)]
+    value: Annotated[str, Field(max_length=10_000)]
+    hidden: bool = False
+    fields: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class CredentialIn(Strict):
+    type: Literal["POLICY", "DOCUMENT"]
+    name: Text
+    scope: Annotated[str, Field(max_length=500)] | None = None
+    description: Annotated[str, Field(max_length=2000)] | None = None
+    internalId: Ref | None = None
+    tags: Annotated[list[Annotated[str, Field(max_length=100)]], Field(max_length=20)] = Field(
+        default_factory=list
+    )
+    action: ActionRef | None = None
+    data: Annotated[list[DataItem], Field(min_length=1, max_length=100)] | None = None
+    validFrom: AwareDatetime | None = None
+    validUntil: AwareDatetime | None = None
+
+    @model_validator(mode="after")
+    def _by_type(self) -> CredentialIn:
+        if self.type == "POLICY" and self.action is None:
+            raise ValueError("a POLICY credential needs action {id, userParams}")
+        if self.type == "POLICY" and self.data is not None:
+            raise ValueError("a POLICY credential takes action, not data")
+        if self.type == "DOCUMENT" and self.data is None:
+            raise ValueError("a DOCUMENT credential needs data [{label, type, value, hidden}]")
+        if self.type == "DOCUMENT" and self.action is not None:
+            raise ValueError("a DOCUMENT credential takes data, not action")
+        if self.validFrom and self.validUntil and self.validUntil <= self.validFrom:
+            raise ValueError("validUntil must be after validFrom")
+        return self
+
+
+class CreateRequestIn(Strict):
+    contacts: Annotated[list[str | ContactIn], Field(min_length=1, max_length=100)]
+    securityLevel: SecurityLevel
+    credentials: Annotated[list[CredentialIn], Field(min_length=1, max_length=10)]
+    name: Text | None = None
+    language: Language = Language.ENG
+    redirectUrl: Annotated[str, Field(max_length=2048)] | None = None
+    internalId: Ref | None = None
+    authorizedDIDs: Annotated[list[Did], Field(max_length=20)] = Field(default_factory=list)
+
+    @field_validator("redirectUrl")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if value is not None and not re.match(r"^https?://[^\s/]+(/\S*)?$", value):
+            raise ValueError("must be an absolute http(s) URL")
+        return value
+
+    def normalized_contacts(self) -> tuple[list[tuple[str, str, str | None]], list[str]]:
+        """(contact, kind, internalId) per contact, and a message per contact that is not valid."""
+        out: list[tuple[str, str, str | None]] = []
+        problems: list[str] = []
+        seen: dict[str, int] = {}
+        for i, item in enumerate(self.contacts):
+            raw, internal = (item, None) if isinstance(item, str) else (item.contact, item.internalId)
+            try:
+                contact, kind = normalize_contact(raw)
+            except ValueError as exc:
+                problems.append(f"contacts.{i}: {exc}")
+                continue
+            if contact in seen:
+                problems.append(f"contacts.{i}: {contact} is the same subject as contacts.{seen[contact]}")
+                continue
+            seen[contact] = i
+            out.append((contact, kind, internal))
+        return out, problems
+
+
+# --- responses ----------------------------------------------------------------------------------
+
+
+class ContactOut(BaseModel):
+    id: str
+    contact: str
+
+
+class SubjectOrganization(BaseModel):
+    contacts: list[str]
+
+
+class SubjectOut(BaseModel):
+    id: str
+    contact: str
+    contacts: list[ContactOut]
+    identityStatus: str
+    organization: SubjectOrganization
+    createdAt: Timestamp
+    internalId: str | None
+    kyc: str
+
+
+class DecisionOut(BaseModel):
+    id: str
+    contact: str
+    accepted: bool
+    decidedAt: Timestamp
+
+
+class CredentialOut(BaseModel):
+    id: str
+    resourceType: str
+    status: str
+    w3cCredential: dict[str, Any] | None
+    name: str
+    description: str | None
+    internalId: str | None
+    tags: list[str]
+    decisions: list[DecisionOut]
+    scope: str | None = None
+    action: dict[str, Any] | None = None
+    data: list[dict[str, Any]] | None = None
+    validFrom: Timestamp | None = None
+    validUntil: Timestamp | None = None
+
+
+class RequestOut(BaseModel):
+    id: str
+    securityLevel: str
+    createdAt: Timestamp
+    subjects: list[SubjectOut]
+    credentials: list[CredentialOut]
+    name: str | None
+    language: str | None
+    redirectUrl: str | None
+    internalId: str | None
+    canceledAt: Timestamp | None
+    status: str
+    expiresAt: Timestamp
+    authorizedDIDs: list[str]
+
+
+class SubjectListItem(BaseModel):
+    contact: str
+    did: str
+    internalId: str | None
+    name: str | None
+
+
+class CredentialListItem(BaseModel):
+    id: str
+    resourceType: str
+    status: str
+    name: str
+    internalId: str | None
+
+
+class RequestListItem(BaseModel):
+    id: str
+    securityLevel: str
+    createdAt: Timestamp
+    name: str | None
+    language: str | None
+    redirectUrl: str | None
+    internalId: str | None
+    canceledAt: Timestamp | None
+    status: str
+    subjects: list[SubjectListItem]
+    credentials: list[CredentialListItem]
+
+
+class RequestEnvelope(BaseModel):
+    data: RequestOut
+
+
+class RequestPage(BaseModel):
+    data: list[RequestListItem]
+    totalPages: int
+
+
+class Success(BaseModel):
+    success: Literal[True] = True
+
+
+class ErrorOut(BaseModel):
+    statusCode: int
+    message: str | list[str]
+    error: str

@@ -1,0 +1,224 @@
+"""Credential requests: create, list, read, cancel (SPEC.md and CONTRACT section 4)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from datetime import UTC, datetime, time, timedelta
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Query
+from fastapi.responses import JSONResponse
+from temporalio.client import WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
+
+from api import versioning
+from api.deps import CallerDep, ServicesDep, TemporalDep
+from api.errors import ApiError
+from api.models import (
+    CreateRequestIn,
+    ErrorOut,
+    RequestEnvelope,
+    RequestListItem,
+    RequestPage,
+    SecurityLevel,
+    Success,
+)
+from api.views import request_list_item, request_out
+from core.ids import is_object_id
+from core.temporal import request_handle, start_request_workflow
+from store import guards
+from store import requests as store
+from workflows.messages import CancelInput, CancelResult
+
+log = logging.getLogger("mandatum.api.requests")
+router = APIRouter(tags=["requests"])
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorOut} for code in (400, 401, 404, 409, 413, 429)
+}
+
+
+def _to_new_request(body: CreateRequestIn) -> store.NewRequest:
+    contacts, problems = body.normalized_contacts()
+    if problems:
+        raise ApiError(400, problems)
+    return store.NewRequest(
+        security_level=body.securityLevel.value,
+        contacts=[store.NewContact(c, kind, internal) for c, kind, internal in contacts],
+        credentials=[
+            store.NewCredential(
+                resource_type=c.type, name=c.name, description=c.description,
+                internal_id=c.internalId, scope=c.scope, tags=c.tags,
+                action=c.action.model_dump() if c.action else None,
+                data=[d.model_dump() for d in c.data] if c.data else None,
+                valid_from=c.validFrom, valid_until=c.validUntil,
+            )
+            for c in body.credentials
+        ],
+        name=body.name, language=body.language.value, redirect_url=body.redirectUrl,
+        internal_id=body.internalId, authorized_dids=body.authorizedDIDs,
+    )
+
+
+@router.post("/request", status_code=201, response_model=RequestEnvelope, responses=ERRORS)
+async def create_request(
+    body: CreateRequestIn, caller: CallerDep, services: ServicesDep, temporal: TemporalDep,
+    idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key", max_length=255)] = None,
+) -> Any:
+    """Create a credential request; its workflow starts at once and waits for decisions."""
+    new = _to_new_request(body)
+    settings = services.settings
+    idem = None
+    if idempotency_key is not None and idempotency_key.strip():
+        idem = store.Idempotency(idempotency_key.strip(),
+                                 guards.body_digest(body.model_dump(mode="json")),
+                                 settings.idempotency_window)
+
+    def render(bundle: store.RequestBundle) -> dict[str, Any]:
+        return {"data": request_out(settings, bundle).model_dump(mode="json")}
+
+    try:
+        result = await asyncio.to_thread(
+            store.create_request, services.engine, caller.organization_id, new,
+            settings.request_expiry, caller.key.request_rate_per_minute, idem, render,
+        )
+    except store.RateLimited as exc:
+        raise ApiError(429, "Too many requests created; slow down",
+                       headers={"Retry-After": str(exc.retry_after)}) from exc
+    except store.IdempotencyConflict as exc:
+        raise ApiError(409, "Idempotency-Key was already used with a different body") from exc
+    if isinstance(result, store.Replayed):
+        return JSONResponse(_versioned(result.response, caller.api_version),
+                            status_code=result.status_code)
+    await _start_workflow(services, temporal, result)
+    return JSONResponse(_versioned(render(result), caller.api_version), status_code=201)
+
+
+def _versioned(envelope: dict[str, Any], version: str) -> dict[str, Any]:
+    return {**envelope, "data": versioning.render("request", envelope["data"], version)}
+
+
+async def _start_workflow(services: ServicesDep, temporal: TemporalDep,
+                          bundle: store.RequestBundle) -> None:
+    """Start the workflow, then mark the row; the reconciler covers a failure of either step."""
+    from core import faults
+
+    faults.crash_point("after-request-insert")
+    try:
+        await start_request_workflow(temporal, services.settings.task_queue, bundle)
+    except Exception:  # the row is committed: the reconciler starts the workflow later
+        log.exception("could not start the workflow of request %s now; the reconciler will",
+                      bundle.request.id)
+        return
+    faults.crash_point("after-workflow-start")
+    await asyncio.to_thread(store.mark_workflow_started, services.engine, bundle.request.id)
+
+
+def _day_start(value: datetime) -> datetime:
+    value = value if value.tzinfo else value.replace(tzinfo=UTC)
+    return datetime.combine(value.astimezone(UTC).date(), time.min, tzinfo=UTC)
+
+
+@router.get("/request", response_model=RequestPage, responses=ERRORS)
+async def list_requests(
+    caller: CallerDep, services: ServicesDep,
+    pageIndex: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+    pageSize: Annotated[int, Query(ge=5, le=100)] = 10,
+    search: Annotated[str | None, Query(max_length=100)] = None,
+    contact: Annotated[str | None, Query(max_length=320)] = None,
+    did: Annotated[str | None, Query(max_length=500)] = None,
+    subjectInternalId: Annotated[str | None, Query(max_length=255)] = None,
+    internalId: Annotated[str | None, Query(max_length=255)] = None,
+    credentialInternalId: Annotated[str | None, Query(max_length=255)] = None,
+    securityLevel: Annotated[list[SecurityLevel] | None, Query()] = None,
+    dateFrom: Annotated[datetime | None, Query()] = None,
+    dateTo: Annotated[datetime | None, Query()] = None,
+) -> Any:
+    """List the organization's requests, newest first. Dates cover whole UTC days."""
+    if dateTo is not None and dateFrom is None:
+        raise ApiError(400, "dateTo requires dateFrom")
+    date_from = _day_start(dateFrom) if dateFrom else None
+    date_to = _day_start(dateTo) + timedelta(days=1) - timedelta(microseconds=1) if dateTo else None
+    if date_from and date_to and date_to < date_from:
+        raise ApiError(400, "dateTo must not be before dateFrom")
+    subject_id = None
+    if did is not None:
+        subject_id = store.subject_id_from_did(did)
+        if subject_id is None:
+            return RequestPage(data=[], totalPages=0)
+    normalized_contact = None
+    if contact is not None:
+        from api.contacts import normalize_contact
+
+        try:
+            normalized_contact = normalize_contact(contact)[0]
+        except ValueError as exc:
+            raise ApiError(400, f"contact: {exc}") from exc
+    filters = store.RequestFilter(
+        page_index=pageIndex, page_size=pageSize, search=search or None,
+        contact=normalized_contact, did_subject_id=subject_id,
+        subject_internal_id=subjectInternalId, internal_id=internalId,
+        credential_internal_id=credentialInternalId,
+        security_levels=tuple(s.value for s in securityLevel or ()),
+        date_from=date_from, date_to=date_to,
+    )
+    bundles, total = await asyncio.to_thread(
+        store.list_requests, services.engine, caller.organization_id, filters
+    )
+    items: list[RequestListItem] = [request_list_item(services.settings, b) for b in bundles]
+    return {
+        "data": [versioning.render("request", i.model_dump(mode="json"), caller.api_version)
+                 for i in items],
+        "totalPages": math.ceil(total / pageSize),
+    }
+
+
+def _check_id(request_id: str) -> None:
+    if not is_object_id(request_id):
+        raise ApiError(400, "requestId must be a 24-character hexadecimal ObjectId")
+
+
+@router.get("/request/{requestId}", response_model=RequestEnvelope, responses=ERRORS)
+async def get_request(requestId: str, caller: CallerDep, services: ServicesDep) -> Any:
+    """A request with its subjects, credentials and decisions."""
+    _check_id(requestId)
+    bundle = await asyncio.to_thread(
+        store.get_request, services.engine, caller.organization_id, requestId
+    )
+    if bundle is None:
+        raise ApiError(404, f"Request {requestId} not found")
+    return {"data": versioning.render("request",
+                                      request_out(services.settings, bundle).model_dump(mode="json"),
+                                      caller.api_version)}
+
+
+@router.delete("/request/{requestId}", response_model=Success, responses=ERRORS)
+async def cancel_request(
+    requestId: str, caller: CallerDep, services: ServicesDep, temporal: TemporalDep
+) -> Any:
+    """Cancel a request before any subject decided; its workflow ends and `canceledAt` is set."""
+    _check_id(requestId)
+    bundle = await asyncio.to_thread(
+        store.get_request, services.engine, caller.organization_id, requestId
+    )
+    if bundle is None:
+        raise ApiError(404, f"Request {requestId} not found")
+    if bundle.request.workflow_started_at is None:
+        await start_request_workflow(temporal, services.settings.task_queue, bundle)
+        await asyncio.to_thread(store.mark_workflow_started, services.engine, requestId)
+    try:
+        await request_handle(temporal, requestId).execute_update(
+            "cancel", CancelInput(canceled_by=f"apiKey:{caller.key.key_id}"),
+            result_type=CancelResult,
+        )
+    except WorkflowUpdateFailedError as exc:
+        cause = exc.cause
+        message = cause.message if isinstance(cause, ApplicationError) else "The request cannot be canceled"
+        raise ApiError(409, message) from exc
+    except RPCError as exc:
+        if exc.status == RPCStatusCode.NOT_FOUND:  # the workflow has already finished
+            raise ApiError(409, f"The request is {bundle.request.status.lower()}") from exc
+        raise
+    return Success()

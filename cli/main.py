@@ -1,0 +1,170 @@
+"""The ``mandatum`` command: organizations, API keys and the database schema."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Annotated
+
+import typer
+from sqlalchemy import Engine
+
+from core.secretbox import SecretCipher
+from core.settings import Settings, get_settings
+from store import orgs
+from store.db import make_engine, migrate
+
+app = typer.Typer(help="Administer a Mandatum installation.", no_args_is_help=True)
+org_app = typer.Typer(help="Organizations.", no_args_is_help=True)
+key_app = typer.Typer(help="API keys and their signature secrets.", no_args_is_help=True)
+db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
+app.add_typer(org_app, name="org")
+app.add_typer(key_app, name="key")
+app.add_typer(db_app, name="db")
+
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+
+
+def _context() -> tuple[Settings, Engine, SecretCipher]:
+    settings = get_settings()
+    return settings, make_engine(settings.sqlalchemy_url), SecretCipher(settings.master_key_bytes())
+
+
+def _emit(data: dict[str, object], as_json: bool, title: str) -> None:
+    if as_json:
+        typer.echo(json.dumps(data, indent=2, default=str))
+        return
+    typer.echo(title)
+    width = max(len(k) for k in data)
+    for k, v in data.items():
+        typer.echo(f"  {k.ljust(width)}  {v}")
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(code=1)
+
+
+@db_app.command("upgrade")
+def db_upgrade() -> None:
+    """Apply every pending schema migration."""
+    migrate(get_settings().sqlalchemy_url)
+    typer.echo("database schema is up to date")
+
+
+@org_app.command("create")
+def org_create(
+    name: Annotated[str, typer.Option("--name", help="Display name of the organization.")],
+    rate: Annotated[int, typer.Option("--request-rate", min=1, help="Requests per minute.")] = 60,
+    as_json: JsonOpt = False,
+) -> None:
+    """Create an organization with its first API key (the secret is shown only now)."""
+    settings, engine, cipher = _context()
+    try:
+        org, key = orgs.create_organization(engine, cipher, name, rate)
+    except ValueError as exc:
+        _fail(str(exc))
+    _emit({
+        "organizationId": org.id, "name": org.name, "did": settings.organization_did(org.id),
+        "keyId": key.key_id, "apiKey": key.api_key, "signatureSecret": key.signature_secret,
+    }, as_json, "Organization created. Store the API key and secret now: they are not shown again.")
+
+
+@org_app.command("list")
+def org_list(as_json: JsonOpt = False) -> None:
+    """List organizations."""
+    settings, engine, _ = _context()
+    rows = [{"organizationId": o.id, "name": o.name, "did": settings.organization_did(o.id),
+             "requestRatePerMinute": o.request_rate_per_minute, "apiVersion": o.api_version}
+            for o in orgs.list_organizations(engine)]
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+    for r in [] if as_json else rows:
+        typer.echo(f"{r['organizationId']}  {r['name']}  {r['did']}")
+
+
+@org_app.command("set-rate")
+def org_set_rate(
+    org: Annotated[str, typer.Option("--org", help="Organization id.")],
+    rate: Annotated[int, typer.Option("--request-rate", help="Requests per minute.")],
+) -> None:
+    """Set how many requests per minute the organization may create."""
+    _, engine, _ = _context()
+    try:
+        orgs.set_request_rate(engine, org, rate)
+    except (orgs.NotFound, ValueError) as exc:
+        _fail(str(exc))
+    typer.echo(f"organization {org} may create {rate} requests per minute")
+
+
+@key_app.command("create")
+def key_create(
+    org: Annotated[str, typer.Option("--org", help="Organization id.")],
+    expires_at: Annotated[datetime | None, typer.Option("--expires-at", help="ISO date-time.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Add an API key to an organization."""
+    _, engine, cipher = _context()
+    try:
+        key = orgs.create_key(engine, cipher, org, _aware(expires_at))
+    except orgs.NotFound as exc:
+        _fail(str(exc))
+    _emit({"keyId": key.key_id, "organizationId": key.organization_id, "apiKey": key.api_key,
+           "signatureSecret": key.signature_secret, "expiresAt": key.expires_at},
+          as_json, "API key created. Store it now: it is not shown again.")
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    from datetime import UTC
+
+    return value if value is None or value.tzinfo else value.replace(tzinfo=UTC)
+
+
+@key_app.command("rotate")
+def key_rotate(
+    key: Annotated[str, typer.Option("--key", help="Key id.")], as_json: JsonOpt = False
+) -> None:
+    """New signature secret for a key; the old one keeps working for 24 hours."""
+    settings, engine, cipher = _context()
+    try:
+        issued = orgs.rotate_key(engine, cipher, key)
+    except (orgs.NotFound, ValueError) as exc:
+        _fail(str(exc))
+    hours = int(settings.rotation_grace.total_seconds() // 3600)
+    _emit({"keyId": issued.key_id, "organizationId": issued.organization_id,
+           "signatureSecret": issued.signature_secret, "previousSecretValidHours": hours},
+          as_json, f"Secret rotated. The previous secret stays valid for {hours} hours.")
+
+
+@key_app.command("revoke")
+def key_revoke(
+    key: Annotated[str, typer.Option("--key", help="Key id.")], as_json: JsonOpt = False
+) -> None:
+    """Revoke a key at once."""
+    _, engine, _ = _context()
+    try:
+        at = orgs.revoke_key(engine, key)
+    except orgs.NotFound as exc:
+        _fail(str(exc))
+    _emit({"keyId": key, "revokedAt": at.isoformat()}, as_json, "API key revoked.")
+
+
+@key_app.command("list")
+def key_list(
+    org: Annotated[str, typer.Option("--org", help="Organization id.")], as_json: JsonOpt = False
+) -> None:
+    """List an organization's keys (never their secrets)."""
+    _, engine, _ = _context()
+    rows = [{"keyId": k.id, "prefix": k.key_prefix, "createdAt": k.created_at.isoformat(),
+             "rotatedAt": k.rotated_at and k.rotated_at.isoformat(),
+             "expiresAt": k.expires_at and k.expires_at.isoformat(),
+             "revokedAt": k.revoked_at and k.revoked_at.isoformat()}
+            for k in orgs.list_keys(engine, org)]
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+    for r in [] if as_json else rows:
+        typer.echo(f"{r['keyId']}  {r['prefix']}…  revoked={r['revokedAt'] or '-'}")
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,92 @@
+"""Database engine and sessions (SQLite file by default, PostgreSQL by DATABASE_URL).
+
+SQLite is shared by several processes (API, worker), so it runs in WAL mode with a busy timeout,
+and write transactions start with ``BEGIN IMMEDIATE``: a deferred transaction that reads and then
+writes can fail at once with "database is locked" when another process wrote in between.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from alembic import command
+from alembic.config import Config
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlmodel import Session
+
+MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+
+
+def utcnow() -> datetime:
+    """Aware UTC; SQLModel's UTCDateTime columns refuse naive values."""
+    return datetime.now(UTC)
+
+
+def make_engine(url: str, **kwargs: Any) -> Engine:
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        kwargs.setdefault("pool_size", 20)
+        kwargs.setdefault("max_overflow", 20)
+        return create_engine(url, pool_pre_ping=True, **kwargs)
+    if parsed.database and parsed.database != ":memory:":
+        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(
+        url, connect_args={"check_same_thread": False, "timeout": 30}, pool_size=20, **kwargs
+    )
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None  # we issue BEGIN ourselves (see module docstring)
+        cur = dbapi_conn.cursor()
+        cur.execute("PRAGMA journal_mode=WAL")
+        cur.execute("PRAGMA synchronous=NORMAL")
+        cur.execute("PRAGMA busy_timeout=30000")
+        cur.execute("PRAGMA foreign_keys=ON")
+        cur.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Any) -> None:
+        immediate = conn.get_execution_options().get("sqlite_immediate", False)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+
+    return engine
+
+
+def is_sqlite(engine: Engine) -> bool:
+    return engine.dialect.name == "sqlite"
+
+
+@contextmanager
+def read_session(engine: Engine) -> Iterator[Session]:
+    with Session(engine, expire_on_commit=False) as session:
+        yield session
+
+
+@contextmanager
+def write_session(engine: Engine) -> Iterator[Session]:
+    """A transaction that commits on success and rolls back on any exception."""
+    bind = engine.execution_options(sqlite_immediate=True) if is_sqlite(engine) else engine
+    with Session(bind, expire_on_commit=False) as session:
+        try:
+            yield session
+            session.commit()
+        except BaseException:
+            session.rollback()
+            raise
+
+
+def alembic_config(url: str) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return cfg
+
+
+def migrate(url: str) -> None:
+    """Bring the schema to the newest revision (idempotent)."""
+    command.upgrade(alembic_config(url), "head")

@@ -1,0 +1,98 @@
+"""Replay protection and idempotency, both in the database so every API process shares them."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Engine, delete, func
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlmodel import Session, select
+
+from store.db import utcnow, write_session
+from store.tables import CredentialRequest, IdempotencyRecord, SeenSignature
+
+
+def _insert(session: Session):  # type: ignore[no-untyped-def]
+    return sqlite_insert if session.get_bind().dialect.name == "sqlite" else pg_insert
+
+
+def remember_signature(
+    engine: Engine, key_id: str, signature: str, is_write: bool, window: timedelta
+) -> bool:
+    """Record an accepted signature; False when it is a replay.
+
+    A signature may be seen again only when this use and every earlier one are reads: a body-less
+    signature covers just the timestamp, so parallel GETs in one millisecond legitimately repeat
+    it, while a captured read signature must never authorize a write.
+    """
+    now = utcnow()
+    with write_session(engine) as session:
+        stmt = _insert(session)(SeenSignature).values(
+            api_key_id=key_id, signature=signature, is_write=is_write, expires_at=now + window
+        ).on_conflict_do_nothing()
+        if session.execute(stmt).rowcount == 1:  # type: ignore[attr-defined]
+            return True
+        if is_write:
+            return False
+        earlier = session.get(SeenSignature, (key_id, signature))
+        return earlier is not None and not earlier.is_write
+
+
+def purge_expired(engine: Engine, idempotency_window: timedelta) -> int:
+    """Drop replay entries past their window and idempotency records past theirs."""
+    now = utcnow()
+    with write_session(engine) as session:
+        n = session.execute(delete(SeenSignature).where(SeenSignature.expires_at < now)).rowcount  # type: ignore[attr-defined]
+        n += session.execute(  # type: ignore[attr-defined]
+            delete(IdempotencyRecord).where(IdempotencyRecord.created_at < now - idempotency_window)
+        ).rowcount
+    return int(n)
+
+
+def body_digest(body: Any) -> str:
+    import json
+
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class StoredResponse:
+    body_hash: str
+    status_code: int
+    response: dict[str, Any]
+
+
+def find_idempotent(
+    session: Session, org_id: str, key: str, window: timedelta
+) -> StoredResponse | None:
+    row = session.get(IdempotencyRecord, (org_id, key))
+    if row is None or row.created_at < utcnow() - window:
+        return None
+    return StoredResponse(row.body_hash, row.status_code, row.response)
+
+
+def save_idempotent(
+    session: Session, org_id: str, key: str, body_hash: str, status: int, response: dict[str, Any],
+    window: timedelta,
+) -> None:
+    """Store (or replace an expired) record; a concurrent twin makes the transaction fail."""
+    existing = session.get(IdempotencyRecord, (org_id, key))
+    if existing is not None and existing.created_at < utcnow() - window:
+        session.delete(existing)
+        session.flush()
+    session.add(IdempotencyRecord(
+        organization_id=org_id, key=key, body_hash=body_hash, status_code=status,
+        response=response, created_at=utcnow(),
+    ))
+
+
+def requests_created_since(session: Session, org_id: str, since: datetime) -> int:
+    stmt = select(func.count()).select_from(CredentialRequest).where(
+        CredentialRequest.organization_id == org_id, CredentialRequest.created_at >= since
+    )
+    return int(session.exec(stmt).one())

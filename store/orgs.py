@@ -1,0 +1,186 @@
+"""Organizations and API keys.
+
+An API key is shown once and stored as a SHA-256 hash. The signature secret must be recoverable
+(requests are HMAC-signed with it), so it is stored encrypted under the master key. Rotating a key
+replaces its signature secret and keeps the previous one valid for the rotation grace period.
+"""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import Engine
+from sqlmodel import col, select
+
+from core.ids import new_object_id
+from core.secretbox import SecretCipher, hash_api_key
+from store.db import read_session, utcnow, write_session
+from store.tables import ApiKey, Organization
+
+API_KEY_PREFIX = "mdt_"
+
+
+class NotFound(LookupError):
+    pass
+
+
+@dataclass(frozen=True)
+class IssuedKey:
+    """What the holder needs, shown once: the API key and its signature secret."""
+
+    key_id: str
+    organization_id: str
+    api_key: str
+    signature_secret: str
+    expires_at: datetime | None
+
+
+@dataclass(frozen=True)
+class ActiveKey:
+    """An API key resolved for authentication, with the secrets currently accepted."""
+
+    key_id: str
+    organization_id: str
+    secrets: tuple[str, ...]
+    api_version: str | None
+    request_rate_per_minute: int
+
+
+def _new_api_key() -> str:
+    return API_KEY_PREFIX + secrets.token_urlsafe(32)
+
+
+def _new_signature_secret() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def create_organization(
+    engine: Engine, cipher: SecretCipher, name: str, request_rate_per_minute: int = 60
+) -> tuple[Organization, IssuedKey]:
+    name = name.strip()
+    if not name:
+        raise ValueError("organization name is required")
+    with write_session(engine) as session:
+        org = Organization(
+            id=new_object_id(), name=name, created_at=utcnow(),
+            request_rate_per_minute=request_rate_per_minute,
+        )
+        session.add(org)
+        session.flush()
+        issued = _add_key(session, cipher, org.id, None)
+    return org, issued
+
+
+def _add_key(session, cipher: SecretCipher, org_id: str, expires_at: datetime | None) -> IssuedKey:  # type: ignore[no-untyped-def]
+    api_key, secret = _new_api_key(), _new_signature_secret()
+    row = ApiKey(
+        id=new_object_id(), organization_id=org_id, key_hash=hash_api_key(api_key),
+        key_prefix=api_key[:12], secret_ciphertext=cipher.encrypt(secret),
+        expires_at=expires_at, created_at=utcnow(),
+    )
+    session.add(row)
+    return IssuedKey(row.id, org_id, api_key, secret, expires_at)
+
+
+def get_organization(engine: Engine, org_id: str) -> Organization:
+    with read_session(engine) as session:
+        org = session.get(Organization, org_id)
+    if org is None:
+        raise NotFound(f"organization {org_id} not found")
+    return org
+
+
+def list_organizations(engine: Engine) -> list[Organization]:
+    with read_session(engine) as session:
+        return list(session.exec(select(Organization).order_by(col(Organization.created_at))))
+
+
+def set_request_rate(engine: Engine, org_id: str, per_minute: int) -> None:
+    if per_minute < 1:
+        raise ValueError("the request rate must be at least 1 per minute")
+    with write_session(engine) as session:
+        org = session.get(Organization, org_id)
+        if org is None:
+            raise NotFound(f"organization {org_id} not found")
+        org.request_rate_per_minute = per_minute
+
+
+def pin_api_version(engine: Engine, org_id: str, version: str) -> None:
+    """Pin the organization's version at its first call; a pinned version never changes here."""
+    with write_session(engine) as session:
+        org = session.get(Organization, org_id)
+        if org is not None and org.api_version is None:
+            org.api_version = version
+
+
+def create_key(
+    engine: Engine, cipher: SecretCipher, org_id: str, expires_at: datetime | None = None
+) -> IssuedKey:
+    with write_session(engine) as session:
+        if session.get(Organization, org_id) is None:
+            raise NotFound(f"organization {org_id} not found")
+        return _add_key(session, cipher, org_id, expires_at)
+
+
+def _key_by_id(session, key_id: str) -> ApiKey:  # type: ignore[no-untyped-def]
+    row = session.get(ApiKey, key_id)
+    if row is None:
+        raise NotFound(f"API key {key_id} not found")
+    return row
+
+
+def rotate_key(engine: Engine, cipher: SecretCipher, key_id: str) -> IssuedKey:
+    """New signature secret, same API key; the previous secret stays valid for the grace period.
+
+    The API key itself is only stored hashed, so the returned ``api_key`` is empty: the holder
+    keeps the one they have.
+    """
+    with write_session(engine) as session:
+        row = _key_by_id(session, key_id)
+        if row.revoked_at is not None:
+            raise ValueError(f"API key {key_id} is revoked")
+        secret = _new_signature_secret()
+        row.previous_secret_ciphertext = row.secret_ciphertext
+        row.secret_ciphertext = cipher.encrypt(secret)
+        row.rotated_at = utcnow()
+        return IssuedKey(row.id, row.organization_id, "", secret, row.expires_at)
+
+
+def revoke_key(engine: Engine, key_id: str) -> datetime:
+    with write_session(engine) as session:
+        row = _key_by_id(session, key_id)
+        if row.revoked_at is None:
+            row.revoked_at = utcnow()
+        return row.revoked_at
+
+
+def list_keys(engine: Engine, org_id: str) -> list[ApiKey]:
+    with read_session(engine) as session:
+        stmt = select(ApiKey).where(ApiKey.organization_id == org_id)
+        return list(session.exec(stmt.order_by(col(ApiKey.created_at))))
+
+
+def resolve_api_key(
+    engine: Engine, cipher: SecretCipher, api_key: str, grace: timedelta
+) -> ActiveKey | None:
+    """The key and its accepted secrets, or None if unknown, expired or revoked."""
+    now = utcnow()
+    with read_session(engine) as session:
+        row = session.exec(select(ApiKey).where(ApiKey.key_hash == hash_api_key(api_key))).first()
+        if row is None or row.revoked_at is not None:
+            return None
+        if row.expires_at is not None and row.expires_at <= now:
+            return None
+        org = session.get(Organization, row.organization_id)
+        if org is None:
+            return None
+    accepted = [cipher.decrypt(row.secret_ciphertext)]
+    if (
+        row.previous_secret_ciphertext is not None
+        and row.rotated_at is not None
+        and now - row.rotated_at < grace
+    ):
+        accepted.append(cipher.decrypt(row.previous_secret_ciphertext))
+    return ActiveKey(row.id, org.id, tuple(accepted), org.api_version, org.request_rate_per_minute)

@@ -1,0 +1,357 @@
+"""Credential requests: creation, queries, and the state changes the request workflow records.
+
+Creation is one transaction: rate limit, idempotency record, subjects, request and credentials.
+The workflow is started afterwards (see core.temporal); a row whose workflow has not been marked
+started is picked up by the worker's reconciler, so a crash between the two never loses either.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import Engine, exists, or_, update
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, func, select
+
+from core.ids import new_object_id, new_subject_uuid
+from store.db import read_session, utcnow, write_session
+from store.guards import find_idempotent, requests_created_since, save_idempotent
+from store.tables import Credential, CredentialRequest, Decision, RequestSubject, Subject
+
+OPEN_CREDENTIAL_STATES = ("DRAFT", "PENDING")
+
+
+class RequestStatus:
+    PENDING = "PENDING"
+    COMPLETED = "COMPLETED"
+    CANCELED = "CANCELED"
+    EXPIRED = "EXPIRED"
+
+
+@dataclass(frozen=True)
+class NewContact:
+    contact: str
+    kind: str  # "email" | "phone"
+    internal_id: str | None = None
+
+
+@dataclass(frozen=True)
+class NewCredential:
+    resource_type: str
+    name: str
+    description: str | None = None
+    internal_id: str | None = None
+    scope: str | None = None
+    tags: list[str] = field(default_factory=list)
+    action: dict[str, Any] | None = None
+    data: list[dict[str, Any]] | None = None
+    valid_from: datetime | None = None
+    valid_until: datetime | None = None
+
+
+@dataclass(frozen=True)
+class NewRequest:
+    security_level: str
+    contacts: list[NewContact]
+    credentials: list[NewCredential]
+    name: str | None = None
+    language: str = "ENG"
+    redirect_url: str | None = None
+    internal_id: str | None = None
+    authorized_dids: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RequestBundle:
+    """A request with everything its full record shows."""
+
+    request: CredentialRequest
+    subjects: list[tuple[RequestSubject, Subject]]
+    credentials: list[Credential]
+    decisions: dict[str, list[tuple[Decision, Subject]]]
+
+
+class RateLimited(Exception):
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(f"retry after {retry_after}s")
+        self.retry_after = retry_after
+
+
+class IdempotencyConflict(Exception):
+    pass
+
+
+@dataclass(frozen=True)
+class Replayed:
+    status_code: int
+    response: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Idempotency:
+    key: str
+    body_hash: str
+    window: timedelta
+
+
+def _ensure_subjects(session: Session, org_id: str, contacts: list[NewContact]) -> list[Subject]:
+    """Subjects for the contacts, created when new; safe against concurrent creators."""
+    values = [c.contact for c in contacts]
+    stmt = select(Subject).where(Subject.organization_id == org_id, col(Subject.contact).in_(values))
+    known = {s.contact: s for s in session.exec(stmt)}
+    for c in contacts:
+        if c.contact in known:
+            continue
+        subject = Subject(id=new_subject_uuid(), organization_id=org_id, contact=c.contact,
+                          contact_kind=c.kind, created_at=utcnow())
+        try:
+            with session.begin_nested():
+                session.add(subject)
+        except IntegrityError:  # created by a concurrent request meanwhile
+            subject = session.exec(stmt.where(Subject.contact == c.contact)).one()
+        known[c.contact] = subject
+    return [known[c.contact] for c in contacts]
+
+
+def create_request(
+    engine: Engine, org_id: str, new: NewRequest, expiry: timedelta, rate_per_minute: int,
+    idempotency: Idempotency | None, render: Any,
+) -> RequestBundle | Replayed:
+    """Insert a request; ``render`` turns the bundle into the stored idempotent response."""
+    now = utcnow()
+    with write_session(engine) as session:
+        if idempotency is not None:
+            earlier = find_idempotent(session, org_id, idempotency.key, idempotency.window)
+            if earlier is not None:
+                if earlier.body_hash != idempotency.body_hash:
+                    raise IdempotencyConflict()
+                return Replayed(earlier.status_code, earlier.response)
+        recent = requests_created_since(session, org_id, now - timedelta(minutes=1))
+        if recent >= rate_per_minute:
+            raise RateLimited(retry_after=_retry_after(session, org_id, now))
+        req = CredentialRequest(
+            id=new_object_id(), organization_id=org_id, security_level=new.security_level,
+            name=new.name, language=new.language, redirect_url=new.redirect_url,
+            internal_id=new.internal_id, authorized_dids=new.authorized_dids,
+            status=RequestStatus.PENDING, created_at=now, expires_at=now + expiry,
+        )
+        session.add(req)
+        subjects = _ensure_subjects(session, org_id, new.contacts)
+        links = [
+            RequestSubject(request_id=req.id, subject_id=s.id, position=i, internal_id=c.internal_id)
+            for i, (s, c) in enumerate(zip(subjects, new.contacts, strict=True))
+        ]
+        creds = [
+            Credential(
+                id=new_object_id(), request_id=req.id, position=i, resource_type=c.resource_type,
+                status="DRAFT", name=c.name, description=c.description, internal_id=c.internal_id,
+                scope=c.scope, tags=c.tags, action=c.action, data=c.data,
+                valid_from=c.valid_from, valid_until=c.valid_until,
+            )
+            for i, c in enumerate(new.credentials)
+        ]
+        session.add_all(links)
+        session.add_all(creds)
+        bundle = RequestBundle(req, list(zip(links, subjects, strict=True)), creds, {})
+        if idempotency is not None:
+            save_idempotent(session, org_id, idempotency.key, idempotency.body_hash, 201,
+                            render(bundle), idempotency.window)
+    return bundle
+
+
+def _retry_after(session: Session, org_id: str, now: datetime) -> int:
+    """Seconds until the oldest creation of the last minute leaves the window."""
+    oldest = session.exec(
+        select(func.min(CredentialRequest.created_at)).where(
+            CredentialRequest.organization_id == org_id,
+            CredentialRequest.created_at >= now - timedelta(minutes=1),
+        )
+    ).one()
+    if oldest is None:
+        return 1
+    return max(1, int((oldest + timedelta(minutes=1) - now).total_seconds()) + 1)
+
+
+def _load_bundles(session: Session, reqs: list[CredentialRequest]) -> list[RequestBundle]:
+    if not reqs:
+        return []
+    ids = [r.id for r in reqs]
+    subjects: dict[str, list[tuple[RequestSubject, Subject]]] = defaultdict(list)
+    rows = session.exec(
+        select(RequestSubject, Subject)
+        .join(Subject, col(Subject.id) == RequestSubject.subject_id)
+        .where(col(RequestSubject.request_id).in_(ids))
+        .order_by(col(RequestSubject.position))
+    )
+    for link, subject in rows:
+        subjects[link.request_id].append((link, subject))
+    creds: dict[str, list[Credential]] = defaultdict(list)
+    for cred in session.exec(
+        select(Credential).where(col(Credential.request_id).in_(ids)).order_by(col(Credential.position))
+    ):
+        creds[cred.request_id].append(cred)
+    cred_ids = [c.id for cs in creds.values() for c in cs]
+    decisions: dict[str, list[tuple[Decision, Subject]]] = defaultdict(list)
+    if cred_ids:
+        for d, s in session.exec(
+            select(Decision, Subject).join(Subject, col(Subject.id) == Decision.subject_id)
+            .where(col(Decision.credential_id).in_(cred_ids)).order_by(col(Decision.decided_at))
+        ):
+            decisions[d.credential_id].append((d, s))
+    return [RequestBundle(r, subjects[r.id], creds[r.id], decisions) for r in reqs]
+
+
+def get_request(engine: Engine, org_id: str, request_id: str) -> RequestBundle | None:
+    """The request if it belongs to the organization (None otherwise: never reveal others')."""
+    with read_session(engine) as session:
+        req = session.get(CredentialRequest, request_id)
+        if req is None or req.organization_id != org_id:
+            return None
+        return _load_bundles(session, [req])[0]
+
+
+@dataclass(frozen=True)
+class RequestFilter:
+    page_index: int = 0
+    page_size: int = 10
+    search: str | None = None
+    contact: str | None = None
+    did_subject_id: str | None = None
+    subject_internal_id: str | None = None
+    internal_id: str | None = None
+    credential_internal_id: str | None = None
+    security_levels: tuple[str, ...] = ()
+    date_from: datetime | None = None
+    date_to: datetime | None = None
+
+
+def _like(term: str) -> str:
+    escaped = term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def list_requests(engine: Engine, org_id: str, f: RequestFilter) -> tuple[list[RequestBundle], int]:
+    """A page of the organization's requests, newest first, and the total count."""
+    conds: list[Any] = [CredentialRequest.organization_id == org_id]
+    by_subject = select(RequestSubject.request_id).join(
+        Subject, col(Subject.id) == RequestSubject.subject_id
+    )
+    if f.contact is not None:
+        conds.append(col(CredentialRequest.id).in_(by_subject.where(Subject.contact == f.contact)))
+    if f.did_subject_id is not None:
+        conds.append(col(CredentialRequest.id).in_(by_subject.where(Subject.id == f.did_subject_id)))
+    if f.subject_internal_id is not None:
+        conds.append(col(CredentialRequest.id).in_(
+            select(RequestSubject.request_id).where(RequestSubject.internal_id == f.subject_internal_id)
+        ))
+    if f.internal_id is not None:
+        conds.append(CredentialRequest.internal_id == f.internal_id)
+    if f.credential_internal_id is not None:
+        conds.append(exists().where(
+            Credential.request_id == CredentialRequest.id,
+            Credential.internal_id == f.credential_internal_id,
+        ))
+    if f.security_levels:
+        conds.append(col(CredentialRequest.security_level).in_(f.security_levels))
+    if f.date_from is not None:
+        conds.append(CredentialRequest.created_at >= f.date_from)
+    if f.date_to is not None:
+        conds.append(CredentialRequest.created_at <= f.date_to)
+    if f.search:
+        pattern = _like(f.search)
+        conds.append(or_(
+            col(CredentialRequest.name).ilike(pattern, escape="\\"),
+            exists().where(Credential.request_id == CredentialRequest.id,
+                           col(Credential.name).ilike(pattern, escape="\\")),
+        ))
+    with read_session(engine) as session:
+        total = session.exec(select(func.count()).select_from(CredentialRequest).where(*conds)).one()
+        page = list(session.exec(
+            select(CredentialRequest).where(*conds)
+            .order_by(col(CredentialRequest.created_at).desc(), col(CredentialRequest.id).desc())
+            .offset(f.page_index * f.page_size).limit(f.page_size)
+        ))
+        return _load_bundles(session, page), int(total)
+
+
+# --- what the workflow and the reconciler record ------------------------------------------------
+
+
+def mark_workflow_started(engine: Engine, request_id: str) -> None:
+    with write_session(engine) as session:
+        session.execute(
+            update(CredentialRequest)
+            .where(col(CredentialRequest.id) == request_id,
+                   col(CredentialRequest.workflow_started_at).is_(None))
+            .values(workflow_started_at=utcnow())
+        )
+
+
+def unstarted_requests(engine: Engine, created_before: datetime, limit: int = 100) -> list[RequestBundle]:
+    with read_session(engine) as session:
+        reqs = list(session.exec(
+            select(CredentialRequest)
+            .where(col(CredentialRequest.workflow_started_at).is_(None),
+                   CredentialRequest.created_at < created_before)
+            .order_by(col(CredentialRequest.created_at)).limit(limit)
+        ))
+        return _load_bundles(session, reqs)
+
+
+def _close_open_credentials(session: Session, request_id: str, status: str) -> None:
+    session.execute(
+        update(Credential)
+        .where(col(Credential.request_id) == request_id,
+               col(Credential.status).in_(OPEN_CREDENTIAL_STATES))
+        .values(status=status)
+    )
+
+
+def record_cancellation(engine: Engine, request_id: str, at: datetime, by: str) -> datetime:
+    """Idempotent: a retried call keeps the first cancellation time."""
+    with write_session(engine) as session:
+        req = session.get(CredentialRequest, request_id)
+        if req is None:
+            raise LookupError(f"request {request_id} not found")
+        if req.canceled_at is None:
+            req.canceled_at, req.canceled_by, req.status = at, by, RequestStatus.CANCELED
+            _close_open_credentials(session, request_id, "CANCELED")
+        return req.canceled_at
+
+
+def record_expiry(engine: Engine, request_id: str) -> None:
+    with write_session(engine) as session:
+        req = session.get(CredentialRequest, request_id)
+        if req is None:
+            raise LookupError(f"request {request_id} not found")
+        if req.status == RequestStatus.PENDING:
+            req.status = RequestStatus.EXPIRED
+            _close_open_credentials(session, request_id, "EXPIRED")
+
+
+def record_decision(
+    engine: Engine, decision_id: str, request_id: str, credential_id: str, subject_id: str,
+    accepted: bool, channel: str | None, surface: str | None, at: datetime, completes: bool,
+) -> None:
+    """Store a subject's decision once (the decision id is the idempotency key)."""
+    with write_session(engine) as session:
+        if session.get(Decision, decision_id) is not None:
+            return
+        session.add(Decision(id=decision_id, credential_id=credential_id, subject_id=subject_id,
+                             accepted=accepted, channel=channel, surface=surface, decided_at=at))
+        cred = session.get(Credential, credential_id)
+        if cred is not None and not accepted and cred.status in OPEN_CREDENTIAL_STATES:
+            cred.status = "REJECTED"
+        if completes:
+            req = session.get(CredentialRequest, request_id)
+            if req is not None and req.status == RequestStatus.PENDING:
+                req.status = RequestStatus.COMPLETED
+
+
+def subject_id_from_did(did: str) -> str | None:
+    """The subject uuid of ``did:web:<host>:subjects:<uuid>``, whatever the host."""
+    prefix, sep, rest = did.rpartition(":subjects:")
+    return rest if sep and prefix.startswith("did:web:") and rest else None

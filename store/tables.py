@@ -1,0 +1,132 @@
+"""SQLModel tables. Every schema change comes with an Alembic revision in migrations/versions."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, Column, Index, LargeBinary, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+
+class Organization(SQLModel, table=True):
+    __tablename__ = "organization"
+    id: str = Field(primary_key=True, max_length=24)
+    name: str = Field(max_length=200)
+    created_at: datetime
+    api_version: str | None = Field(default=None, max_length=10)
+    request_rate_per_minute: int = 60
+
+
+class ApiKey(SQLModel, table=True):
+    __tablename__ = "api_key"
+    id: str = Field(primary_key=True, max_length=24)
+    organization_id: str = Field(foreign_key="organization.id", index=True, max_length=24)
+    key_hash: str = Field(unique=True, max_length=64)
+    key_prefix: str = Field(max_length=16)
+    secret_ciphertext: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    previous_secret_ciphertext: bytes | None = Field(
+        default=None, sa_column=Column(LargeBinary, nullable=True)
+    )
+    rotated_at: datetime | None = None
+    expires_at: datetime | None = None
+    revoked_at: datetime | None = None
+    created_at: datetime
+
+
+class SeenSignature(SQLModel, table=True):
+    """Replay protection: accepted (key, signature) pairs, kept for the timestamp window."""
+
+    __tablename__ = "seen_signature"
+    api_key_id: str = Field(primary_key=True, max_length=24)
+    signature: str = Field(primary_key=True, max_length=64)
+    is_write: bool
+    expires_at: datetime = Field(index=True)
+
+
+class IdempotencyRecord(SQLModel, table=True):
+    __tablename__ = "idempotency_record"
+    organization_id: str = Field(primary_key=True, max_length=24)
+    key: str = Field(primary_key=True, max_length=255)
+    body_hash: str = Field(max_length=64)
+    status_code: int
+    response: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
+    created_at: datetime = Field(index=True)
+
+
+class CredentialRequest(SQLModel, table=True):
+    __tablename__ = "credential_request"
+    __table_args__ = (
+        Index("ix_request_org_created", "organization_id", "created_at"),
+        Index("ix_request_unstarted", "workflow_started_at", "created_at"),
+    )
+    id: str = Field(primary_key=True, max_length=24)
+    organization_id: str = Field(foreign_key="organization.id", max_length=24)
+    security_level: str = Field(max_length=32)
+    name: str | None = Field(default=None, max_length=200)
+    language: str = Field(default="ENG", max_length=3)
+    redirect_url: str | None = Field(default=None, max_length=2048)
+    internal_id: str | None = Field(default=None, index=True, max_length=255)
+    authorized_dids: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    status: str = Field(max_length=32)
+    created_at: datetime
+    expires_at: datetime
+    canceled_at: datetime | None = None
+    canceled_by: str | None = Field(default=None, max_length=255)
+    workflow_started_at: datetime | None = None
+
+
+class Subject(SQLModel, table=True):
+    """A person as one organization knows them: one per (organization, contact)."""
+
+    __tablename__ = "subject"
+    __table_args__ = (UniqueConstraint("organization_id", "contact", name="uq_subject_org_contact"),)
+    id: str = Field(primary_key=True, max_length=36)
+    organization_id: str = Field(foreign_key="organization.id", max_length=24)
+    contact: str = Field(max_length=320)
+    contact_kind: str = Field(max_length=8)
+    identity_status: str = Field(default="UNVERIFIED", max_length=32)
+    kyc: str = Field(default="NOT_STARTED", max_length=32)
+    created_at: datetime
+
+
+class RequestSubject(SQLModel, table=True):
+    __tablename__ = "request_subject"
+    request_id: str = Field(foreign_key="credential_request.id", primary_key=True, max_length=24)
+    subject_id: str = Field(foreign_key="subject.id", primary_key=True, index=True, max_length=36)
+    position: int
+    internal_id: str | None = Field(default=None, index=True, max_length=255)
+
+
+class Credential(SQLModel, table=True):
+    __tablename__ = "credential"
+    id: str = Field(primary_key=True, max_length=24)
+    request_id: str = Field(foreign_key="credential_request.id", index=True, max_length=24)
+    position: int
+    resource_type: str = Field(max_length=16)
+    status: str = Field(max_length=16)
+    name: str = Field(max_length=200)
+    description: str | None = Field(default=None, max_length=2000)
+    internal_id: str | None = Field(default=None, index=True, max_length=255)
+    scope: str | None = Field(default=None, max_length=500)
+    tags: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    action: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    data: list[dict[str, Any]] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    valid_from: datetime | None = None
+    valid_until: datetime | None = None
+    mandate_id: str | None = Field(default=None, unique=True, max_length=64)
+    w3c_credential: dict[str, Any] | None = Field(
+        default=None, sa_column=Column(JSON, nullable=True)
+    )
+
+
+class Decision(SQLModel, table=True):
+    __tablename__ = "decision"
+    __table_args__ = (UniqueConstraint("credential_id", "subject_id", name="uq_decision_once"),)
+    id: str = Field(primary_key=True, max_length=64)
+    credential_id: str = Field(foreign_key="credential.id", index=True, max_length=24)
+    subject_id: str = Field(foreign_key="subject.id", max_length=36)
+    accepted: bool
+    channel: str | None = Field(default=None, max_length=8)
+    surface: str | None = Field(default=None, max_length=8)
+    decided_at: datetime

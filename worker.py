@@ -1,0 +1,76 @@
+"""The worker: settings -> Temporal client -> Worker(workflows, activity instances).
+
+It also runs the reconciler that starts workflows for stored requests whose start was lost, and
+periodically purges expired replay and idempotency entries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from concurrent.futures import ThreadPoolExecutor
+
+from sqlalchemy import Engine
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from activities.requests import RequestActivities
+from core.settings import Settings, get_settings
+from core.temporal import build_client, reconcile_forever
+from store.db import make_engine
+from store.guards import purge_expired
+from workflows.credential_request import CredentialRequestWorkflow
+
+log = logging.getLogger("mandatum.worker")
+WORKFLOWS = [CredentialRequestWorkflow]
+
+
+def build_worker(
+    client: Client, engine: Engine, task_queue: str, executor: ThreadPoolExecutor
+) -> Worker:
+    return Worker(
+        client, task_queue=task_queue, workflows=WORKFLOWS,
+        activities=RequestActivities(engine).all(), activity_executor=executor,
+    )
+
+
+async def _purge_forever(engine: Engine, settings: Settings) -> None:
+    while True:
+        try:
+            await asyncio.to_thread(purge_expired, engine, settings.idempotency_window)
+        except Exception:
+            log.exception("purge failed")
+        await asyncio.sleep(60)
+
+
+async def main(settings: Settings | None = None) -> None:
+    settings = settings or get_settings()
+    settings.master_key_bytes()
+    engine = make_engine(settings.sqlalchemy_url)
+    client = await build_client(settings)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    with ThreadPoolExecutor(max_workers=16) as executor:
+        worker = build_worker(client, engine, settings.task_queue, executor)
+        background = [
+            asyncio.create_task(reconcile_forever(client, engine, settings.task_queue,
+                                                  settings.reconcile_interval,
+                                                  settings.reconcile_grace)),
+            asyncio.create_task(_purge_forever(engine, settings)),
+        ]
+        async with worker:
+            log.info("worker polling task queue %s on %s", settings.task_queue,
+                     settings.temporal_address)
+            await stop.wait()
+            log.info("worker stopping")
+        for task in background:
+            task.cancel()
+    engine.dispose()
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    asyncio.run(main())

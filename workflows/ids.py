@@ -1,0 +1,36 @@
+"""Workflow ids, typed search attributes and activity names shared by callers and workers."""
+
+from __future__ import annotations
+
+from temporalio.common import SearchAttributeKey
+
+REQUEST_WORKFLOW_PREFIX = "credential-request:"
+
+SA_ORGANIZATION = SearchAttributeKey.for_keyword("MandatumOrganization")
+SA_STATUS = SearchAttributeKey.for_keyword("MandatumStatus")
+SA_SECURITY_LEVEL = SearchAttributeKey.for_keyword("MandatumSecurityLevel")
+SA_INTERNAL_ID = SearchAttributeKey.for_keyword("MandatumInternalId")
+
+# name -> type, as `temporal server start-dev --search-attribute NAME=TYPE` wants it
+SEARCH_ATTRIBUTES = {
+    SA_ORGANIZATION.name: "Keyword",
+    SA_STATUS.name: "Keyword",
+    SA_SECURITY_LEVEL.name: "Keyword",
+    SA_INTERNAL_ID.name: "Keyword",
+}
+
+
+def request_workflow_id(request_id: str) -> str:
+    return REQUEST_WORKFLOW_PREFIX + request_id
+
+
+def request_id_from_workflow_id(workflow_id: str) -> str:
+    if not workflow_id.startswith(REQUEST_WORKFLOW_PREFIX):
+        raise ValueError(f"not a credential-request workflow id: {workflow_id}")
+    return workflow_id[len(REQUEST_WORKFLOW_PREFIX):]
+
+
+class ActivityNames:
+    RECORD_CANCELLATION = "record_request_cancellation"
+    RECORD_EXPIRY = "record_request_expiry"
+    RECORD_DECISION = "record_subject_decision"
