@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from sqlalchemy import Engine
 from temporalio import activity
 
@@ -29,5 +32,5 @@ class RequestActivities:
             inp.accepted, inp.channel, inp.surface, inp.decided_at, inp.completes_request,
         )
 
-    def all(self) -> list[object]:
+    def all(self) -> list[Callable[..., Any]]:
         return [self.record_cancellation, self.record_expiry, self.record_decision]

@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-from core.settings import Settings
-from store.requests import RequestBundle
-from store.tables import Credential, Subject
-
 from api.models import (
     ContactOut,
     CredentialListItem,
@@ -17,6 +13,9 @@ from api.models import (
     SubjectOrganization,
     SubjectOut,
 )
+from core.settings import Settings
+from store.requests import RequestBundle
+from store.tables import Credential, Subject
 
 
 def _subject(settings: Settings, subject: Subject, internal_id: str | None) -> SubjectOut:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 from sqlalchemy import Engine, delete, func
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
-from sqlmodel import Session, select
+from sqlmodel import Session, col, select
 
 from store.db import utcnow, write_session
 from store.tables import CredentialRequest, IdempotencyRecord, SeenSignature
@@ -33,8 +34,8 @@ def remember_signature(
     with write_session(engine) as session:
         stmt = _insert(session)(SeenSignature).values(
             api_key_id=key_id, signature=signature, is_write=is_write, expires_at=now + window
-        ).on_conflict_do_nothing()
-        if session.execute(stmt).rowcount == 1:  # type: ignore[attr-defined]
+        ).on_conflict_do_nothing().returning(col(SeenSignature.api_key_id))
+        if session.execute(stmt).first() is not None:  # inserted: first use
             return True
         if is_write:
             return False
@@ -46,16 +47,13 @@ def purge_expired(engine: Engine, idempotency_window: timedelta) -> int:
     """Drop replay entries past their window and idempotency records past theirs."""
     now = utcnow()
     with write_session(engine) as session:
-        n = session.execute(delete(SeenSignature).where(SeenSignature.expires_at < now)).rowcount  # type: ignore[attr-defined]
-        n += session.execute(  # type: ignore[attr-defined]
-            delete(IdempotencyRecord).where(IdempotencyRecord.created_at < now - idempotency_window)
-        ).rowcount
+        n = session.execute(delete(SeenSignature).where(col(SeenSignature.expires_at) < now)).rowcount  # type: ignore[attr-defined]
+        old = col(IdempotencyRecord.created_at) < now - idempotency_window
+        n += session.execute(delete(IdempotencyRecord).where(old)).rowcount  # type: ignore[attr-defined]
     return int(n)
 
 
 def body_digest(body: Any) -> str:
-    import json
-
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode()).hexdigest()
 

@@ -251,8 +251,8 @@ def list_requests(engine: Engine, org_id: str, f: RequestFilter) -> tuple[list[R
         conds.append(CredentialRequest.internal_id == f.internal_id)
     if f.credential_internal_id is not None:
         conds.append(exists().where(
-            Credential.request_id == CredentialRequest.id,
-            Credential.internal_id == f.credential_internal_id,
+            col(Credential.request_id) == CredentialRequest.id,
+            col(Credential.internal_id) == f.credential_internal_id,
         ))
     if f.security_levels:
         conds.append(col(CredentialRequest.security_level).in_(f.security_levels))
@@ -264,7 +264,7 @@ def list_requests(engine: Engine, org_id: str, f: RequestFilter) -> tuple[list[R
         pattern = _like(f.search)
         conds.append(or_(
             col(CredentialRequest.name).ilike(pattern, escape="\\"),
-            exists().where(Credential.request_id == CredentialRequest.id,
+            exists().where(col(Credential.request_id) == CredentialRequest.id,
                            col(Credential.name).ilike(pattern, escape="\\")),
         ))
     with read_session(engine) as session:

@@ -8,8 +8,7 @@ the search attributes follow every change.
 
 from __future__ import annotations
 
-import asyncio
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributePair
@@ -38,11 +37,16 @@ with workflow.unsafe.imports_passed_through():
     )
 
 PENDING, COMPLETED, CANCELED, EXPIRED = "PENDING", "COMPLETED", "CANCELED", "EXPIRED"
-DB_WRITE = {
-    "start_to_close_timeout": timedelta(seconds=30),
-    "retry_policy": RetryPolicy(initial_interval=timedelta(seconds=1),
-                                maximum_interval=timedelta(minutes=1)),
-}
+DB_WRITE_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1),
+                             maximum_interval=timedelta(minutes=1))
+
+
+async def record(activity_name: str, arg: object) -> None:
+    """Write a state change to the database; retried until it lands."""
+    await workflow.execute_activity(
+        activity_name, arg, start_to_close_timeout=timedelta(seconds=30),
+        retry_policy=DB_WRITE_RETRY,
+    )
 
 
 def search_attributes_for(
@@ -64,7 +68,7 @@ class CredentialRequestWorkflow:
     def __init__(self) -> None:
         self._input: CredentialRequestInput | None = None
         self._status = PENDING
-        self._canceled_at = None
+        self._canceled_at: datetime | None = None
         self._cancel_requested = False
         self._decisions: dict[tuple[str, str], DecisionView] = {}
 
@@ -78,10 +82,8 @@ class CredentialRequestWorkflow:
                 timeout=max(remaining, timedelta(seconds=1)),
                 timeout_summary="request expiry",
             )
-        except asyncio.TimeoutError:
-            await workflow.execute_activity(
-                ActivityNames.RECORD_EXPIRY, RecordExpiryInput(request_id=inp.request_id), **DB_WRITE
-            )
+        except TimeoutError:
+            await record(ActivityNames.RECORD_EXPIRY, RecordExpiryInput(request_id=inp.request_id))
             self._set_status(EXPIRED)
         await workflow.wait_condition(workflow.all_handlers_finished)
         return CredentialRequestResult(request_id=inp.request_id, status=self._status)
@@ -93,11 +95,10 @@ class CredentialRequestWorkflow:
         assert self._input is not None
         self._cancel_requested = True
         at = workflow.now()
-        await workflow.execute_activity(
+        await record(
             ActivityNames.RECORD_CANCELLATION,
             RecordCancellationInput(request_id=self._input.request_id, canceled_at=at,
                                     canceled_by=inp.canceled_by),
-            **DB_WRITE,
         )
         self._canceled_at = at
         self._set_status(CANCELED)
@@ -125,14 +126,14 @@ class CredentialRequestWorkflow:
             decision_id=decision_id, decided_at=at,
         )
         completes = self._all_decided()
-        await workflow.execute_activity(
+        await record(
             ActivityNames.RECORD_DECISION,
             RecordDecisionInput(
                 request_id=self._input.request_id, decision_id=decision_id,
                 subject_id=inp.subject_id, credential_id=inp.credential_id, accepted=inp.accept,
-                channel=inp.channel, surface=inp.surface, decided_at=at, completes_request=completes,
+                channel=inp.channel, surface=inp.surface, decided_at=at,
+                completes_request=completes,
             ),
-            **DB_WRITE,
         )
         if completes:
             self._set_status(COMPLETED)
@@ -165,7 +166,8 @@ class CredentialRequestWorkflow:
 
     def _all_decided(self) -> bool:
         assert self._input is not None
-        return len(self._decisions) == len(self._input.subject_ids) * len(self._input.credential_ids)
+        expected = len(self._input.subject_ids) * len(self._input.credential_ids)
+        return len(self._decisions) == expected
 
     def _set_status(self, status: str) -> None:
         assert self._input is not None

