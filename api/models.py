@@ -13,6 +13,7 @@ from pydantic import (
     ConfigDict,
     Field,
     PlainSerializer,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -66,8 +67,28 @@ class Language(StrEnum):
     FRA = "FRA"
 
 
+def reject_nul(value: Any) -> None:
+    """NUL characters are never meaningful in this API, and PostgreSQL cannot store them in text."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValueError("must not contain NUL characters")
+    elif isinstance(value, list):
+        for item in value:
+            reject_nul(item)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            reject_nul(key)
+            reject_nul(item)
+
+
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _no_nul(cls, value: Any) -> Any:
+        reject_nul(value)
+        return value
 
 
 class ContactIn(Strict):
@@ -111,6 +132,11 @@ class CredentialIn(Strict):
     validFrom: AwareDatetime | None = None
     validUntil: AwareDatetime | None = None
 
+    @field_validator("tags", mode="before")
+    @classmethod
+    def _null_tags(cls, value: Any) -> Any:
+        return [] if value is None else value
+
     @model_validator(mode="after")
     def _by_type(self) -> CredentialIn:
         if self.type == "POLICY" and self.action is None:
@@ -135,6 +161,14 @@ class CreateRequestIn(Strict):
     redirectUrl: Annotated[str, Field(max_length=2048)] | None = None
     internalId: Ref | None = None
     authorizedDIDs: Annotated[list[Did], Field(max_length=20)] = Field(default_factory=list)
+
+    @field_validator("language", "authorizedDIDs", mode="before")
+    @classmethod
+    def _null_is_default(cls, value: Any, info: ValidationInfo) -> Any:
+        """SDKs send absent optional fields as null: that means the default, not an error."""
+        if value is None:
+            return Language.ENG if info.field_name == "language" else []
+        return value
 
     @field_validator("redirectUrl")
     @classmethod

@@ -50,7 +50,9 @@ def request_out(settings: Settings, bundle: RequestBundle) -> RequestOut:
         name=req.name, language=req.language, redirectUrl=req.redirect_url,
         internalId=req.internal_id, canceledAt=req.canceled_at, status=req.status,
         expiresAt=req.expires_at,
-        authorizedDIDs=[settings.organization_did(req.organization_id), *req.authorized_dids],
+        # the organization first, each DID once (CONTRACT 3)
+        authorizedDIDs=list(dict.fromkeys([settings.organization_did(req.organization_id),
+                                           *req.authorized_dids])),
     )
 
 

@@ -20,6 +20,12 @@ from sqlalchemy.engine import make_url
 from sqlmodel import Session
 
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
+# SQLite's lower() folds ASCII only; this one folds every script (used for case-insensitive search)
+SQLITE_UNICODE_LOWER = "mandatum_lower"
+
+
+def _unicode_lower(value: object) -> object:
+    return value.lower() if isinstance(value, str) else value
 
 
 def utcnow() -> datetime:
@@ -42,6 +48,7 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_conn: Any, _record: Any) -> None:
         dbapi_conn.isolation_level = None  # we issue BEGIN ourselves (see module docstring)
+        dbapi_conn.create_function(SQLITE_UNICODE_LOWER, 1, _unicode_lower, deterministic=True)
         cur = dbapi_conn.cursor()
         cur.execute("PRAGMA journal_mode=WAL")
         cur.execute("PRAGMA synchronous=NORMAL")

@@ -7,6 +7,7 @@ started is picked up by the worker's reconciler, so a crash between the two neve
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -17,9 +18,16 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, func, select
 
 from core.ids import new_object_id, new_subject_uuid
-from store.db import read_session, utcnow, write_session
-from store.guards import find_idempotent, requests_created_since, save_idempotent
-from store.tables import Credential, CredentialRequest, Decision, RequestSubject, Subject
+from store.db import SQLITE_UNICODE_LOWER, read_session, utcnow, write_session
+from store.guards import StoredResponse, find_idempotent, requests_created_since, save_idempotent
+from store.tables import (
+    Credential,
+    CredentialRequest,
+    Decision,
+    Organization,
+    RequestSubject,
+    Subject,
+)
 
 OPEN_CREDENTIAL_STATES = ("DRAFT", "PENDING")
 
@@ -120,15 +128,54 @@ def create_request(
     engine: Engine, org_id: str, new: NewRequest, expiry: timedelta, rate_per_minute: int,
     idempotency: Idempotency | None, render: Any,
 ) -> RequestBundle | Replayed:
-    """Insert a request; ``render`` turns the bundle into the stored idempotent response."""
-    now = utcnow()
+    """Insert a request; ``render`` turns the bundle into the stored idempotent response.
+
+    A concurrent call with the same Idempotency-Key gets the first call's stored response (or
+    IdempotencyConflict when its body differs), never a second request or a database error.
+    """
+    try:
+        return _insert_request(engine, org_id, new, expiry, rate_per_minute, idempotency, render)
+    except IntegrityError:
+        if idempotency is None:
+            raise
+        # A twin committed the same key first (possible only where the organization lock below is
+        # not exclusive); our transaction was rolled back, so answer with the twin's response.
+        with read_session(engine) as session:
+            earlier = find_idempotent(session, org_id, idempotency.key, idempotency.window)
+        if earlier is None:
+            raise
+        return _replay(earlier, idempotency)
+
+
+def _replay(earlier: StoredResponse, idempotency: Idempotency) -> Replayed:
+    if earlier.body_hash != idempotency.body_hash:
+        raise IdempotencyConflict()
+    return Replayed(earlier.status_code, earlier.response)
+
+
+def _lock_organization(session: Session, org_id: str) -> None:
+    """Serialize the organization's creations so the rate limit and idempotency see each other.
+
+    PostgreSQL: a row lock (FOR NO KEY UPDATE does not block inserts referencing the row); under
+    READ COMMITTED the statements after it see what the previous holder committed. SQLite write
+    transactions are already serial (BEGIN IMMEDIATE), and SQLAlchemy leaves FOR UPDATE out there.
+    """
+    session.exec(
+        select(Organization.id).where(Organization.id == org_id).with_for_update(key_share=True)
+    ).first()
+
+
+def _insert_request(
+    engine: Engine, org_id: str, new: NewRequest, expiry: timedelta, rate_per_minute: int,
+    idempotency: Idempotency | None, render: Any,
+) -> RequestBundle | Replayed:
     with write_session(engine) as session:
+        _lock_organization(session, org_id)
+        now = utcnow()  # after the lock: a waiting creation counts the ones before it
         if idempotency is not None:
             earlier = find_idempotent(session, org_id, idempotency.key, idempotency.window)
             if earlier is not None:
-                if earlier.body_hash != idempotency.body_hash:
-                    raise IdempotencyConflict()
-                return Replayed(earlier.status_code, earlier.response)
+                return _replay(earlier, idempotency)
         recent = requests_created_since(session, org_id, now - timedelta(minutes=1))
         if recent >= rate_per_minute:
             raise RateLimited(retry_after=_retry_after(session, org_id, now))
@@ -233,6 +280,17 @@ def _like(term: str) -> str:
     return f"%{escaped}%"
 
 
+def _contains_ignoring_case(engine: Engine, column: Any, term: str) -> Any:
+    """``column`` contains ``term`` literally, ignoring case in every script (Água = ÁGUA).
+
+    SQLite's LIKE and lower() fold ASCII only, so there both sides go through Python's lower()
+    (registered on every connection by store.db); PostgreSQL's ILIKE folds Unicode.
+    """
+    if engine.dialect.name == "sqlite":
+        return getattr(func, SQLITE_UNICODE_LOWER)(column).like(_like(term.lower()), escape="\\")
+    return col(column).ilike(_like(term), escape="\\")
+
+
 def list_requests(engine: Engine, org_id: str, f: RequestFilter) -> tuple[list[RequestBundle], int]:
     """A page of the organization's requests, newest first, and the total count."""
     conds: list[Any] = [CredentialRequest.organization_id == org_id]
@@ -261,11 +319,10 @@ def list_requests(engine: Engine, org_id: str, f: RequestFilter) -> tuple[list[R
     if f.date_to is not None:
         conds.append(CredentialRequest.created_at <= f.date_to)
     if f.search:
-        pattern = _like(f.search)
         conds.append(or_(
-            col(CredentialRequest.name).ilike(pattern, escape="\\"),
+            _contains_ignoring_case(engine, CredentialRequest.name, f.search),
             exists().where(col(Credential.request_id) == CredentialRequest.id,
-                           col(Credential.name).ilike(pattern, escape="\\")),
+                           _contains_ignoring_case(engine, Credential.name, f.search)),
         ))
     with read_session(engine) as session:
         total = session.exec(select(func.count()).select_from(CredentialRequest).where(*conds)).one()
@@ -351,7 +408,11 @@ def record_decision(
                 req.status = RequestStatus.COMPLETED
 
 
+SUBJECT_UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
 def subject_id_from_did(did: str) -> str | None:
     """The subject uuid of ``did:web:<host>:subjects:<uuid>``, whatever the host."""
     prefix, sep, rest = did.rpartition(":subjects:")
-    return rest if sep and prefix.startswith("did:web:") and rest else None
+    ok = sep and prefix.startswith("did:web:") and SUBJECT_UUID_RE.match(rest)
+    return rest if ok else None

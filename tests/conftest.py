@@ -15,6 +15,7 @@ import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -82,6 +83,7 @@ async def ts_env() -> AsyncIterator[WorkflowEnvironment]:
         yield env
 
 
+@contextmanager
 def _postgres_database() -> Iterator[str]:
     import psycopg
 
@@ -102,11 +104,9 @@ def db_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     if request.param == "postgresql":
         if not PG_AVAILABLE:
             pytest.skip(f"PostgreSQL is not reachable at {PG_ADMIN_URL}: PostgreSQL variants skipped")
-        gen = _postgres_database()
-        url = next(gen)
-        migrate(url)
-        yield url
-        gen.close()
+        with _postgres_database() as url:
+            migrate(url)
+            yield url
         return
     url = f"sqlite:///{tmp_path_factory.mktemp('db') / 'mandatum.db'}"
     migrate(url)
@@ -126,7 +126,7 @@ def settings(db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Settings:
         environment=Environment.TEST,
         var_dir=tmp_path_factory.mktemp("var"),
         database_url=db_url,
-        master_key=MASTER_KEY,  # type: ignore[arg-type]
+        master_key=MASTER_KEY,
         task_queue=f"mandatum-test-{uuid.uuid4().hex[:8]}",
         public_url="https://mandatum.test",
         auth_cache_seconds=0,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import re
 from datetime import UTC, datetime, time, timedelta
 from typing import Annotated, Any
 
@@ -15,6 +16,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
 from api import versioning
+from api.contacts import normalize_contact
 from api.deps import CallerDep, ServicesDep, TemporalDep
 from api.errors import ApiError
 from api.models import (
@@ -40,10 +42,12 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
-def _to_new_request(body: CreateRequestIn) -> store.NewRequest:
+def _to_new_request(body: CreateRequestIn, organization_did: str) -> store.NewRequest:
     contacts, problems = body.normalized_contacts()
     if problems:
         raise ApiError(400, problems)
+    # the organization's DID is always authorized and listed first (CONTRACT 3): store the others once
+    extra_dids = list(dict.fromkeys(d for d in body.authorizedDIDs if d != organization_did))
     return store.NewRequest(
         security_level=body.securityLevel.value,
         contacts=[store.NewContact(c, kind, internal) for c, kind, internal in contacts],
@@ -58,7 +62,7 @@ def _to_new_request(body: CreateRequestIn) -> store.NewRequest:
             for c in body.credentials
         ],
         name=body.name, language=body.language.value, redirect_url=body.redirectUrl,
-        internal_id=body.internalId, authorized_dids=body.authorizedDIDs,
+        internal_id=body.internalId, authorized_dids=extra_dids,
     )
 
 
@@ -68,9 +72,11 @@ async def create_request(
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key", max_length=255)] = None,
 ) -> Any:
     """Create a credential request; its workflow starts at once and waits for decisions."""
-    new = _to_new_request(body)
     settings = services.settings
+    new = _to_new_request(body, settings.organization_did(caller.organization_id))
     idem = None
+    if idempotency_key is not None and "\x00" in idempotency_key:
+        raise ApiError(400, "Idempotency-Key must not contain NUL characters")
     if idempotency_key is not None and idempotency_key.strip():
         idem = store.Idempotency(idempotency_key.strip(),
                                  guards.body_digest(body.model_dump(mode="json")),
@@ -116,9 +122,26 @@ async def _start_workflow(services: ServicesDep, temporal: TemporalDep,
     await asyncio.to_thread(store.mark_workflow_started, services.engine, bundle.request.id)
 
 
-def _day_start(value: datetime) -> datetime:
-    value = value if value.tzinfo else value.replace(tzinfo=UTC)
-    return datetime.combine(value.astimezone(UTC).date(), time.min, tzinfo=UTC)
+ISO_DATE_RE = re.compile(
+    r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|z|[+-]\d{2}:?\d{2})?)?$"
+)
+
+
+def _day_start(name: str, raw: str) -> datetime:
+    """The start (UTC) of the UTC day of an ISO 8601 date or date-time; naive means UTC.
+
+    Numbers are refused rather than read as seconds since 1970 (``20250310`` is not a date here).
+    """
+    value = raw.strip()
+    try:
+        if not ISO_DATE_RE.match(value):
+            raise ValueError
+        parsed = datetime.fromisoformat(value[:-1] + "+00:00" if value[-1] in "Zz" else value)
+    except ValueError:
+        raise ApiError(400, f"{name} must be an ISO 8601 date or date-time, e.g. 2026-01-31 "
+                            f"or 2026-01-31T12:00:00Z") from None
+    parsed = parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    return datetime.combine(parsed.astimezone(UTC).date(), time.min, tzinfo=UTC)
 
 
 @router.get("/request", response_model=RequestPage, responses=ERRORS)
@@ -132,26 +155,35 @@ async def list_requests(
     subjectInternalId: Annotated[str | None, Query(max_length=255)] = None,
     internalId: Annotated[str | None, Query(max_length=255)] = None,
     credentialInternalId: Annotated[str | None, Query(max_length=255)] = None,
-    securityLevel: Annotated[list[SecurityLevel] | None, Query()] = None,
-    dateFrom: Annotated[datetime | None, Query()] = None,
-    dateTo: Annotated[datetime | None, Query()] = None,
+    securityLevel: Annotated[list[SecurityLevel] | None, Query(description=(
+        "One level, or several as repeated parameters"))] = None,
+    securityLevelBrackets: Annotated[list[SecurityLevel] | None, Query(
+        alias="securityLevel[]", include_in_schema=False)] = None,  # how axios / qs send arrays
+    dateFrom: Annotated[str | None, Query(max_length=40, description=(
+        "ISO 8601 date or date-time; the start of its UTC day"))] = None,
+    dateTo: Annotated[str | None, Query(max_length=40, description=(
+        "ISO 8601 date or date-time; the end of its UTC day; requires dateFrom"))] = None,
 ) -> Any:
     """List the organization's requests, newest first. Dates cover whole UTC days."""
+    for name, value in (("search", search), ("subjectInternalId", subjectInternalId),
+                        ("internalId", internalId), ("credentialInternalId", credentialInternalId)):
+        if value is not None and "\x00" in value:
+            raise ApiError(400, f"{name} must not contain NUL characters")
     if dateTo is not None and dateFrom is None:
         raise ApiError(400, "dateTo requires dateFrom")
-    date_from = _day_start(dateFrom) if dateFrom else None
-    date_to = _day_start(dateTo) + timedelta(days=1) - timedelta(microseconds=1) if dateTo else None
+    date_from = _day_start("dateFrom", dateFrom) if dateFrom is not None else None
+    date_to = (_day_start("dateTo", dateTo) + timedelta(days=1) - timedelta(microseconds=1)
+               if dateTo is not None else None)
     if date_from and date_to and date_to < date_from:
         raise ApiError(400, "dateTo must not be before dateFrom")
     subject_id = None
     if did is not None:
         subject_id = store.subject_id_from_did(did)
-        if subject_id is None:
+        # only this service's subject DIDs name subjects (the host is part of the DID)
+        if subject_id is None or services.settings.subject_did(subject_id) != did:
             return RequestPage(data=[], totalPages=0)
     normalized_contact = None
     if contact is not None:
-        from api.contacts import normalize_contact
-
         try:
             normalized_contact = normalize_contact(contact)[0]
         except ValueError as exc:
@@ -161,7 +193,8 @@ async def list_requests(
         contact=normalized_contact, did_subject_id=subject_id,
         subject_internal_id=subjectInternalId, internal_id=internalId,
         credential_internal_id=credentialInternalId,
-        security_levels=tuple(s.value for s in securityLevel or ()),
+        security_levels=tuple(dict.fromkeys(
+            s.value for s in [*(securityLevel or ()), *(securityLevelBrackets or ())])),
         date_from=date_from, date_to=date_to,
     )
     bundles, total = await asyncio.to_thread(
@@ -176,8 +209,9 @@ async def list_requests(
 
 
 def _check_id(request_id: str) -> None:
+    """Request ids are 24 lower-case hex characters (CONTRACT 3)."""
     if not is_object_id(request_id):
-        raise ApiError(400, "requestId must be a 24-character hexadecimal ObjectId")
+        raise ApiError(400, "requestId must be a 24-character lower-case hexadecimal ObjectId")
 
 
 @router.get("/request/{requestId}", response_model=RequestEnvelope, responses=ERRORS)
