@@ -32,6 +32,9 @@ def build_worker(
     return Worker(
         client, task_queue=task_queue, workflows=WORKFLOWS,
         activities=RequestActivities(engine).all(), activity_executor=executor,
+        # the activities are synchronous: never take more than there are threads to run them, or
+        # the extra ones wait in the executor's queue while their start-to-close timeout runs
+        max_concurrent_activities=executor._max_workers,
     )
 
 

@@ -11,6 +11,7 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.common import TypedSearchAttributes, WorkflowIDReusePolicy
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.service import RPCError, RPCStatusCode
 
 from core.settings import Settings
 from store import requests as store
@@ -20,6 +21,7 @@ from workflows.ids import request_workflow_id
 from workflows.messages import CredentialRequestInput
 
 log = logging.getLogger("mandatum.temporal")
+SERVER_DOWN = (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED)
 
 
 async def build_client(settings: Settings) -> Client:
@@ -68,10 +70,18 @@ async def reconcile_once(
     started: list[str] = []
     pending = await asyncio.to_thread(store.unstarted_requests, engine, utcnow() - grace)
     for bundle in pending:
-        if await start_request_workflow(client, task_queue, bundle):
-            log.warning("reconciler started the workflow of request %s", bundle.request.id)
-            started.append(bundle.request.id)
-        await asyncio.to_thread(store.mark_workflow_started, engine, bundle.request.id)
+        try:
+            if await start_request_workflow(client, task_queue, bundle):
+                log.warning("reconciler started the workflow of request %s", bundle.request.id)
+                started.append(bundle.request.id)
+            # marked only once the workflow surely exists (started now, or before the crash)
+            await asyncio.to_thread(store.mark_workflow_started, engine, bundle.request.id)
+        except RPCError as exc:
+            if exc.status in SERVER_DOWN:  # nothing else will work either: end this pass
+                raise
+            log.exception("reconciler could not start the workflow of request %s", bundle.request.id)
+        except Exception:  # one failing request must not hold back the ones queued after it
+            log.exception("reconciler could not start the workflow of request %s", bundle.request.id)
     return started
 
 

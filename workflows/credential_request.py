@@ -65,35 +65,55 @@ def search_attributes_for(
 
 @workflow.defn(name="CredentialRequest")
 class CredentialRequestWorkflow:
-    def __init__(self) -> None:
-        self._input: CredentialRequestInput | None = None
+    """State: ``_outcome`` is the terminal state once something claimed it (a cancel, the decision
+    that completes the request, or the expiry); from then on the validators refuse every update.
+    ``_status`` is what the database says, so it changes only after the write has landed.
+    """
+
+    @workflow.init
+    def __init__(self, inp: CredentialRequestInput) -> None:
+        # Updates sent right after the start arrive in the first workflow task, before run()
+        # begins: the handlers need the input from here.
+        self._input = inp
         self._status = PENDING
+        self._outcome: str | None = None
         self._canceled_at: datetime | None = None
-        self._cancel_requested = False
         self._decisions: dict[tuple[str, str], DecisionView] = {}
 
     @workflow.run
     async def run(self, inp: CredentialRequestInput) -> CredentialRequestResult:
-        self._input = inp
         remaining = inp.expires_at - workflow.now()
         try:
             await workflow.wait_condition(
-                lambda: self._cancel_requested or self._all_decided(),
+                lambda: self._outcome is not None,
                 timeout=max(remaining, timedelta(seconds=1)),
                 timeout_summary="request expiry",
             )
         except TimeoutError:
-            await record(ActivityNames.RECORD_EXPIRY, RecordExpiryInput(request_id=inp.request_id))
-            self._set_status(EXPIRED)
+            pass
+        if self._outcome is None:  # a timer firing with an update in the same task: the update won
+            await self._expire()
         await workflow.wait_condition(workflow.all_handlers_finished)
         return CredentialRequestResult(request_id=inp.request_id, status=self._status)
+
+    async def _expire(self) -> None:
+        self._outcome = EXPIRED
+        # decisions accepted before the expiry are stored before it (closing the open credentials)
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        await record(ActivityNames.RECORD_EXPIRY, RecordExpiryInput(request_id=self._input.request_id))
+        self._set_status(EXPIRED)
+
+    def _refuse_when_closed(self) -> None:
+        if self._outcome is not None:
+            raise ApplicationError(f"The request is {self._outcome.lower()}", type="not_active")
+        if workflow.now() >= self._input.expires_at:  # the expiry timer is about to fire
+            raise ApplicationError("The request is expired", type="not_active")
 
     # --- cancel -------------------------------------------------------------------------------
 
     @workflow.update(name="cancel")
     async def cancel(self, inp: CancelInput) -> CancelResult:
-        assert self._input is not None
-        self._cancel_requested = True
+        self._outcome = CANCELED
         at = workflow.now()
         await record(
             ActivityNames.RECORD_CANCELLATION,
@@ -106,18 +126,16 @@ class CredentialRequestWorkflow:
 
     @cancel.validator
     def _validate_cancel(self, inp: CancelInput) -> None:
-        if self._cancel_requested or self._status == CANCELED:
+        if self._outcome == CANCELED:
             raise ApplicationError("The request is already canceled", type="already_canceled")
-        if self._decisions:
+        if self._decisions:  # includes a decision whose write is still under way
             raise ApplicationError("A subject has already decided", type="already_decided")
-        if self._status != PENDING:
-            raise ApplicationError(f"The request is {self._status.lower()}", type="not_active")
+        self._refuse_when_closed()
 
     # --- decisions ----------------------------------------------------------------------------
 
     @workflow.update(name="decide")
     async def decide(self, inp: DecisionInput) -> DecisionResult:
-        assert self._input is not None
         key = (inp.subject_id, inp.credential_id)
         decision_id = f"urn:via:decision:{workflow.uuid4()}"  # an identifier, not a secret
         at = workflow.now()
@@ -126,6 +144,8 @@ class CredentialRequestWorkflow:
             decision_id=decision_id, decided_at=at,
         )
         completes = self._all_decided()
+        if completes:
+            self._outcome = COMPLETED
         await record(
             ActivityNames.RECORD_DECISION,
             RecordDecisionInput(
@@ -137,13 +157,12 @@ class CredentialRequestWorkflow:
         )
         if completes:
             self._set_status(COMPLETED)
-        return DecisionResult(decision_id=decision_id, decided_at=at, request_status=self._status)
+        return DecisionResult(decision_id=decision_id, decided_at=at,
+                              request_status=COMPLETED if completes else PENDING)
 
     @decide.validator
     def _validate_decide(self, inp: DecisionInput) -> None:
-        assert self._input is not None
-        if self._status != PENDING or self._cancel_requested:
-            raise ApplicationError(f"The request is {self._status.lower()}", type="not_active")
+        self._refuse_when_closed()
         if inp.subject_id not in self._input.subject_ids:
             raise ApplicationError("Unknown subject for this request", type="unknown_subject")
         if inp.credential_id not in self._input.credential_ids:
@@ -156,7 +175,6 @@ class CredentialRequestWorkflow:
 
     @workflow.query(name="status")
     def status(self) -> RequestStatusView:
-        assert self._input is not None
         total = len(self._input.subject_ids) * len(self._input.credential_ids)
         return RequestStatusView(
             request_id=self._input.request_id, status=self._status,
@@ -165,12 +183,10 @@ class CredentialRequestWorkflow:
         )
 
     def _all_decided(self) -> bool:
-        assert self._input is not None
         expected = len(self._input.subject_ids) * len(self._input.credential_ids)
         return len(self._decisions) == expected
 
     def _set_status(self, status: str) -> None:
-        assert self._input is not None
         self._status = status
         workflow.upsert_search_attributes(
             [p.key.value_set(p.value) for p in search_attributes_for(self._input, status)]

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query
 from fastapi.responses import JSONResponse
-from temporalio.client import WorkflowUpdateFailedError
+from temporalio.client import WorkflowUpdateFailedError, WorkflowUpdateRPCTimeoutOrCancelledError
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
@@ -37,8 +37,9 @@ from workflows.messages import CancelInput, CancelResult
 
 log = logging.getLogger("mandatum.api.requests")
 router = APIRouter(tags=["requests"])
+CANCEL_TIMEOUT_SECONDS = 15.0
 ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": ErrorOut} for code in (400, 401, 404, 409, 413, 429)
+    code: {"model": ErrorOut} for code in (400, 401, 404, 409, 413, 429, 503)
 }
 
 
@@ -243,16 +244,27 @@ async def cancel_request(
         await start_request_workflow(temporal, services.settings.task_queue, bundle)
         await asyncio.to_thread(store.mark_workflow_started, services.engine, requestId)
     try:
-        await request_handle(temporal, requestId).execute_update(
-            "cancel", CancelInput(canceled_by=f"apiKey:{caller.key.key_id}"),
-            result_type=CancelResult,
+        await asyncio.wait_for(
+            request_handle(temporal, requestId).execute_update(
+                "cancel", CancelInput(canceled_by=f"apiKey:{caller.key.key_id}"),
+                result_type=CancelResult,
+            ),
+            timeout=CANCEL_TIMEOUT_SECONDS,
         )
     except WorkflowUpdateFailedError as exc:
         cause = exc.cause
         message = cause.message if isinstance(cause, ApplicationError) else "The request cannot be canceled"
         raise ApiError(409, message) from exc
+    except (TimeoutError, WorkflowUpdateRPCTimeoutOrCancelledError) as exc:
+        # No worker took the update in time; it may still be applied, so say exactly that.
+        raise ApiError(503, "Cancellation not confirmed yet; check the request with GET and retry",
+                       headers={"Retry-After": "5"}) from exc
     except RPCError as exc:
         if exc.status == RPCStatusCode.NOT_FOUND:  # the workflow has already finished
-            raise ApiError(409, f"The request is {bundle.request.status.lower()}") from exc
+            current = await asyncio.to_thread(
+                store.get_request, services.engine, caller.organization_id, requestId
+            )
+            status = (current or bundle).request.status
+            raise ApiError(409, f"The request is {status.lower()}") from exc
         raise
     return Success()

@@ -1,0 +1,162 @@
+"""Record the histories tests/test_replay.py replays: real runs of the credential-request workflow.
+
+    .venv/bin/python -m tests.histories.make_histories
+
+Starts its own Temporal dev server (the installed binary) and a throwaway SQLite database, runs each
+scenario below to its end with the real worker, and writes ``<scenario>.json`` next to this file.
+Regenerate (and commit) only when a workflow change is *meant* to break replay, e.g. behind
+``workflow.patched``: the old files are what running workflows look like.
+
+No secrets go in: the workflow input carries opaque ids only (no contact, no key material), the
+canceler is a made-up key id, and worker identities (process id and host name, also in sticky
+queue names) are replaced by fixed names.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import tempfile
+import uuid
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine
+from temporalio.client import Client, WorkflowHandle
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.testing import WorkflowEnvironment
+
+from core.secretbox import SecretCipher
+from core.temporal import request_handle, start_request_workflow
+from store import orgs
+from store import requests as store
+from store.db import make_engine, migrate
+from worker import build_worker
+from workflows.ids import SA_INTERNAL_ID, SA_ORGANIZATION, SA_SECURITY_LEVEL, SA_STATUS
+from workflows.messages import CancelInput, CancelResult, DecisionInput, DecisionResult
+
+HERE = Path(__file__).resolve().parent
+BIN = Path(sys.executable).parent
+IDENTITY = "mandatum-histories"
+# scenario name -> the status its workflow ends with (tests/test_replay.py checks it)
+EXPECTED = {
+    "cancel": "CANCELED",
+    "decide_then_complete": "COMPLETED",
+    "expiry": "EXPIRED",
+    "decide_then_expiry": "EXPIRED",
+}
+
+Scenario = Callable[[Client, Engine, str, str], Awaitable[WorkflowHandle[Any, Any]]]
+
+
+def insert(engine: Engine, org_id: str, contacts: int, credentials: int,
+           expiry: timedelta) -> store.RequestBundle:
+    new = store.NewRequest(
+        security_level="CONTACT",
+        contacts=[store.NewContact(f"subject{i}@example.com", "email") for i in range(contacts)],
+        credentials=[store.NewCredential("POLICY", f"Credential {i}", scope="payments")
+                     for i in range(credentials)],
+        internal_id="history-example",
+    )
+    bundle = store.create_request(engine, org_id, new, expiry, 1000, None, None)
+    assert isinstance(bundle, store.RequestBundle)
+    return bundle
+
+
+async def started(client: Client, queue: str, bundle: store.RequestBundle) -> WorkflowHandle[Any, Any]:
+    assert await start_request_workflow(client, queue, bundle)
+    return request_handle(client, bundle.request.id)
+
+
+async def decide(handle: WorkflowHandle[Any, Any], subject: str, credential: str, accept: bool) -> None:
+    await handle.execute_update(
+        "decide", DecisionInput(subject_id=subject, credential_id=credential, accept=accept,
+                                channel="email", surface="hosted"),
+        result_type=DecisionResult,
+    )
+
+
+async def cancel_path(client: Client, engine: Engine, queue: str, org_id: str) -> WorkflowHandle[Any, Any]:
+    handle = await started(client, queue, insert(engine, org_id, 1, 1, timedelta(days=30)))
+    await handle.execute_update("cancel", CancelInput(canceled_by="apiKey:000000000000000000000000"),
+                                result_type=CancelResult)
+    return handle
+
+
+async def decide_then_complete(client: Client, engine: Engine, queue: str,
+                               org_id: str) -> WorkflowHandle[Any, Any]:
+    bundle = insert(engine, org_id, 2, 2, timedelta(days=30))
+    handle = await started(client, queue, bundle)
+    subjects = [s.id for _, s in bundle.subjects]
+    creds = [c.id for c in bundle.credentials]
+    await handle.query("status")
+    for subject, cred, accept in [(subjects[0], creds[0], True), (subjects[1], creds[0], True),
+                                  (subjects[0], creds[1], False), (subjects[1], creds[1], True)]:
+        await decide(handle, subject, cred, accept)
+    return handle
+
+
+async def expiry(client: Client, engine: Engine, queue: str, org_id: str) -> WorkflowHandle[Any, Any]:
+    return await started(client, queue, insert(engine, org_id, 1, 1, timedelta(seconds=1)))
+
+
+async def decide_then_expiry(client: Client, engine: Engine, queue: str,
+                             org_id: str) -> WorkflowHandle[Any, Any]:
+    bundle = insert(engine, org_id, 2, 1, timedelta(seconds=2))
+    handle = await started(client, queue, bundle)
+    await decide(handle, bundle.subjects[0][1].id, bundle.credentials[0].id, False)
+    return handle
+
+
+SCENARIOS: dict[str, Scenario] = {
+    "cancel": cancel_path,
+    "decide_then_complete": decide_then_complete,
+    "expiry": expiry,
+    "decide_then_expiry": decide_then_expiry,
+}
+
+
+def scrub(value: Any) -> Any:
+    """Replace worker identities and sticky queue names (process id and host name) by fixed names."""
+    if isinstance(value, dict):
+        if value.get("kind") == "TASK_QUEUE_KIND_STICKY":
+            value = {**value, "name": f"{IDENTITY}-sticky"}
+        return {k: IDENTITY if k == "identity" else scrub(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [scrub(v) for v in value]
+    return value
+
+
+async def main() -> None:
+    env = await WorkflowEnvironment.start_local(
+        dev_server_existing_path=str(BIN / "temporal"), ip="127.0.0.1",
+        data_converter=pydantic_data_converter,
+        search_attributes=[SA_ORGANIZATION, SA_STATUS, SA_SECURITY_LEVEL, SA_INTERNAL_ID],
+        dev_server_extra_args=["--log-level", "error"],
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        url = f"sqlite:///{tmp}/histories.db"
+        migrate(url)
+        engine = make_engine(url)
+        org, _ = orgs.create_organization(engine, SecretCipher(bytes(32)), "History Org")
+        queue = f"mandatum-histories-{uuid.uuid4().hex[:8]}"
+        async with env:
+            with ThreadPoolExecutor(max_workers=4) as executor:
+                async with build_worker(env.client, engine, queue, executor):
+                    for name, scenario in SCENARIOS.items():
+                        handle = await scenario(env.client, engine, queue, org.id)
+                        result = await asyncio.wait_for(handle.result(), 30)
+                        assert result["status"] == EXPECTED[name], (name, result)
+                        history = (await handle.fetch_history()).to_json_dict()
+                        path = HERE / f"{name}.json"
+                        path.write_text(json.dumps(scrub(history), indent=2) + "\n")
+                        print(f"{path.relative_to(HERE.parent.parent)}: {len(history['events'])} events")
+        engine.dispose()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
