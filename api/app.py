@@ -25,7 +25,12 @@ Mandatum asks people to approve credentials and mandates before software acts fo
 
 Every call is signed: `Authorization: Bearer <apiKey>`, `X-Timestamp: <unix ms>` and
 `X-Signature: hex(HMAC-SHA256(secret, "<timestamp>.<body>"))` (the timestamp alone when the
-body is empty). Errors are `{statusCode, message, error}`.
+body is empty; `{}` counts as empty). Timestamps more than 5 minutes off are refused, and a
+signature is accepted once (a body-less GET signature may repeat among GETs only). An unknown,
+expired or revoked key answers `Invalid signature`, exactly like a wrong signature.
+
+Send `API-Version: YYYY-MM-DD` to pin a version; without it the organization's pinned version
+applies. Errors are `{statusCode, message, error}`; validation failures are 400.
 """
 
 

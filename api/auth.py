@@ -29,8 +29,9 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 PUBLIC_PREFIXES = ("/docs", "/redoc", "/openapi.json", "/healthz", "/favicon.ico")
 READ_METHODS = {"GET", "HEAD", "OPTIONS"}
-TIMESTAMP_RE = re.compile(r"^\d{1,16}$")
-HEX64_RE = re.compile(r"^[0-9a-fA-F]{64}$")
+TIMESTAMP_RE = re.compile(r"[0-9]{1,16}")
+HEX64_RE = re.compile(r"[0-9a-fA-F]{64}")
+INVALID_SIGNATURE = "Invalid signature"
 
 
 class BodyTooLarge(Exception):
@@ -63,11 +64,12 @@ class Authenticator:
         self._s = services
         self._cache: dict[str, tuple[float, orgs.ActiveKey | None]] = {}
 
-    async def _resolve(self, api_key: str) -> orgs.ActiveKey | None:
+    async def _resolve(self, api_key: str, *, fresh: bool = False) -> tuple[orgs.ActiveKey | None, bool]:
+        """The key and whether it came from the cache."""
         ttl = self._s.settings.auth_cache_seconds
         hit = self._cache.get(api_key)
-        if hit is not None and hit[0] > time.monotonic():
-            return hit[1]
+        if not fresh and hit is not None and hit[0] > time.monotonic():
+            return hit[1], True
         key = await asyncio.to_thread(
             orgs.resolve_api_key, self._s.engine, self._s.cipher, api_key,
             self._s.settings.rotation_grace,
@@ -76,7 +78,26 @@ class Authenticator:
             if len(self._cache) > 10_000:
                 self._cache.clear()
             self._cache[api_key] = (time.monotonic() + ttl, key)
-        return key
+        return key, False
+
+    async def _verified_key(self, api_key: str, timestamp: str, body: bytes,
+                            signature: str) -> orgs.ActiveKey | None:
+        """The key when the signature matches one of its secrets, else None.
+
+        A mismatch against a cached entry is checked again against the database: the key may
+        have been created or rotated since, and the new secret must work at once.
+        """
+        if not HEX64_RE.fullmatch(signature):
+            return None
+        key, cached = await self._resolve(api_key)
+        if key is not None and signature_matches(key.secrets, timestamp, body, signature):
+            return key
+        if not cached:
+            return None
+        key, _ = await self._resolve(api_key, fresh=True)
+        if key is not None and signature_matches(key.secrets, timestamp, body, signature):
+            return key
+        return None
 
     def _remember_pin(self, api_key: str, key: orgs.ActiveKey, version: str) -> None:
         hit = self._cache.get(api_key)
@@ -90,18 +111,20 @@ class Authenticator:
             raise ApiError(401, "Missing API key: send Authorization: Bearer <apiKey>")
         api_key = api_key.strip()
         timestamp = headers.get("x-timestamp", "").strip()
-        if not TIMESTAMP_RE.match(timestamp):
+        if not TIMESTAMP_RE.fullmatch(timestamp):
             raise ApiError(401, "Missing or invalid X-Timestamp: send Unix time in milliseconds")
         window_ms = settings.signature_window.total_seconds() * 1000
         if abs(time.time() * 1000 - int(timestamp)) > window_ms:
-            raise ApiError(401, "Stale X-Timestamp: more than 5 minutes from the server clock")
+            minutes = f"{settings.signature_window.total_seconds() / 60:g}"
+            raise ApiError(401, f"Stale X-Timestamp: more than {minutes} minutes from the server clock")
         signature = headers.get("x-signature", "").strip()
-        key = await self._resolve(api_key)
+        key = await self._verified_key(api_key, timestamp, body, signature)
+        # an unknown, expired or revoked key reads exactly like a bad signature, so a leaked API
+        # key alone never tells whether it is still live (CONTRACT section 1)
         if key is None:
-            raise ApiError(401, "Invalid API key")
-        if not HEX64_RE.match(signature) or not signature_matches(key.secrets, timestamp, body,
-                                                                  signature):
-            raise ApiError(401, "Invalid signature")
+            raise ApiError(401, INVALID_SIGNATURE)
+        # a bad API-Version is refused before the signature is spent, so the client can resend
+        version = versioning.resolve(headers.get("api-version"), key.api_version)
         # remembered until the timestamp leaves the acceptance window, plus a margin
         keep = timedelta(milliseconds=int(timestamp) + window_ms - time.time() * 1000)
         fresh = await asyncio.to_thread(
@@ -110,7 +133,6 @@ class Authenticator:
         )
         if not fresh:
             raise ApiError(401, "Signature already used")
-        version = versioning.resolve(headers.get("api-version"), key.api_version)
         if key.api_version is None:
             await asyncio.to_thread(orgs.pin_api_version, self._s.engine, key.organization_id,
                                     versioning.newest())

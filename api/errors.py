@@ -15,8 +15,11 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 log = logging.getLogger("mandatum.api")
+BODY_PARSE_DETAIL = "There was an error parsing the body"
+HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 
 
 class ApiError(Exception):
@@ -72,6 +75,20 @@ def describe_validation_error(err: dict[str, Any]) -> str:
     return f"{path}: {msg}" if path != "body" else msg
 
 
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route serves at this path (Starlette's 405 names only the first route's).
+
+    Each method is probed through the routes' public ``matches``, which also sees into included
+    routers.
+    """
+    allowed = []
+    for method in HTTP_METHODS:
+        probe = {**request.scope, "method": method}
+        if any(route.matches(probe)[0] is Match.FULL for route in request.app.router.routes):
+            allowed.append(method)
+    return allowed
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
@@ -87,13 +104,22 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(400, messages)
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        message = exc.detail if isinstance(exc.detail, str | list) else HTTPStatus(exc.status_code).phrase
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        message: str | list[str] = (
+            exc.detail if isinstance(exc.detail, str | list) else HTTPStatus(exc.status_code).phrase
+        )
+        headers = dict(getattr(exc, "headers", None) or {})
+        if exc.status_code == 400 and message == BODY_PARSE_DETAIL:
+            # FastAPI's words for a body it could not decode (bad UTF-8, nesting too deep):
+            # the same message as any other malformed JSON
+            message = ["body is not valid JSON"]
         if exc.status_code == 404 and message == "Not Found":
             message = "No such resource"
-        if exc.status_code == 405 and message == "Method Not Allowed":
-            message = "Method not allowed on this resource"
-        return error_response(exc.status_code, message, getattr(exc, "headers", None))
+        if exc.status_code == 405:
+            if message == "Method Not Allowed":
+                message = "Method not allowed on this resource"
+            headers["Allow"] = ", ".join(allowed_methods(request)) or headers.get("Allow", "")
+        return error_response(exc.status_code, message, headers or None)
 
     @app.exception_handler(Exception)
     async def _internal(request: Request, exc: Exception) -> JSONResponse:

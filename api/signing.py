@@ -18,8 +18,9 @@ def sign(secret: str, timestamp: str, body: bytes = b"") -> str:
 
 
 def _is_empty(body: bytes) -> bool:
+    """No body, or an empty JSON object (``{}``, however a client spaced it)."""
     stripped = body.strip()
-    return not stripped or stripped == b"{}"
+    return not stripped or (stripped[:1] == b"{" and stripped[-1:] == b"}" and not stripped[1:-1].strip())
 
 
 def signed_contents(timestamp: str, body: bytes) -> Iterator[bytes]:
@@ -30,19 +31,21 @@ def signed_contents(timestamp: str, body: bytes) -> Iterator[bytes]:
     the same unescaped.
     """
     ts = timestamp.encode()
-    stripped = body.strip()
-    if not stripped or stripped == b"{}":
+    if _is_empty(body):
         yield ts
-        if not stripped:
+        if not body.strip():
             return
     yield ts + b"." + body
     try:
         parsed = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested deeper than the parser goes
         return
     seen = {body}
     for ascii_only in (True, False):
-        form = json.dumps(parsed, separators=(",", ":"), ensure_ascii=ascii_only).encode()
+        try:
+            form = json.dumps(parsed, separators=(",", ":"), ensure_ascii=ascii_only).encode()
+        except UnicodeEncodeError:  # a lone surrogate (\ud800) has no UTF-8 form: no client signs one
+            continue
         if form not in seen:
             seen.add(form)
             yield ts + b"." + form

@@ -15,7 +15,7 @@ from typing import Any
 
 from api.errors import ApiError
 
-VERSION_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+VERSION_RE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 VERSIONS: list[str] = ["2026-11-01"]  # ascending; the last is the newest
 
 
@@ -39,7 +39,7 @@ def resolve(header: str | None, pinned: str | None, today: date | None = None) -
     if header is None or not header.strip():
         return pinned or newest()
     value = header.strip()
-    if not VERSION_RE.match(value):
+    if not VERSION_RE.fullmatch(value):
         raise ApiError(400, "API-Version must be a date in the form YYYY-MM-DD")
     try:
         asked = date.fromisoformat(value)
@@ -55,9 +55,13 @@ def resolve(header: str | None, pinned: str | None, today: date | None = None) -
 
 def render(resource: str, body: dict[str, Any], version: str,
            changes: list[VersionChange] | None = None) -> dict[str, Any]:
-    """The body in the shape of ``version``: newest changes undone first."""
-    for change in sorted(changes if changes is not None else CHANGES,
-                         key=lambda c: c.version, reverse=True):
+    """The body in the shape of ``version``: newest changes undone first.
+
+    Changes of one version are undone in the reverse of their registration order, as they were
+    applied in that order going forward.
+    """
+    registered = changes if changes is not None else CHANGES
+    for change in reversed(sorted(registered, key=lambda c: c.version)):  # sorted() is stable
         if change.resource == resource and change.version > version:
             body = change.to_previous(body)
     return body

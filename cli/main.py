@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
-from typing import Annotated
+from datetime import UTC, datetime
+from typing import Annotated, NoReturn
 
 import typer
-from sqlalchemy import Engine
+from sqlalchemy import Engine, inspect
 
 from core.secretbox import SecretCipher
 from core.settings import Settings, get_settings
@@ -26,13 +26,20 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")
 
 
 def _context() -> tuple[Settings, Engine, SecretCipher]:
-    settings = get_settings()
-    return settings, make_engine(settings.sqlalchemy_url), SecretCipher(settings.master_key_bytes())
+    try:
+        settings = get_settings()
+        cipher = SecretCipher(settings.master_key_bytes())
+    except ValueError as exc:  # pydantic's ValidationError is one
+        _fail(f"invalid configuration: {exc}")
+    engine = make_engine(settings.sqlalchemy_url)
+    if not inspect(engine).has_table("organization"):
+        _fail("the database has no schema yet: run `mandatum db upgrade` first")
+    return settings, engine, cipher
 
 
 def _emit(data: dict[str, object], as_json: bool, title: str) -> None:
     if as_json:
-        typer.echo(json.dumps(data, indent=2, default=str))
+        typer.echo(json.dumps(data, indent=2, default=_json_value))
         return
     typer.echo(title)
     width = max(len(k) for k in data)
@@ -40,7 +47,12 @@ def _emit(data: dict[str, object], as_json: bool, title: str) -> None:
         typer.echo(f"  {k.ljust(width)}  {v}")
 
 
-def _fail(message: str) -> None:
+def _json_value(value: object) -> str:
+    """Date-times in ISO 8601 (``2026-01-31T12:00:00+00:00``), like every other date printed."""
+    return value.isoformat() if isinstance(value, datetime) else str(value)
+
+
+def _fail(message: str) -> NoReturn:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code=1)
 
@@ -105,8 +117,11 @@ def key_create(
 ) -> None:
     """Add an API key to an organization."""
     _, engine, cipher = _context()
+    expires = _aware(expires_at)
+    if expires is not None and expires <= datetime.now(UTC):
+        _fail("--expires-at must be in the future")
     try:
-        key = orgs.create_key(engine, cipher, org, _aware(expires_at))
+        key = orgs.create_key(engine, cipher, org, expires)
     except orgs.NotFound as exc:
         _fail(str(exc))
     _emit({"keyId": key.key_id, "organizationId": key.organization_id, "apiKey": key.api_key,
@@ -115,8 +130,7 @@ def key_create(
 
 
 def _aware(value: datetime | None) -> datetime | None:
-    from datetime import UTC
-
+    """A date-time without an offset is read as UTC."""
     return value if value is None or value.tzinfo else value.replace(tzinfo=UTC)
 
 
@@ -155,6 +169,10 @@ def key_list(
 ) -> None:
     """List an organization's keys (never their secrets)."""
     _, engine, _ = _context()
+    try:
+        orgs.get_organization(engine, org)
+    except orgs.NotFound as exc:
+        _fail(str(exc))
     rows = [{"keyId": k.id, "prefix": k.key_prefix, "createdAt": k.created_at.isoformat(),
              "rotatedAt": k.rotated_at and k.rotated_at.isoformat(),
              "expiresAt": k.expires_at and k.expires_at.isoformat(),

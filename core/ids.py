@@ -15,7 +15,7 @@ import threading
 import time
 import uuid
 
-OBJECT_ID_RE = re.compile(r"^[0-9a-f]{24}$")
+OBJECT_ID_RE = re.compile(r"[0-9a-f]{24}")
 
 _process_random = secrets.token_bytes(5)
 _process_pid = os.getpid()
@@ -34,7 +34,7 @@ def new_object_id(now: float | None = None) -> str:
 
 
 def is_object_id(value: str) -> bool:
-    return bool(OBJECT_ID_RE.match(value))
+    return OBJECT_ID_RE.fullmatch(value) is not None
 
 
 def urn(kind: str) -> str:

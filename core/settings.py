@@ -1,12 +1,15 @@
 """All configuration in one place, read from the environment (prefix ``MANDATUM_``).
 
 ``DATABASE_URL`` is also read without the prefix because that is what every hosting platform
-sets. Outside development the service refuses to start with a missing or placeholder master key.
+sets; ``MANDATUM_DATABASE_URL``, when set too, wins, being the more specific. In production the
+service refuses to start with a missing or placeholder master key or without a database URL, and
+a master key that is given must be base64 of 32 bytes in every environment.
 """
 
 from __future__ import annotations
 
 import base64
+import os
 import secrets
 from datetime import timedelta
 from enum import StrEnum
@@ -14,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
-from pydantic import AliasChoices, Field, SecretStr, model_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -34,7 +37,7 @@ class Settings(BaseSettings):
     var_dir: Path = PROJECT_ROOT / "var"
     database_url: str = Field(
         default="",
-        validation_alias=AliasChoices("DATABASE_URL", "MANDATUM_DATABASE_URL"),
+        validation_alias=AliasChoices("MANDATUM_DATABASE_URL", "DATABASE_URL"),
         description="SQLAlchemy URL; empty means the SQLite file var/mandatum.db",
     )
     temporal_address: str = "127.0.0.1:7233"
@@ -57,14 +60,24 @@ class Settings(BaseSettings):
     reconcile_grace: timedelta = timedelta(seconds=10)
     auth_cache_seconds: float = 2.0
 
+    @field_validator("master_key", mode="before")
+    @classmethod
+    def _blank_is_unset(cls, value: object) -> object:
+        """``MANDATUM_MASTER_KEY=`` (set but empty) means no key: generated in development,
+        refused in production."""
+        raw = value.get_secret_value() if isinstance(value, SecretStr) else value
+        return None if isinstance(raw, str) and not raw.strip() else value
+
     @model_validator(mode="after")
     def _refuse_placeholders(self) -> Settings:
+        key = self.master_key.get_secret_value() if self.master_key else ""
         if self.environment is Environment.PRODUCTION:
-            key = self.master_key.get_secret_value() if self.master_key else ""
             if key.strip().lower() in PLACEHOLDER_SECRETS:
                 raise ValueError("MANDATUM_MASTER_KEY must be set to a real key in production")
-            if not self.database_url:
+            if not self.database_url.strip():
                 raise ValueError("DATABASE_URL must be set in production")
+        if self.master_key is not None:
+            _decode_master_key(key)  # fail at start, not at the first secret to decrypt
         return self
 
     @property
@@ -90,23 +103,46 @@ class Settings(BaseSettings):
     def master_key_bytes(self) -> bytes:
         """The master key; in development it is generated once under var/ and reused."""
         if self.master_key is not None:
-            raw = base64.b64decode(self.master_key.get_secret_value())
-            if len(raw) != 32:
-                raise ValueError("MANDATUM_MASTER_KEY must be base64 of exactly 32 bytes")
-            return raw
+            return _decode_master_key(self.master_key.get_secret_value())
         if self.environment is Environment.PRODUCTION:
             raise ValueError("MANDATUM_MASTER_KEY is required in production")
         path = self.var_dir / "master.key"
         if not path.exists():
-            self.var_dir.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_suffix(".tmp")
-            tmp.write_text(base64.b64encode(secrets.token_bytes(32)).decode())
-            tmp.chmod(0o600)
-            try:
-                tmp.rename(path) if not path.exists() else tmp.unlink()
-            except FileExistsError:  # pragma: no cover - lost a race with another process
-                tmp.unlink(missing_ok=True)
-        return base64.b64decode(path.read_text().strip())
+            _create_once(path, base64.b64encode(secrets.token_bytes(32)).decode())
+        return _decode_master_key(path.read_text().strip(), source=str(path))
+
+
+def _decode_master_key(value: str, source: str = "MANDATUM_MASTER_KEY") -> bytes:
+    try:
+        raw = base64.b64decode(value.strip(), validate=True)
+    except ValueError as exc:
+        raise ValueError(f"{source} must be base64 of exactly 32 bytes") from exc
+    if len(raw) != 32:
+        raise ValueError(f"{source} must be base64 of exactly 32 bytes")
+    return raw
+
+
+def _create_once(path: Path, content: str) -> None:
+    """Write ``path`` unless it exists, atomically: concurrent first starts (API, worker, CLI)
+    all end up reading the one key that won, never a half-written file or a key overwritten
+    after another process already used its own."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(content)
+            f.flush()
+            os.fsync(f.fileno())
+        try:
+            os.link(tmp, path)  # fails if another process made the key first
+        except FileExistsError:
+            pass
+        except OSError:  # a file system without hard links: last resort, not race-free
+            if not path.exists():
+                os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 @lru_cache

@@ -20,6 +20,7 @@ from store.db import read_session, utcnow, write_session
 from store.tables import ApiKey, Organization
 
 API_KEY_PREFIX = "mdt_"
+ORGANIZATION_NAME_MAX = 200  # the column's length
 
 
 class NotFound(LookupError):
@@ -62,6 +63,10 @@ def create_organization(
     name = name.strip()
     if not name:
         raise ValueError("organization name is required")
+    if len(name) > ORGANIZATION_NAME_MAX:
+        raise ValueError(f"organization name must be at most {ORGANIZATION_NAME_MAX} characters")
+    if request_rate_per_minute < 1:
+        raise ValueError("the request rate must be at least 1 per minute")
     with write_session(engine) as session:
         org = Organization(
             id=new_object_id(), name=name, created_at=utcnow(),

@@ -182,7 +182,7 @@ async def list_requests(
         subject_id = store.subject_id_from_did(did)
         # only this service's subject DIDs name subjects (the host is part of the DID)
         if subject_id is None or services.settings.subject_did(subject_id) != did:
-            return RequestPage(data=[], totalPages=0)
+            return JSONResponse({"data": [], "totalPages": 0})
     normalized_contact = None
     if contact is not None:
         try:
@@ -202,11 +202,12 @@ async def list_requests(
         store.list_requests, services.engine, caller.organization_id, filters
     )
     items: list[RequestListItem] = [request_list_item(services.settings, b) for b in bundles]
-    return {
+    # JSONResponse: the body is in the caller's version's shape, not re-validated as the newest
+    return JSONResponse({
         "data": [versioning.render("request", i.model_dump(mode="json"), caller.api_version)
                  for i in items],
         "totalPages": math.ceil(total / pageSize),
-    }
+    })
 
 
 def _check_id(request_id: str) -> None:
@@ -224,9 +225,8 @@ async def get_request(requestId: str, caller: CallerDep, services: ServicesDep) 
     )
     if bundle is None:
         raise ApiError(404, f"Request {requestId} not found")
-    return {"data": versioning.render("request",
-                                      request_out(services.settings, bundle).model_dump(mode="json"),
-                                      caller.api_version)}
+    body = request_out(services.settings, bundle).model_dump(mode="json")
+    return JSONResponse({"data": versioning.render("request", body, caller.api_version)})
 
 
 @router.delete("/request/{requestId}", response_model=Success, responses=ERRORS)

@@ -1,0 +1,282 @@
+"""CONTRACT section 3 identifiers, and the settings that guard secrets and name the service."""
+
+from __future__ import annotations
+
+import base64
+import itertools
+import re
+import stat
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+from core import ids
+from core.secretbox import SecretCipher, hash_api_key
+from core.settings import Environment, Settings
+
+GOOD_KEY = base64.b64encode(b"m" * 32).decode()
+UUID4_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+
+
+@pytest.fixture(autouse=True)
+def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Settings read the environment: these tests decide every value themselves."""
+    for name in ("DATABASE_URL", "MANDATUM_DATABASE_URL", "MANDATUM_MASTER_KEY", "MANDATUM_ENVIRONMENT",
+                 "MANDATUM_PUBLIC_URL", "MANDATUM_VAR_DIR"):
+        monkeypatch.delenv(name, raising=False)
+
+
+# --- ObjectIds -----------------------------------------------------------------------------------
+
+
+def test_object_id_shape_and_timestamp() -> None:
+    before = int(time.time())
+    value = ids.new_object_id()
+    after = int(time.time())
+    assert re.fullmatch(r"[0-9a-f]{24}", value), value
+    assert ids.is_object_id(value)
+    assert before <= int(value[:8], 16) <= after
+
+
+def test_object_id_with_a_given_time() -> None:
+    value = ids.new_object_id(now=1_700_000_000.9)
+    assert bytes.fromhex(value)[:4] == (1_700_000_000).to_bytes(4, "big")
+    assert int(value[:8], 16) == 1_700_000_000
+
+
+def test_object_ids_are_unique_and_increasing_within_a_second() -> None:
+    values = [ids.new_object_id() for _ in range(10_000)]
+    assert len(set(values)) == 10_000
+    assert all(ids.is_object_id(v) for v in values)
+    # one process: the same 5 random bytes, a 3-byte counter that moves by one
+    assert len({v[8:18] for v in values}) == 1
+    counters = [int(v[18:], 16) for v in values]
+    assert all((b - a) % 0x1000000 == 1 for a, b in itertools.pairwise(counters))
+
+
+def test_object_ids_are_unique_across_threads() -> None:
+    out: list[str] = []
+    lock = threading.Lock()
+
+    def make() -> None:
+        batch = [ids.new_object_id() for _ in range(2_000)]
+        with lock:
+            out.extend(batch)
+
+    threads = [threading.Thread(target=make) for _ in range(5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(set(out)) == 10_000
+
+
+def test_object_ids_differ_between_processes() -> None:
+    code = "from core.ids import new_object_id; print(new_object_id())"
+    root = Path(__file__).resolve().parent.parent
+    outs = {subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
+                           check=True).stdout.strip() for _ in range(2)}
+    assert len(outs) == 2
+    assert len({o[8:18] for o in outs}) == 2  # a fresh random part per process
+
+
+@pytest.mark.parametrize("value", ["", "0" * 23, "0" * 25, "A" * 24, "g" * 24, " " + "0" * 23,
+                                   "0" * 24 + "\n", "urn:via:credential:x"])
+def test_is_object_id_refuses(value: str) -> None:
+    assert not ids.is_object_id(value)
+
+
+# --- URNs ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["credential", "action", "action-version", "decision", "receipt",
+                                  "presentation", "event"])
+def test_urn_format(kind: str) -> None:
+    value = ids.urn(kind)
+    prefix = f"urn:via:{kind}:"
+    assert value.startswith(prefix)
+    rest = value[len(prefix):]
+    assert UUID4_RE.fullmatch(rest), value
+    assert uuid.UUID(rest).version == 4
+    assert ids.urn(kind) != value
+
+
+def test_subject_uuid_is_v4() -> None:
+    value = ids.new_subject_uuid()
+    assert UUID4_RE.fullmatch(value) and uuid.UUID(value).version == 4
+
+
+# --- Settings: production refuses placeholders -----------------------------------------------------
+
+
+def _production(**kw: object) -> Settings:
+    values: dict[str, object] = {"environment": Environment.PRODUCTION,
+                                 "database_url": "postgresql://db/mandatum", "master_key": GOOD_KEY}
+    values.update(kw)
+    return Settings(**values)  # type: ignore[arg-type]
+
+
+def test_production_accepts_real_values(tmp_path: Path) -> None:
+    settings = _production(var_dir=tmp_path)
+    assert settings.master_key_bytes() == b"m" * 32
+    assert settings.sqlalchemy_url == "postgresql+psycopg://db/mandatum"
+    assert not (tmp_path / "master.key").exists()
+
+
+@pytest.mark.parametrize("key", [None, "", "   ", "changeme", "CHANGEME", "change-me", "secret",
+                                 "placeholder"])
+def test_production_refuses_a_missing_or_placeholder_master_key(key: str | None) -> None:
+    with pytest.raises(ValidationError, match="MANDATUM_MASTER_KEY"):
+        _production(master_key=key)
+
+
+@pytest.mark.parametrize("key", ["not base64 at all!", base64.b64encode(b"short").decode(),
+                                 base64.b64encode(b"x" * 33).decode()])
+def test_a_master_key_that_is_not_32_bytes_is_refused_at_start(key: str) -> None:
+    with pytest.raises(ValidationError, match="32 bytes"):
+        _production(master_key=key)
+    with pytest.raises(ValidationError, match="32 bytes"):
+        Settings(environment=Environment.DEVELOPMENT, master_key=key)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("url", ["", "  "])
+def test_production_refuses_a_missing_database_url(url: str) -> None:
+    with pytest.raises(ValidationError, match="DATABASE_URL"):
+        _production(database_url=url)
+
+
+def test_production_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MANDATUM_ENVIRONMENT", "production")
+    monkeypatch.setenv("MANDATUM_MASTER_KEY", GOOD_KEY)
+    with pytest.raises(ValidationError, match="DATABASE_URL"):
+        Settings()
+    monkeypatch.setenv("DATABASE_URL", "postgres://u@h/d")
+    assert Settings().sqlalchemy_url == "postgresql+psycopg://u@h/d"
+    monkeypatch.setenv("MANDATUM_MASTER_KEY", "changeme")
+    with pytest.raises(ValidationError, match="MANDATUM_MASTER_KEY"):
+        Settings()
+
+
+def test_database_url_prefers_the_project_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DATABASE_URL", "postgresql://platform/db")
+    assert Settings().database_url == "postgresql://platform/db"
+    monkeypatch.setenv("MANDATUM_DATABASE_URL", "sqlite:///explicit.db")
+    assert Settings().database_url == "sqlite:///explicit.db"
+
+
+def test_default_database_is_sqlite_under_var_dir(tmp_path: Path) -> None:
+    assert Settings(var_dir=tmp_path).sqlalchemy_url == f"sqlite:///{tmp_path / 'mandatum.db'}"
+
+
+# --- Settings: DIDs ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("public_url", "did"), [
+    ("https://mandatum.example", "did:web:mandatum.example"),
+    ("https://mandatum.example:8443", "did:web:mandatum.example%3A8443"),
+    ("http://127.0.0.1:8000", "did:web:127.0.0.1%3A8000"),
+    ("https://mandatum.example/", "did:web:mandatum.example"),
+])
+def test_service_did_percent_encodes_a_port(public_url: str, did: str) -> None:
+    settings = Settings(public_url=public_url)
+    assert settings.service_did == did
+    assert settings.organization_did("0" * 24) == f"{did}:orgs:{'0' * 24}"
+    assert settings.subject_did("abc") == f"{did}:subjects:abc"
+
+
+# --- Settings: the development master key --------------------------------------------------------
+
+
+def test_development_master_key_is_generated_once_and_reused(tmp_path: Path) -> None:
+    var = tmp_path / "var"
+    first = Settings(var_dir=var).master_key_bytes()
+    path = var / "master.key"
+    assert len(first) == 32 and path.exists()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert base64.b64decode(path.read_text()) == first
+    assert Settings(var_dir=var).master_key_bytes() == first
+    assert Settings(var_dir=tmp_path / "other").master_key_bytes() != first
+    assert [p.name for p in var.iterdir()] == ["master.key"]  # no temporary file left behind
+    # what one process encrypted, the next one decrypts
+    sealed = SecretCipher(first).encrypt("s3cret")
+    assert SecretCipher(Settings(var_dir=var).master_key_bytes()).decrypt(sealed) == "s3cret"
+
+
+def test_development_master_key_has_one_winner_under_concurrency(tmp_path: Path) -> None:
+    """API, worker and CLI may all start first; they must all end up with the same key."""
+    var = tmp_path / "race"
+    barrier = threading.Barrier(12)
+    keys: list[bytes] = []
+    errors: list[BaseException] = []
+
+    def start() -> None:
+        settings = Settings(var_dir=var)
+        barrier.wait()
+        try:
+            keys.append(settings.master_key_bytes())
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=start) for _ in range(12)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert len(keys) == 12 and len(set(keys)) == 1
+    assert base64.b64decode((var / "master.key").read_text()) == keys[0]
+
+
+def test_development_master_key_race_between_processes(tmp_path: Path) -> None:
+    var = tmp_path / "procs"
+    code = ("import sys, base64; from core.settings import Settings; "
+            "print(base64.b64encode(Settings(var_dir=sys.argv[1]).master_key_bytes()).decode())")
+    root = Path(__file__).resolve().parent.parent
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(var)], cwd=root, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    outs = [p.communicate(timeout=60) for p in procs]
+    assert all(p.returncode == 0 for p in procs), outs
+    assert len({o[0].strip() for o in outs}) == 1
+    assert outs[0][0].strip() == (var / "master.key").read_text().strip()
+
+
+def test_a_corrupt_development_master_key_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "master.key").write_text("c2hvcnQ=")
+    with pytest.raises(ValueError, match="32 bytes"):
+        Settings(var_dir=tmp_path).master_key_bytes()
+
+
+def test_a_blank_master_key_means_unset_in_development(tmp_path: Path) -> None:
+    settings = Settings(var_dir=tmp_path, master_key="  ")  # type: ignore[arg-type]
+    assert settings.master_key is None
+    assert len(settings.master_key_bytes()) == 32 and (tmp_path / "master.key").exists()
+
+
+def test_production_never_generates_a_master_key(tmp_path: Path) -> None:
+    settings = _production(var_dir=tmp_path)
+    object.__setattr__(settings, "master_key", None)
+    with pytest.raises(ValueError, match="required in production"):
+        settings.master_key_bytes()
+    assert not (tmp_path / "master.key").exists()
+
+
+# --- secretbox -----------------------------------------------------------------------------------
+
+
+def test_cipher_round_trip_and_fresh_nonces() -> None:
+    cipher = SecretCipher(b"m" * 32)
+    a, b = cipher.encrypt("same"), cipher.encrypt("same")
+    assert a != b and b"same" not in a
+    assert cipher.decrypt(a) == cipher.decrypt(b) == "same"
+    with pytest.raises(Exception):  # noqa: B017 - PyNaCl's CryptoError
+        SecretCipher(b"n" * 32).decrypt(a)
+
+
+def test_api_key_hash_is_sha256_hex() -> None:
+    assert hash_api_key("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
