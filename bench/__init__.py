@@ -1,0 +1,1 @@
+"""Benchmarks that start their own stack: ``python -m bench.intake`` (``make bench``)."""
