@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import partial
 from typing import Annotated
 
 from fastapi import Depends, Request
 from sqlalchemy import Engine
 from temporalio.client import Client
 
+from core.group_commit import GroupCommit
 from core.secretbox import SecretCipher
 from core.settings import Settings
+from store import requests as store_requests
 from store.orgs import ActiveKey
 
 
@@ -20,6 +23,11 @@ class Services:
     engine: Engine
     cipher: SecretCipher
     temporal: Client | None = None
+    # "workflow started" marks of concurrent creations, written together (core.group_commit)
+    started_marks: GroupCommit[str] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.started_marks = GroupCommit(partial(store_requests.mark_workflows_started, self.engine))
 
 
 @dataclass(frozen=True)
@@ -34,23 +42,24 @@ class Caller:
         return self.key.organization_id
 
 
-def get_services(request: Request) -> Services:
+async def get_services(request: Request) -> Services:
     services: Services = request.app.state.services
     return services
 
 
-def get_caller(request: Request) -> Caller:
+async def get_caller(request: Request) -> Caller:
     caller: Caller = request.scope["state"]["caller"]
     return caller
 
 
-def get_temporal(request: Request) -> Client:
-    client = get_services(request).temporal
+async def get_temporal(request: Request) -> Client:
+    client = (await get_services(request)).temporal
     if client is None:  # pragma: no cover - the lifespan always connects
         raise RuntimeError("Temporal client not connected")
     return client
 
 
+# The dependencies are async so FastAPI calls them inline instead of through a thread pool.
 ServicesDep = Annotated[Services, Depends(get_services)]
 CallerDep = Annotated[Caller, Depends(get_caller)]
 TemporalDep = Annotated[Client, Depends(get_temporal)]

@@ -7,15 +7,19 @@ writes can fail at once with "database is locked" when another process wrote in 
 
 from __future__ import annotations
 
+import threading
+import weakref
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import Engine, create_engine, event
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import make_url
 from sqlmodel import Session
 
@@ -64,6 +68,11 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     return engine
 
 
+def upsert_insert(dialect_name: str) -> Any:
+    """The dialect's INSERT construct, which has ``on_conflict_do_nothing`` (SQLite, PostgreSQL)."""
+    return sqlite_insert if dialect_name == "sqlite" else pg_insert
+
+
 def is_sqlite(engine: Engine) -> bool:
     return engine.dialect.name == "sqlite"
 
@@ -74,17 +83,48 @@ def read_session(engine: Engine) -> Iterator[Session]:
         yield session
 
 
+_write_binds: weakref.WeakKeyDictionary[Engine, tuple[Engine, threading.RLock]] = (
+    weakref.WeakKeyDictionary()
+)
+_write_binds_lock = threading.Lock()
+
+
+def _write_bind(engine: Engine) -> tuple[Engine, AbstractContextManager[object]]:
+    """The bind and lock for write transactions, made once per engine.
+
+    On SQLite, writers of one process queue on a lock instead of on SQLite's busy handler, which
+    sleeps in growing steps and turns contention into long latency tails.
+    """
+    if not is_sqlite(engine):
+        return engine, nullcontext()
+    with _write_binds_lock:
+        found = _write_binds.get(engine)
+        if found is None:
+            found = (engine.execution_options(sqlite_immediate=True), threading.RLock())
+            _write_binds[engine] = found
+    return found
+
+
 @contextmanager
 def write_session(engine: Engine) -> Iterator[Session]:
     """A transaction that commits on success and rolls back on any exception."""
-    bind = engine.execution_options(sqlite_immediate=True) if is_sqlite(engine) else engine
-    with Session(bind, expire_on_commit=False) as session:
+    bind, lock = _write_bind(engine)
+    with lock, Session(bind, expire_on_commit=False) as session:
         try:
             yield session
             session.commit()
         except BaseException:
             session.rollback()
             raise
+
+
+@contextmanager
+def write_connection(engine: Engine) -> Iterator[Connection]:
+    """A Core transaction (no ORM session) with the same locking as ``write_session``: for hot
+    single-statement writes that need no unit of work."""
+    bind, lock = _write_bind(engine)
+    with lock, bind.begin() as conn:
+        yield conn
 
 
 def alembic_config(url: str) -> Config:

@@ -9,16 +9,10 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Engine, delete, func
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session, col, select
 
-from store.db import utcnow, write_session
+from store.db import upsert_insert, utcnow, write_connection, write_session
 from store.tables import CredentialRequest, IdempotencyRecord, SeenSignature
-
-
-def _insert(session: Session):  # type: ignore[no-untyped-def]
-    return sqlite_insert if session.get_bind().dialect.name == "sqlite" else pg_insert
 
 
 def remember_signature(
@@ -31,15 +25,19 @@ def remember_signature(
     it, while a captured read signature must never authorize a write.
     """
     now = utcnow()
-    with write_session(engine) as session:
-        stmt = _insert(session)(SeenSignature).values(
+    table = SeenSignature.__table__  # type: ignore[attr-defined]
+    with write_connection(engine) as conn:
+        stmt = upsert_insert(conn.dialect.name)(table).values(
             api_key_id=key_id, signature=signature, is_write=is_write, expires_at=now + window
-        ).on_conflict_do_nothing().returning(col(SeenSignature.api_key_id))
-        if session.execute(stmt).first() is not None:  # inserted: first use
+        ).on_conflict_do_nothing().returning(table.c.api_key_id)
+        if conn.execute(stmt).first() is not None:  # inserted: first use
             return True
         if is_write:
             return False
-        earlier = session.get(SeenSignature, (key_id, signature))
+        earlier = conn.execute(
+            select(table.c.is_write).where(table.c.api_key_id == key_id,
+                                           table.c.signature == signature)
+        ).first()
         return earlier is not None and not earlier.is_write
 
 

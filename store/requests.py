@@ -18,7 +18,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, func, select
 
 from core.ids import new_object_id, new_subject_uuid
-from store.db import SQLITE_UNICODE_LOWER, read_session, utcnow, write_session
+from store.db import SQLITE_UNICODE_LOWER, read_session, upsert_insert, utcnow, write_session
 from store.guards import StoredResponse, find_idempotent, requests_created_since, save_idempotent
 from store.tables import (
     Credential,
@@ -106,21 +106,23 @@ class Idempotency:
 
 
 def _ensure_subjects(session: Session, org_id: str, contacts: list[NewContact]) -> list[Subject]:
-    """Subjects for the contacts, created when new; safe against concurrent creators."""
-    values = [c.contact for c in contacts]
-    stmt = select(Subject).where(Subject.organization_id == org_id, col(Subject.contact).in_(values))
-    known = {s.contact: s for s in session.exec(stmt)}
-    for c in contacts:
-        if c.contact in known:
-            continue
-        subject = Subject(id=new_subject_uuid(), organization_id=org_id, contact=c.contact,
-                          contact_kind=c.kind, created_at=utcnow())
-        try:
-            with session.begin_nested():
-                session.add(subject)
-        except IntegrityError:  # created by a concurrent request meanwhile
-            subject = session.exec(stmt.where(Subject.contact == c.contact)).one()
-        known[c.contact] = subject
+    """Subjects for the contacts, created when new, in two statements; safe against concurrent
+    creators (a subject inserted meanwhile by another request is simply found)."""
+    now = utcnow()
+    table = Subject.__table__  # type: ignore[attr-defined]
+    session.execute(
+        upsert_insert(session.get_bind().dialect.name)(table).values([
+            {"id": new_subject_uuid(), "organization_id": org_id, "contact": c.contact,
+             "contact_kind": c.kind, "identity_status": "UNVERIFIED", "kyc": "NOT_STARTED",
+             "created_at": now}
+            for c in contacts
+        ]).on_conflict_do_nothing(index_elements=["organization_id", "contact"])
+    )
+    rows = session.execute(
+        table.select().where(table.c.organization_id == org_id,
+                             table.c.contact.in_([c.contact for c in contacts]))
+    )
+    known = {row.contact: Subject(**row._mapping) for row in rows}
     return [known[c.contact] for c in contacts]
 
 
@@ -158,11 +160,22 @@ def _lock_organization(session: Session, org_id: str) -> None:
 
     PostgreSQL: a row lock (FOR NO KEY UPDATE does not block inserts referencing the row); under
     READ COMMITTED the statements after it see what the previous holder committed. SQLite write
-    transactions are already serial (BEGIN IMMEDIATE), and SQLAlchemy leaves FOR UPDATE out there.
+    transactions are already serial (BEGIN IMMEDIATE), so there is nothing to lock.
     """
+    if session.get_bind().dialect.name == "sqlite":
+        return
     session.exec(
         select(Organization.id).where(Organization.id == org_id).with_for_update(key_share=True)
     ).first()
+
+
+def _insert_rows(session: Session, rows: list[Any]) -> None:
+    """Insert new rows of one table in one statement, without the ORM's per-object bookkeeping
+    (the objects are only read afterwards, to render the response)."""
+    if rows:
+        table = type(rows[0]).__table__
+        session.execute(table.insert(), [{c.name: getattr(r, c.name) for c in table.columns}
+                                         for r in rows])
 
 
 def _insert_request(
@@ -185,7 +198,7 @@ def _insert_request(
             internal_id=new.internal_id, authorized_dids=new.authorized_dids,
             status=RequestStatus.PENDING, created_at=now, expires_at=now + expiry,
         )
-        session.add(req)
+        _insert_rows(session, [req])  # before the links that reference it
         subjects = _ensure_subjects(session, org_id, new.contacts)
         links = [
             RequestSubject(request_id=req.id, subject_id=s.id, position=i, internal_id=c.internal_id)
@@ -200,8 +213,8 @@ def _insert_request(
             )
             for i, c in enumerate(new.credentials)
         ]
-        session.add_all(links)
-        session.add_all(creds)
+        _insert_rows(session, links)
+        _insert_rows(session, creds)
         bundle = RequestBundle(req, list(zip(links, subjects, strict=True)), creds, {})
         if idempotency is not None:
             save_idempotent(session, org_id, idempotency.key, idempotency.body_hash, 201,
@@ -338,10 +351,15 @@ def list_requests(engine: Engine, org_id: str, f: RequestFilter) -> tuple[list[R
 
 
 def mark_workflow_started(engine: Engine, request_id: str) -> None:
+    mark_workflows_started(engine, [request_id])
+
+
+def mark_workflows_started(engine: Engine, request_ids: list[str]) -> None:
+    """Record that these requests' workflows exist (one statement for a whole batch)."""
     with write_session(engine) as session:
         session.execute(
             update(CredentialRequest)
-            .where(col(CredentialRequest.id) == request_id,
+            .where(col(CredentialRequest.id).in_(request_ids),
                    col(CredentialRequest.workflow_started_at).is_(None))
             .values(workflow_started_at=utcnow())
         )

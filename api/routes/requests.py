@@ -120,7 +120,7 @@ async def _start_workflow(services: ServicesDep, temporal: TemporalDep,
                       bundle.request.id)
         return
     faults.crash_point("after-workflow-start")
-    await asyncio.to_thread(store.mark_workflow_started, services.engine, bundle.request.id)
+    await services.started_marks.submit(bundle.request.id)
 
 
 ISO_DATE_RE = re.compile(

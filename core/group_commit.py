@@ -1,0 +1,54 @@
+"""Group commit: concurrent callers of one blocking batch function share a single call.
+
+Each caller still waits until the batch holding its item has been written, so "done when the
+call returns" holds; under load, N concurrent writes become one transaction. The write belongs
+to no caller, so a caller being cancelled never strands the others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+T = TypeVar("T")
+
+
+class _Batch(Generic[T]):
+    def __init__(self) -> None:
+        self.items: list[T] = []
+        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+
+class GroupCommit(Generic[T]):
+    def __init__(self, write_batch: Callable[[list[T]], None]) -> None:
+        self._write_batch = write_batch
+        self._open: _Batch[T] | None = None
+        self._running: set[asyncio.Future[None]] = set()
+
+    async def submit(self, item: T) -> None:
+        """Returns once ``item`` has been written; raises what the write raised."""
+        batch = self._open
+        if batch is None:
+            batch = self._open = _Batch()
+            # flushed after the callbacks already queued in this loop turn: they join this batch
+            asyncio.get_running_loop().call_soon(self._flush, batch)
+        batch.items.append(item)
+        await asyncio.shield(batch.done)
+
+    def _flush(self, batch: _Batch[T]) -> None:
+        if self._open is batch:
+            self._open = None
+        write = asyncio.ensure_future(asyncio.to_thread(self._write_batch, batch.items))
+        self._running.add(write)
+
+        def finish(task: asyncio.Future[None]) -> None:
+            self._running.discard(task)
+            if task.cancelled():
+                batch.done.cancel()
+            elif (exc := task.exception()) is not None:
+                batch.done.set_exception(exc)
+            else:
+                batch.done.set_result(None)
+
+        write.add_done_callback(finish)
