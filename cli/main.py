@@ -67,13 +67,16 @@ def db_upgrade() -> None:
 @org_app.command("create")
 def org_create(
     name: Annotated[str, typer.Option("--name", help="Display name of the organization.")],
-    rate: Annotated[int, typer.Option("--request-rate", min=1, help="Requests per minute.")] = 60,
+    rate: Annotated[int | None, typer.Option(
+        "--request-rate", min=1,
+        help="Requests per minute (default: MANDATUM_DEFAULT_REQUEST_RATE_PER_MINUTE, 60).")] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Create an organization with its first API key (the secret is shown only now)."""
     settings, engine, cipher = _context()
     try:
-        org, key = orgs.create_organization(engine, cipher, name, rate)
+        org, key = orgs.create_organization(
+            engine, cipher, name, rate or settings.default_request_rate_per_minute)
     except ValueError as exc:
         _fail(str(exc))
     _emit({

@@ -234,3 +234,14 @@ async def test_credentials_of_another_database_do_not_work(
 ) -> None:
     foreign = SignedClient(cli_http, api.creds)
     assert_error_shape(await foreign.get("/request"), 401)
+
+
+def test_org_create_takes_the_default_rate_from_settings(cli: Cli) -> None:
+    code, out, err = cli.run_all(
+        (("org", "create", "--name", "Defaulted", "--json"),
+         {"MANDATUM_DEFAULT_REQUEST_RATE_PER_MINUTE": "25"}),
+    )[0]
+    assert code == 0, err
+    org_id = json.loads(out)["organizationId"]
+    listed = {o["organizationId"]: o for o in cli.json("org", "list")}
+    assert listed[org_id]["requestRatePerMinute"] == 25
