@@ -36,7 +36,6 @@ from pathlib import Path
 import httpx
 from sqlalchemy import func
 from sqlmodel import col, select
-from temporalio.common import TypedSearchAttributes, WorkflowIDReusePolicy
 
 from api.signing import sign
 from bench.measure import TARGET_RATIO, Phase, report
@@ -45,10 +44,10 @@ from cli.devstack import Stack, local_settings
 from core.ids import new_object_id
 from core.secretbox import SecretCipher
 from core.settings import Environment, Settings
+from core.temporal import start_workflow_for
 from store import orgs
 from store.db import make_engine, migrate, read_session
 from store.tables import CredentialRequest
-from workflows.credential_request import CredentialRequestWorkflow, search_attributes_for
 from workflows.ids import request_workflow_id
 from workflows.messages import CredentialRequestInput
 
@@ -74,13 +73,7 @@ def temporal_starts(stack: Stack, org_id: str) -> Callable[[int], Awaitable[bool
             subject_ids=[str(uuid.uuid4())], credential_ids=[new_object_id()],
             expires_at=datetime.now(UTC) + timedelta(days=30),
         )
-        await client.start_workflow(
-            CredentialRequestWorkflow.run, inp, id=request_workflow_id(inp.request_id),
-            task_queue=unpolled,
-            search_attributes=TypedSearchAttributes(search_attributes_for(inp, "PENDING")),
-            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-            static_summary=f"Credential request {inp.request_id}",
-        )
+        await start_workflow_for(client, unpolled, inp)  # exactly what the API's start does
         return True
 
     return start

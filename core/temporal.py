@@ -42,18 +42,23 @@ def workflow_input(bundle: store.RequestBundle) -> CredentialRequestInput:
     )
 
 
+async def start_workflow_for(client: Client, task_queue: str, inp: CredentialRequestInput) -> None:
+    """Start a request workflow with its id, search attributes and id policy (raises
+    WorkflowAlreadyStartedError when it exists or existed)."""
+    await client.start_workflow(
+        CredentialRequestWorkflow.run, inp, id=request_workflow_id(inp.request_id),
+        task_queue=task_queue,
+        search_attributes=TypedSearchAttributes(search_attributes_for(inp, "PENDING")),
+        # a request id is used once: a finished workflow is never started again
+        id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+        static_summary=f"Credential request {inp.request_id}",
+    )
+
+
 async def start_request_workflow(client: Client, task_queue: str, bundle: store.RequestBundle) -> bool:
     """Start the request's workflow; False when it already exists (or existed): never twice."""
-    inp = workflow_input(bundle)
     try:
-        await client.start_workflow(
-            CredentialRequestWorkflow.run, inp, id=request_workflow_id(inp.request_id),
-            task_queue=task_queue,
-            search_attributes=TypedSearchAttributes(search_attributes_for(inp, "PENDING")),
-            # a request id is used once: a finished workflow is never started again
-            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-            static_summary=f"Credential request {inp.request_id}",
-        )
+        await start_workflow_for(client, task_queue, workflow_input(bundle))
         return True
     except WorkflowAlreadyStartedError:
         return False

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import base64
+import logging
 import os
 import secrets
 import sys
@@ -169,6 +170,15 @@ def new_org(engine: Engine, cipher: SecretCipher, settings: Settings, rate: int 
 def org(engine: Engine, cipher: SecretCipher, settings: Settings) -> Credentials:
     """A fresh organization (and API key) per test: tests never see each other's data."""
     return new_org(engine, cipher, settings)
+
+
+@pytest.fixture
+def no_server_errors(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
+    """Any error the service logs (a 500, a failed workflow start) fails the test using this."""
+    yield
+    records = [*caplog.get_records("setup"), *caplog.get_records("call")]
+    errors = [r for r in records if r.name.startswith("mandatum") and r.levelno >= logging.ERROR]
+    assert not errors, [r.getMessage() for r in errors]
 
 
 @pytest.fixture

@@ -456,8 +456,9 @@ async def test_secrets_are_not_stored_in_plain_text(
             for needle in needles:
                 assert needle not in _as_bytes(value)
     # the API key is kept only as its prefix (to recognise it) and a hash
-    row = next(r for r in rows if creds.key_id in r)._mapping
-    assert creds.api_key.startswith(row["key_prefix"]) and len(row["key_prefix"]) < len(creds.api_key) // 2
+    mapping = next(r for r in rows if creds.key_id in r)._mapping
+    assert creds.api_key.startswith(mapping["key_prefix"])
+    assert len(mapping["key_prefix"]) < len(creds.api_key) // 2
     if engine.dialect.name == "sqlite":
         database = engine.url.database
         assert database

@@ -165,7 +165,7 @@ def test_set_rate_and_key_expiry(cli: Cli) -> None:
 @pytest.fixture
 async def cli_http(cli: Cli, temporal: Client) -> AsyncIterator[httpx.AsyncClient]:
     settings = Settings(environment=Environment.TEST, var_dir=cli.var_dir, database_url=cli.database_url,
-                        master_key=MASTER_KEY, public_url=PUBLIC_URL, auth_cache_seconds=0,  # type: ignore[arg-type]
+                        master_key=MASTER_KEY, public_url=PUBLIC_URL, auth_cache_seconds=0,
                         task_queue="mandatum-cli-test")
     app = create_app(settings, temporal=temporal)
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)

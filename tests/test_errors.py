@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from http import HTTPStatus
+from typing import Any
 
 import httpx
 import pytest
@@ -21,7 +22,7 @@ from tests.helpers import Credentials, SignedClient, assert_error_shape, policy_
 MIB = 1024 * 1024
 
 
-def _shape(resp: httpx.Response, status: int) -> dict[str, object]:
+def _shape(resp: httpx.Response, status: int) -> dict[str, Any]:
     body = assert_error_shape(resp, status)
     assert body["error"] == HTTPStatus(status).phrase
     assert resp.headers["content-type"].startswith("application/json")

@@ -142,7 +142,7 @@ def test_a_master_key_that_is_not_32_bytes_is_refused_at_start(key: str) -> None
     with pytest.raises(ValidationError, match="32 bytes"):
         _production(master_key=key)
     with pytest.raises(ValidationError, match="32 bytes"):
-        Settings(environment=Environment.DEVELOPMENT, master_key=key)  # type: ignore[arg-type]
+        Settings(environment=Environment.DEVELOPMENT, master_key=key)
 
 
 @pytest.mark.parametrize("url", ["", "  "])
@@ -253,7 +253,7 @@ def test_a_corrupt_development_master_key_is_refused(tmp_path: Path) -> None:
 
 
 def test_a_blank_master_key_means_unset_in_development(tmp_path: Path) -> None:
-    settings = Settings(var_dir=tmp_path, master_key="  ")  # type: ignore[arg-type]
+    settings = Settings(var_dir=tmp_path, master_key="  ")
     assert settings.master_key is None
     assert len(settings.master_key_bytes()) == 32 and (tmp_path / "master.key").exists()
 

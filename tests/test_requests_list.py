@@ -5,9 +5,7 @@ Written from SPEC.md ("GET /request", "Limits") and CONTRACT sections 2 and 4.
 
 from __future__ import annotations
 
-import logging
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -29,12 +27,7 @@ LIST_FIELDS = {"id", "securityLevel", "createdAt", "name", "language", "redirect
 LIST_EXTRAS = {"canceledAt", "status"}  # CONTRACT 2: extra fields may be added
 
 
-@pytest.fixture(autouse=True)
-def no_server_errors(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
-    yield
-    records = [*caplog.get_records("setup"), *caplog.get_records("call")]
-    errors = [r for r in records if r.name.startswith("mandatum") and r.levelno >= logging.ERROR]
-    assert not errors, [r.getMessage() for r in errors]
+pytestmark = pytest.mark.usefixtures("no_server_errors")
 
 
 async def create(api: SignedClient, **overrides: Any) -> dict[str, Any]:
