@@ -40,7 +40,7 @@ from sqlmodel import col, select
 from api.signing import sign
 from bench.measure import TARGET_RATIO, Phase, report
 from bench.profile import Profiler, summarize
-from cli.devstack import Stack, local_settings
+from cli.stack import Stack, local_settings
 from core.ids import new_object_id
 from core.secretbox import SecretCipher
 from core.settings import Environment, Settings

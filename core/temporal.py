@@ -14,6 +14,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
 from core.settings import Settings
+from store import request_queries as queries
 from store import requests as store
 from store.db import utcnow
 from workflows.credential_request import CredentialRequestWorkflow, search_attributes_for
@@ -73,7 +74,7 @@ async def reconcile_once(
 ) -> list[str]:
     """Start the workflows of requests stored but never marked started (e.g. the API died)."""
     started: list[str] = []
-    pending = await asyncio.to_thread(store.unstarted_requests, engine, utcnow() - grace)
+    pending = await asyncio.to_thread(queries.unstarted_requests, engine, utcnow() - grace)
     for bundle in pending:
         try:
             if await start_request_workflow(client, task_queue, bundle):

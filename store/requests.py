@@ -7,18 +7,16 @@ started is picked up by the worker's reconciler, so a crash between the two neve
 
 from __future__ import annotations
 
-import re
-from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, exists, or_, update
+from sqlalchemy import Engine, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, func, select
 
 from core.ids import new_object_id, new_subject_uuid
-from store.db import SQLITE_UNICODE_LOWER, read_session, upsert_insert, utcnow, write_session
+from store.db import read_session, upsert_insert, utcnow, write_session
 from store.guards import StoredResponse, find_idempotent, requests_created_since, save_idempotent
 from store.tables import (
     Credential,
@@ -235,118 +233,6 @@ def _retry_after(session: Session, org_id: str, now: datetime) -> int:
     return max(1, int((oldest + timedelta(minutes=1) - now).total_seconds()) + 1)
 
 
-def _load_bundles(session: Session, reqs: list[CredentialRequest]) -> list[RequestBundle]:
-    if not reqs:
-        return []
-    ids = [r.id for r in reqs]
-    subjects: dict[str, list[tuple[RequestSubject, Subject]]] = defaultdict(list)
-    rows = session.exec(
-        select(RequestSubject, Subject)
-        .join(Subject, col(Subject.id) == RequestSubject.subject_id)
-        .where(col(RequestSubject.request_id).in_(ids))
-        .order_by(col(RequestSubject.position))
-    )
-    for link, subject in rows:
-        subjects[link.request_id].append((link, subject))
-    creds: dict[str, list[Credential]] = defaultdict(list)
-    for cred in session.exec(
-        select(Credential).where(col(Credential.request_id).in_(ids)).order_by(col(Credential.position))
-    ):
-        creds[cred.request_id].append(cred)
-    cred_ids = [c.id for cs in creds.values() for c in cs]
-    decisions: dict[str, list[tuple[Decision, Subject]]] = defaultdict(list)
-    if cred_ids:
-        for d, s in session.exec(
-            select(Decision, Subject).join(Subject, col(Subject.id) == Decision.subject_id)
-            .where(col(Decision.credential_id).in_(cred_ids)).order_by(col(Decision.decided_at))
-        ):
-            decisions[d.credential_id].append((d, s))
-    return [RequestBundle(r, subjects[r.id], creds[r.id], decisions) for r in reqs]
-
-
-def get_request(engine: Engine, org_id: str, request_id: str) -> RequestBundle | None:
-    """The request if it belongs to the organization (None otherwise: never reveal others')."""
-    with read_session(engine) as session:
-        req = session.get(CredentialRequest, request_id)
-        if req is None or req.organization_id != org_id:
-            return None
-        return _load_bundles(session, [req])[0]
-
-
-@dataclass(frozen=True)
-class RequestFilter:
-    page_index: int = 0
-    page_size: int = 10
-    search: str | None = None
-    contact: str | None = None
-    did_subject_id: str | None = None
-    subject_internal_id: str | None = None
-    internal_id: str | None = None
-    credential_internal_id: str | None = None
-    security_levels: tuple[str, ...] = ()
-    date_from: datetime | None = None
-    date_to: datetime | None = None
-
-
-def _like(term: str) -> str:
-    escaped = term.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
-
-
-def _contains_ignoring_case(engine: Engine, column: Any, term: str) -> Any:
-    """``column`` contains ``term`` literally, ignoring case in every script (Água = ÁGUA).
-
-    SQLite's LIKE and lower() fold ASCII only, so there both sides go through Python's lower()
-    (registered on every connection by store.db); PostgreSQL's ILIKE folds Unicode.
-    """
-    if engine.dialect.name == "sqlite":
-        return getattr(func, SQLITE_UNICODE_LOWER)(column).like(_like(term.lower()), escape="\\")
-    return col(column).ilike(_like(term), escape="\\")
-
-
-def list_requests(engine: Engine, org_id: str, f: RequestFilter) -> tuple[list[RequestBundle], int]:
-    """A page of the organization's requests, newest first, and the total count."""
-    conds: list[Any] = [CredentialRequest.organization_id == org_id]
-    by_subject = select(RequestSubject.request_id).join(
-        Subject, col(Subject.id) == RequestSubject.subject_id
-    )
-    if f.contact is not None:
-        conds.append(col(CredentialRequest.id).in_(by_subject.where(Subject.contact == f.contact)))
-    if f.did_subject_id is not None:
-        conds.append(col(CredentialRequest.id).in_(by_subject.where(Subject.id == f.did_subject_id)))
-    if f.subject_internal_id is not None:
-        conds.append(col(CredentialRequest.id).in_(
-            select(RequestSubject.request_id).where(RequestSubject.internal_id == f.subject_internal_id)
-        ))
-    if f.internal_id is not None:
-        conds.append(CredentialRequest.internal_id == f.internal_id)
-    if f.credential_internal_id is not None:
-        conds.append(exists().where(
-            col(Credential.request_id) == CredentialRequest.id,
-            col(Credential.internal_id) == f.credential_internal_id,
-        ))
-    if f.security_levels:
-        conds.append(col(CredentialRequest.security_level).in_(f.security_levels))
-    if f.date_from is not None:
-        conds.append(CredentialRequest.created_at >= f.date_from)
-    if f.date_to is not None:
-        conds.append(CredentialRequest.created_at <= f.date_to)
-    if f.search:
-        conds.append(or_(
-            _contains_ignoring_case(engine, CredentialRequest.name, f.search),
-            exists().where(col(Credential.request_id) == CredentialRequest.id,
-                           _contains_ignoring_case(engine, Credential.name, f.search)),
-        ))
-    with read_session(engine) as session:
-        total = session.exec(select(func.count()).select_from(CredentialRequest).where(*conds)).one()
-        page = list(session.exec(
-            select(CredentialRequest).where(*conds)
-            .order_by(col(CredentialRequest.created_at).desc(), col(CredentialRequest.id).desc())
-            .offset(f.page_index * f.page_size).limit(f.page_size)
-        ))
-        return _load_bundles(session, page), int(total)
-
-
 # --- what the workflow and the reconciler record ------------------------------------------------
 
 
@@ -363,17 +249,6 @@ def mark_workflows_started(engine: Engine, request_ids: list[str]) -> None:
                    col(CredentialRequest.workflow_started_at).is_(None))
             .values(workflow_started_at=utcnow())
         )
-
-
-def unstarted_requests(engine: Engine, created_before: datetime, limit: int = 100) -> list[RequestBundle]:
-    with read_session(engine) as session:
-        reqs = list(session.exec(
-            select(CredentialRequest)
-            .where(col(CredentialRequest.workflow_started_at).is_(None),
-                   CredentialRequest.created_at < created_before)
-            .order_by(col(CredentialRequest.created_at)).limit(limit)
-        ))
-        return _load_bundles(session, reqs)
 
 
 def _close_open_credentials(session: Session, request_id: str, status: str) -> None:
@@ -424,13 +299,3 @@ def record_decision(
             req = session.get(CredentialRequest, request_id)
             if req is not None and req.status == RequestStatus.PENDING:
                 req.status = RequestStatus.COMPLETED
-
-
-SUBJECT_UUID_RE = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
-
-
-def subject_id_from_did(did: str) -> str | None:
-    """The subject uuid of ``did:web:<host>:subjects:<uuid>``, whatever the host."""
-    prefix, sep, rest = did.rpartition(":subjects:")
-    ok = sep and prefix.startswith("did:web:") and SUBJECT_UUID_RE.match(rest)
-    return rest if ok else None

@@ -34,6 +34,7 @@ from temporalio.testing import WorkflowEnvironment
 from core.secretbox import SecretCipher
 from core.temporal import reconcile_once, request_handle
 from store import orgs
+from store import request_queries as queries
 from store import requests as store
 from store.db import make_engine, migrate
 from tests.helpers import Credentials, SignedClient, policy_request
@@ -153,7 +154,7 @@ async def post_until_the_api_dies(stack: Stack, crash_at: str, body: dict[str, A
         assert await api.exit_code() == 137, api.output()
     finally:
         api.stop()
-    bundles, total = store.list_requests(stack.engine, stack.org.organization_id, store.RequestFilter())
+    bundles, total = queries.list_requests(stack.engine, stack.org.organization_id, queries.RequestFilter())
     assert total == 1
     return bundles[0]
 

@@ -30,6 +30,7 @@ from activities.requests import RequestActivities
 from api.app import create_app
 from core.settings import Settings
 from core.temporal import request_handle, start_request_workflow
+from store import request_queries as queries
 from store import requests as store
 from store.db import utcnow
 from tests.helpers import Credentials, SignedClient, assert_error_shape, policy_request
@@ -72,7 +73,7 @@ def insert_request(
 
 
 def db_request(engine: Engine, org_id: str, request_id: str) -> store.RequestBundle:
-    bundle = store.get_request(engine, org_id, request_id)
+    bundle = queries.get_request(engine, org_id, request_id)
     assert bundle is not None
     return bundle
 
@@ -142,7 +143,7 @@ def to_ms(value: datetime) -> datetime:
 
 
 def subject_uuid(did: str) -> str:
-    subject = store.subject_id_from_did(did)
+    subject = queries.subject_id_from_did(did)
     assert subject is not None
     return subject
 

@@ -32,6 +32,7 @@ from api.views import request_list_item, request_out
 from core.ids import is_object_id
 from core.temporal import request_handle, start_request_workflow
 from store import guards
+from store import request_queries as queries
 from store import requests as store
 from workflows.messages import CancelInput, CancelResult
 
@@ -179,7 +180,7 @@ async def list_requests(
         raise ApiError(400, "dateTo must not be before dateFrom")
     subject_id = None
     if did is not None:
-        subject_id = store.subject_id_from_did(did)
+        subject_id = queries.subject_id_from_did(did)
         # only this service's subject DIDs name subjects (the host is part of the DID)
         if subject_id is None or services.settings.subject_did(subject_id) != did:
             return JSONResponse({"data": [], "totalPages": 0})
@@ -189,7 +190,7 @@ async def list_requests(
             normalized_contact = normalize_contact(contact)[0]
         except ValueError as exc:
             raise ApiError(400, f"contact: {exc}") from exc
-    filters = store.RequestFilter(
+    filters = queries.RequestFilter(
         page_index=pageIndex, page_size=pageSize, search=search or None,
         contact=normalized_contact, did_subject_id=subject_id,
         subject_internal_id=subjectInternalId, internal_id=internalId,
@@ -199,7 +200,7 @@ async def list_requests(
         date_from=date_from, date_to=date_to,
     )
     bundles, total = await asyncio.to_thread(
-        store.list_requests, services.engine, caller.organization_id, filters
+        queries.list_requests, services.engine, caller.organization_id, filters
     )
     items: list[RequestListItem] = [request_list_item(services.settings, b) for b in bundles]
     # JSONResponse: the body is in the caller's version's shape, not re-validated as the newest
@@ -221,7 +222,7 @@ async def get_request(requestId: str, caller: CallerDep, services: ServicesDep) 
     """A request with its subjects, credentials and decisions."""
     _check_id(requestId)
     bundle = await asyncio.to_thread(
-        store.get_request, services.engine, caller.organization_id, requestId
+        queries.get_request, services.engine, caller.organization_id, requestId
     )
     if bundle is None:
         raise ApiError(404, f"Request {requestId} not found")
@@ -236,7 +237,7 @@ async def cancel_request(
     """Cancel a request before any subject decided; its workflow ends and `canceledAt` is set."""
     _check_id(requestId)
     bundle = await asyncio.to_thread(
-        store.get_request, services.engine, caller.organization_id, requestId
+        queries.get_request, services.engine, caller.organization_id, requestId
     )
     if bundle is None:
         raise ApiError(404, f"Request {requestId} not found")
@@ -262,7 +263,7 @@ async def cancel_request(
     except RPCError as exc:
         if exc.status == RPCStatusCode.NOT_FOUND:  # the workflow has already finished
             current = await asyncio.to_thread(
-                store.get_request, services.engine, caller.organization_id, requestId
+                queries.get_request, services.engine, caller.organization_id, requestId
             )
             status = (current or bundle).request.status
             raise ApiError(409, f"The request is {status.lower()}") from exc
