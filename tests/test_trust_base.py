@@ -74,3 +74,16 @@ def test_malformed_multikeys_are_refused(bad: str) -> None:
         decode_public_key(bad)
     with pytest.raises(MultibaseError):
         encode_public_key(b"short")
+
+
+def test_base58btc_decoding_matches_the_reference_package_with_leading_zeros() -> None:
+    import base58
+
+    from trust.multikey import decode_base58btc, encode_base58btc
+
+    for data in [b"\0", b"\0\0\x01", b"\x00" * 3 + bytes(range(1, 64)), bytes(range(256)), b"\xff" * 64]:
+        encoded = "z" + base58.b58encode(data).decode()
+        assert encode_base58btc(data) == encoded
+        assert decode_base58btc(encoded) == data
+    with pytest.raises(MultibaseError):
+        decode_base58btc("z0OIl")

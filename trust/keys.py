@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from nacl.exceptions import BadSignatureError
 from nacl.signing import SigningKey, VerifyKey
@@ -25,9 +26,14 @@ class Ed25519KeyPair:
     def from_private_multikey(cls, multikey: str, verification_method: str = "") -> Ed25519KeyPair:
         return cls(decode_private_key(multikey), verification_method)
 
+    @cached_property
+    def _signing_key(self) -> SigningKey:
+        # Deriving the key from the seed costs about one signature; do it once per pair.
+        return SigningKey(self.seed)
+
     @property
     def public_key(self) -> bytes:
-        return bytes(SigningKey(self.seed).verify_key)
+        return bytes(self._signing_key.verify_key)
 
     @property
     def public_multikey(self) -> str:
@@ -41,7 +47,7 @@ class Ed25519KeyPair:
         return Ed25519KeyPair(self.seed, verification_method)
 
     def sign(self, message: bytes) -> bytes:
-        return SigningKey(self.seed).sign(message).signature
+        return self._signing_key.sign(message).signature
 
 
 def verify_signature(public_key: bytes, message: bytes, signature: bytes) -> bool:

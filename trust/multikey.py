@@ -6,6 +6,8 @@ key (``z6Mk…``), ``0x80 0x26`` for an Ed25519 secret seed (``z3u2…``).
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import base58
 
 ED25519_PUB_PREFIX = b"\xed\x01"
@@ -20,13 +22,22 @@ def encode_base58btc(data: bytes) -> str:
     return "z" + base58.b58encode(data).decode("ascii")
 
 
+_B58_INDEX = {char: i for i, char in enumerate(base58.BITCOIN_ALPHABET.decode("ascii"))}
+
+
 def decode_base58btc(value: str) -> bytes:
+    # Our own decoder: one big-int accumulation and ``int.to_bytes``, several times faster than
+    # the ``base58`` package's byte-by-byte divmod (it runs on every proofValue we verify).
     if not isinstance(value, str) or not value.startswith("z") or len(value) < 2:
         raise MultibaseError("not a base58btc multibase value (must start with 'z')")
+    number = 0
     try:
-        return base58.b58decode(value[1:])
-    except ValueError as exc:
-        raise MultibaseError(f"invalid base58btc: {exc}") from exc
+        for char in value[1:]:
+            number = number * 58 + _B58_INDEX[char]
+    except KeyError as exc:
+        raise MultibaseError(f"invalid base58btc character {exc}") from exc
+    zeros = len(value) - 1 - len(value[1:].lstrip("1"))
+    return b"\0" * zeros + number.to_bytes((number.bit_length() + 7) // 8, "big")
 
 
 def _encode(prefix: bytes, key: bytes) -> str:
@@ -46,6 +57,7 @@ def encode_public_key(public_key: bytes) -> str:
     return _encode(ED25519_PUB_PREFIX, public_key)
 
 
+@lru_cache(maxsize=1024)  # a pure function of the string; DID documents repeat the same keys
 def decode_public_key(multikey: str) -> bytes:
     return _decode(ED25519_PUB_PREFIX, multikey, "public key")
 
