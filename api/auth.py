@@ -27,7 +27,11 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-PUBLIC_PREFIXES = ("/docs", "/redoc", "/openapi.json", "/healthz", "/favicon.ico")
+# The identity documents (api/routes/identity.py) are public too: verifiers fetch them unsigned.
+# "/orgs/" and "/subjects/" hold only those documents; tests/test_identity_routes.py fails if a
+# route of any other kind appears under a public prefix.
+PUBLIC_PREFIXES = ("/docs", "/redoc", "/openapi.json", "/healthz", "/favicon.ico",
+                   "/.well-known/did.json", "/orgs/", "/subjects/", "/ns/")
 READ_METHODS = {"GET", "HEAD", "OPTIONS"}
 TIMESTAMP_RE = re.compile(r"[0-9]{1,16}")
 HEX64_RE = re.compile(r"[0-9a-fA-F]{64}")

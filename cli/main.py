@@ -1,4 +1,4 @@
-"""The ``mandatum`` command: organizations, API keys and the database schema."""
+"""The ``mandatum`` command: organizations, API keys, signing keys and the database schema."""
 
 from __future__ import annotations
 
@@ -11,16 +11,22 @@ from sqlalchemy import Engine, inspect
 
 from core.secretbox import SecretCipher
 from core.settings import Settings, get_settings
+from store import keys as signing_keys
 from store import orgs
 from store.db import make_engine, migrate
+from trust.did import key_id
 
 app = typer.Typer(help="Administer a Mandatum installation.", no_args_is_help=True)
 org_app = typer.Typer(help="Organizations.", no_args_is_help=True)
 key_app = typer.Typer(help="API keys and their signature secrets.", no_args_is_help=True)
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
+signing_app = typer.Typer(
+    help="Ed25519 signing keys: the service's (issuer) and organizations' (DID documents).",
+    no_args_is_help=True)
 app.add_typer(org_app, name="org")
 app.add_typer(key_app, name="key")
 app.add_typer(db_app, name="db")
+app.add_typer(signing_app, name="keys")
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 
@@ -185,6 +191,68 @@ def key_list(
         typer.echo(json.dumps(rows, indent=2))
     for r in [] if as_json else rows:
         typer.echo(f"{r['keyId']}  {r['prefix']}…  revoked={r['revokedAt'] or '-'}")
+
+
+def _signing_context() -> tuple[Settings, Engine, SecretCipher]:
+    settings, engine, cipher = _context()
+    if not inspect(engine).has_table("signing_key"):
+        _fail("the database schema is out of date: run `mandatum db upgrade` first")
+    return settings, engine, cipher
+
+
+def _rotated(rotation: signing_keys.Rotation, did: str, as_json: bool, who: str) -> None:
+    _emit({"did": did, "keyId": rotation.key.verification_method,
+           "publicKeyMultibase": rotation.key.public_multikey,
+           "retiredKeysListed": rotation.retired_listed},
+          as_json, f"{who} key rotated: the new key signs from now on; "
+                   f"{rotation.retired_listed} retired key(s) stay listed in the DID document.")
+
+
+@signing_app.command("rotate-issuer")
+def keys_rotate_issuer(as_json: JsonOpt = False) -> None:
+    """Make a new service (issuer) key; the old one is retired but stays in the DID document."""
+    settings, engine, cipher = _signing_context()
+    rotation = signing_keys.rotate_service_key(engine, cipher, settings)
+    _rotated(rotation, settings.service_did, as_json, "Issuer")
+
+
+@signing_app.command("rotate-org")
+def keys_rotate_org(
+    org: Annotated[str, typer.Option("--org", help="Organization id.")], as_json: JsonOpt = False
+) -> None:
+    """Make a new key for an organization (its presentations); the old one stays listed."""
+    settings, engine, cipher = _signing_context()
+    try:
+        rotation = signing_keys.rotate_organization_key(engine, cipher, settings, org)
+    except orgs.NotFound as exc:
+        _fail(str(exc))
+    _rotated(rotation, settings.organization_did(org), as_json, "Organization")
+
+
+@signing_app.command("list")
+def keys_list(
+    org: Annotated[str | None, typer.Option(
+        "--org", help="An organization's keys instead of the service's.")] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """List signing keys (public parts only), the active one first."""
+    settings, engine, _ = _signing_context()
+    if org is not None:
+        try:
+            orgs.get_organization(engine, org)
+        except orgs.NotFound as exc:
+            _fail(str(exc))
+    did = settings.organization_did(org) if org else settings.service_did
+    rows = [{"keyId": key_id(did, k.public_multikey), "publicKeyMultibase": k.public_multikey,
+             "status": k.status, "createdAt": k.created_at.isoformat(),
+             "retiredAt": k.retired_at and k.retired_at.isoformat()}
+            for k in signing_keys.list_signing_keys(engine, org or signing_keys.SERVICE_OWNER)]
+    if as_json:
+        typer.echo(json.dumps({"did": did, "keys": rows}, indent=2))
+        return
+    typer.echo(did if rows else f"{did}: no key yet (one is made on first use)")
+    for r in rows:
+        typer.echo(f"  {r['status']:<7}  {r['publicKeyMultibase']}  created {r['createdAt']}")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, Index, LargeBinary, UniqueConstraint
+from sqlalchemy import JSON, Column, Index, LargeBinary, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
 
@@ -130,3 +130,25 @@ class Decision(SQLModel, table=True):
     channel: str | None = Field(default=None, max_length=8)
     surface: str | None = Field(default=None, max_length=8)
     decided_at: datetime
+
+
+class SigningKey(SQLModel, table=True):
+    """An Ed25519 key of the service (owner ``service``, the issuer) or of an organization
+    (owner = its id). The private key is stored only encrypted; retired keys are kept because
+    DID documents keep listing them, so everything signed before still verifies."""
+
+    __tablename__ = "signing_key"
+    __table_args__ = (
+        # at most one active key per owner: concurrent first uses (several processes) cannot
+        # both create one, and a rotation cannot leave two signing keys
+        Index("uq_signing_key_one_active", "owner", unique=True,
+              sqlite_where=text("status = 'active'"), postgresql_where=text("status = 'active'")),
+        Index("ix_signing_key_owner_created", "owner", "created_at"),
+    )
+    id: str = Field(primary_key=True, max_length=24)
+    owner: str = Field(max_length=24)
+    public_multikey: str = Field(unique=True, max_length=64)
+    private_key_ciphertext: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    status: str = Field(max_length=8)
+    created_at: datetime
+    retired_at: datetime | None = None

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import Engine, inspect
 from sqlmodel import SQLModel
 
 import store.tables  # noqa: F401  (registers the tables)
-from store.db import make_engine, migrate
+from store.db import alembic_config, make_engine, migrate
 
 
 def test_migrated_schema_matches_models(engine: Engine) -> None:
@@ -27,8 +28,34 @@ def test_migrate_is_idempotent_and_versioned(tmp_path) -> None:  # type: ignore[
         tables = set(inspect(eng).get_table_names())
         assert {"organization", "api_key", "credential_request", "credential", "subject",
                 "request_subject", "decision", "seen_signature", "idempotency_record",
-                "alembic_version"} <= tables
+                "signing_key", "alembic_version"} <= tables
         with eng.connect() as conn:
-            assert MigrationContext.configure(conn).get_current_revision() == "0001"
+            assert MigrationContext.configure(conn).get_current_revision() == "0002"
     finally:
         eng.dispose()
+
+
+def test_signing_key_revision_downgrades_and_upgrades(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """0002 is reversible, and its partial unique index (one active key per owner) is created
+    with its WHERE clause, which the models-vs-migrations diff does not compare."""
+    url = f"sqlite:///{tmp_path / 'roundtrip.db'}"
+    migrate(url)
+    command.downgrade(alembic_config(url), "0001")
+    eng = make_engine(url)
+    try:
+        assert "signing_key" not in inspect(eng).get_table_names()
+        migrate(url)
+        with eng.connect() as conn:
+            ddl = conn.exec_driver_sql(
+                "SELECT sql FROM sqlite_master WHERE name = 'uq_signing_key_one_active'").scalar()
+        assert ddl is not None and "UNIQUE" in ddl and "WHERE status = 'active'" in ddl
+    finally:
+        eng.dispose()
+
+
+def test_one_active_key_index_is_partial(engine: Engine) -> None:
+    indexes = {i["name"]: i for i in inspect(engine).get_indexes("signing_key")}
+    index = indexes["uq_signing_key_one_active"]
+    assert index["unique"] and index["column_names"] == ["owner"]
+    where = index.get("dialect_options", {}).get(f"{engine.dialect.name}_where")
+    assert where is not None and "active" in str(where)
