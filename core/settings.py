@@ -9,6 +9,7 @@ a master key that is given must be base64 of 32 bytes in every environment.
 from __future__ import annotations
 
 import base64
+import logging
 import os
 import secrets
 from datetime import timedelta
@@ -20,6 +21,7 @@ from urllib.parse import quote, urlsplit
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+log = logging.getLogger("mandatum.settings")
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PLACEHOLDER_SECRETS = {"", "changeme", "change-me", "secret", "placeholder"}
 
@@ -107,8 +109,10 @@ class Settings(BaseSettings):
         if self.environment is Environment.PRODUCTION:
             raise ValueError("MANDATUM_MASTER_KEY is required in production")
         path = self.var_dir / "master.key"
-        if not path.exists():
-            _create_once(path, base64.b64encode(secrets.token_bytes(32)).decode())
+        if not path.exists() and _create_once(path, base64.b64encode(secrets.token_bytes(32)).decode()):
+            log.warning("generated a development master key at %s: it encrypts every stored secret "
+                        "and key, so keep it with the data; production requires "
+                        "MANDATUM_MASTER_KEY instead", path)
         return _decode_master_key(path.read_text().strip(), source=str(path))
 
 
@@ -122,10 +126,10 @@ def _decode_master_key(value: str, source: str = "MANDATUM_MASTER_KEY") -> bytes
     return raw
 
 
-def _create_once(path: Path, content: str) -> None:
+def _create_once(path: Path, content: str) -> bool:
     """Write ``path`` unless it exists, atomically: concurrent first starts (API, worker, CLI)
     all end up reading the one key that won, never a half-written file or a key overwritten
-    after another process already used its own."""
+    after another process already used its own. True when this call created it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
@@ -137,10 +141,12 @@ def _create_once(path: Path, content: str) -> None:
         try:
             os.link(tmp, path)  # fails if another process made the key first
         except FileExistsError:
-            pass
+            return False
         except OSError:  # a file system without hard links: last resort, not race-free
-            if not path.exists():
-                os.replace(tmp, path)
+            if path.exists():
+                return False
+            os.replace(tmp, path)
+        return True
     finally:
         tmp.unlink(missing_ok=True)
 

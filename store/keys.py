@@ -169,10 +169,16 @@ def _key_pair(cipher: SecretCipher, row: SigningKey, did: str) -> Ed25519KeyPair
 
 # ---- DID documents --------------------------------------------------------------------------
 
-def did_document_for(engine: Engine, settings: Settings, did: str) -> dict[str, Any] | None:
+def did_document_for(
+    engine: Engine, settings: Settings, did: str, fresh: bool = False
+) -> dict[str, Any] | None:
     """The document of one of our DIDs (service, organization, subject), or None when it is not
-    ours or does not exist. Fits ``trust.did.Resolver`` as its fetch callback (``did_resolver``)."""
-    cached = _cached_document(engine, did)
+    ours or does not exist. Fits ``trust.did.Resolver`` as its fetch callback (``did_resolver``).
+
+    Cached per process for a moment (the verify path resolves the same few DIDs constantly);
+    ``fresh`` reads the database, as the public routes always do, so a key rotated by another
+    process is published at once."""
+    cached = None if fresh else _cached_document(engine, did)
     if cached is not None:
         return copy.deepcopy(cached)
     document = _build_document(engine, settings, did)
@@ -184,16 +190,19 @@ def did_document_for(engine: Engine, settings: Settings, did: str) -> dict[str, 
 
 
 def did_resolver(engine: Engine, settings: Settings) -> Resolver:
-    """A resolver for our own did:web DIDs (from the database) and any did:key (offline)."""
-    return Resolver(partial(did_document_for, engine, settings))
+    """A resolver for our own did:web DIDs (from the database) and any did:key (offline); a
+    method missing from a cached document is looked up once more in the database, so a key
+    just made by another process verifies at once."""
+    return Resolver(partial(did_document_for, engine, settings),
+                    fetch_fresh=partial(did_document_for, engine, settings, fresh=True))
 
 
 def service_did_document(engine: Engine, cipher: SecretCipher, settings: Settings) -> dict[str, Any]:
-    """The issuer's document; the first key is made if there is none yet."""
-    document = did_document_for(engine, settings, settings.service_did)
+    """The issuer's document as published (read fresh); the first key is made if there is none."""
+    document = did_document_for(engine, settings, settings.service_did, fresh=True)
     if document is None or not document.get("verificationMethod"):
         service_signing_key(engine, cipher, settings)
-        document = did_document_for(engine, settings, settings.service_did)
+        document = did_document_for(engine, settings, settings.service_did, fresh=True)
     if document is None:  # pragma: no cover - the service DID always has a document
         raise RuntimeError(f"no DID document for {settings.service_did}")
     return document
@@ -202,12 +211,13 @@ def service_did_document(engine: Engine, cipher: SecretCipher, settings: Setting
 def organization_did_document(
     engine: Engine, cipher: SecretCipher, settings: Settings, org_id: str
 ) -> dict[str, Any] | None:
-    """An organization's document (its key made on first use), None for an unknown one."""
+    """An organization's document as published (read fresh; its key made on first use), None for
+    an unknown organization."""
     did = settings.organization_did(org_id)
-    document = did_document_for(engine, settings, did)
+    document = did_document_for(engine, settings, did, fresh=True)
     if document is not None and not document.get("verificationMethod"):
         organization_signing_key(engine, cipher, settings, org_id)
-        document = did_document_for(engine, settings, did)
+        document = did_document_for(engine, settings, did, fresh=True)
     return document
 
 

@@ -193,14 +193,22 @@ def test_service_did_percent_encodes_a_port(public_url: str, did: str) -> None:
 # --- Settings: the development master key --------------------------------------------------------
 
 
-def test_development_master_key_is_generated_once_and_reused(tmp_path: Path) -> None:
+def test_development_master_key_is_generated_once_and_reused(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     var = tmp_path / "var"
-    first = Settings(var_dir=var).master_key_bytes()
+    with caplog.at_level("WARNING", logger="mandatum.settings"):
+        first = Settings(var_dir=var).master_key_bytes()
     path = var / "master.key"
+    said = [r.getMessage() for r in caplog.records if r.name == "mandatum.settings"]
+    assert len(said) == 1 and str(path) in said[0] and "MANDATUM_MASTER_KEY" in said[0]
     assert len(first) == 32 and path.exists()
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert base64.b64decode(path.read_text()) == first
-    assert Settings(var_dir=var).master_key_bytes() == first
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="mandatum.settings"):
+        assert Settings(var_dir=var).master_key_bytes() == first
+    assert not [r for r in caplog.records if r.name == "mandatum.settings"]  # said once only
     assert Settings(var_dir=tmp_path / "other").master_key_bytes() != first
     assert [p.name for p in var.iterdir()] == ["master.key"]  # no temporary file left behind
     # what one process encrypted, the next one decrypts

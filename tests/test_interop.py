@@ -323,3 +323,63 @@ def test_our_document_form_verifies_in_js_as_it_is(ours: dict[str, Any]) -> None
                            for d in (document, tampered)])
     _assert_verified(good)
     _assert_rejected(bad, "Invalid signature")
+
+
+async def test_what_the_service_signs_verifies_in_js_with_the_documents_it_serves(
+    http: Any, engine: Any, cipher: Any, settings: Any, org: Any
+) -> None:
+    """Keys from the store, DID documents and context fetched from the app's own routes; after an
+    issuer key rotation the re-served document still verifies what the old key signed."""
+    from datetime import UTC, datetime, timedelta
+
+    from store.keys import organization_signing_key, rotate_service_key, service_signing_key
+    from trust.context import CONTEXT_PATH, context_url
+    from trust.credentials import mandate_credential, presentation, to_standard
+    from trust.receipts import MANDATE_REVOKED, receipt
+
+    issuer = service_signing_key(engine, cipher, settings)
+    holder = organization_signing_key(engine, cipher, settings, org.organization_id)
+    now = datetime.now(UTC).replace(microsecond=0)
+    ctx = context_url(settings.public_url)
+    mandate = mandate_credential(
+        credential_id="urn:via:credential:5a0c1e2d-3b4f-4a6b-8c7d-9e0f1a2b3c4d", issuer_key=issuer,
+        context_url=ctx, organization_did=org.did, grantors=[settings.subject_did(SUBJECT_DID[-36:])],
+        scope="payments", authorized_dids=[org.did], valid_from=now, valid_until=None, created=now)
+    vp = presentation(mandate, holder, holder_did=org.did,
+                      presentation_id="urn:via:presentation:0e1d2c3b-4a59-4687-9a8b-7c6d5e4f3a2b",
+                      challenge=CHALLENGE, created=now, expires=now + timedelta(minutes=5))
+    revoked = receipt(key=issuer, context_url=ctx, type=MANDATE_REVOKED, timestamp=now,
+                      receipt_id="urn:via:receipt:9f8e7d6c-5b4a-4392-8170-6f5e4d3c2b1a",
+                      credential_id=mandate["id"], reason="user_initiated")
+
+    async def served() -> dict[str, Any]:
+        service_doc = (await http.get("/.well-known/did.json")).json()
+        org_doc = (await http.get(f"/orgs/{org.organization_id}/did.json")).json()
+        context = (await http.get(CONTEXT_PATH)).json()
+        assert service_doc["id"] == settings.service_did and org_doc["id"] == org.did
+        return {settings.service_did: service_doc, org.did: org_doc, ctx: context}
+
+    documents = await served()
+    jobs: list[Job] = [
+        {"document": to_standard(mandate), "kind": "credential", "purpose": "assertionMethod",
+         "documents": documents},
+        {"document": vp, "kind": "presentation", "purpose": "authentication", "challenge": CHALLENGE,
+         "documents": documents},
+        {"document": revoked, "kind": "receipt", "purpose": "assertionMethod", "documents": documents},
+        {"document": _tampered(revoked, "reason", value="organization_policy"), "kind": "receipt",
+         "purpose": "assertionMethod", "documents": documents},
+    ]
+    credential, presented, signed, tampered = js_verify(jobs)
+    _assert_verified(credential)
+    _assert_verified(presented)
+    _assert_verified(signed)
+    _assert_rejected(tampered, "Invalid signature")
+
+    rotate_service_key(engine, cipher, settings)
+    after = await served()
+    new_issuer = service_signing_key(engine, cipher, settings)
+    assert new_issuer.public_multikey != issuer.public_multikey
+    assert len(after[settings.service_did]["verificationMethod"]) >= 2  # the retired key stays listed
+    old_receipt, = js_verify([{"document": revoked, "kind": "receipt", "purpose": "assertionMethod",
+                               "documents": after}])
+    _assert_verified(old_receipt)

@@ -224,6 +224,26 @@ def test_rotation_keeps_old_signatures_verifiable(
         resolver.public_key(f"{did}#{Ed25519KeyPair.generate().public_multikey}", "assertionMethod")
 
 
+def test_a_key_rotated_by_another_process_verifies_and_is_published_at_once(
+    engine: Engine, cipher: SecretCipher, settings: Settings, db_url: str
+) -> None:
+    """Another process = another engine: this process's document cache never saw the change."""
+    resolver = keys.did_resolver(engine, settings)
+    old = keys.service_signing_key(engine, cipher, settings)
+    resolver.public_key(old.verification_method, "assertionMethod")  # warm this process's cache
+    other = make_engine(db_url)
+    try:
+        new = keys.rotate_service_key(other, cipher, settings).key
+    finally:
+        other.dispose()
+    message = b"signed by the other process with its new key"
+    assert verify_signature(resolver.public_key(new.verification_method, "assertionMethod"),
+                            message, new.sign(message))
+    published = keys.service_did_document(engine, cipher, settings)  # what the route serves
+    assert published["verificationMethod"][0]["id"] == new.verification_method
+    assert old.verification_method in published["assertionMethod"]
+
+
 def test_did_documents_for_our_dids_only(
     engine: Engine, cipher: SecretCipher, settings: Settings, org: Credentials
 ) -> None:

@@ -87,3 +87,25 @@ def test_base58btc_decoding_matches_the_reference_package_with_leading_zeros() -
         assert decode_base58btc(encoded) == data
     with pytest.raises(MultibaseError):
         decode_base58btc("z0OIl")
+
+
+def test_a_method_missing_from_a_cached_document_is_looked_up_fresh_once() -> None:
+    did = "did:web:mandatum.test"
+    old, new = Ed25519KeyPair.generate(), Ed25519KeyPair.generate()
+    stale, current = did_document(did, [old.public_multikey]), did_document(did, [new.public_multikey,
+                                                                                  old.public_multikey])
+    fresh_reads: list[str] = []
+
+    def fresh(d: str) -> dict[str, Any]:
+        fresh_reads.append(d)
+        return current
+
+    resolver = Resolver(lambda d: stale, fetch_fresh=fresh)
+    assert resolver.public_key(key_id(did, old.public_multikey), "assertionMethod") == old.public_key
+    assert fresh_reads == []  # found in the cached document: no extra read
+    assert resolver.public_key(key_id(did, new.public_multikey), "assertionMethod") == new.public_key
+    assert fresh_reads == [did]
+    with pytest.raises(UnknownVerificationMethod):  # without a fresh fetcher the stale view stands
+        Resolver(lambda d: stale).public_key(key_id(did, new.public_multikey), "assertionMethod")
+    with pytest.raises(UnknownVerificationMethod):  # unknown even when fresh: still refused
+        resolver.public_key(key_id(did, Ed25519KeyPair.generate().public_multikey), "assertionMethod")

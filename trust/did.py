@@ -95,20 +95,30 @@ class Resolver:
     """Verification method id -> Ed25519 public key, for one proof purpose.
 
     ``fetch_did_document`` returns the document of a DID this service knows (its own did:web
-    DIDs) or None; did:key is always resolved offline.
+    DIDs) or None; did:key is always resolved offline. When the fetcher may serve from a cache,
+    ``fetch_fresh`` bypasses it: a method missing from the first document is looked up once more
+    in a fresh one (a key rotated a moment ago elsewhere).
     """
 
-    def __init__(self, fetch_did_document: DocumentFetcher | None = None) -> None:
+    def __init__(self, fetch_did_document: DocumentFetcher | None = None,
+                 fetch_fresh: DocumentFetcher | None = None) -> None:
         self._fetch = fetch_did_document
+        self._fetch_fresh = fetch_fresh
 
-    def document(self, did: str) -> Mapping[str, Any]:
+    def document(self, did: str, fresh: bool = False) -> Mapping[str, Any]:
         if did.startswith("did:key:"):
             return did_key_document(did)
-        found = self._fetch(did) if self._fetch else None
+        fetch = self._fetch_fresh if fresh and self._fetch_fresh else self._fetch
+        found = fetch(did) if fetch else None
         if found is None:
             raise UnknownVerificationMethod(f"cannot resolve {did}")
         return found
 
     def public_key(self, method_id: str, relationship: str) -> bytes:
         did = method_id.split("#", 1)[0]
-        return find_method(self.document(did), method_id, relationship)
+        try:
+            return find_method(self.document(did), method_id, relationship)
+        except UnknownVerificationMethod:
+            if self._fetch_fresh is None or did.startswith("did:key:"):
+                raise
+            return find_method(self.document(did, fresh=True), method_id, relationship)
