@@ -22,7 +22,7 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy api workflows activities store core cli worker.py bench tests
+	$(VENV)/bin/mypy api workflows activities store core cli trust policy worker.py bench tests
 
 unit: $(STAMP)
 	$(VENV)/bin/pytest

@@ -12,7 +12,7 @@ from temporalio.client import Client
 from api.auth import Authenticator, SignedRequestMiddleware
 from api.deps import Services
 from api.errors import install_error_handlers
-from api.routes import identity, requests
+from api.routes import actions, identity, requests
 from core.secretbox import SecretCipher
 from core.settings import Settings, get_settings
 from core.temporal import build_client
@@ -56,6 +56,7 @@ def create_app(settings: Settings | None = None, temporal: Client | None = None)
     install_error_handlers(app)
     app.add_middleware(SignedRequestMiddleware)
     app.include_router(requests.router)
+    app.include_router(actions.router)
     app.include_router(identity.router)
 
     @app.get("/healthz", include_in_schema=False)

@@ -306,3 +306,34 @@ class ErrorOut(BaseModel):
     statusCode: int
     message: str | list[str]
     error: str
+
+
+class ActionVersionOut(BaseModel):
+    """A published version: its canonical content (what `digestSRI` covers) and when it was published."""
+
+    id: str
+    number: int
+    digestSRI: str
+    publishedAt: Timestamp
+    name: str
+    description: str | None = None
+    executionParams: list[dict[str, Any]]
+    userParams: list[dict[str, Any]]
+    rules: list[dict[str, Any]]
+
+
+class ActionOut(BaseModel):
+    id: str
+    name: str
+    description: str | None
+    createdAt: Timestamp
+    currentVersion: str
+    versions: list[ActionVersionOut]
+
+
+class ActionEnvelope(BaseModel):
+    data: ActionOut
+
+
+class ActionList(BaseModel):
+    data: list[ActionOut]

@@ -40,6 +40,7 @@ from sqlmodel import col, select
 from api.signing import sign
 from bench.measure import TARGET_RATIO, Phase, report
 from bench.profile import Profiler, summarize
+from cli.devstack import publish_example_action
 from cli.stack import Stack, local_settings
 from core.ids import new_object_id
 from core.secretbox import SecretCipher
@@ -211,6 +212,7 @@ async def main_async(args: argparse.Namespace, var_dir: Path, database_url: str)
     engine = make_engine(settings.sqlalchemy_url)
     org, key = orgs.create_organization(engine, SecretCipher(settings.master_key_bytes()),
                                         "Benchmark", request_rate_per_minute=1_000_000)
+    publish_example_action(engine, org.id)
     engine.dispose()
     stack = Stack(settings, echo=False, api_workers=args.api_workers)
     loop = asyncio.get_running_loop()

@@ -15,6 +15,8 @@ import json
 import signal
 import sys
 
+from sqlalchemy import Engine
+
 from cli.stack import (
     BANNER_END,
     Interrupted,
@@ -26,8 +28,36 @@ from cli.stack import (
 )
 from core.secretbox import SecretCipher
 from core.settings import Settings, get_settings
-from store import orgs
+from store import actions, orgs
 from store.db import make_engine, migrate
+
+# The action the README's walkthrough (and the test suite's organizations) use: rent payments up to
+# an amount the subject approves, to payees the subject lists.
+EXAMPLE_ACTION_ID = "urn:via:action:0b1e4c1a-7f1d-4a7e-9a55-1f2b3c4d5e6f"
+EXAMPLE_ACTION: dict[str, object] = {
+    "name": "Rent payments",
+    "description": "Pay rent on the subject's behalf, up to an amount and only to listed payees.",
+    "userParams": [
+        {"name": "maxAmount", "type": "number", "default": 1000},
+        {"name": "payees", "type": "array<string>", "default": []},
+    ],
+    "executionParams": [
+        {"name": "amount", "type": "number"},
+        {"name": "payee", "type": "string"},
+    ],
+    "rules": [
+        {"name": "amountWithinLimit", "description": "The amount is at most the approved maximum.",
+         "expression": "executionParams.amount <= userParams.maxAmount"},
+        {"name": "payeeListed", "description": "The payee is one the subject listed (any when none).",
+         "expression": "size(userParams.payees) == 0 || executionParams.payee in userParams.payees"},
+    ],
+}
+
+
+def publish_example_action(engine: Engine, org_id: str) -> None:
+    """Publish the example action in an organization (once: a second call changes nothing)."""
+    if actions.get_action(engine, org_id, EXAMPLE_ACTION_ID) is None:
+        actions.install_published(engine, org_id, dict(EXAMPLE_ACTION), action_id=EXAMPLE_ACTION_ID)
 
 
 def bootstrap_dev_org(settings: Settings) -> str:
@@ -39,11 +69,13 @@ def bootstrap_dev_org(settings: Settings) -> str:
             org_id = json.loads(marker.read_text())["organizationId"]
             with contextlib.suppress(orgs.NotFound):  # gone with a deleted database: make anew
                 orgs.get_organization(engine, org_id)
+                publish_example_action(engine, org_id)
                 return (f"Development organization {org_id} ({settings.organization_did(org_id)}).\n"
                         "  Its API key was printed on the first run; for a new one:\n"
                         f"  .venv/bin/mandatum key create --org {org_id}")
         org, key = orgs.create_organization(engine, SecretCipher(settings.master_key_bytes()),
                                             "Development organization", 600)
+        publish_example_action(engine, org.id)
     finally:
         engine.dispose()
     marker.write_text(json.dumps({"organizationId": org.id}))  # ids only: never the secrets

@@ -1,19 +1,21 @@
-"""The ``mandatum`` command: organizations, API keys, signing keys and the database schema."""
+"""The ``mandatum`` command: organizations, API keys, signing keys, actions and the database schema."""
 
 from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import Annotated, NoReturn
+from typing import Annotated
 
 import typer
 from sqlalchemy import Engine, inspect
 
+from cli.actions import action_app
+from cli.common import JsonOpt, context, emit, fail
 from core.secretbox import SecretCipher
 from core.settings import Settings, get_settings
 from store import keys as signing_keys
 from store import orgs
-from store.db import make_engine, migrate
+from store.db import migrate
 from trust.did import key_id
 
 app = typer.Typer(help="Administer a Mandatum installation.", no_args_is_help=True)
@@ -27,40 +29,7 @@ app.add_typer(org_app, name="org")
 app.add_typer(key_app, name="key")
 app.add_typer(db_app, name="db")
 app.add_typer(signing_app, name="keys")
-
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
-
-
-def _context() -> tuple[Settings, Engine, SecretCipher]:
-    try:
-        settings = get_settings()
-        cipher = SecretCipher(settings.master_key_bytes())
-    except ValueError as exc:  # pydantic's ValidationError is one
-        _fail(f"invalid configuration: {exc}")
-    engine = make_engine(settings.sqlalchemy_url)
-    if not inspect(engine).has_table("organization"):
-        _fail("the database has no schema yet: run `mandatum db upgrade` first")
-    return settings, engine, cipher
-
-
-def _emit(data: dict[str, object], as_json: bool, title: str) -> None:
-    if as_json:
-        typer.echo(json.dumps(data, indent=2, default=_json_value))
-        return
-    typer.echo(title)
-    width = max(len(k) for k in data)
-    for k, v in data.items():
-        typer.echo(f"  {k.ljust(width)}  {v}")
-
-
-def _json_value(value: object) -> str:
-    """Date-times in ISO 8601 (``2026-01-31T12:00:00+00:00``), like every other date printed."""
-    return value.isoformat() if isinstance(value, datetime) else str(value)
-
-
-def _fail(message: str) -> NoReturn:
-    typer.echo(f"error: {message}", err=True)
-    raise typer.Exit(code=1)
+app.add_typer(action_app, name="action")
 
 
 @db_app.command("upgrade")
@@ -79,13 +48,13 @@ def org_create(
     as_json: JsonOpt = False,
 ) -> None:
     """Create an organization with its first API key (the secret is shown only now)."""
-    settings, engine, cipher = _context()
+    settings, engine, cipher = context()
     try:
         org, key = orgs.create_organization(
             engine, cipher, name, rate or settings.default_request_rate_per_minute)
     except ValueError as exc:
-        _fail(str(exc))
-    _emit({
+        fail(str(exc))
+    emit({
         "organizationId": org.id, "name": org.name, "did": settings.organization_did(org.id),
         "keyId": key.key_id, "apiKey": key.api_key, "signatureSecret": key.signature_secret,
     }, as_json, "Organization created. Store the API key and secret now: they are not shown again.")
@@ -94,7 +63,7 @@ def org_create(
 @org_app.command("list")
 def org_list(as_json: JsonOpt = False) -> None:
     """List organizations."""
-    settings, engine, _ = _context()
+    settings, engine, _ = context()
     rows = [{"organizationId": o.id, "name": o.name, "did": settings.organization_did(o.id),
              "requestRatePerMinute": o.request_rate_per_minute, "apiVersion": o.api_version}
             for o in orgs.list_organizations(engine)]
@@ -110,11 +79,11 @@ def org_set_rate(
     rate: Annotated[int, typer.Option("--request-rate", help="Requests per minute.")],
 ) -> None:
     """Set how many requests per minute the organization may create."""
-    _, engine, _ = _context()
+    _, engine, _ = context()
     try:
         orgs.set_request_rate(engine, org, rate)
     except (orgs.NotFound, ValueError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
     typer.echo(f"organization {org} may create {rate} requests per minute")
 
 
@@ -125,15 +94,15 @@ def key_create(
     as_json: JsonOpt = False,
 ) -> None:
     """Add an API key to an organization."""
-    _, engine, cipher = _context()
+    _, engine, cipher = context()
     expires = _aware(expires_at)
     if expires is not None and expires <= datetime.now(UTC):
-        _fail("--expires-at must be in the future")
+        fail("--expires-at must be in the future")
     try:
         key = orgs.create_key(engine, cipher, org, expires)
     except orgs.NotFound as exc:
-        _fail(str(exc))
-    _emit({"keyId": key.key_id, "organizationId": key.organization_id, "apiKey": key.api_key,
+        fail(str(exc))
+    emit({"keyId": key.key_id, "organizationId": key.organization_id, "apiKey": key.api_key,
            "signatureSecret": key.signature_secret, "expiresAt": key.expires_at},
           as_json, "API key created. Store it now: it is not shown again.")
 
@@ -148,13 +117,13 @@ def key_rotate(
     key: Annotated[str, typer.Option("--key", help="Key id.")], as_json: JsonOpt = False
 ) -> None:
     """New signature secret for a key; the old one keeps working for 24 hours."""
-    settings, engine, cipher = _context()
+    settings, engine, cipher = context()
     try:
         issued = orgs.rotate_key(engine, cipher, key)
     except (orgs.NotFound, ValueError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
     hours = int(settings.rotation_grace.total_seconds() // 3600)
-    _emit({"keyId": issued.key_id, "organizationId": issued.organization_id,
+    emit({"keyId": issued.key_id, "organizationId": issued.organization_id,
            "signatureSecret": issued.signature_secret, "previousSecretValidHours": hours},
           as_json, f"Secret rotated. The previous secret stays valid for {hours} hours.")
 
@@ -164,12 +133,12 @@ def key_revoke(
     key: Annotated[str, typer.Option("--key", help="Key id.")], as_json: JsonOpt = False
 ) -> None:
     """Revoke a key at once."""
-    _, engine, _ = _context()
+    _, engine, _ = context()
     try:
         at = orgs.revoke_key(engine, key)
     except orgs.NotFound as exc:
-        _fail(str(exc))
-    _emit({"keyId": key, "revokedAt": at.isoformat()}, as_json, "API key revoked.")
+        fail(str(exc))
+    emit({"keyId": key, "revokedAt": at.isoformat()}, as_json, "API key revoked.")
 
 
 @key_app.command("list")
@@ -177,11 +146,11 @@ def key_list(
     org: Annotated[str, typer.Option("--org", help="Organization id.")], as_json: JsonOpt = False
 ) -> None:
     """List an organization's keys (never their secrets)."""
-    _, engine, _ = _context()
+    _, engine, _ = context()
     try:
         orgs.get_organization(engine, org)
     except orgs.NotFound as exc:
-        _fail(str(exc))
+        fail(str(exc))
     rows = [{"keyId": k.id, "prefix": k.key_prefix, "createdAt": k.created_at.isoformat(),
              "rotatedAt": k.rotated_at and k.rotated_at.isoformat(),
              "expiresAt": k.expires_at and k.expires_at.isoformat(),
@@ -194,14 +163,14 @@ def key_list(
 
 
 def _signing_context() -> tuple[Settings, Engine, SecretCipher]:
-    settings, engine, cipher = _context()
+    settings, engine, cipher = context()
     if not inspect(engine).has_table("signing_key"):
-        _fail("the database schema is out of date: run `mandatum db upgrade` first")
+        fail("the database schema is out of date: run `mandatum db upgrade` first")
     return settings, engine, cipher
 
 
 def _rotated(rotation: signing_keys.Rotation, did: str, as_json: bool, who: str) -> None:
-    _emit({"did": did, "keyId": rotation.key.verification_method,
+    emit({"did": did, "keyId": rotation.key.verification_method,
            "publicKeyMultibase": rotation.key.public_multikey,
            "retiredKeysListed": rotation.retired_listed},
           as_json, f"{who} key rotated: the new key signs from now on; "
@@ -225,7 +194,7 @@ def keys_rotate_org(
     try:
         rotation = signing_keys.rotate_organization_key(engine, cipher, settings, org)
     except orgs.NotFound as exc:
-        _fail(str(exc))
+        fail(str(exc))
     _rotated(rotation, settings.organization_did(org), as_json, "Organization")
 
 
@@ -241,7 +210,7 @@ def keys_list(
         try:
             orgs.get_organization(engine, org)
         except orgs.NotFound as exc:
-            _fail(str(exc))
+            fail(str(exc))
     did = settings.organization_did(org) if org else settings.service_did
     rows = [{"keyId": key_id(did, k.public_multikey), "publicKeyMultibase": k.public_multikey,
              "status": k.status, "createdAt": k.created_at.isoformat(),

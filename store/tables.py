@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, Index, LargeBinary, UniqueConstraint, text
+from sqlalchemy import JSON, Column, ForeignKeyConstraint, Index, LargeBinary, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
 
@@ -152,3 +152,40 @@ class SigningKey(SQLModel, table=True):
     status: str = Field(max_length=8)
     created_at: datetime
     retired_at: datetime | None = None
+
+
+class Action(SQLModel, table=True):
+    """An organization's action: a name, a description and numbered versions (CONTRACT 6).
+
+    The key is (organization, id): every lookup is scoped to one organization, and an action can be
+    installed in several organizations under the same URN (staging and production share ids, so
+    integrator code naming the action works in both)."""
+
+    __tablename__ = "action"
+    organization_id: str = Field(foreign_key="organization.id", primary_key=True, max_length=24)
+    id: str = Field(primary_key=True, max_length=64)
+    name: str = Field(max_length=200)
+    description: str | None = Field(default=None, max_length=2000)
+    created_at: datetime
+
+
+class ActionVersion(SQLModel, table=True):
+    """One numbered version of an action. A draft until published; a published version is
+    immutable (the store refuses, and a database trigger from migration 0003 aborts any UPDATE
+    of a published row), and its ``digest_sri`` covers its canonical ``content``."""
+
+    __tablename__ = "action_version"
+    __table_args__ = (
+        ForeignKeyConstraint(["organization_id", "action_id"], ["action.organization_id", "action.id"],
+                             name="fk_action_version_action"),
+        UniqueConstraint("organization_id", "action_id", "number", name="uq_action_version_number"),
+    )
+    id: str = Field(primary_key=True, max_length=64)
+    organization_id: str = Field(max_length=24)
+    action_id: str = Field(max_length=64)
+    number: int
+    status: str = Field(max_length=16)  # draft | published
+    content: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
+    digest_sri: str | None = Field(default=None, max_length=100)
+    created_at: datetime
+    published_at: datetime | None = None

@@ -30,6 +30,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from api.app import create_app
+from cli.devstack import publish_example_action
 from core.secretbox import SecretCipher
 from core.settings import Environment, Settings
 from store import orgs
@@ -162,6 +163,7 @@ async def http(settings: Settings, temporal: Client, worker: None) -> AsyncItera
 
 def new_org(engine: Engine, cipher: SecretCipher, settings: Settings, rate: int = 1000) -> Credentials:
     org, key = orgs.create_organization(engine, cipher, f"Org {secrets.token_hex(3)}", rate)
+    publish_example_action(engine, org.id)
     return Credentials(org.id, key.key_id, key.api_key, key.signature_secret,
                        settings.organization_did(org.id))
 

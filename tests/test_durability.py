@@ -31,6 +31,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 
+from cli.devstack import publish_example_action
 from core.secretbox import SecretCipher
 from core.temporal import reconcile_once, request_handle
 from store import orgs
@@ -77,6 +78,7 @@ async def stack(dev_env: WorkflowEnvironment, tmp_path: Path) -> AsyncIterator[S
     migrate(url)
     engine = make_engine(url)
     org, key = orgs.create_organization(engine, SecretCipher(base64.b64decode(MASTER_KEY)), "Crash Co")
+    publish_example_action(engine, org.id)
     creds = Credentials(org.id, key.key_id, key.api_key, key.signature_secret, "")
     try:
         yield Stack(url, engine, f"mandatum-crash-{uuid.uuid4().hex[:8]}", tmp_path / "var", creds,

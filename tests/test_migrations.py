@@ -28,9 +28,9 @@ def test_migrate_is_idempotent_and_versioned(tmp_path) -> None:  # type: ignore[
         tables = set(inspect(eng).get_table_names())
         assert {"organization", "api_key", "credential_request", "credential", "subject",
                 "request_subject", "decision", "seen_signature", "idempotency_record",
-                "signing_key", "alembic_version"} <= tables
+                "signing_key", "action", "action_version", "alembic_version"} <= tables
         with eng.connect() as conn:
-            assert MigrationContext.configure(conn).get_current_revision() == "0002"
+            assert MigrationContext.configure(conn).get_current_revision() == "0003"
     finally:
         eng.dispose()
 
@@ -59,3 +59,32 @@ def test_one_active_key_index_is_partial(engine: Engine) -> None:
     assert index["unique"] and index["column_names"] == ["owner"]
     where = index.get("dialect_options", {}).get(f"{engine.dialect.name}_where")
     assert where is not None and "active" in str(where)
+
+
+def test_action_revision_downgrades_and_upgrades(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """0003 is reversible, trigger included (the models-vs-migrations diff does not see triggers)."""
+    url = f"sqlite:///{tmp_path / 'actions.db'}"
+    migrate(url)
+    command.downgrade(alembic_config(url), "0002")
+    eng = make_engine(url)
+    try:
+        names = set(inspect(eng).get_table_names())
+        assert "action" not in names and "action_version" not in names
+        migrate(url)
+        with eng.connect() as conn:
+            ddl = conn.exec_driver_sql("SELECT sql FROM sqlite_master WHERE type = 'trigger' "
+                                       "AND name = 'action_version_published_immutable'").scalar()
+        assert ddl is not None and "OLD.status = 'published'" in ddl
+    finally:
+        eng.dispose()
+
+
+def test_published_action_versions_are_guarded_by_a_trigger(engine: Engine) -> None:
+    if engine.dialect.name == "postgresql":
+        query = ("SELECT count(*) FROM pg_trigger WHERE tgname = 'action_version_published_immutable' "
+                 "AND tgrelid = 'action_version'::regclass")
+    else:
+        query = ("SELECT count(*) FROM sqlite_master WHERE type = 'trigger' "
+                 "AND name = 'action_version_published_immutable'")
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql(query).scalar() == 1

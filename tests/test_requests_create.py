@@ -112,7 +112,12 @@ async def test_created_record_has_spec_fields_and_values(api: SignedClient) -> N
     assert cred["description"] is None and cred["internalId"] is None
     assert cred["tags"] == [] and cred["decisions"] == []
     assert cred["scope"] == "payments"
-    assert cred["action"] == {"id": ACTION_ID, "userParams": {"maxAmount": 1200}}
+    # pinned to the newest published version; the declared default fills the omitted payees
+    assert set(cred["action"]) == {"id", "version", "digestSRI", "userParams"}
+    assert cred["action"]["id"] == ACTION_ID
+    assert cred["action"]["version"].startswith("urn:via:action-version:")
+    assert cred["action"]["digestSRI"].startswith("sha256-")
+    assert cred["action"]["userParams"] == {"maxAmount": 1200, "payees": []}
     assert cred["data"] is None and cred["validFrom"] is None and cred["validUntil"] is None
 
 
@@ -172,7 +177,8 @@ async def test_optional_fields_round_trip(api: SignedClient) -> None:
         "Monthly rent", "cred-1", ["rent", "home"])
     assert policy["validFrom"] == "2030-01-01T08:00:00.000Z"
     assert policy["validUntil"] == "2030-12-31T23:59:59.500Z"
-    assert policy["action"] == {"id": ACTION_ID, "userParams": {"maxAmount": 900, "payees": ["Bob"]}}
+    assert policy["action"]["id"] == ACTION_ID
+    assert policy["action"]["userParams"] == {"maxAmount": 900, "payees": ["Bob"]}
     assert document["resourceType"] == "DOCUMENT" and document["status"] == "DRAFT"
     assert document["internalId"] == "cred-2" and document["action"] is None
     assert document["data"] == [

@@ -31,6 +31,7 @@ from api.models import (
 from api.views import request_list_item, request_out
 from core.ids import is_object_id
 from core.temporal import request_handle, start_request_workflow
+from store import actions as action_store
 from store import guards
 from store import request_queries as queries
 from store import requests as store
@@ -44,10 +45,11 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
-def _to_new_request(body: CreateRequestIn, organization_did: str) -> store.NewRequest:
-    contacts, problems = body.normalized_contacts()
-    if problems:
-        raise ApiError(400, problems)
+def _to_new_request(body: CreateRequestIn, organization_did: str,
+                    contacts: list[tuple[str, str, str | None]],
+                    pinned_actions: dict[int, dict[str, Any]]) -> store.NewRequest:
+    """The request to store; ``pinned_actions`` replaces the ``action`` of POLICY credentials (by
+    position) with the pinned version and the filled userParams."""
     # the organization's DID is always authorized and listed first (CONTRACT 3): store the others once
     extra_dids = list(dict.fromkeys(d for d in body.authorizedDIDs if d != organization_did))
     return store.NewRequest(
@@ -57,15 +59,48 @@ def _to_new_request(body: CreateRequestIn, organization_did: str) -> store.NewRe
             store.NewCredential(
                 resource_type=c.type, name=c.name, description=c.description,
                 internal_id=c.internalId, scope=c.scope, tags=c.tags,
-                action=c.action.model_dump() if c.action else None,
+                action=pinned_actions.get(i, c.action.model_dump() if c.action else None),
                 data=[d.model_dump() for d in c.data] if c.data else None,
                 valid_from=c.validFrom, valid_until=c.validUntil,
             )
-            for c in body.credentials
+            for i, c in enumerate(body.credentials)
         ],
         name=body.name, language=body.language.value, redirect_url=body.redirectUrl,
         internal_id=body.internalId, authorized_dids=extra_dids,
     )
+
+
+def _pin_actions(services: ServicesDep, org_id: str,
+                 body: CreateRequestIn) -> tuple[dict[int, dict[str, Any]], list[str]]:
+    """Each POLICY credential's action checked against the organization's newest published version
+    of it (CONTRACT 6); by credential position, with one message per problem."""
+    pinned: dict[int, dict[str, Any]] = {}
+    problems: list[str] = []
+    for i, cred in enumerate(body.credentials):
+        if cred.action is None:
+            continue
+        pin, found = action_store.pin_for_request(
+            services.engine, org_id, cred.action.id, cred.action.userParams,
+            where=f"credentials.{i}.action")
+        problems += found
+        if pin is not None:
+            pinned[i] = pin
+    return pinned, problems
+
+
+async def _validated(body: CreateRequestIn, caller: CallerDep,
+                     services: ServicesDep) -> store.NewRequest:
+    """The request to store, or a 400 listing every contact and action problem at once."""
+    contacts, problems = body.normalized_contacts()
+    pinned: dict[int, dict[str, Any]] = {}
+    action_problems: list[str] = []
+    if any(c.action is not None for c in body.credentials):
+        pinned, action_problems = await asyncio.to_thread(
+            _pin_actions, services, caller.organization_id, body)
+    if problems or action_problems:
+        raise ApiError(400, problems + action_problems)
+    return _to_new_request(body, services.settings.organization_did(caller.organization_id),
+                           contacts, pinned)
 
 
 @router.post("/request", status_code=201, response_model=RequestEnvelope, responses=ERRORS)
@@ -75,7 +110,7 @@ async def create_request(
 ) -> Any:
     """Create a credential request; its workflow starts at once and waits for decisions."""
     settings = services.settings
-    new = _to_new_request(body, settings.organization_did(caller.organization_id))
+    new = await _validated(body, caller, services)
     idem = None
     if idempotency_key is not None and "\x00" in idempotency_key:
         raise ApiError(400, "Idempotency-Key must not contain NUL characters")

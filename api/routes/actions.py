@@ -1,0 +1,68 @@
+"""Actions, read-only (CONTRACT 4 and 6): the caller's published action versions.
+
+Creation, new versions and publishing stay in the dashboard (today the ``mandatum action``
+command); drafts are never shown here, and an action with no published version is not found.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+
+from api import versioning
+from api.deps import CallerDep, ServicesDep
+from api.errors import ApiError
+from api.models import ActionEnvelope, ActionList, ActionOut, ActionVersionOut, ErrorOut
+from store import actions as store
+from store.tables import ActionVersion
+
+router = APIRouter(tags=["actions"])
+ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorOut} for code in (400, 401, 404)}
+
+
+def _version_out(version: ActionVersion) -> ActionVersionOut:
+    content = store.content_fields(version)
+    assert version.digest_sri is not None and version.published_at is not None  # published
+    return ActionVersionOut(id=version.id, number=version.number, digestSRI=version.digest_sri,
+                            publishedAt=version.published_at, **content)
+
+
+def action_out(view: store.ActionView) -> ActionOut:
+    action = view.action
+    return ActionOut(
+        id=action.id, name=action.name, description=action.description,
+        createdAt=action.created_at, currentVersion=view.versions[-1].id,
+        versions=[_version_out(v) for v in view.versions],
+    )
+
+
+def _render(action: ActionOut, version: str) -> dict[str, Any]:
+    """The action in the caller's version. Each version shows its content verbatim (a description
+    it does not have is absent, not null), so a client can recompute the digestSRI from it."""
+    body = action.model_dump(mode="json")
+    for item in body["versions"]:
+        if item.get("description") is None:
+            item.pop("description", None)
+    return versioning.render("action", body, version)
+
+
+@router.get("/actions", response_model=ActionList, responses=ERRORS)
+async def list_actions(caller: CallerDep, services: ServicesDep) -> Any:
+    """The organization's actions that have a published version, oldest first, each with its
+    published versions in ascending number; `currentVersion` is the one `POST /request` pins."""
+    views = await asyncio.to_thread(store.list_actions, services.engine, caller.organization_id)
+    return JSONResponse({"data": [_render(action_out(v), caller.api_version) for v in views]})
+
+
+@router.get("/actions/{actionId}", response_model=ActionEnvelope, responses=ERRORS)
+async def get_action(actionId: str, caller: CallerDep, services: ServicesDep) -> Any:
+    """One action with its published versions (`actionId` may be percent-encoded)."""
+    if not store.is_action_urn(actionId):
+        raise ApiError(400, "actionId must be an action URN urn:via:action:<uuid>")
+    view = await asyncio.to_thread(store.get_action, services.engine, caller.organization_id, actionId)
+    if view is None:
+        raise ApiError(404, f"Action {actionId} not found")
+    return JSONResponse({"data": _render(action_out(view), caller.api_version)})

@@ -1,0 +1,226 @@
+"""The CEL runtime shared by publish-time checks and verify-time evaluation (cel-python, `celpy`).
+
+Two deliberate departures from cel-python's defaults, both toward the CEL specification:
+
+- Comparisons (`<`, `<=`, `>`, `>=`, `==`, `!=`, `in`) work across int, uint and double, as the CEL
+  spec's runtime numeric comparison does, so `executionParams.amount <= userParams.max` works when
+  one param is an `integer` and the other a `number`. Arithmetic still needs matching types, as in
+  CEL (`double(executionParams.count) * userParams.price`).
+- Errors are turned into short readable reasons instead of celpy's dumps of the activation.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+import threading
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, cast
+
+import celpy
+import lark
+from celpy import celtypes
+from celpy.celparser import CELParseError
+from celpy.evaluation import CELEvalError, base_functions, boolean
+
+from policy.params import Param, parse_timestamp
+
+ENV = celpy.Environment()
+# Rules use no protobuf types; without these annotations each evaluation skips loading them.
+ENV.annotations = {}
+_PARSE_LOCK = threading.Lock()
+MAX_EXPRESSION_LENGTH = 4096
+
+_NUMERIC = (celtypes.IntType, celtypes.UintType, celtypes.DoubleType)
+
+
+def _is_numeric(value: Any) -> bool:
+    return isinstance(value, _NUMERIC) and not isinstance(value, celtypes.BoolType)
+
+
+def _mixed_numbers(a: Any, b: Any) -> bool:
+    return _is_numeric(a) and _is_numeric(b) and type(a) is not type(b)
+
+
+def _as_python_number(value: Any) -> int | float:
+    return float(value) if isinstance(value, celtypes.DoubleType) else int(value)
+
+
+def _numeric_relation(op: Callable[[Any, Any], bool]) -> Callable[[Any, Any], Any]:
+    strict = boolean(cast(Any, op))
+
+    def relation(a: Any, b: Any) -> Any:
+        if _mixed_numbers(a, b):
+            # Python compares int with float exactly (no rounding of large ints).
+            return celtypes.BoolType(op(_as_python_number(a), _as_python_number(b)))
+        return strict(a, b)
+
+    relation.__name__ = f"numeric_{op.__name__}"
+    return relation
+
+
+_numeric_eq = _numeric_relation(operator.eq)
+_strict_in = base_functions["_in_"]
+
+
+def _numeric_in(item: Any, container: Any) -> Any:
+    if (
+        _is_numeric(item)
+        and isinstance(container, celtypes.ListType)
+        and all(_is_numeric(element) for element in container)
+    ):
+        number = _as_python_number(item)
+        return celtypes.BoolType(any(number == _as_python_number(element) for element in container))
+    return _strict_in(item, container)
+
+
+FUNCTIONS: dict[str, Any] = {
+    "_<_": _numeric_relation(operator.lt),
+    "_<=_": _numeric_relation(operator.le),
+    "_>_": _numeric_relation(operator.gt),
+    "_>=_": _numeric_relation(operator.ge),
+    "_==_": _numeric_eq,
+    "_!=_": _numeric_relation(operator.ne),
+    "_in_": _numeric_in,
+}
+
+
+def parse(expression: str) -> lark.Tree:
+    """The parse tree of a CEL expression; raises CELParseError (or ValueError when too long)."""
+    if len(expression) > MAX_EXPRESSION_LENGTH:
+        raise ValueError(f"is longer than {MAX_EXPRESSION_LENGTH} characters")
+    with _PARSE_LOCK:
+        return ENV.compile(expression)
+
+
+def program(tree: lark.Tree) -> celpy.Runner:
+    return ENV.program(tree, functions=FUNCTIONS)
+
+
+def describe_parse_error(exc: Exception) -> str:
+    if isinstance(exc, CELParseError):
+        where = f" at line {exc.line}, column {exc.column}" if exc.line and exc.column else ""
+        return f"syntax error{where}"
+    return str(exc)
+
+
+_TYPE_NAMES = {
+    celtypes.BoolType: "bool",
+    celtypes.IntType: "int",
+    celtypes.UintType: "uint",
+    celtypes.DoubleType: "double",
+    celtypes.StringType: "string",
+    celtypes.BytesType: "bytes",
+    celtypes.TimestampType: "timestamp",
+    celtypes.DurationType: "duration",
+    celtypes.ListType: "list",
+    celtypes.MapType: "map",
+    type(None): "null",
+    bool: "bool",
+    int: "int",
+    float: "double",
+    str: "string",
+    list: "list",
+    dict: "map",
+}
+_OPERATORS = {
+    "relation_lt": "<",
+    "relation_le": "<=",
+    "relation_gt": ">",
+    "relation_ge": ">=",
+    "relation_eq": "==",
+    "relation_ne": "!=",
+    "relation_in": "in",
+    "addition_add": "+",
+    "addition_sub": "-",
+    "multiplication_mul": "*",
+    "multiplication_div": "/",
+    "multiplication_mod": "%",
+}
+
+
+def type_name(value: Any) -> str:
+    for cls, name in _TYPE_NAMES.items():
+        if isinstance(value, cls):
+            return name
+    return type(value).__name__
+
+
+def _class_name(text: str) -> str:
+    short = text.rsplit(".", 1)[-1]
+    for cls, name in _TYPE_NAMES.items():
+        if cls.__name__ == short:
+            return name
+    return short
+
+
+def describe_eval_error(exc: BaseException) -> str:
+    """A short reason for a failed evaluation (no activation dumps, no internal class paths)."""
+    if isinstance(exc, RecursionError):
+        return "expression is nested too deeply"
+    if not isinstance(exc, CELEvalError):
+        return f"{type(exc).__name__}: {exc}"[:200]
+    message = str(exc.args[0]) if exc.args else "evaluation error"
+    if (found := re.match(r"no such member in mapping: '([^']*)'", message)) is not None:
+        return f"no value for field '{found.group(1)}'"
+    if (found := re.match(r"undeclared reference to '([^']*)'", message)) is not None:
+        return f"undeclared reference to '{found.group(1)}'"
+    if (found := re.match(r"found no matching overload for Token\('RULE', '(\w+)'\)", message)) is not None:
+        operands = [_class_name(c) for c in re.findall(r"<class '([\w.]+)'>", message)]
+        op = _OPERATORS.get(found.group(1), found.group(1))
+        return f"no matching overload for '{op}' applied to ({', '.join(operands)})"
+    if message in ("invalid_argument", "return error for overflow") and len(exc.args) > 2 and exc.args[2]:
+        # celpy's own label is generic; the underlying Python error says what happened.
+        detail = str(exc.args[2][0])
+        message = "integer overflow" if detail == "overflow" else detail
+    message = re.sub(r"<class '([\w.]+)'>", lambda m: _class_name(m.group(1)), message)
+    message = re.sub(r"\b(?:String|Int|Uint|Double|Bool)Type\(([^()]*)\)", r"\1", message)
+    return message[:200]
+
+
+def is_type_error(exc: BaseException) -> bool:
+    """True for errors CEL's type checker would have reported (no overload, field of a scalar)."""
+    return isinstance(exc, CELEvalError) and len(exc.args) > 1 and exc.args[1] is TypeError
+
+
+def to_cel(param: Param, value: Any) -> Any:
+    """A JSON value of a declared param as a CEL value: integer -> int, number -> double, etc."""
+    type_ = param.type
+    if type_ == "integer":
+        return celtypes.IntType(int(value))
+    if type_ == "number":
+        return celtypes.DoubleType(float(value))
+    if type_ == "boolean":
+        return celtypes.BoolType(bool(value))
+    if type_ == "string":
+        return celtypes.StringType(value)
+    if type_ == "timestamp":
+        parsed = parse_timestamp(value) if isinstance(value, str) else value
+        if not isinstance(parsed, datetime):
+            raise ValueError("not a timestamp")
+        return timestamp(parsed)
+    if type_ == "array<string>":
+        return celtypes.ListType([celtypes.StringType(v) for v in value])
+    if type_ == "array<number>":
+        return celtypes.ListType([celtypes.DoubleType(float(v)) for v in value])
+    raise ValueError(f"unknown type {type_!r}")
+
+
+def timestamp(moment: datetime) -> celtypes.TimestampType:
+    if moment.tzinfo is None:
+        raise ValueError("a timestamp needs a time zone")
+    return celtypes.TimestampType(moment)
+
+
+def params_map(declared: list[Param], values: dict[str, Any]) -> celtypes.MapType:
+    """The CEL map of the declared params present in `values`; a value that does not convert is left
+    out, so a rule reading it errors with "no value for field" instead of misbehaving."""
+    out: dict[Any, Any] = {}
+    for param in declared:
+        if param.name in values:
+            try:
+                out[celtypes.StringType(param.name)] = to_cel(param, values[param.name])
+            except (TypeError, ValueError, OverflowError):
+                continue
+    return celtypes.MapType(out)

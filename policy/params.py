@@ -1,0 +1,211 @@
+"""Action params: the declared, typed values of an action (CONTRACT section 6).
+
+`executionParams` are supplied by the agent at verify time, `userParams` are pinned by the subject at
+decision time (and may have defaults). Values arrive as JSON, so every check here is over JSON types.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+PARAM_TYPES = ("string", "number", "integer", "boolean", "timestamp", "array<string>", "array<number>")
+NAME_RE = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]*$")
+
+# RFC 3339 section 5.6 date-time: a full date, "T", a full time and a mandatory offset.
+TIMESTAMP_RE = re.compile(
+    r"^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|[12]\d|3[01])[Tt]([01]\d|2[0-3]):[0-5]\d:[0-5]\d(\.\d+)?"
+    r"([Zz]|[+-]([01]\d|2[0-3]):[0-5]\d)$"
+)
+
+INT64_MIN = -(2**63)
+INT64_MAX = 2**63 - 1
+
+_PARAM_KEYS = {"name", "type", "description", "default"}
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    type: str
+    description: str | None = None
+    default: Any = None
+    has_default: bool = False
+
+    def as_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name, "type": self.type}
+        if self.description is not None:
+            out["description"] = self.description
+        if self.has_default:
+            out["default"] = self.default
+        return out
+
+
+def parse_timestamp(value: str) -> datetime | None:
+    """An aware datetime for an RFC 3339 date-time with a time zone, else None."""
+    if not TIMESTAMP_RE.match(value):
+        return None
+    text = value.upper()
+    if "." in text:
+        # Python keeps microseconds; RFC 3339 allows any number of fraction digits.
+        head, rest = text.split(".", 1)
+        digits = re.match(r"\d+", rest)
+        assert digits is not None
+        text = head + "." + digits.group(0)[:6].ljust(6, "0") + rest[digits.end() :]
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        return None  # e.g. February 30
+
+
+def _is_number(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int):
+        return True
+    return isinstance(value, float) and math.isfinite(value)
+
+
+def _is_integer(value: Any) -> bool:
+    if isinstance(value, bool):
+        return False
+    # JSON does not tell 5 from 5.0 (JCS writes both as 5), so an integral float is an integer.
+    if isinstance(value, float):
+        if not (math.isfinite(value) and value.is_integer()):
+            return False
+        value = int(value)
+    return isinstance(value, int) and INT64_MIN <= value <= INT64_MAX
+
+
+_EXPECTED = {
+    "string": "must be a string",
+    "number": "must be a number",
+    "integer": "must be an integer (64-bit)",
+    "boolean": "must be a boolean",
+    "timestamp": "must be an RFC 3339 timestamp with a time zone (e.g. 2025-01-31T12:00:00Z)",
+    "array<string>": "must be an array of strings",
+    "array<number>": "must be an array of numbers",
+}
+
+
+def _scalar_ok(type_: str, value: Any) -> bool:
+    if type_ == "string":
+        return isinstance(value, str)
+    if type_ == "number":
+        return _is_number(value)
+    if type_ == "integer":
+        return _is_integer(value)
+    if type_ == "boolean":
+        return isinstance(value, bool)
+    if type_ == "timestamp":
+        return isinstance(value, str) and parse_timestamp(value) is not None
+    return False
+
+
+def check_value(param: Param, value: Any) -> str | None:
+    """None when `value` has the param's type, else a phrase such as "must be a number".
+
+    Callers prefix the place ("executionParams.amount must be a number").
+    """
+    type_ = param.type
+    if type_.startswith("array<"):
+        item_type = type_[len("array<") : -1]
+        if not isinstance(value, list):
+            return _EXPECTED[type_]
+        for i, item in enumerate(value):
+            if not _scalar_ok(item_type, item):
+                return f"{_EXPECTED[type_]} (item {i} is not)"
+        return None
+    if type_ not in _EXPECTED:
+        return f"has an unknown type {type_!r}"
+    return None if _scalar_ok(type_, value) else _EXPECTED[type_]
+
+
+def normalize_value(param: Param, value: Any) -> Any:
+    """The canonical JSON form of a valid value (an integral float declared integer becomes an int)."""
+    if param.type == "integer" and isinstance(value, float):
+        return int(value)
+    if isinstance(value, list):
+        return list(value)
+    return value
+
+
+def parse_params(raw: Any, *, where: str, allow_defaults: bool) -> tuple[list[Param], list[str]]:
+    """Params from their JSON form `[{name, type, description?, default?}]`, with readable errors."""
+    if raw is None:
+        return [], []
+    if not isinstance(raw, list):
+        return [], [f"{where} must be an array"]
+    params: list[Param] = []
+    errors: list[str] = []
+    seen: set[str] = set()
+    for i, item in enumerate(raw):
+        place = f"{where}.{i}"
+        if not isinstance(item, dict):
+            errors.append(f"{place} must be an object with name and type")
+            continue
+        item_errors = [f"{place}.{key} is not a known field" for key in sorted(set(item) - _PARAM_KEYS)]
+        name: Any = item.get("name")
+        type_: Any = item.get("type")
+        description: Any = item.get("description")
+        if not isinstance(name, str) or not NAME_RE.match(name):
+            item_errors.append(f"{place}.name must match {NAME_RE.pattern}")
+        elif name in seen:
+            item_errors.append(f"{place}.name {name!r} is declared twice")
+        if type_ not in PARAM_TYPES:
+            item_errors.append(f"{place}.type must be one of {', '.join(PARAM_TYPES)}")
+        if description is not None and not isinstance(description, str):
+            item_errors.append(f"{place}.description must be a string")
+        has_default = "default" in item
+        if has_default and not allow_defaults:
+            item_errors.append(f"{place}.default is not allowed here (only userParams have defaults)")
+        if item_errors:
+            errors.extend(item_errors)
+            continue
+        param = Param(name=name, type=type_, description=description)
+        if has_default:
+            problem = check_value(param, item["default"])
+            if problem:
+                errors.append(f"{place}.default {problem}")
+                continue
+            default = normalize_value(param, item["default"])
+            param = Param(name=name, type=type_, description=description, default=default, has_default=True)
+        seen.add(name)
+        params.append(param)
+    return params, errors
+
+
+def validate_values(
+    declared: list[Param], values: Any, *, where: str, fill_defaults: bool
+) -> tuple[dict[str, Any], list[str]]:
+    """Check named values against the declared params: exactly the declared names, each of its type.
+
+    A missing name is an error unless `fill_defaults` and the param has a default, which is then used.
+    Returns the values in declared order (normalized) and the errors; absent `values` means `{}`.
+    """
+    if values is None:
+        values = {}
+    if not isinstance(values, dict):
+        return {}, [f"{where} must be an object"]
+    errors: list[str] = []
+    out: dict[str, Any] = {}
+    names = {p.name for p in declared}
+    for param in declared:
+        if param.name not in values:
+            if fill_defaults and param.has_default:
+                out[param.name] = normalize_value(param, param.default)
+            else:
+                errors.append(f"{where}.{param.name} is missing")
+            continue
+        problem = check_value(param, values[param.name])
+        if problem:
+            errors.append(f"{where}.{param.name} {problem}")
+        else:
+            out[param.name] = normalize_value(param, values[param.name])
+    for extra in values:
+        if extra not in names:
+            errors.append(f"{where}.{extra} is not declared")
+    return out, errors
