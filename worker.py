@@ -15,7 +15,9 @@ from sqlalchemy import Engine
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from activities.mandates import MandateActivities
 from activities.requests import RequestActivities
+from core.secretbox import SecretCipher
 from core.settings import Settings, get_settings
 from core.temporal import build_client, reconcile_forever
 from store.db import make_engine
@@ -27,11 +29,15 @@ WORKFLOWS = [CredentialRequestWorkflow]
 
 
 def build_worker(
-    client: Client, engine: Engine, task_queue: str, executor: ThreadPoolExecutor
+    client: Client, engine: Engine, task_queue: str, executor: ThreadPoolExecutor,
+    settings: Settings | None = None,
 ) -> Worker:
+    settings = settings or get_settings()
+    cipher = SecretCipher(settings.master_key_bytes())
+    activities = [*RequestActivities(engine).all(), *MandateActivities(engine, cipher, settings).all()]
     return Worker(
         client, task_queue=task_queue, workflows=WORKFLOWS,
-        activities=RequestActivities(engine).all(), activity_executor=executor,
+        activities=activities, activity_executor=executor,
         # the activities are synchronous: never take more than there are threads to run them, or
         # the extra ones wait in the executor's queue while their start-to-close timeout runs
         max_concurrent_activities=executor._max_workers,
@@ -57,7 +63,7 @@ async def main(settings: Settings | None = None) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     with ThreadPoolExecutor(max_workers=16) as executor:
-        worker = build_worker(client, engine, settings.task_queue, executor)
+        worker = build_worker(client, engine, settings.task_queue, executor, settings)
         background = [
             asyncio.create_task(reconcile_forever(client, engine, settings.task_queue,
                                                   settings.reconcile_interval,

@@ -102,6 +102,15 @@ class Settings(BaseSettings):
     def subject_did(self, subject_uuid: str) -> str:
         return f"{self.service_did}:subjects:{subject_uuid}"
 
+    @property
+    def context_url(self) -> str:
+        """Where our JSON-LD context is served (listed in every credential's ``@context``)."""
+        return self.public_url.rstrip("/") + "/ns/v1"
+
+    def status_list_url(self, list_id: str) -> str:
+        """Where the Bitstring Status List credential ``list_id`` is served."""
+        return f"{self.public_url.rstrip('/')}/credentials/status/{list_id}"
+
     def master_key_bytes(self) -> bytes:
         """The master key; in development it is generated once under var/ and reused."""
         if self.master_key is not None:

@@ -16,6 +16,7 @@ class Organization(SQLModel, table=True):
     created_at: datetime
     api_version: str | None = Field(default=None, max_length=10)
     request_rate_per_minute: int = 60
+    presentation_minutes: int = 5  # VP lifetime, 1 to 60 (CONTRACT 5)
 
 
 class ApiKey(SQLModel, table=True):
@@ -100,6 +101,9 @@ class RequestSubject(SQLModel, table=True):
 
 class Credential(SQLModel, table=True):
     __tablename__ = "credential"
+    __table_args__ = (
+        UniqueConstraint("status_list_id", "status_list_index", name="uq_credential_status_entry"),
+    )
     id: str = Field(primary_key=True, max_length=24)
     request_id: str = Field(foreign_key="credential_request.id", index=True, max_length=24)
     position: int
@@ -116,6 +120,19 @@ class Credential(SQLModel, table=True):
     valid_until: datetime | None = None
     mandate_id: str | None = Field(default=None, unique=True, max_length=64)
     w3c_credential: dict[str, Any] | None = Field(
+        default=None, sa_column=Column(JSON, nullable=True)
+    )
+    # issuance (migration 0004): the document form is kept for every issued credential (for a
+    # DOCUMENT it is w3c_credential itself) and gains a signed proof item per later action (revoke)
+    document_credential: dict[str, Any] | None = Field(
+        default=None, sa_column=Column(JSON, nullable=True)
+    )
+    issued_at: datetime | None = None
+    status_list_id: str | None = Field(default=None, max_length=36)
+    status_list_index: int | None = None
+    revoked_at: datetime | None = None
+    revocation_reason: str | None = Field(default=None, max_length=500)
+    revocation_receipt: dict[str, Any] | None = Field(
         default=None, sa_column=Column(JSON, nullable=True)
     )
 
@@ -189,3 +206,50 @@ class ActionVersion(SQLModel, table=True):
     digest_sri: str | None = Field(default=None, max_length=100)
     created_at: datetime
     published_at: datetime | None = None
+
+
+class StatusList(SQLModel, table=True):
+    """A W3C Bitstring Status List (purpose ``revocation``) shared by every organization's mandates,
+    so a list reveals nothing about who holds which index. Indices are handed out in a scrambled
+    order (``store.mandates``); a full list is followed by a new one."""
+
+    __tablename__ = "status_list"
+    id: str = Field(primary_key=True, max_length=36)
+    purpose: str = Field(max_length=16)
+    length: int
+    allocated: int = 0
+    created_at: datetime
+
+
+class Presentation(SQLModel, table=True):
+    """A VP the service issued. ``used_at`` is set by the first verification that gets past the
+    VP's signature checks, in one conditional UPDATE: the single-use guarantee (CONTRACT 5)."""
+
+    __tablename__ = "presentation"
+    id: str = Field(primary_key=True, max_length=64)  # urn:via:presentation:<uuid>
+    credential_id: str = Field(foreign_key="credential.id", index=True, max_length=24)
+    organization_id: str = Field(foreign_key="organization.id", max_length=24)
+    challenge: str = Field(max_length=64)
+    domain: str | None = Field(default=None, max_length=2048)
+    created_at: datetime
+    expires_at: datetime
+    receipt: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
+    used_at: datetime | None = None
+    used_by: str | None = Field(default=None, max_length=24)  # the verifying organization
+
+
+class Verification(SQLModel, table=True):
+    """One answer of POST /credential/verify, with its signed receipt (id = the receipt's id)."""
+
+    __tablename__ = "verification"
+    __table_args__ = (Index("ix_verification_org_created", "organization_id", "created_at"),)
+    id: str = Field(primary_key=True, max_length=64)
+    organization_id: str = Field(foreign_key="organization.id", max_length=24)  # the verifier
+    presentation_id: str | None = Field(default=None, index=True, max_length=64)
+    mandate_id: str | None = Field(default=None, index=True, max_length=64)
+    decision: str = Field(max_length=8)  # allow | deny
+    reason: str | None = Field(default=None, max_length=64)
+    evaluations: list[dict[str, Any]] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    execution_params: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    receipt: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
+    created_at: datetime

@@ -149,7 +149,7 @@ async def temporal(dev_env: WorkflowEnvironment) -> Client:
 async def worker(temporal: Client, engine: Engine, settings: Settings) -> AsyncIterator[None]:
     """A worker for the session's task queue, writing to the session's database."""
     with ThreadPoolExecutor(max_workers=8) as executor:
-        async with build_worker(temporal, engine, settings.task_queue, executor):
+        async with build_worker(temporal, engine, settings.task_queue, executor, settings):
             yield
 
 

@@ -28,9 +28,10 @@ def test_migrate_is_idempotent_and_versioned(tmp_path) -> None:  # type: ignore[
         tables = set(inspect(eng).get_table_names())
         assert {"organization", "api_key", "credential_request", "credential", "subject",
                 "request_subject", "decision", "seen_signature", "idempotency_record",
-                "signing_key", "action", "action_version", "alembic_version"} <= tables
+                "signing_key", "action", "action_version", "status_list", "presentation",
+                "verification", "alembic_version"} <= tables
         with eng.connect() as conn:
-            assert MigrationContext.configure(conn).get_current_revision() == "0003"
+            assert MigrationContext.configure(conn).get_current_revision() == "0004"
     finally:
         eng.dispose()
 
@@ -88,3 +89,20 @@ def test_published_action_versions_are_guarded_by_a_trigger(engine: Engine) -> N
                  "AND name = 'action_version_published_immutable'")
     with engine.connect() as conn:
         assert conn.exec_driver_sql(query).scalar() == 1
+
+
+def test_mandate_revision_downgrades_and_upgrades(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """0004 is reversible: its tables and the credential's issuance columns come and go."""
+    url = f"sqlite:///{tmp_path / 'mandates.db'}"
+    migrate(url)
+    command.downgrade(alembic_config(url), "0003")
+    eng = make_engine(url)
+    try:
+        names = set(inspect(eng).get_table_names())
+        assert not {"status_list", "presentation", "verification"} & names
+        assert "status_list_index" not in {c["name"] for c in inspect(eng).get_columns("credential")}
+        migrate(url)
+        eng.dispose()
+        assert "status_list_index" in {c["name"] for c in inspect(eng).get_columns("credential")}
+    finally:
+        eng.dispose()

@@ -26,8 +26,10 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from activities.mandates import MandateActivities
 from activities.requests import RequestActivities
 from api.app import create_app
+from core.secretbox import SecretCipher
 from core.settings import Settings
 from core.temporal import request_handle, start_request_workflow
 from store import request_queries as queries
@@ -476,7 +478,11 @@ async def test_every_decision_completes_the_request(api: SignedClient, temporal:
 
     after = await get(api, data["id"])
     assert after["status"] == "COMPLETED" and after["canceledAt"] is None
-    assert [c["status"] for c in after["credentials"]] == ["DRAFT", "REJECTED"]
+    # rent was accepted by both and is issued (shown under its mandate id); utilities was rejected
+    assert [c["status"] for c in after["credentials"]] == ["ACTIVE", "REJECTED"]
+    assert [r.mandate_id is not None for r in results] == [False, True, False, False]
+    assert after["credentials"][0]["id"] == results[1].mandate_id
+    rent = str(results[1].mandate_id)
     stored = {(d["contact"], c["id"]): d for c in after["credentials"] for d in c["decisions"]}
     assert {k: v["accepted"] for k, v in stored.items()} == {
         ("ana@example.com", rent): True, ("bea@example.com", rent): True,
@@ -541,11 +547,12 @@ async def test_update_in_the_first_workflow_task(
 
 
 @pytest_asyncio.fixture
-async def gated(temporal: Client, engine: Engine,
-                executor: ThreadPoolExecutor) -> AsyncIterator[tuple[str, GatedActivities]]:
+async def gated(temporal: Client, engine: Engine, executor: ThreadPoolExecutor, settings: Settings,
+                cipher: SecretCipher) -> AsyncIterator[tuple[str, GatedActivities]]:
     queue = fresh_queue()
     acts = GatedActivities(engine)
-    worker = Worker(temporal, task_queue=queue, workflows=WORKFLOWS, activities=acts.all(),
+    issuing = MandateActivities(engine, cipher, settings).all()
+    worker = Worker(temporal, task_queue=queue, workflows=WORKFLOWS, activities=[*acts.all(), *issuing],
                     activity_executor=executor)
     async with worker:
         try:

@@ -139,8 +139,10 @@ def mandate_credential(*, credential_id: str, issuer_key: Ed25519KeyPair, contex
                        authorized_dids: Sequence[str], valid_from: datetime,
                        valid_until: datetime | None, created: datetime,
                        action: Mapping[str, Any] | None = None,
-                       evidences: Sequence[Mapping[str, str]] = ()) -> dict[str, Any]:
-    """The signed mandate, in the mandate form (signatures under ``proofs``)."""
+                       evidences: Sequence[Mapping[str, str]] = (),
+                       credential_status: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The signed mandate, in the mandate form (signatures under ``proofs``); ``credential_status``
+    is its W3C status entry (a BitstringStatusListEntry) when given."""
     mandate: dict[str, Any] = {"grantor": list(grantors), "scope": scope,
                                "context": {"authorizedDIDs": list(authorized_dids)}}
     if action is not None:
@@ -155,6 +157,8 @@ def mandate_credential(*, credential_id: str, issuer_key: Ed25519KeyPair, contex
         "credentialSubject": {"id": organization_did, "mandate": mandate},
         "evidences": [dict(e) for e in evidences],
     }
+    if credential_status is not None:
+        credential["credentialStatus"] = dict(credential_status)
     proof = create_proof(credential, issuer_key, proof_purpose=ASSERTION_METHOD, created=created)
     return {**credential, "proofs": [proof]}
 
@@ -213,7 +217,8 @@ def document_credential(*, credential_id: str, issuer_key: Ed25519KeyPair, conte
                         organization_did: str, data: Sequence[Mapping[str, Any]],
                         valid_from: datetime, valid_until: datetime | None,
                         issuance_date: datetime, evidences: Sequence[Mapping[str, str]] = (),
-                        action_type: str = ISSUE) -> dict[str, Any]:
+                        action_type: str = ISSUE,
+                        credential_status: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The signed document form, with one ``proof`` item of ``action_type`` made at issuance."""
     credential: dict[str, Any] = {
         "@context": contexts(context_url),
@@ -226,6 +231,8 @@ def document_credential(*, credential_id: str, issuer_key: Ed25519KeyPair, conte
         "credentialSubject": {"id": organization_did, "data": [dict(item) for item in data]},
         "evidences": [dict(e) for e in evidences],
     }
+    if credential_status is not None:
+        credential["credentialStatus"] = dict(credential_status)
     return {**credential, "proof": [_action_proof(credential, issuer_key, action_type, issuance_date)]}
 
 

@@ -30,6 +30,8 @@ with workflow.unsafe.imports_passed_through():
         DecisionInput,
         DecisionResult,
         DecisionView,
+        IssueCredentialInput,
+        IssueCredentialResult,
         RecordCancellationInput,
         RecordDecisionInput,
         RecordExpiryInput,
@@ -37,6 +39,7 @@ with workflow.unsafe.imports_passed_through():
     )
 
 PENDING, COMPLETED, CANCELED, EXPIRED = "PENDING", "COMPLETED", "CANCELED", "EXPIRED"
+ISSUANCE_PATCH = "issue-on-acceptance"
 DB_WRITE_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1),
                              maximum_interval=timedelta(minutes=1))
 
@@ -155,9 +158,19 @@ class CredentialRequestWorkflow:
                 completes_request=completes,
             ),
         )
+        mandate_id = None
+        # histories recorded before issuance existed replay without the activity
+        if inp.accept and self._accepted_by_all(inp.credential_id) and workflow.patched(ISSUANCE_PATCH):
+            issued = await workflow.execute_activity(
+                ActivityNames.ISSUE_CREDENTIAL,
+                IssueCredentialInput(request_id=self._input.request_id, credential_id=inp.credential_id),
+                result_type=IssueCredentialResult, start_to_close_timeout=timedelta(seconds=30),
+                retry_policy=DB_WRITE_RETRY, summary=f"issue {inp.credential_id}",
+            )
+            mandate_id = issued.mandate_id
         if completes:
             self._set_status(COMPLETED)
-        return DecisionResult(decision_id=decision_id, decided_at=at,
+        return DecisionResult(decision_id=decision_id, decided_at=at, mandate_id=mandate_id,
                               request_status=COMPLETED if completes else PENDING)
 
     @decide.validator
@@ -181,6 +194,11 @@ class CredentialRequestWorkflow:
             expires_at=self._input.expires_at, canceled_at=self._canceled_at,
             decisions=list(self._decisions.values()), awaiting=total - len(self._decisions),
         )
+
+    def _accepted_by_all(self, credential_id: str) -> bool:
+        """Every subject of the request accepted ``credential_id`` (CONTRACT 9: it becomes ACTIVE)."""
+        return all((found := self._decisions.get((subject, credential_id))) is not None and found.accepted
+                   for subject in self._input.subject_ids)
 
     def _all_decided(self) -> bool:
         expected = len(self._input.subject_ids) * len(self._input.credential_ids)

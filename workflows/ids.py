@@ -34,3 +34,4 @@ class ActivityNames:
     RECORD_CANCELLATION = "record_request_cancellation"
     RECORD_EXPIRY = "record_request_expiry"
     RECORD_DECISION = "record_subject_decision"
+    ISSUE_CREDENTIAL = "issue_credential"

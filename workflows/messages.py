@@ -45,6 +45,7 @@ class DecisionResult(BaseModel):
     decision_id: str
     decided_at: datetime
     request_status: str
+    mandate_id: str | None = None  # set when this decision completed the credential's acceptance
 
 
 class DecisionView(BaseModel):
@@ -87,3 +88,14 @@ class RecordDecisionInput(BaseModel):
     surface: str | None = None
     decided_at: datetime
     completes_request: bool = False
+
+
+class IssueCredentialInput(BaseModel):
+    request_id: str
+    credential_id: str
+
+
+class IssueCredentialResult(BaseModel):
+    credential_id: str
+    mandate_id: str
+    newly_issued: bool = True

@@ -1,0 +1,37 @@
+"""The issuance activity: a credential every subject accepted becomes a signed credential."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy import Engine
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from core.faults import crash_point
+from core.secretbox import SecretCipher
+from core.settings import Settings
+from store import mandates
+from workflows.ids import ActivityNames
+from workflows.messages import IssueCredentialInput, IssueCredentialResult
+
+
+class MandateActivities:
+    def __init__(self, engine: Engine, cipher: SecretCipher, settings: Settings) -> None:
+        self._engine, self._cipher, self._settings = engine, cipher, settings
+
+    @activity.defn(name=ActivityNames.ISSUE_CREDENTIAL)
+    def issue_credential(self, inp: IssueCredentialInput) -> IssueCredentialResult:
+        """Idempotent (store.mandates.issue): a retry returns the credential issued before."""
+        crash_point("issue:before")
+        try:
+            issued = mandates.issue(self._engine, self._cipher, self._settings, inp.credential_id)
+        except mandates.NotIssuable as exc:  # the state says no: retrying cannot change that
+            raise ApplicationError(str(exc), type="not_issuable", non_retryable=True) from exc
+        crash_point("issue:after-commit")
+        return IssueCredentialResult(credential_id=issued.credential_id, mandate_id=issued.mandate_id,
+                                     newly_issued=issued.newly_issued)
+
+    def all(self) -> list[Callable[..., Any]]:
+        return [self.issue_credential]
