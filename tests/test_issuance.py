@@ -15,7 +15,8 @@ from core.temporal import request_handle
 from store import keys, mandates
 from store.db import read_session
 from store.tables import Credential
-from tests.helpers import SignedClient, policy_request
+from tests.helpers import SignedClient
+from tests.mandate_helpers import create_request as create
 from tests.test_workflow import decide, subject_uuid
 from trust import credentials as vc
 
@@ -23,12 +24,6 @@ pytestmark = pytest.mark.usefixtures("worker", "no_server_errors")
 
 DOCUMENT = {"type": "DOCUMENT", "name": "Lease", "data": [
     {"label": "Address", "type": "text", "value": "Rua 1", "hidden": False}]}
-
-
-async def create(api: SignedClient, **overrides: Any) -> dict[str, Any]:
-    resp = await api.post("/request", policy_request(**overrides))
-    assert resp.status_code == 201, resp.text
-    return dict(resp.json()["data"])
 
 
 async def test_acceptance_by_every_subject_issues_the_mandate(
