@@ -31,6 +31,8 @@ test: lint typecheck unit
 
 bench: $(STAMP)
 	$(PY) -m bench.intake
+	$(PY) -m bench.trust
+	$(PY) -m bench.verify
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

@@ -12,7 +12,7 @@ from temporalio.client import Client
 from api.auth import Authenticator, SignedRequestMiddleware
 from api.deps import Services
 from api.errors import install_error_handlers
-from api.routes import actions, identity, mandates, presentations, requests
+from api.routes import actions, identity, mandates, me, presentations, requests
 from core.secretbox import SecretCipher
 from core.settings import Settings, get_settings
 from core.temporal import build_client
@@ -60,6 +60,7 @@ def create_app(settings: Settings | None = None, temporal: Client | None = None)
     app.include_router(presentations.router)
     app.include_router(mandates.router)
     app.include_router(identity.router)
+    app.include_router(me.router)
 
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> dict[str, str]:

@@ -27,11 +27,12 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-# The identity documents (api/routes/identity.py) are public too: verifiers fetch them unsigned.
-# "/orgs/" and "/subjects/" hold only those documents; tests/test_identity_routes.py fails if a
+# The identity documents (api/routes/identity.py) and the status list credentials
+# (api/routes/mandates.py) are public too: verifiers fetch them unsigned. "/orgs/", "/subjects/"
+# and "/credentials/status/" hold only those documents; tests/test_identity_routes.py fails if a
 # route of any other kind appears under a public prefix.
 PUBLIC_PREFIXES = ("/docs", "/redoc", "/openapi.json", "/healthz", "/favicon.ico",
-                   "/.well-known/did.json", "/orgs/", "/subjects/", "/ns/")
+                   "/.well-known/did.json", "/orgs/", "/subjects/", "/ns/", "/credentials/status/")
 READ_METHODS = {"GET", "HEAD", "OPTIONS"}
 TIMESTAMP_RE = re.compile(r"[0-9]{1,16}")
 HEX64_RE = re.compile(r"[0-9a-fA-F]{64}")

@@ -11,6 +11,7 @@ from sqlalchemy import Engine, inspect
 
 from cli.actions import action_app
 from cli.common import JsonOpt, context, emit, fail
+from cli.org_settings import register_org_settings
 from core.secretbox import SecretCipher
 from core.settings import Settings, get_settings
 from store import keys as signing_keys
@@ -30,6 +31,7 @@ app.add_typer(key_app, name="key")
 app.add_typer(db_app, name="db")
 app.add_typer(signing_app, name="keys")
 app.add_typer(action_app, name="action")
+register_org_settings(org_app)
 
 
 @db_app.command("upgrade")

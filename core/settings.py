@@ -21,6 +21,8 @@ from urllib.parse import quote, urlsplit
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from trust.context import context_url
+
 log = logging.getLogger("mandatum.settings")
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PLACEHOLDER_SECRETS = {"", "changeme", "change-me", "secret", "placeholder"}
@@ -105,7 +107,7 @@ class Settings(BaseSettings):
     @property
     def context_url(self) -> str:
         """Where our JSON-LD context is served (listed in every credential's ``@context``)."""
-        return self.public_url.rstrip("/") + "/ns/v1"
+        return context_url(self.public_url)
 
     def status_list_url(self, list_id: str) -> str:
         """Where the Bitstring Status List credential ``list_id`` is served."""

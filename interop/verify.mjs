@@ -22,6 +22,12 @@
  *                                                   canonicalization of the whole document to
  *                                                   succeed (when it has an @context); default true
  *     "now": "2025-01-01T00:00:00Z"                 credentials: the time for validFrom/validUntil
+ *     "status": "check"|"skip"                      credentials with a credentialStatus
+ *                                                   (BitstringStatusListEntry): "check" (default)
+ *                                                   verifies the status list credential, which
+ *                                                   must be among "documents" under its URL, and
+ *                                                   fails a credential whose bit is set; "skip"
+ *                                                   accepts the status unchecked
  *   }
  * stdout: {"verified": bool, "errors": [string, ...]}
  * (stdin may also be an array of jobs; stdout is then the array of their results, in order)
@@ -38,6 +44,7 @@ import jsonld from 'jsonld';
 import multikeyContext from '@digitalbazaar/multikey-context';
 import {DataIntegrityProof} from '@digitalbazaar/data-integrity';
 import {createVerifyCryptosuite} from '@digitalbazaar/eddsa-jcs-2022-cryptosuite';
+import {gunzipSync} from 'node:zlib';
 
 const {purposes: {AssertionProofPurpose, AuthenticationProofPurpose}} = jsigs;
 
@@ -166,11 +173,63 @@ function messages(err, out = []) {
 function collectErrors(result) {
   const errors = [];
   messages(result.error, errors);
+  messages(result.statusResult?.error, errors);
   for(const r of result.results || []) {
     messages(r.error, errors);
     messages(r.purposeResult?.error, errors);
   }
   return [...new Set(errors)];
+}
+
+// Bitstring Status List v1.0, written from the specification: encodedList is the multibase
+// base64url (prefix "u", no padding) of the GZIP-compressed bitstring; index 0 is the most
+// significant bit of the first byte.
+function statusBit(encodedList, index) {
+  if(typeof encodedList !== 'string' || !encodedList.startsWith('u')) {
+    throw new Error('encodedList is not multibase base64url');
+  }
+  const bits = gunzipSync(Buffer.from(encodedList.slice(1), 'base64url'));
+  if(!Number.isInteger(index) || index < 0 || index >= bits.length * 8) {
+    throw new RangeError(`statusListIndex ${index} is outside the list`);
+  }
+  return (bits[index >> 3] >> (7 - (index & 7))) & 1;
+}
+
+function makeCheckStatus(job, documentLoader) {
+  return async function checkStatus({credential}) {
+    if(job.status === 'skip') {
+      return {verified: true};
+    }
+    const entry = credential.credentialStatus;
+    if(entry?.type !== 'BitstringStatusListEntry') {
+      return {verified: false, error: new Error(`unsupported status type ${entry?.type}`)};
+    }
+    const listUrl = entry.statusListCredential;
+    const list = (job.documents || {})[listUrl];
+    if(!list) {
+      return {verified: false, error: new Error(`status list ${listUrl} not given`)};
+    }
+    const suite = new DataIntegrityProof({cryptosuite: createVerifyCryptosuite()});
+    const listResult = await vc.verifyCredential({
+      credential: structuredClone(list), suite, documentLoader,
+      purpose: new vc.CredentialIssuancePurpose(),
+      checkStatus: async () => ({verified: true})
+    });
+    if(!listResult.verified) {
+      return {verified: false, error: new Error(
+        `status list credential does not verify: ${collectErrors(listResult).join('; ')}`)};
+    }
+    if(list.issuer !== credential.issuer) {
+      return {verified: false, error: new Error('status list issuer is not the credential issuer')};
+    }
+    const subject = list.credentialSubject;
+    if(subject?.statusPurpose !== entry.statusPurpose) {
+      return {verified: false, error: new Error('status purpose mismatch')};
+    }
+    const bit = statusBit(subject.encodedList, Number.parseInt(entry.statusListIndex, 10));
+    return bit === 0 ? {verified: true} :
+      {verified: false, error: new Error(`credential status: ${entry.statusPurpose} bit set`)};
+  };
 }
 
 async function verifyJob(job) {
@@ -210,7 +269,8 @@ async function verifyJob(job) {
     if(kind === 'credential') {
       result = await vc.verifyCredential({
         credential: copy(), suite, purpose, documentLoader,
-        now: job.now ? new Date(job.now) : undefined
+        now: job.now ? new Date(job.now) : undefined,
+        checkStatus: makeCheckStatus(job, documentLoader)
       });
     } else {
       if(kind === 'presentation') {

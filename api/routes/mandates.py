@@ -1,7 +1,172 @@
-"""(being built: issue 4)"""
+"""Issued credentials: revoke a mandate, read a credential (with an optional PDF), and the public
+Bitstring Status List credentials (SPEC.md, CONTRACT 4).
+
+- ``POST /credential/{mandateId}/revoke`` (alias ``DELETE /credential/revoke/{mandateId}``, body
+  optional): 200 ``{credentialId, status: "REVOKED", revokedAt, receipt}``; 409 when the credential
+  is not ACTIVE; 404 when it is not the caller's.
+- ``GET /credential/{credentialId}?includePdf=``: ``{credential, w3cCredential, pdf?}``.
+- ``GET /credentials/status/{listId}``: unsigned (verifiers fetch it), cacheable for a moment.
+
+A credential is named by its entity id (24 lower-case hex characters) or its mandate URN, either
+percent-encoded or not.
+"""
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+import asyncio
+import base64
+import json
+import uuid
+from typing import Annotated, Any
+from urllib.parse import unquote
+
+from fastapi import APIRouter, Body, Query, Request, Response
+from fastapi.responses import JSONResponse
+
+from api import pdf, versioning
+from api.deps import CallerDep, ServicesDep
+from api.errors import ApiError
+from api.models import ErrorOut
+from api.models_mandates import CredentialDetailOut, CredentialEntityOut, RevokeAliasIn, RevokeIn, RevokeOut
+from core.settings import Settings
+from store import revocation, status_lists
 
 router = APIRouter(tags=["credentials"])
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorOut} for code in (400, 401, 404, 409, 413, 429)
+}
+STATUS_LIST_MEDIA_TYPE = "application/vc"  # VC Data Model 2.0, registered with IANA
+BAD_REFERENCE = ("must be a mandate URN urn:via:credential:<uuid> or a credential id "
+                 "(24 lower-case hexadecimal characters)")
+
+
+def _reference(raw: str, name: str) -> tuple[str, str]:
+    value = unquote(raw) if "%" in raw else raw  # a client that encoded the URN twice
+    found = revocation.parse_reference(value)
+    if found is None:
+        raise ApiError(400, f"{name} {BAD_REFERENCE}")
+    return found
+
+
+async def _revoke(services: ServicesDep, caller: CallerDep, raw_id: str, reason: str | None) -> Any:
+    reference = _reference(raw_id, "mandateId")
+    try:
+        done = await asyncio.to_thread(
+            revocation.revoke, services.engine, services.cipher, services.settings,
+            caller.organization_id, reference, reason)
+    except revocation.NotFound as exc:
+        raise ApiError(404, f"Credential {raw_id} not found") from exc
+    except revocation.NotActive as exc:
+        raise ApiError(409, f"Credential {raw_id} is {exc.status}: only an ACTIVE mandate can be "
+                            f"revoked") from exc
+    body = RevokeOut(credentialId=done.credential_id, revokedAt=done.revoked_at, receipt=done.receipt)
+    return JSONResponse(versioning.render("revocation", body.model_dump(mode="json"), caller.api_version))
+
+
+@router.post("/credential/{mandateId}/revoke", response_model=RevokeOut, responses=ERRORS)
+async def revoke_mandate(mandateId: str, body: RevokeIn, caller: CallerDep, services: ServicesDep) -> Any:
+    """Revoke an ACTIVE mandate of the caller's organization (final). The answer carries the
+    signed `MANDATE_REVOKED` receipt; the mandate's status list bit is set at once."""
+    return await _revoke(services, caller, mandateId, body.reason)
+
+
+@router.delete("/credential/revoke/{mandateId}", response_model=RevokeOut, responses=ERRORS)
+async def revoke_mandate_alias(
+    mandateId: str, caller: CallerDep, services: ServicesDep,
+    body: Annotated[RevokeAliasIn | None, Body()] = None,
+) -> Any:
+    """Alias of `POST /credential/{mandateId}/revoke`; the body `{reason}` is optional."""
+    return await _revoke(services, caller, mandateId, body.reason if body else None)
+
+
+# --- reading a credential -----------------------------------------------------------------------
+
+def _entity(record: revocation.CredentialRecord) -> CredentialEntityOut:
+    cred = record.credential
+    document = cred.document_credential
+    signed_data = (document or {}).get("credentialSubject", {}).get("data")
+    if document is not None:
+        data = list(signed_data or [])
+    else:
+        data = [dict(i) for i in cred.data or []] if cred.resource_type == "DOCUMENT" else []
+    proofs = (document or {}).get("proof") or []
+    return CredentialEntityOut(
+        id=cred.id, resourceType=cred.resource_type, status=cred.status,
+        proofs=proofs if isinstance(proofs, list) else [proofs], data=data, name=cred.name,
+        internalId=cred.internal_id, mandateId=cred.mandate_id, requestId=cred.request_id,
+        description=cred.description, scope=cred.scope, action=cred.action, tags=list(cred.tags),
+        validFrom=cred.valid_from, validUntil=cred.valid_until, issuedAt=cred.issued_at,
+        revokedAt=cred.revoked_at, revocationReason=cred.revocation_reason,
+        revocationReceipt=cred.revocation_receipt)
+
+
+def _sheet(settings: Settings, record: revocation.CredentialRecord,
+           entity: CredentialEntityOut) -> pdf.CredentialSheet:
+    cred, document = record.credential, record.credential.document_credential or {}
+    status_url = (document.get("credentialStatus") or {}).get("statusListCredential")
+    hint = ("This PDF is a rendering for reading. What verifies is the signed W3C credential "
+            f"(w3cCredential): the issuer's keys are at {settings.public_url.rstrip('/')}"
+            "/.well-known/did.json" + (f"; its revocation status at {status_url}." if status_url else "."))
+    return pdf.CredentialSheet(
+        organization_name=record.organization_name, name=cred.name, description=cred.description,
+        resource_type=cred.resource_type, status=cred.status, items=entity.data,
+        decisions=[pdf.Acceptance(s.contact, d.accepted, d.decided_at) for d, s in record.decisions],
+        credential_id=cred.id, mandate_id=cred.mandate_id,
+        issuer=str(document.get("issuer") or settings.service_did),
+        subject=settings.organization_did(record.request.organization_id), issued_at=cred.issued_at,
+        valid_from=cred.valid_from or cred.issued_at, valid_until=cred.valid_until,
+        revoked_at=cred.revoked_at, revocation_reason=cred.revocation_reason, verify_hint=hint)
+
+
+@router.get("/credential/{credentialId}", response_model=CredentialDetailOut, responses=ERRORS)
+async def get_credential(
+    credentialId: str, caller: CallerDep, services: ServicesDep,
+    includePdf: Annotated[bool, Query(description="Include a base64 PDF (DOCUMENT credentials)")] = False,
+) -> Any:
+    """A credential of the caller's organization, by its id (24 hex characters) or mandate URN,
+    with the document form in its most updated version and, on request, a PDF rendering."""
+    reference = _reference(credentialId, "credentialId")
+    record = await asyncio.to_thread(
+        revocation.find_credential, services.engine, caller.organization_id, reference)
+    if record is None:
+        raise ApiError(404, f"Credential {credentialId} not found")
+    entity = _entity(record)
+    body: dict[str, Any] = {"credential": entity.model_dump(mode="json"),
+                            "w3cCredential": record.credential.document_credential}
+    if includePdf and record.credential.resource_type == "DOCUMENT":
+        rendered = await asyncio.to_thread(pdf.render, _sheet(services.settings, record, entity))
+        body["pdf"] = base64.b64encode(rendered).decode("ascii")
+    return JSONResponse(versioning.render("credential", body, caller.api_version))
+
+
+# --- the public status lists --------------------------------------------------------------------
+
+def _is_uuid(value: str) -> bool:
+    try:
+        return str(uuid.UUID(value)) == value
+    except ValueError:
+        return False
+
+
+def _etag_matches(request: Request, etag: str) -> bool:
+    """Weak comparison (RFC 9110): the opaque tags are compared, ``W/`` ignored."""
+    wanted = {t.strip().removeprefix("W/") for t in request.headers.get("if-none-match", "").split(",")}
+    return etag.removeprefix("W/") in wanted or "*" in wanted
+
+
+@router.get("/credentials/status/{listId}", summary="A Bitstring Status List credential (public)",
+            response_class=Response, responses={404: {"model": ErrorOut}})
+async def status_list_credential(listId: str, request: Request, services: ServicesDep) -> Response:
+    """The W3C Bitstring Status List credential (purpose revocation) that mandates' `credentialStatus`
+    points to, signed by the service (eddsa-jcs-2022). Unsigned request; cacheable for 30 seconds."""
+    served = None
+    if _is_uuid(listId):
+        served = await asyncio.to_thread(
+            status_lists.served_list, services.engine, services.cipher, services.settings, listId)
+    if served is None:
+        raise ApiError(404, f"Status list {listId} not found")
+    headers = {"ETag": served.etag, "Cache-Control": f"public, max-age={status_lists.TTL_SECONDS}"}
+    if _etag_matches(request, served.etag):
+        return Response(status_code=304, headers=headers)
+    content = json.dumps(served.document, separators=(",", ":"), ensure_ascii=False).encode()
+    return Response(content, media_type=STATUS_LIST_MEDIA_TYPE, headers=headers)

@@ -1,7 +1,112 @@
-"""(being built: issue 4)"""
+"""Presentations and verification (CONTRACT 4 and 5): issue a VP of a mandate, verify a VP.
+
+Both endpoints answer from the database and the trust core only (no Temporal call); the
+synchronous work of each runs in one worker thread. See ``store.presentations`` for what the
+presentation endpoint refuses and ``store.verifications`` for the order of the verify checks.
+"""
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+from urllib.parse import unquote
+
 from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+
+from api import versioning
+from api.deps import CallerDep, ServicesDep
+from api.errors import ApiError, error_body
+from api.models import ErrorOut
+from api.models_presentations import (
+    PresentationDenied,
+    PresentationEnvelope,
+    PresentationIn,
+    VerifyAllowed,
+    VerifyDenied,
+    VerifyIn,
+)
+from store import presentations, verifications
 
 router = APIRouter(tags=["credentials"])
+PRESENTATION_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": PresentationDenied}, **{code: {"model": ErrorOut} for code in (401, 403, 404, 409, 413)}
+}
+VERIFY_ERRORS: dict[int | str, dict[str, Any]] = {
+    403: {"model": VerifyDenied}, **{code: {"model": ErrorOut} for code in (400, 401, 413)}
+}
+_REFUSALS: list[tuple[type[presentations.PresentationRefused], int]] = [
+    (presentations.MandateNotFound, 404), (presentations.NotAuthorized, 403),
+    (presentations.NotAMandate, 400), (presentations.MandateRevoked, 400),
+    (presentations.MandateNotActive, 409),
+]
+
+
+def _mandate_id(raw: str) -> str:
+    """The mandate URN of the path, percent-encoded (decoded once more if still encoded) or not."""
+    value = unquote(raw) if "%" in raw else raw
+    if not presentations.CREDENTIAL_URN_RE.fullmatch(value):
+        raise ApiError(400, "mandateId must be a mandate URN urn:via:credential:<uuid>")
+    return value
+
+
+async def _present(mandate_id: str, body: PresentationIn | None, caller: CallerDep,
+                   services: ServicesDep) -> Any:
+    try:
+        issued = await asyncio.to_thread(
+            presentations.issue_presentation, services.engine, services.cipher, services.settings,
+            caller_org_id=caller.organization_id, mandate_id=_mandate_id(mandate_id),
+            target_verifier=body.targetVerifier if body is not None else None)
+    except presentations.PresentationRefused as exc:
+        status = next(code for kind, code in _REFUSALS if isinstance(exc, kind))
+        if exc.reason is not None:
+            raise ApiError(status, str(exc), reason=exc.reason) from exc
+        raise ApiError(status, str(exc)) from exc
+    data = {"presentation": issued.presentation, "receipt": issued.receipt}
+    return JSONResponse({"data": versioning.render("presentation", data, caller.api_version)})
+
+
+@router.post("/credential/{mandateId}/presentation", response_model=PresentationEnvelope,
+             responses=PRESENTATION_ERRORS)
+async def create_presentation(mandateId: str, caller: CallerDep, services: ServicesDep,
+                              body: PresentationIn | None = None) -> Any:
+    """A fresh, short-lived, single-use VP of a mandate, with its `PRESENTATION_ISSUED` receipt.
+
+    The caller's organization must be in the mandate's `authorizedDIDs` (403). An unknown or not yet
+    issued mandate is 404, a DOCUMENT credential 400, a revoked mandate 400 with reason
+    `credential_revoked`, an issued mandate in another state than ACTIVE 409. The validity window
+    is judged by verify, not here. `targetVerifier` binds the VP to one verifier (`proof.domain`). The VP
+    lives for the mandate organization's presentation lifetime (5 minutes unless set, 1 to 60).
+    """
+    return await _present(mandateId, body, caller, services)
+
+
+@router.post("/credential/vp/{mandateId}", response_model=PresentationEnvelope,
+             responses=PRESENTATION_ERRORS)
+async def create_presentation_alias(mandateId: str, caller: CallerDep, services: ServicesDep,
+                                    body: PresentationIn | None = None) -> Any:
+    """The same as `POST /credential/{mandateId}/presentation`."""
+    return await _present(mandateId, body, caller, services)
+
+
+@router.post("/credential/verify", response_model=VerifyAllowed, responses=VERIFY_ERRORS)
+async def verify_presentation(body: VerifyIn, caller: CallerDep, services: ServicesDep) -> Any:
+    """Decide whether the caller (the verifier) may act on a VP with these `executionParams`.
+
+    200 `allow` or 403 `deny` with a `reason`, both with the per-rule `evaluations` and a signed
+    receipt. A VP is used up by the first verification that gets past its signature checks,
+    whatever it decides. A body that is not a JSON object with a `presentation` object is a 400.
+    """
+    verdict = await asyncio.to_thread(
+        verifications.verify, services.engine, services.cipher, services.settings,
+        verifier_org_id=caller.organization_id, presentation=body.presentation,
+        execution_params=body.executionParams)
+    if verdict.reason is None:
+        allowed = {"decision": verdict.decision, "credentialId": verdict.credential_id,
+                   "evaluations": verdict.evaluations, "receipt": verdict.receipt}
+        return JSONResponse(versioning.render("verification", allowed, caller.api_version))
+    denied = error_body(403, verdict.message, decision=verdict.decision, reason=verdict.reason,
+                        credentialId=verdict.credential_id, evaluations=verdict.evaluations,
+                        receipt=verdict.receipt)
+    return JSONResponse(versioning.render("verification", denied, caller.api_version),
+                        status_code=403)

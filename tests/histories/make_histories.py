@@ -1,11 +1,16 @@
 """Record the histories tests/test_replay.py replays: real runs of the credential-request workflow.
 
-    .venv/bin/python -m tests.histories.make_histories
+    .venv/bin/python -m tests.histories.make_histories              # scenarios without a file yet
+    .venv/bin/python -m tests.histories.make_histories NAME [NAME...]  # (re)record these
 
-Starts its own Temporal dev server (the installed binary) and a throwaway SQLite database, runs each
-scenario below to its end with the real worker, and writes ``<scenario>.json`` next to this file.
-Regenerate (and commit) only when a workflow change is *meant* to break replay, e.g. behind
-``workflow.patched``: the old files are what running workflows look like.
+Starts its own Temporal dev server (the installed binary) and a throwaway SQLite database, runs the
+scenarios to their end with the real worker, and writes ``<scenario>.json`` next to this file.
+Without names it records only the scenarios that have no file: a new scenario is added without
+touching the others. Re-record an existing file (and commit it) only when a workflow change is
+*meant* to break replay: the old files are what running workflows look like. In particular
+``cancel``, ``expiry``, ``decide_then_complete`` and ``decide_then_expiry`` were recorded before
+issuance existed (no ``issue-on-acceptance`` patch marker): they prove that workflows started then
+still replay, so keep them; ``decide_then_issue`` is a run with issuance.
 
 No secrets go in: the workflow input carries opaque ids only (no contact, no key material), the
 canceler is a made-up key id, and worker identities (process id and host name, also in sticky
@@ -15,6 +20,7 @@ queue names) are replaced by fixed names.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import sys
 import tempfile
@@ -31,6 +37,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 from core.secretbox import SecretCipher
+from core.settings import Environment, Settings
 from core.temporal import request_handle, start_request_workflow
 from store import orgs
 from store import requests as store
@@ -48,6 +55,7 @@ EXPECTED = {
     "decide_then_complete": "COMPLETED",
     "expiry": "EXPIRED",
     "decide_then_expiry": "EXPIRED",
+    "decide_then_issue": "COMPLETED",
 }
 
 Scenario = Callable[[Client, Engine, str, str], Awaitable[WorkflowHandle[Any, Any]]]
@@ -72,12 +80,15 @@ async def started(client: Client, queue: str, bundle: store.RequestBundle) -> Wo
     return request_handle(client, bundle.request.id)
 
 
-async def decide(handle: WorkflowHandle[Any, Any], subject: str, credential: str, accept: bool) -> None:
-    await handle.execute_update(
+async def decide(handle: WorkflowHandle[Any, Any], subject: str, credential: str,
+                 accept: bool) -> DecisionResult:
+    result = await handle.execute_update(
         "decide", DecisionInput(subject_id=subject, credential_id=credential, accept=accept,
                                 channel="email", surface="hosted"),
         result_type=DecisionResult,
     )
+    assert isinstance(result, DecisionResult)
+    return result
 
 
 async def cancel_path(client: Client, engine: Engine, queue: str, org_id: str) -> WorkflowHandle[Any, Any]:
@@ -112,11 +123,23 @@ async def decide_then_expiry(client: Client, engine: Engine, queue: str,
     return handle
 
 
+async def decide_then_issue(client: Client, engine: Engine, queue: str,
+                            org_id: str) -> WorkflowHandle[Any, Any]:
+    """The one subject accepts the one credential: the decision completes the request and the
+    workflow issues the credential (activity ``issue_credential``, behind the patch)."""
+    bundle = insert(engine, org_id, 1, 1, timedelta(days=30))
+    handle = await started(client, queue, bundle)
+    result = await decide(handle, bundle.subjects[0][1].id, bundle.credentials[0].id, True)
+    assert result.mandate_id is not None and result.request_status == "COMPLETED", result
+    return handle
+
+
 SCENARIOS: dict[str, Scenario] = {
     "cancel": cancel_path,
     "decide_then_complete": decide_then_complete,
     "expiry": expiry,
     "decide_then_expiry": decide_then_expiry,
+    "decide_then_issue": decide_then_issue,
 }
 
 
@@ -131,7 +154,18 @@ def scrub(value: Any) -> Any:
     return value
 
 
-async def main() -> None:
+def chosen(names: list[str]) -> list[str]:
+    """The scenarios to record: those named, else those without a file yet."""
+    unknown = sorted(set(names) - set(SCENARIOS))
+    if unknown:
+        raise SystemExit(f"unknown scenario(s) {', '.join(unknown)}; known: {', '.join(SCENARIOS)}")
+    return names or [name for name in SCENARIOS if not (HERE / f"{name}.json").exists()]
+
+
+async def main(names: list[str]) -> None:
+    if not names:
+        print("every scenario has its history; name the ones to re-record")
+        return
     env = await WorkflowEnvironment.start_local(
         dev_server_existing_path=str(BIN / "temporal"), ip="127.0.0.1",
         data_converter=pydantic_data_converter,
@@ -142,13 +176,17 @@ async def main() -> None:
         url = f"sqlite:///{tmp}/histories.db"
         migrate(url)
         engine = make_engine(url)
-        org, _ = orgs.create_organization(engine, SecretCipher(bytes(32)), "History Org")
+        master_key = bytes(32)  # a throwaway database: the issuer key it encrypts is thrown away too
+        org, _ = orgs.create_organization(engine, SecretCipher(master_key), "History Org")
         queue = f"mandatum-histories-{uuid.uuid4().hex[:8]}"
+        settings = Settings(environment=Environment.TEST, var_dir=Path(tmp), database_url=url,
+                            master_key=base64.b64encode(master_key).decode(), task_queue=queue,
+                            public_url="https://mandatum.test")
         async with env:
             with ThreadPoolExecutor(max_workers=4) as executor:
-                async with build_worker(env.client, engine, queue, executor):
-                    for name, scenario in SCENARIOS.items():
-                        handle = await scenario(env.client, engine, queue, org.id)
+                async with build_worker(env.client, engine, queue, executor, settings):
+                    for name in names:
+                        handle = await SCENARIOS[name](env.client, engine, queue, org.id)
                         result = await asyncio.wait_for(handle.result(), 30)
                         assert result["status"] == EXPECTED[name], (name, result)
                         history = (await handle.fetch_history()).to_json_dict()
@@ -159,4 +197,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    asyncio.run(main(chosen(sys.argv[1:])))

@@ -1,0 +1,169 @@
+"""A readable PDF of a credential: what the subject approved, who accepted it and when, and the
+credential's identifiers, issuer, dates and status (``GET /credential/{id}?includePdf=true``).
+
+The PDF is a rendering for people; what verifies is the signed W3C credential beside it.
+
+Text: with a Unicode TrueType font (DejaVu Sans, from the system's fonts, e.g. Debian's
+``fonts-dejavu-core``) every script DejaVu covers is rendered and embedded (as a subset). Without
+one, the PDF core font Helvetica is used in the Windows-1252 encoding, which holds every letter of
+Portuguese, Spanish and French (ã, ç, ñ, é, œ, «», €...); a character outside it is shown as ``?``.
+Hidden data items are masked with a fixed-length mask (their length is not revealed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from fpdf import FPDF
+from fpdf.enums import XPos, YPos
+
+# (regular, bold) pairs, first found wins: Debian/Ubuntu, Fedora, Alpine/Arch
+UNICODE_FONT_CANDIDATES: tuple[tuple[Path, Path], ...] = tuple(
+    (Path(d) / "DejaVuSans.ttf", Path(d) / "DejaVuSans-Bold.ttf")
+    for d in ("/usr/share/fonts/truetype/dejavu", "/usr/share/fonts/dejavu-sans-fonts",
+              "/usr/share/fonts/dejavu", "/usr/share/fonts/TTF"))
+CORE_ENCODING = "windows-1252"
+MASK = "\u2022" * 8 + " (hidden)"
+STATUS_WORDS = {
+    "DRAFT": "created, not sent to the subjects yet",
+    "PENDING": "awaiting the subjects' decision",
+    "ACTIVE": "accepted and issued",
+    "REJECTED": "rejected; nothing was issued",
+    "CANCELED": "the request was canceled before a decision",
+    "EXPIRED": "no decision before the request expired",
+    "REVOKED": "revoked by the organization",
+}
+GREY, BLACK = (90, 90, 90), (0, 0, 0)
+
+
+@dataclass(frozen=True)
+class Acceptance:
+    contact: str
+    accepted: bool
+    decided_at: datetime
+
+
+@dataclass(frozen=True)
+class CredentialSheet:
+    """Everything the PDF shows, already chosen by the caller."""
+
+    organization_name: str
+    name: str
+    description: str | None
+    resource_type: str
+    status: str
+    items: Sequence[dict[str, Any]]
+    decisions: Sequence[Acceptance]
+    credential_id: str
+    mandate_id: str | None
+    issuer: str
+    subject: str
+    issued_at: datetime | None
+    valid_from: datetime | None
+    valid_until: datetime | None
+    revoked_at: datetime | None
+    revocation_reason: str | None
+    verify_hint: str
+
+
+def unicode_font() -> tuple[Path, Path] | None:
+    """The first installed (regular, bold) DejaVu Sans pair, if any."""
+    for regular, bold in UNICODE_FONT_CANDIDATES:
+        if regular.is_file() and bold.is_file():
+            return regular, bold
+    return None
+
+
+def _when(moment: datetime | None, empty: str = "-") -> str:
+    if moment is None:
+        return empty
+    aware = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return aware.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+class _Writer:
+    def __init__(self, font: tuple[Path, Path] | None) -> None:
+        self.pdf = FPDF(format="A4")
+        self.pdf.set_auto_page_break(True, margin=18)
+        self.pdf.set_margins(18, 18, 18)
+        if font is None:
+            self.pdf.core_fonts_encoding = CORE_ENCODING
+            self.family, self.unicode = "helvetica", False
+        else:
+            self.pdf.add_font("dejavu", "", str(font[0]))
+            self.pdf.add_font("dejavu", "B", str(font[1]))
+            self.family, self.unicode = "dejavu", True
+        self.pdf.add_page()
+
+    def text(self, value: str) -> str:
+        return value if self.unicode else value.encode(CORE_ENCODING, "replace").decode(CORE_ENCODING)
+
+    def line(self, value: str, size: float = 10, bold: bool = False, color: tuple[int, int, int] = BLACK,
+             gap: float = 1.5) -> None:
+        self.pdf.set_font(self.family, "B" if bold else "", size)
+        self.pdf.set_text_color(*color)
+        self.pdf.multi_cell(0, size * 0.5, self.text(value), align="L", new_x=XPos.LMARGIN,
+                            new_y=YPos.NEXT)
+        self.pdf.ln(gap)
+
+    def heading(self, value: str) -> None:
+        self.pdf.ln(3)
+        self.line(value, size=12, bold=True)
+        y = self.pdf.get_y()
+        self.pdf.set_draw_color(*GREY)
+        self.pdf.line(self.pdf.l_margin, y, self.pdf.w - self.pdf.r_margin, y)
+        self.pdf.ln(2)
+
+    def field(self, label: str, value: str) -> None:
+        self.line(label, size=8, bold=True, color=GREY, gap=0.3)
+        self.line(value, size=10, gap=2)
+
+
+def render(sheet: CredentialSheet, font: tuple[Path, Path] | Literal["auto"] | None = "auto") -> bytes:
+    """The PDF bytes. ``font``: "auto" uses DejaVu Sans when installed, else the core font; a
+    (regular, bold) pair of TrueType files; None forces the core font."""
+    out = _Writer(unicode_font() if font == "auto" else font)
+    out.pdf.set_title(out.text(sheet.name))
+    out.pdf.set_author(out.text(sheet.organization_name))
+    out.pdf.set_creator("Mandatum")
+    kind = "Document credential" if sheet.resource_type == "DOCUMENT" else "Mandate"
+    out.line(sheet.name, size=18, bold=True, gap=2)
+    out.line(f"{kind} requested by {sheet.organization_name}", size=11, color=GREY, gap=3)
+    if sheet.description:
+        out.line(sheet.description, gap=3)
+    status = f"Status: {sheet.status} ({STATUS_WORDS.get(sheet.status, sheet.status.lower())})"
+    out.line(status, size=11, bold=True, gap=1)
+    if sheet.revoked_at is not None:
+        reason = f", reason: {sheet.revocation_reason}" if sheet.revocation_reason else ""
+        out.line(f"Revoked on {_when(sheet.revoked_at)}{reason}")
+
+    out.heading("What was approved" if sheet.issued_at else "What the subjects are asked to approve")
+    for item in sheet.items:
+        value = MASK if item.get("hidden") else str(item.get("value", ""))
+        out.field(str(item.get("label", "")), value)
+    if not sheet.items:
+        out.line("(no items)", color=GREY)
+
+    out.heading("Decisions")
+    for decision in sheet.decisions:
+        verb = "accepted" if decision.accepted else "rejected"
+        out.line(f"{decision.contact}: {verb} on {_when(decision.decided_at)}")
+    if not sheet.decisions:
+        out.line("No decision yet.", color=GREY)
+
+    out.heading("Credential")
+    out.field("Credential id", sheet.credential_id)
+    out.field("Mandate id", sheet.mandate_id or "- (assigned at issuance)")
+    out.field("Issuer", sheet.issuer)
+    out.field("Issued to (credential subject)", sheet.subject)
+    out.field("Issuance date", _when(sheet.issued_at, "- (not issued)"))
+    validity = f"from {_when(sheet.valid_from, 'issuance')} until {_when(sheet.valid_until, 'no end date')}"
+    out.field("Validity", validity)
+    out.field("Status", sheet.status)
+    out.pdf.ln(4)
+    out.line(sheet.verify_hint, size=8, color=GREY)
+    return bytes(out.pdf.output())

@@ -1,0 +1,35 @@
+"""``GET /me``: who the caller is, as the signature middleware authenticated it.
+
+Integrators call it to check their signing set-up (API key, secret, clock) without side effects;
+the verify benchmark (bench/verify.py) uses it as the baseline of a signed call. It passes the same
+middleware as every route: key lookup, signature, timestamp window, replay guard, API version.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from pydantic import BaseModel
+
+from api.deps import CallerDep, ServicesDep
+from api.models import ErrorOut
+
+router = APIRouter(tags=["organization"])
+ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorOut} for code in (400, 401)}
+
+
+class MeOut(BaseModel):
+    organizationId: str
+    did: str
+    apiVersion: str
+
+
+@router.get("/me", response_model=MeOut, responses=ERRORS,
+            summary="The calling organization (checks a signing set-up)")
+async def me(caller: CallerDep, services: ServicesDep) -> MeOut:
+    """The organization behind the API key, its DID, and the API version this call is served in
+    (the `API-Version` header if sent, else the organization's pinned version)."""
+    org_id = caller.organization_id
+    return MeOut(organizationId=org_id, did=services.settings.organization_did(org_id),
+                 apiVersion=caller.api_version)

@@ -1,0 +1,128 @@
+"""An organization's credentials by id or mandate URN, and revoking a mandate (CONTRACT 4, 5, 9).
+
+Revocation is one transaction whose first statement is a conditional UPDATE (``... WHERE status =
+'ACTIVE'``): of concurrent revocations of one mandate exactly one changes the row and goes on,
+the others see nothing to change and get ``NotActive`` (on PostgreSQL the loser's UPDATE waits for
+the winner's row lock and then re-reads the row; SQLite writes are serial). The same transaction
+then records the signed ``MANDATE_REVOKED`` receipt and appends a signed ``REVOKE`` proof item to
+the document form, so a revocation is either wholly there or not at all.
+
+The mandate form (``w3c_credential``) is never changed: a mandate is immutable, and its revocation
+is published through its Bitstring Status List entry (``store.status_lists``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Engine, update
+from sqlmodel import Session, col, select
+
+from core.ids import is_object_id, urn
+from core.secretbox import SecretCipher
+from core.settings import Settings
+from store import keys
+from store.db import read_session, utcnow, write_session
+from store.tables import Credential, CredentialRequest, Decision, Organization, Subject
+from trust import credentials as vc
+from trust import receipts
+
+ACTIVE, REVOKED = "ACTIVE", "REVOKED"
+REVOKE_ACTION = "REVOKE"
+MANDATE_URN_RE = re.compile(
+    r"urn:via:credential:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+
+
+class NotFound(Exception):
+    """No such credential in the caller's organization (or none at all: never say which)."""
+
+
+class NotActive(Exception):
+    def __init__(self, status: str) -> None:
+        super().__init__(f"the credential is {status}; only an ACTIVE mandate can be revoked")
+        self.status = status
+
+
+@dataclass(frozen=True)
+class Revoked:
+    credential_id: str  # the mandate URN
+    revoked_at: datetime
+    receipt: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class CredentialRecord:
+    """What GET /credential shows and the PDF renders."""
+
+    credential: Credential
+    request: CredentialRequest
+    organization_name: str
+    decisions: list[tuple[Decision, Subject]]
+
+
+def parse_reference(value: str) -> tuple[str, str] | None:
+    """``("id", <24-hex>)`` or ``("mandate", <URN>)`` for a credential reference, else None.
+
+    Entity ids are lower case only (CONTRACT 3); the UUID of a mandate URN is case-insensitive
+    (RFC 4122), so it is looked up in the lower-case form we issue."""
+    if is_object_id(value):
+        return "id", value
+    if MANDATE_URN_RE.fullmatch(value):
+        return "mandate", value.lower()
+    return None
+
+
+def _owned(session: Session, organization_id: str, reference: tuple[str, str]) -> Credential | None:
+    kind, value = reference
+    column = col(Credential.id) if kind == "id" else col(Credential.mandate_id)
+    found = session.exec(
+        select(Credential).join(CredentialRequest, col(CredentialRequest.id) == Credential.request_id)
+        .where(column == value, col(CredentialRequest.organization_id) == organization_id)).first()
+    return found
+
+
+def find_credential(engine: Engine, organization_id: str,
+                    reference: tuple[str, str]) -> CredentialRecord | None:
+    """The organization's credential with its request, organization name and decisions."""
+    with read_session(engine) as session:
+        cred = _owned(session, organization_id, reference)
+        if cred is None:
+            return None
+        request = session.get(CredentialRequest, cred.request_id)
+        organization = session.get(Organization, organization_id)
+        assert request is not None and organization is not None
+        decisions = list(session.exec(
+            select(Decision, Subject).join(Subject, col(Subject.id) == Decision.subject_id)
+            .where(Decision.credential_id == cred.id).order_by(col(Decision.decided_at))))
+        return CredentialRecord(cred, request, organization.name, [(d, s) for d, s in decisions])
+
+
+def revoke(engine: Engine, cipher: SecretCipher, settings: Settings, organization_id: str,
+           reference: tuple[str, str], reason: str | None, now: datetime | None = None) -> Revoked:
+    """Revoke the organization's ACTIVE mandate; NotFound / NotActive otherwise."""
+    key = keys.service_signing_key(engine, cipher, settings)  # before the write lock
+    # whole seconds: revokedAt, the receipt's timestamp and the proof's created are one instant
+    now = (now or utcnow()).replace(microsecond=0)
+    with write_session(engine) as session:
+        cred = _owned(session, organization_id, reference)
+        if cred is None:
+            raise NotFound()
+        changed = session.execute(
+            update(Credential).where(col(Credential.id) == cred.id, col(Credential.status) == ACTIVE)
+            .values(status=REVOKED, revoked_at=now, revocation_reason=reason))
+        if changed.rowcount != 1:  # type: ignore[attr-defined]
+            session.refresh(cred)
+            raise NotActive(cred.status)
+        session.refresh(cred)  # the row as this transaction now holds it (locked until commit)
+        assert cred.mandate_id is not None and cred.document_credential is not None  # ACTIVE: issued
+        signed = receipts.receipt(
+            key=key, context_url=settings.context_url, receipt_id=urn("receipt"),
+            type=receipts.MANDATE_REVOKED, timestamp=now, credential_id=cred.mandate_id,
+            request_id=cred.request_id, reason=reason)
+        document = vc.add_document_action(cred.document_credential, key, REVOKE_ACTION, now)
+        session.execute(update(Credential).where(col(Credential.id) == cred.id)
+                        .values(revocation_receipt=signed, document_credential=document))
+        return Revoked(cred.mandate_id, now, signed)

@@ -1,0 +1,277 @@
+"""The decision of POST /credential/verify (CONTRACT 5): ordered checks, single use, a receipt.
+
+``verify`` is one read (the presentation row joined with its credential), the checks (pure, on
+the signed VP and that row), and one short write transaction: the conditional UPDATE that uses
+the VP up, and the ``verification`` row with its signed receipt. Nothing here calls Temporal.
+
+The checks run in CONTRACT 5's order and stop at the first failure: (1) the VP's structure and
+proof, by its holder with the challenge we put in it (``vp_proof_invalid``,
+``vp_signature_invalid``, ``vp_signer_unknown``); (2) the embedded credential's proof
+(``credential_signature_invalid``); (3) ``credential_not_found``: the VP id is not one we issued,
+or its credential is not that VP's mandate, not issued by us, or pins an unknown action version;
+(4) ``not_yet_valid`` / ``expired``: the mandate's window, then the VP's ``expires``; (5)
+``credential_revoked`` (a mandate that is not ACTIVE counts as revoked); (6)
+``verifier_not_authorized``, then ``vp_domain_mismatch``; (7) ``vp_already_used``; (8)
+``execution_params_invalid``: exactly the pinned version's names, each of its type; (9)
+``rule_failed``: a rule of the *pinned* version fails or errors, evaluated at ``now``.
+
+A VP expired at the time of the call is still checked for its signatures first: the proof is
+verified as of its own expiry, so a tampered expired VP reports the signature, not the expiry.
+
+Single use: every verification that gets past steps 1 and 2 for a VP we issued runs ``UPDATE
+presentation SET used_at ... WHERE id = :id AND used_at IS NULL`` in the transaction that records
+it; exactly one such statement can change the row (PostgreSQL re-checks the condition after a
+concurrent writer commits; SQLite writes are serial). The reason still follows the order (an
+expired replay reports ``expired``); a verification that reached step 7 and did not change the row
+reports ``vp_already_used``, with no evaluations.
+"""
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+from sqlalchemy import Connection, Engine, bindparam, select, update
+
+from core.ids import urn
+from core.secretbox import SecretCipher
+from core.settings import Settings
+from policy import ActionSpec, evaluate, validate_values
+from store import actions as action_store
+from store.db import utcnow, write_connection
+from store.keys import did_resolver
+from store.presentations import (
+    ACTIVE,
+    PRESENTATION_URN_RE,
+    action_pin,
+    authorized_dids,
+    bound_verifiers,
+    claimed_credential_id,
+    matching,
+    service_key,
+)
+from store.tables import Credential, Presentation, Verification
+from trust import credentials as vc
+from trust import receipts
+from trust.eddsa_jcs import MalformedProof, ProofError, parse_datetime
+from trust.keys import Ed25519KeyPair
+
+ALLOW, DENY = "allow", "deny"
+# Statements built once: building them per call costs more than running them on SQLite.
+_P = Presentation.__table__  # type: ignore[attr-defined]
+_C = Credential.__table__  # type: ignore[attr-defined]
+LOAD = (select(_P.c.challenge, _P.c.expires_at, _P.c.used_at, _C.c.mandate_id, _C.c.status,
+               _C.c.revoked_at, _C.c.request_id)
+        .join_from(_P, _C, _C.c.id == _P.c.credential_id)
+        .where(_P.c.id == bindparam("presentation_id")))
+# the single-use guarantee: only one statement can find used_at empty (module docstring)
+CONSUME = (update(_P).where(_P.c.id == bindparam("presentation_id"), _P.c.used_at.is_(None))
+           .values(used_at=bindparam("at"), used_by=bindparam("by")))
+RECORD = Verification.__table__.insert()  # type: ignore[attr-defined]
+MESSAGES = {
+    "vp_proof_invalid": "The presentation or its proof is malformed",
+    "vp_signature_invalid": "The presentation's signature does not verify",
+    "vp_signer_unknown": "The presentation is not signed by a known key of its holder",
+    "credential_signature_invalid": "The presented credential's signature does not verify",
+    "credential_not_found": "The presentation or its credential was not issued by this service",
+    "not_yet_valid": "The mandate is not valid yet",
+    "expired": "The mandate or the presentation has expired",
+    "credential_revoked": "The mandate is revoked",
+    "verifier_not_authorized": "Your organization is not among the mandate's authorizedDIDs",
+    "vp_domain_mismatch": "The presentation is bound to another verifier",
+    "vp_already_used": "The presentation has already been used",
+    "execution_params_invalid": "executionParams do not match the action",
+    "rule_failed": "The action's rules deny this execution",
+}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What POST /credential/verify answers: the decision, and for a deny its reason."""
+
+    decision: str
+    credential_id: str
+    evaluations: list[dict[str, Any]]
+    receipt: dict[str, Any]
+    reason: str | None = None
+    message: str = ""
+
+
+@dataclass
+class _Outcome:
+    credential_id: str = ""
+    presentation_id: str | None = None
+    request_id: str | None = None
+    consume: bool = False  # past the signature checks, on a VP that is still unused
+    at_single_use: bool = False  # every check before single use passed
+    reason: str | None = None
+    detail: str | None = None
+    evaluations: list[dict[str, Any]] = field(default_factory=list)
+
+    def deny(self, reason: str, detail: str | None = None) -> _Outcome:
+        self.reason, self.detail = reason, detail
+        return self
+
+
+def _load(engine: Engine, presentation_id: str) -> Any:
+    """The presentation row with its credential's state (a Row), or None. Its own connection,
+    released before anything else (key and DID document caches) may need one: never two at once."""
+    with engine.connect() as conn:
+        return conn.execute(LOAD, {"presentation_id": presentation_id}).first()
+
+
+_specs: dict[str, ActionSpec] = {}
+_specs_lock = threading.Lock()
+
+
+def _pinned_spec(engine: Engine, version_id: Any) -> ActionSpec | None:
+    """The parsed spec of a published action version (immutable, so cached for good)."""
+    if not isinstance(version_id, str):
+        return None
+    found = _specs.get(version_id)
+    if found is not None:
+        return found
+    version = action_store.get_version(engine, version_id)
+    if version is None or version.status != action_store.PUBLISHED:
+        return None
+    with _specs_lock:
+        if len(_specs) >= 4096:
+            _specs.clear()
+        found = _specs[version_id] = action_store.spec_of(version)
+    return found
+
+
+def _proof(vp: Mapping[str, Any]) -> Mapping[str, Any]:
+    proof = vp.get("proof")
+    return proof if isinstance(proof, Mapping) else {}
+
+
+def _verified_credential(vp: Mapping[str, Any], engine: Engine, settings: Settings,
+                         row: Any, now: datetime) -> dict[str, Any]:
+    """Steps 1 and 2: the VP proof (with the challenge we issued, when we know the VP) and the
+    embedded credential's proof. An expired proof is checked as of its expiry, so the expiry is
+    reported at step 4, after the signatures."""
+    proof = _proof(vp)
+    challenge = row.challenge if row is not None else proof.get("challenge")
+    if not isinstance(challenge, str) or not challenge:
+        raise MalformedProof("the presentation's proof carries no challenge")
+    as_of = now
+    if isinstance(proof.get("expires"), str):
+        try:
+            as_of = min(now, parse_datetime(proof["expires"], "expires"))
+        except MalformedProof:
+            pass  # verify_presentation reports it
+    return vc.verify_presentation(vp, did_resolver(engine, settings), challenge=challenge, now=as_of)
+
+
+def _vp_expired(proof: Mapping[str, Any], row: Any, now: datetime) -> bool:
+    signed = proof.get("expires")  # verified with the proof: parseable when present
+    expires = min(row.expires_at, parse_datetime(signed)) if isinstance(signed, str) else row.expires_at
+    return bool(expires <= now)
+
+
+def _check(engine: Engine, settings: Settings, vp: Mapping[str, Any],
+           execution_params: dict[str, Any] | None, verifier_did: str, now: datetime) -> _Outcome:
+    out = _Outcome(credential_id=claimed_credential_id(vp),
+                   presentation_id=matching(PRESENTATION_URN_RE, vp.get("id")))
+    row = _load(engine, out.presentation_id) if out.presentation_id else None
+    try:
+        credential = _verified_credential(vp, engine, settings, row, now)
+    except ProofError as exc:
+        return out.deny(vc.reason_code(exc), f"{exc} ({exc.code})")
+    except (TypeError, ValueError, AttributeError, KeyError, RecursionError) as exc:
+        return out.deny("vp_proof_invalid", f"not a well-formed presentation ({type(exc).__name__})")
+    if row is None or credential.get("id") != row.mandate_id:
+        return out.deny("credential_not_found")
+    out.consume, out.request_id = row.used_at is None, row.request_id
+    pin = action_pin(credential)
+    spec = _pinned_spec(engine, pin.get("version")) if pin is not None else None
+    if credential.get("issuer") != settings.service_did or (pin is not None and spec is None):
+        return out.deny("credential_not_found")
+    reason = vc.validity_error(credential, now) or ("expired" if _vp_expired(_proof(vp), row, now) else None)
+    if reason is not None:
+        return out.deny(reason)
+    if row.status != ACTIVE or row.revoked_at is not None:
+        return out.deny("credential_revoked")
+    if verifier_did not in authorized_dids(credential):
+        return out.deny("verifier_not_authorized")
+    bound = bound_verifiers(vp)
+    if bound is not None and verifier_did not in bound:
+        return out.deny("vp_domain_mismatch")
+    out.at_single_use = True
+    if row.used_at is not None:
+        return out.deny("vp_already_used")
+    return _apply_action(out, pin, spec, execution_params, now)
+
+
+def _apply_action(out: _Outcome, pin: dict[str, Any] | None, spec: ActionSpec | None,
+                  execution_params: dict[str, Any] | None, now: datetime) -> _Outcome:
+    """Steps 8 and 9: executionParams against the pinned version, then its rules."""
+    declared = spec.execution_params if spec is not None else []
+    values, problems = validate_values(declared, execution_params, where="executionParams",
+                                       fill_defaults=False)
+    if problems:
+        return out.deny("execution_params_invalid", "; ".join(problems))
+    if spec is None or pin is None or not spec.rules:
+        return out
+    evaluations = evaluate(str(pin["version"]), spec.rules, values, pin.get("userParams") or {}, now,
+                           execution_types=spec.execution_params, user_types=spec.user_params)
+    out.evaluations = [e.as_json() for e in evaluations]
+    failed = [e.rule for e in evaluations if e.result != "pass"]
+    if failed:
+        return out.deny("rule_failed", f"{', '.join(failed)} did not pass")
+    return out
+
+
+def _receipt(out: _Outcome, key: Ed25519KeyPair, settings: Settings, verifier_did: str,
+             now: datetime) -> dict[str, Any]:
+    return receipts.receipt(
+        key=key, context_url=settings.context_url, receipt_id=urn("receipt"),
+        type=receipts.VERIFICATION_DENIED if out.reason else receipts.VERIFICATION_APPROVED,
+        timestamp=now, credential_id=out.credential_id, request_id=out.request_id,
+        presentation_id=out.presentation_id, decision=DENY if out.reason else ALLOW,
+        reason=out.reason, verifier=verifier_did, evaluations=out.evaluations)
+
+
+def _record(conn: Connection, out: _Outcome, receipt: dict[str, Any],
+            sign: Callable[[_Outcome], dict[str, Any]], verifier_org_id: str,
+            execution_params: dict[str, Any] | None, now: datetime) -> dict[str, Any]:
+    """Inside the write transaction: use the VP up (when this verification got past its
+    signatures), then store the verification with its receipt, which it returns. The receipt is
+    signed before the transaction, and again in it only when another verification won the VP."""
+    if out.consume:
+        used = conn.execute(CONSUME, {"presentation_id": out.presentation_id, "at": now,
+                                      "by": verifier_org_id})
+        if used.rowcount != 1 and out.at_single_use:
+            out.evaluations = []
+            receipt = sign(out.deny("vp_already_used"))
+    conn.execute(RECORD, {
+        "id": receipt["id"], "organization_id": verifier_org_id,
+        "presentation_id": out.presentation_id, "mandate_id": out.credential_id or None,
+        "decision": DENY if out.reason else ALLOW, "reason": out.reason,
+        "evaluations": out.evaluations, "execution_params": execution_params,
+        "receipt": receipt, "created_at": now})
+    return receipt
+
+
+def verify(engine: Engine, cipher: SecretCipher, settings: Settings, *, verifier_org_id: str,
+           presentation: Mapping[str, Any], execution_params: dict[str, Any] | None = None,
+           now: datetime | None = None) -> Verdict:
+    """Decide on a VP for the verifying organization, record the verification and return it."""
+    now = now or utcnow()
+    verifier_did = settings.organization_did(verifier_org_id)
+    out = _check(engine, settings, presentation, execution_params, verifier_did, now)
+    # the key is fetched before the write transaction: never a second connection inside it
+    sign = partial(_receipt, key=service_key(engine, cipher, settings), settings=settings,
+                   verifier_did=verifier_did, now=now)
+    receipt = sign(out)  # the likely outcome, signed outside the write lock
+    with write_connection(engine) as conn:
+        receipt = _record(conn, out, receipt, sign, verifier_org_id, execution_params, now)
+    message = MESSAGES[out.reason] if out.reason else "Allowed"
+    if out.detail:
+        message = f"{message}: {out.detail}"
+    return Verdict(DENY if out.reason else ALLOW, out.credential_id, out.evaluations, receipt,
+                   out.reason, message)
