@@ -5,7 +5,7 @@ point of the issuance activity (``activities/mandates.py``): before the issuing 
 after its commit but before the activity reports back, with the ``decide`` update that completes
 the acceptance in flight. A normally started worker must finish it, with exactly one signed
 credential and one status list entry. Stacks are built as in tests/test_durability.py. Last, two
-acceptances of one credential at once (a known bug, strict xfail).
+acceptances of one credential at once issue it once.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from temporalio import activity
 from temporalio.api.activity.v1 import ActivityOptions
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.workflowservice.v1 import ResetStickyTaskQueueRequest, UpdateActivityOptionsRequest
-from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.client import Client, WorkflowHandle
 from temporalio.worker import Worker
 
 from activities.mandates import MandateActivities
@@ -40,7 +40,7 @@ from core.temporal import request_handle, start_request_workflow
 from store import actions, keys
 from store import requests as store
 from store.db import read_session
-from store.tables import Credential, StatusList
+from store.tables import Credential, Decision, StatusList
 from tests import test_durability as durability
 from tests.helpers import Credentials
 from tests.test_durability import MASTER_KEY, ROOT, Stack, WorkerProcess
@@ -271,13 +271,22 @@ class HoldingOneDecision(RequestActivities):
         super().record_decision(inp)
 
 
-@pytest.mark.xfail(strict=True, raises=WorkflowUpdateFailedError, reason=(
-    "bug: decide issues once its in-memory decisions are all acceptances, one still being written; "
-    "the activity reads the database and refuses (not_issuable): the completing update fails and "
-    "the workflow ends PENDING"))
-async def test_two_subjects_accepting_at_once_complete_the_request(
+async def _decision_written(engine: Engine, subject_id: str, credential_id: str) -> None:
+    for _ in range(200):
+        with read_session(engine) as session:
+            if session.exec(select(Decision).where(Decision.subject_id == subject_id,
+                                                   Decision.credential_id == credential_id)).first():
+                return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"the decision of {subject_id} was never written")
+
+
+async def test_two_subjects_accepting_at_once_issue_one_credential(
     temporal: Client, engine: Engine, settings: Settings, cipher: SecretCipher, org: Credentials,
 ) -> None:
+    """ana's acceptance is still being written when bea's, the last one, lands: bea's update waits
+    for ana's write before issuing (the issuance reads the decisions from the database), and both
+    answer with the one mandate."""
     bundle = insert_request(engine, org.organization_id, contacts=("ana@example.com", "bea@example.com"))
     (_, ana), (_, bea) = bundle.subjects
     cred = bundle.credentials[0].id
@@ -291,11 +300,25 @@ async def test_two_subjects_accepting_at_once_complete_the_request(
             first = asyncio.create_task(decide(handle, ana.id, cred))
             try:
                 await acts.gate.wait_entered()  # ana's acceptance is being written
-                last = await decide(handle, bea.id, cred)  # bea's completes the request
+                second = asyncio.create_task(decide(handle, bea.id, cred))  # bea's completes it
+                await _decision_written(engine, bea.id, cred)
+                await asyncio.sleep(0.3)
+                assert not second.done(), "bea's update issued before ana's acceptance was written"
+                assert credentials_of(engine, bundle.request.id)[cred].mandate_id is None
             finally:
                 acts.gate.release.set()
-                earlier = await first
+            earlier, last = await first, await second
             assert last.request_status == "COMPLETED"
             assert last.mandate_id is not None and earlier.mandate_id == last.mandate_id
             assert (await result_of(handle)).status == "COMPLETED"
             assert (await handle.describe()).typed_search_attributes.get(SA_STATUS) == "COMPLETED"
+            issued = credentials_of(engine, bundle.request.id)[cred]
+            assert issued.status == "ACTIVE" and issued.mandate_id == last.mandate_id
+            mandate = issued.w3c_credential
+            assert mandate is not None
+            assert mandate["credentialSubject"]["mandate"]["grantor"] == [
+                settings.subject_did(ana.id), settings.subject_did(bea.id)]
+            attempts = [e for e in (await handle.fetch_history()).events
+                        if e.activity_task_scheduled_event_attributes.activity_type.name
+                        == ActivityNames.ISSUE_CREDENTIAL]
+            assert len(attempts) == 1  # one issuance, shared by both updates

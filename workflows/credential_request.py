@@ -82,6 +82,11 @@ class CredentialRequestWorkflow:
         self._outcome: str | None = None
         self._canceled_at: datetime | None = None
         self._decisions: dict[tuple[str, str], DecisionView] = {}
+        self._recorded: set[tuple[str, str]] = set()  # decisions whose write has landed
+        # credential id -> its mandate id once issued (None: issuance failed), so acceptors
+        # deciding at once all answer with the one issuance
+        self._issuing: set[str] = set()
+        self._issued: dict[str, str | None] = {}
 
     @workflow.run
     async def run(self, inp: CredentialRequestInput) -> CredentialRequestResult:
@@ -158,16 +163,11 @@ class CredentialRequestWorkflow:
                 completes_request=completes,
             ),
         )
+        self._recorded.add(key)
         mandate_id = None
         # histories recorded before issuance existed replay without the activity
         if inp.accept and self._accepted_by_all(inp.credential_id) and workflow.patched(ISSUANCE_PATCH):
-            issued = await workflow.execute_activity(
-                ActivityNames.ISSUE_CREDENTIAL,
-                IssueCredentialInput(request_id=self._input.request_id, credential_id=inp.credential_id),
-                result_type=IssueCredentialResult, start_to_close_timeout=timedelta(seconds=30),
-                retry_policy=DB_WRITE_RETRY, summary=f"issue {inp.credential_id}",
-            )
-            mandate_id = issued.mandate_id
+            mandate_id = await self._issue_once(inp.credential_id)
         if completes:
             self._set_status(COMPLETED)
         return DecisionResult(decision_id=decision_id, decided_at=at, mandate_id=mandate_id,
@@ -183,6 +183,30 @@ class CredentialRequestWorkflow:
         if (inp.subject_id, inp.credential_id) in self._decisions:
             raise ApplicationError("This subject already decided on this credential",
                                    type="already_decided")
+
+    async def _issue_once(self, credential_id: str) -> str | None:
+        """Issue a credential every subject accepted, once. The issuance activity reads the
+        decisions from the database, so it waits until the other acceptances of the credential,
+        made in concurrent updates, are written too; an acceptor arriving while it runs shares its
+        result."""
+        if credential_id in self._issuing:
+            await workflow.wait_condition(lambda: credential_id in self._issued)
+            return self._issued[credential_id]
+        self._issuing.add(credential_id)
+        keys = [(subject, credential_id) for subject in self._input.subject_ids]
+        await workflow.wait_condition(lambda: all(k in self._recorded for k in keys))
+        try:
+            issued = await workflow.execute_activity(
+                ActivityNames.ISSUE_CREDENTIAL,
+                IssueCredentialInput(request_id=self._input.request_id, credential_id=credential_id),
+                result_type=IssueCredentialResult, start_to_close_timeout=timedelta(seconds=30),
+                retry_policy=DB_WRITE_RETRY, summary=f"issue {credential_id}",
+            )
+        except BaseException:
+            self._issued[credential_id] = None
+            raise
+        self._issued[credential_id] = issued.mandate_id
+        return issued.mandate_id
 
     # --- live state ---------------------------------------------------------------------------
 
