@@ -7,7 +7,6 @@ request on with the caller in ``scope["state"]`` and the version on the response
 
 from __future__ import annotations
 
-import asyncio
 import re
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -20,6 +19,7 @@ from api.deps import Caller, Services
 from api.errors import ApiError, error_response
 from api.signing import signature_matches
 from store import guards, orgs
+from store.db import run_db
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -75,8 +75,8 @@ class Authenticator:
         hit = self._cache.get(api_key)
         if not fresh and hit is not None and hit[0] > time.monotonic():
             return hit[1], True
-        key = await asyncio.to_thread(
-            orgs.resolve_api_key, self._s.engine, self._s.cipher, api_key,
+        key = await run_db(
+            self._s.engine, orgs.resolve_api_key, self._s.engine, self._s.cipher, api_key,
             self._s.settings.rotation_grace,
         )
         if ttl > 0:
@@ -132,15 +132,15 @@ class Authenticator:
         version = versioning.resolve(headers.get("api-version"), key.api_version)
         # remembered until the timestamp leaves the acceptance window, plus a margin
         keep = timedelta(milliseconds=int(timestamp) + window_ms - time.time() * 1000)
-        fresh = await asyncio.to_thread(
-            guards.remember_signature, self._s.engine, key.key_id, signature.lower(),
+        fresh = await run_db(
+            self._s.engine, guards.remember_signature, self._s.engine, key.key_id, signature.lower(),
             method not in READ_METHODS, keep + timedelta(minutes=1),
         )
         if not fresh:
             raise ApiError(401, "Signature already used")
         if key.api_version is None:
-            await asyncio.to_thread(orgs.pin_api_version, self._s.engine, key.organization_id,
-                                    versioning.newest())
+            await run_db(self._s.engine, orgs.pin_api_version, self._s.engine, key.organization_id,
+                         versioning.newest())
             self._remember_pin(api_key, key, versioning.newest())
         return Caller(key=key, api_version=version)
 

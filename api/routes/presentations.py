@@ -7,7 +7,6 @@ presentation endpoint refuses and ``store.verifications`` for the order of the v
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 from urllib.parse import unquote
 
@@ -27,6 +26,7 @@ from api.models_presentations import (
     VerifyIn,
 )
 from store import presentations, verifications
+from store.db import run_db
 
 router = APIRouter(tags=["credentials"])
 PRESENTATION_ERRORS: dict[int | str, dict[str, Any]] = {
@@ -53,8 +53,9 @@ def _mandate_id(raw: str) -> str:
 async def _present(mandate_id: str, body: PresentationIn | None, caller: CallerDep,
                    services: ServicesDep) -> Any:
     try:
-        issued = await asyncio.to_thread(
-            presentations.issue_presentation, services.engine, services.cipher, services.settings,
+        issued = await run_db(
+            services.engine, presentations.issue_presentation, services.engine, services.cipher,
+            services.settings,
             caller_org_id=caller.organization_id, mandate_id=_mandate_id(mandate_id),
             target_verifier=body.targetVerifier if body is not None else None)
     except presentations.PresentationRefused as exc:
@@ -97,8 +98,8 @@ async def verify_presentation(body: VerifyIn, caller: CallerDep, services: Servi
     receipt. A VP is used up by the first verification that gets past its signature checks,
     whatever it decides. A body that is not a JSON object with a `presentation` object is a 400.
     """
-    verdict = await asyncio.to_thread(
-        verifications.verify, services.engine, services.cipher, services.settings,
+    verdict = await run_db(
+        services.engine, verifications.verify, services.engine, services.cipher, services.settings,
         verifier_org_id=caller.organization_id, presentation=body.presentation,
         execution_params=body.executionParams)
     if verdict.reason is None:
