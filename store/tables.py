@@ -253,3 +253,40 @@ class Verification(SQLModel, table=True):
     execution_params: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     receipt: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
     created_at: datetime
+
+
+class AuditRecord(SQLModel, table=True):
+    """One record of an organization's audit trail (SPEC.md "Audit trail"), append-only.
+
+    Records of an organization form a chain: ``seq`` counts from 1 without gaps, ``prev_hash`` is
+    the ``hash`` of the record before it, and ``hash`` covers the record's signed content, proof
+    included (store.audit says exactly what). ``audit_head`` holds each chain's end, so that
+    deleting the newest records is seen too, and serializes appends.
+    """
+
+    __tablename__ = "audit_record"
+    __table_args__ = (
+        UniqueConstraint("organization_id", "seq", name="uq_audit_record_org_seq"),
+        Index("ix_audit_record_org_created", "organization_id", "created_at"),
+    )
+    id: str = Field(primary_key=True, max_length=64)  # urn:via:audit:<uuid>
+    organization_id: str = Field(foreign_key="organization.id", max_length=24)
+    seq: int
+    type: str = Field(max_length=32)
+    request_id: str | None = Field(default=None, index=True, max_length=24)
+    credential_id: str | None = Field(default=None, index=True, max_length=64)
+    actor: str | None = Field(default=None, max_length=255)
+    data: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
+    created_at: datetime
+    prev_hash: str | None = Field(default=None, max_length=64)
+    hash: str = Field(max_length=64)
+    proof: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
+
+
+class AuditHead(SQLModel, table=True):
+    """The end of an organization's audit chain: its last ``seq`` and ``hash``."""
+
+    __tablename__ = "audit_head"
+    organization_id: str = Field(primary_key=True, foreign_key="organization.id", max_length=24)
+    seq: int
+    hash: str = Field(max_length=64)
