@@ -17,15 +17,18 @@ from temporalio.worker import Worker
 
 from activities.mandates import MandateActivities
 from activities.requests import RequestActivities
+from activities.webhooks import WebhookActivities
 from core.secretbox import SecretCipher
 from core.settings import Settings, get_settings
 from core.temporal import build_client, reconcile_forever
+from store import audit
 from store.db import make_engine
 from store.guards import purge_expired
 from workflows.credential_request import CredentialRequestWorkflow
+from workflows.webhook_delivery import WebhookDeliveryWorkflow
 
 log = logging.getLogger("mandatum.worker")
-WORKFLOWS = [CredentialRequestWorkflow]
+WORKFLOWS = [CredentialRequestWorkflow, WebhookDeliveryWorkflow]
 
 
 def build_worker(
@@ -34,7 +37,8 @@ def build_worker(
 ) -> Worker:
     settings = settings or get_settings()
     cipher = SecretCipher(settings.master_key_bytes())
-    activities = [*RequestActivities(engine).all(), *MandateActivities(engine, cipher, settings).all()]
+    activities = [*RequestActivities(engine).all(), *MandateActivities(engine, cipher, settings).all(),
+                  *WebhookActivities(engine, cipher, settings).all()]
     return Worker(
         client, task_queue=task_queue, workflows=WORKFLOWS,
         activities=activities, activity_executor=executor,
@@ -57,6 +61,7 @@ async def main(settings: Settings | None = None) -> None:
     settings = settings or get_settings()
     settings.master_key_bytes()
     engine = make_engine(settings.sqlalchemy_url)
+    audit.use_service_key(engine, SecretCipher(settings.master_key_bytes()), settings)
     client = await build_client(settings)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

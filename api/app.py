@@ -12,10 +12,11 @@ from temporalio.client import Client
 from api.auth import Authenticator, SignedRequestMiddleware
 from api.deps import Services
 from api.errors import install_error_handlers
-from api.routes import actions, identity, mandates, me, presentations, requests
+from api.routes import actions, activity, identity, mandates, me, presentations, requests
 from core.secretbox import SecretCipher
 from core.settings import Settings, get_settings
 from core.temporal import build_client
+from store import audit
 from store.db import make_engine
 
 log = logging.getLogger("mandatum.api")
@@ -40,6 +41,7 @@ def create_app(settings: Settings | None = None, temporal: Client | None = None)
     engine = make_engine(settings.sqlalchemy_url)
     services = Services(settings=settings, engine=engine,
                         cipher=SecretCipher(settings.master_key_bytes()), temporal=temporal)
+    audit.use_service_key(engine, services.cipher, settings)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -61,6 +63,7 @@ def create_app(settings: Settings | None = None, temporal: Client | None = None)
     app.include_router(mandates.router)
     app.include_router(identity.router)
     app.include_router(me.router)
+    app.include_router(activity.router)
 
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> dict[str, str]:

@@ -11,6 +11,7 @@ from sqlalchemy import Engine, inspect
 
 from core.secretbox import SecretCipher
 from core.settings import Settings, get_settings
+from store import audit
 from store.db import make_engine
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
@@ -25,6 +26,7 @@ def context() -> tuple[Settings, Engine, SecretCipher]:
     engine = make_engine(settings.sqlalchemy_url)
     if not inspect(engine).has_table("organization"):
         fail("the database has no schema yet: run `mandatum db upgrade` first")
+    audit.use_service_key(engine, cipher, settings)
     return settings, engine, cipher
 
 

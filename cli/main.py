@@ -10,8 +10,10 @@ import typer
 from sqlalchemy import Engine, inspect
 
 from cli.actions import action_app
+from cli.audit import audit_app
 from cli.common import JsonOpt, context, emit, fail
 from cli.org_settings import register_org_settings
+from cli.webhooks import webhook_app
 from core.secretbox import SecretCipher
 from core.settings import Settings, get_settings
 from store import keys as signing_keys
@@ -31,6 +33,8 @@ app.add_typer(key_app, name="key")
 app.add_typer(db_app, name="db")
 app.add_typer(signing_app, name="keys")
 app.add_typer(action_app, name="action")
+app.add_typer(webhook_app, name="webhook")
+app.add_typer(audit_app, name="audit")
 register_org_settings(org_app)
 
 

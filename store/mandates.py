@@ -24,7 +24,7 @@ from sqlmodel import Session, col, select
 from core.ids import urn
 from core.secretbox import SecretCipher
 from core.settings import Settings
-from store import keys
+from store import audit, keys
 from store.db import utcnow, write_session
 from store.tables import (
     ActionVersion,
@@ -82,6 +82,14 @@ def issue(engine: Engine, cipher: SecretCipher, settings: Settings, credential_i
         cred.status, cred.issued_at = ACTIVE, now
         session.add(cred)
         assert cred.mandate_id is not None
+        session.flush()
+        action = cred.action or {}
+        audit.append(session.connection(), issuer_key, audit.Entry(
+            audit.MANDATE_ISSUED, request.organization_id, request_id=request.id,
+            credential_id=cred.mandate_id, data={
+                "credentialId": cred.id, "resourceType": cred.resource_type,
+                "actionId": action.get("id"), "actionVersion": action.get("version"),
+                "userParams": action.get("userParams"), "credential": cred.w3c_credential}), now)
         return Issued(cred.id, cred.mandate_id, cred.resource_type, newly_issued=True)
 
 

@@ -42,7 +42,7 @@ from sqlmodel import col
 from core.ids import urn
 from core.secretbox import SecretCipher
 from core.settings import Settings
-from store import keys
+from store import audit, keys
 from store.db import utcnow, write_connection
 from store.orgs import NotFound
 from store.tables import Credential, CredentialRequest, Organization, Presentation
@@ -90,6 +90,14 @@ class MandateRevoked(PresentationRefused):
 
 class MandateNotActive(PresentationRefused):
     pass
+
+
+# the reason code of each refusal in the "VP issue denied" audit record (CONTRACT 5 codes where
+# one applies)
+_REFUSAL_CODES: dict[type[PresentationRefused], str] = {
+    MandateNotFound: "credential_not_found", NotAuthorized: "verifier_not_authorized",
+    NotAMandate: "not_a_mandate", MandateNotActive: "credential_not_active",
+}
 
 
 @dataclass(frozen=True)
@@ -248,7 +256,12 @@ def issue_presentation(engine: Engine, cipher: SecretCipher, settings: Settings,
     ``PRESENTATION_ISSUED`` receipt; PresentationRefused otherwise (see the module docstring)."""
     found = _load_mandate(engine, mandate_id)
     owner_did = settings.organization_did(found.organization_id) if found else ""
-    mandate = _checked(found, mandate_id, settings.organization_did(caller_org_id), owner_did)
+    service = service_key(engine, cipher, settings)
+    try:
+        mandate = _checked(found, mandate_id, settings.organization_did(caller_org_id), owner_did)
+    except PresentationRefused as refused:
+        _record_refusal(engine, service, caller_org_id, mandate_id, found, refused)
+        raise
     created = (now or utcnow()).replace(microsecond=0)  # proofs carry whole seconds
     expires = created + timedelta(minutes=mandate.minutes)
     presentation_id = urn("presentation")
@@ -258,7 +271,7 @@ def issue_presentation(engine: Engine, cipher: SecretCipher, settings: Settings,
         holder_did=owner_did, presentation_id=presentation_id, challenge=challenge,
         created=created, expires=expires, domain=target_verifier)
     receipt = receipts.receipt(
-        key=service_key(engine, cipher, settings), context_url=settings.context_url,
+        key=service, context_url=settings.context_url,
         receipt_id=urn("receipt"), type=receipts.PRESENTATION_ISSUED, timestamp=created,
         credential_id=mandate_id, request_id=mandate.request_id, presentation_id=presentation_id,
         verifier=target_verifier)
@@ -268,4 +281,19 @@ def issue_presentation(engine: Engine, cipher: SecretCipher, settings: Settings,
             "organization_id": caller_org_id, "challenge": challenge, "domain": target_verifier,
             "created_at": created, "expires_at": expires, "receipt": receipt, "used_at": None,
             "used_by": None})
+        audit.append(conn, service, audit.Entry(
+            audit.VP_ISSUED, caller_org_id, request_id=mandate.request_id, credential_id=mandate_id,
+            data={"mandateId": mandate_id, "presentation": vp, "targetVerifier": target_verifier,
+                  "receipt": receipt}), created)
     return IssuedPresentation(vp, receipt)
+
+
+def _record_refusal(engine: Engine, key: Ed25519KeyPair, caller_org_id: str, mandate_id: str,
+                    found: _Mandate | None, refused: PresentationRefused) -> None:
+    """The "VP issue denied" audit record, in the caller's organization."""
+    reason = refused.reason or _REFUSAL_CODES.get(type(refused), "refused")
+    with write_connection(engine) as conn:
+        audit.append(conn, key, audit.Entry(
+            audit.VP_ISSUE_DENIED, caller_org_id, credential_id=mandate_id,
+            request_id=found.request_id if found and found.organization_id == caller_org_id else None,
+            data={"mandateId": mandate_id, "reason": reason, "message": str(refused)}))

@@ -16,6 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, func, select
 
 from core.ids import new_object_id, new_subject_uuid
+from store import audit
 from store.db import read_session, upsert_insert, utcnow, write_session
 from store.guards import StoredResponse, find_idempotent, requests_created_since, save_idempotent
 from store.tables import (
@@ -180,6 +181,7 @@ def _insert_request(
     engine: Engine, org_id: str, new: NewRequest, expiry: timedelta, rate_per_minute: int,
     idempotency: Idempotency | None, render: Any,
 ) -> RequestBundle | Replayed:
+    key = audit.signer(engine)  # before the transaction (store.audit)
     with write_session(engine) as session:
         _lock_organization(session, org_id)
         now = utcnow()  # after the lock: a waiting creation counts the ones before it
@@ -214,6 +216,10 @@ def _insert_request(
         _insert_rows(session, links)
         _insert_rows(session, creds)
         bundle = RequestBundle(req, list(zip(links, subjects, strict=True)), creds, {})
+        audit.append(session.connection(), key, audit.Entry(
+            audit.REQUEST_CREATED, org_id, request_id=req.id, data={
+                "name": req.name, "securityLevel": req.security_level,
+                "subjects": [s.id for s in subjects], "credentials": [c.id for c in creds]}), now)
         if idempotency is not None:
             save_idempotent(session, org_id, idempotency.key, idempotency.body_hash, 201,
                             render(bundle), idempotency.window)
@@ -261,7 +267,8 @@ def _close_open_credentials(session: Session, request_id: str, status: str) -> N
 
 
 def record_cancellation(engine: Engine, request_id: str, at: datetime, by: str) -> datetime:
-    """Idempotent: a retried call keeps the first cancellation time."""
+    """Idempotent: a retried call keeps the first cancellation time (and its one audit record)."""
+    key = audit.signer(engine)
     with write_session(engine) as session:
         req = session.get(CredentialRequest, request_id)
         if req is None:
@@ -269,6 +276,9 @@ def record_cancellation(engine: Engine, request_id: str, at: datetime, by: str) 
         if req.canceled_at is None:
             req.canceled_at, req.canceled_by, req.status = at, by, RequestStatus.CANCELED
             _close_open_credentials(session, request_id, "CANCELED")
+            audit.append(session.connection(), key, audit.Entry(
+                audit.MANDATE_CANCELED, req.organization_id, request_id=request_id, actor=by,
+                data={"requestId": request_id, "canceledBy": by, "canceledAt": at.isoformat()}))
         return req.canceled_at
 
 
@@ -286,7 +296,9 @@ def record_decision(
     engine: Engine, decision_id: str, request_id: str, credential_id: str, subject_id: str,
     accepted: bool, channel: str | None, surface: str | None, at: datetime, completes: bool,
 ) -> None:
-    """Store a subject's decision once (the decision id is the idempotency key)."""
+    """Store a subject's decision once (the decision id is the idempotency key), with its audit
+    record ("human decision: accept / reject", with the OTP channel and the UI surface)."""
+    key = audit.signer(engine)
     with write_session(engine) as session:
         if session.get(Decision, decision_id) is not None:
             return
@@ -295,7 +307,17 @@ def record_decision(
         cred = session.get(Credential, credential_id)
         if cred is not None and not accepted and cred.status in OPEN_CREDENTIAL_STATES:
             cred.status = "REJECTED"
-        if completes:
-            req = session.get(CredentialRequest, request_id)
-            if req is not None and req.status == RequestStatus.PENDING:
-                req.status = RequestStatus.COMPLETED
+        req = session.get(CredentialRequest, request_id)
+        if req is None:
+            raise LookupError(f"request {request_id} not found")
+        if completes and req.status == RequestStatus.PENDING:
+            req.status = RequestStatus.COMPLETED
+        subject = session.get(Subject, subject_id)
+        session.flush()  # the decision row first, then its record
+        audit.append(session.connection(), key, audit.Entry(
+            audit.DECISION_ACCEPT if accepted else audit.DECISION_REJECT, req.organization_id,
+            request_id=request_id, credential_id=credential_id, actor=f"subject:{subject_id}",
+            data={"decisionId": decision_id, "subjectId": subject_id,
+                  "contact": subject.contact if subject else None, "credentialId": credential_id,
+                  "accepted": accepted, "channel": channel, "surface": surface,
+                  "decidedAt": at.isoformat()}))

@@ -24,11 +24,12 @@ from sqlmodel import Session, col, select
 from core.ids import is_object_id, urn
 from core.secretbox import SecretCipher
 from core.settings import Settings
-from store import keys
+from store import audit, keys
 from store.db import read_session, utcnow, write_session
 from store.tables import Credential, CredentialRequest, Decision, Organization, Subject
 from trust import credentials as vc
 from trust import receipts
+from trust.eddsa_jcs import format_datetime
 
 ACTIVE, REVOKED = "ACTIVE", "REVOKED"
 REVOKE_ACTION = "REVOKE"
@@ -125,4 +126,8 @@ def revoke(engine: Engine, cipher: SecretCipher, settings: Settings, organizatio
         document = vc.add_document_action(cred.document_credential, key, REVOKE_ACTION, now)
         session.execute(update(Credential).where(col(Credential.id) == cred.id)
                         .values(revocation_receipt=signed, document_credential=document))
+        audit.append(session.connection(), key, audit.Entry(
+            audit.MANDATE_REVOKED, organization_id, request_id=cred.request_id,
+            credential_id=cred.mandate_id, data={"mandateId": cred.mandate_id, "reason": reason,
+                                                 "revokedAt": format_datetime(now), "receipt": signed}), now)
         return Revoked(cred.mandate_id, now, signed)

@@ -290,3 +290,50 @@ class AuditHead(SQLModel, table=True):
     organization_id: str = Field(primary_key=True, foreign_key="organization.id", max_length=24)
     seq: int
     hash: str = Field(max_length=64)
+
+
+class WebhookConfig(SQLModel, table=True):
+    """An organization's webhook (CONTRACT 7): one URL, its secrets encrypted under the master key."""
+
+    __tablename__ = "webhook_config"
+    organization_id: str = Field(primary_key=True, foreign_key="organization.id", max_length=24)
+    url: str = Field(max_length=2048)
+    signature_secret_ciphertext: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    encryption_secret_ciphertext: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    encryption_salt: str = Field(max_length=255)
+    updated_at: datetime
+
+
+class WebhookEvent(SQLModel, table=True):
+    """One event and the outcome of its delivery. ``fact_key`` names the fact the event reports
+    (``credential:<decisionId>``), so however often its creation is retried there is one event.
+    ``state``: pending (being delivered or retried), delivered, failed, skipped (no webhook)."""
+
+    __tablename__ = "webhook_event"
+    __table_args__ = (Index("ix_webhook_event_org_created", "organization_id", "created_at"),)
+    id: str = Field(primary_key=True, max_length=64)  # urn:via:event:<uuid>
+    organization_id: str = Field(foreign_key="organization.id", max_length=24)
+    fact_key: str = Field(unique=True, max_length=128)
+    event_type: str = Field(max_length=32)
+    request_id: str | None = Field(default=None, index=True, max_length=24)
+    payload: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
+    created_at: datetime
+    state: str = Field(default="pending", max_length=16)
+    attempts: int = 0
+    last_status: int | None = None
+    last_error: str | None = Field(default=None, max_length=500)
+    next_attempt_at: datetime | None = None
+    delivered_at: datetime | None = None
+
+
+class WebhookAttempt(SQLModel, table=True):
+    """One delivery attempt of an event, numbered from 1 across every run (``mandatum webhook
+    retry`` continues the count). ``scheduled_at`` is Temporal's time for the attempt."""
+
+    __tablename__ = "webhook_attempt"
+    event_id: str = Field(foreign_key="webhook_event.id", primary_key=True, max_length=64)
+    number: int = Field(primary_key=True)
+    scheduled_at: datetime
+    finished_at: datetime
+    status_code: int | None = None
+    error: str | None = Field(default=None, max_length=500)

@@ -41,6 +41,7 @@ from core.secretbox import SecretCipher
 from core.settings import Settings
 from policy import ActionSpec, evaluate, validate_values
 from store import actions as action_store
+from store import audit
 from store.db import utcnow, write_connection
 from store.keys import did_resolver
 from store.presentations import (
@@ -237,11 +238,13 @@ def _receipt(out: _Outcome, key: Ed25519KeyPair, settings: Settings, verifier_di
 
 
 def _record(conn: Connection, out: _Outcome, receipt: dict[str, Any],
-            sign: Callable[[_Outcome], dict[str, Any]], verifier_org_id: str,
-            execution_params: dict[str, Any] | None, now: datetime) -> dict[str, Any]:
+            sign: Callable[[_Outcome], dict[str, Any]], key: Ed25519KeyPair, verifier_org_id: str,
+            presentation: Mapping[str, Any], execution_params: dict[str, Any] | None,
+            now: datetime) -> dict[str, Any]:
     """Inside the write transaction: use the VP up (when this verification got past its
-    signatures), then store the verification with its receipt, which it returns. The receipt is
-    signed before the transaction, and again in it only when another verification won the VP."""
+    signatures), then store the verification with its receipt, which it returns, and its audit
+    record. The receipt is signed before the transaction, and again in it only when another
+    verification won the VP."""
     if out.consume:
         used = conn.execute(CONSUME, {"presentation_id": out.presentation_id, "at": now,
                                       "by": verifier_org_id})
@@ -254,6 +257,11 @@ def _record(conn: Connection, out: _Outcome, receipt: dict[str, Any],
         "decision": DENY if out.reason else ALLOW, "reason": out.reason,
         "evaluations": out.evaluations, "execution_params": execution_params,
         "receipt": receipt, "created_at": now})
+    audit.append(conn, key, audit.Entry(
+        audit.VERIFY_DENY if out.reason else audit.VERIFY_ACCEPT, verifier_org_id,
+        request_id=out.request_id, credential_id=out.credential_id or None, data={
+            "presentation": dict(presentation), "executionParams": execution_params,
+            "evaluations": out.evaluations, "reason": out.reason, "receipt": receipt}), now)
     return receipt
 
 
@@ -265,11 +273,12 @@ def verify(engine: Engine, cipher: SecretCipher, settings: Settings, *, verifier
     verifier_did = settings.organization_did(verifier_org_id)
     out = _check(engine, settings, presentation, execution_params, verifier_did, now)
     # the key is fetched before the write transaction: never a second connection inside it
-    sign = partial(_receipt, key=service_key(engine, cipher, settings), settings=settings,
-                   verifier_did=verifier_did, now=now)
+    key = service_key(engine, cipher, settings)
+    sign = partial(_receipt, key=key, settings=settings, verifier_did=verifier_did, now=now)
     receipt = sign(out)  # the likely outcome, signed outside the write lock
     with write_connection(engine) as conn:
-        receipt = _record(conn, out, receipt, sign, verifier_org_id, execution_params, now)
+        receipt = _record(conn, out, receipt, sign, key, verifier_org_id, presentation,
+                          execution_params, now)
     message = MESSAGES[out.reason] if out.reason else "Allowed"
     if out.detail:
         message = f"{message}: {out.detail}"

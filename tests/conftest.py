@@ -33,7 +33,7 @@ from api.app import create_app
 from cli.devstack import publish_example_action
 from core.secretbox import SecretCipher
 from core.settings import Environment, Settings
-from store import orgs
+from store import audit, orgs
 from store.db import make_engine, migrate
 from tests.helpers import Credentials, SignedClient
 from worker import build_worker
@@ -116,8 +116,9 @@ def db_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 
 
 @pytest.fixture(scope="session")
-def engine(db_url: str) -> Iterator[Engine]:
+def engine(db_url: str, settings: Settings) -> Iterator[Engine]:
     eng = make_engine(db_url)
+    audit.use_service_key(eng, SecretCipher(base64.b64decode(MASTER_KEY)), settings)
     yield eng
     eng.dispose()
 

@@ -33,8 +33,9 @@ from temporalio.testing import WorkflowEnvironment
 
 from cli.devstack import publish_example_action
 from core.secretbox import SecretCipher
+from core.settings import Environment, Settings
 from core.temporal import reconcile_once, request_handle
-from store import orgs
+from store import audit, orgs
 from store import request_queries as queries
 from store import requests as store
 from store.db import make_engine, migrate
@@ -77,7 +78,10 @@ async def stack(dev_env: WorkflowEnvironment, tmp_path: Path) -> AsyncIterator[S
     url = f"sqlite:///{tmp_path / 'mandatum.db'}"
     migrate(url)
     engine = make_engine(url)
-    org, key = orgs.create_organization(engine, SecretCipher(base64.b64decode(MASTER_KEY)), "Crash Co")
+    cipher = SecretCipher(base64.b64decode(MASTER_KEY))
+    audit.use_service_key(engine, cipher, Settings(environment=Environment.TEST, database_url=url,
+                                                   master_key=MASTER_KEY, var_dir=tmp_path / "var"))
+    org, key = orgs.create_organization(engine, cipher, "Crash Co")
     publish_example_action(engine, org.id)
     creds = Credentials(org.id, key.key_id, key.api_key, key.signature_secret, "")
     try:

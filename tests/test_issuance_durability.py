@@ -33,6 +33,7 @@ from temporalio.worker import Worker
 
 from activities.mandates import MandateActivities
 from activities.requests import RequestActivities
+from activities.webhooks import WebhookActivities
 from cli.devstack import EXAMPLE_ACTION_ID
 from core.secretbox import SecretCipher
 from core.settings import Environment, Settings
@@ -291,7 +292,8 @@ async def test_two_subjects_accepting_at_once_issue_one_credential(
     (_, ana), (_, bea) = bundle.subjects
     cred = bundle.credentials[0].id
     queue, acts = fresh_queue(), HoldingOneDecision(engine, ana.id)
-    issuing = MandateActivities(engine, cipher, settings).all()
+    issuing = [*MandateActivities(engine, cipher, settings).all(),
+               *WebhookActivities(engine, cipher, settings).all()]
     with ThreadPoolExecutor(max_workers=4) as pool:
         async with Worker(temporal, task_queue=queue, workflows=WORKFLOWS,
                           activities=[*acts.all(), *issuing], activity_executor=pool):

@@ -134,7 +134,8 @@ async def test_a_rejection_issues_nothing(api: SignedClient, temporal: Client, e
     history = await handle.fetch_history()
     scheduled = [e.activity_task_scheduled_event_attributes.activity_type.name for e in history.events
                  if e.HasField("activity_task_scheduled_event_attributes")]
-    assert scheduled == [ActivityNames.RECORD_DECISION] * 2
+    # each decision is written, then its webhook event made (workflows: the "webhook-events" patch)
+    assert scheduled == [ActivityNames.RECORD_DECISION, ActivityNames.CREATE_CREDENTIAL_EVENT] * 2
 
 
 # --- workflow versions: the histories tests/test_replay.py replays -------------------------------

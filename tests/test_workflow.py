@@ -28,6 +28,7 @@ from temporalio.worker import Worker
 
 from activities.mandates import MandateActivities
 from activities.requests import RequestActivities
+from activities.webhooks import WebhookActivities
 from api.app import create_app
 from core.secretbox import SecretCipher
 from core.settings import Settings
@@ -551,7 +552,8 @@ async def gated(temporal: Client, engine: Engine, executor: ThreadPoolExecutor, 
                 cipher: SecretCipher) -> AsyncIterator[tuple[str, GatedActivities]]:
     queue = fresh_queue()
     acts = GatedActivities(engine)
-    issuing = MandateActivities(engine, cipher, settings).all()
+    issuing = [*MandateActivities(engine, cipher, settings).all(),
+               *WebhookActivities(engine, cipher, settings).all()]
     worker = Worker(temporal, task_queue=queue, workflows=WORKFLOWS, activities=[*acts.all(), *issuing],
                     activity_executor=executor)
     async with worker:

@@ -11,8 +11,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, SearchAttributePair
-from temporalio.exceptions import ApplicationError
+from temporalio.common import RetryPolicy, SearchAttributePair, WorkflowIDReusePolicy
+from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
+from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
     from workflows.ids import (
@@ -21,6 +22,7 @@ with workflow.unsafe.imports_passed_through():
         SA_SECURITY_LEVEL,
         SA_STATUS,
         ActivityNames,
+        webhook_workflow_id,
     )
     from workflows.messages import (
         CancelInput,
@@ -37,9 +39,16 @@ with workflow.unsafe.imports_passed_through():
         RecordExpiryInput,
         RequestStatusView,
     )
+    from workflows.webhook_messages import (
+        WEBHOOK_WORKFLOW_TYPE,
+        CreateCredentialEventInput,
+        CreateEventResult,
+        DeliverWebhookInput,
+    )
 
 PENDING, COMPLETED, CANCELED, EXPIRED = "PENDING", "COMPLETED", "CANCELED", "EXPIRED"
 ISSUANCE_PATCH = "issue-on-acceptance"
+WEBHOOK_PATCH = "webhook-events"
 DB_WRITE_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1),
                              maximum_interval=timedelta(minutes=1))
 
@@ -168,6 +177,10 @@ class CredentialRequestWorkflow:
         # histories recorded before issuance existed replay without the activity
         if inp.accept and self._accepted_by_all(inp.credential_id) and workflow.patched(ISSUANCE_PATCH):
             mandate_id = await self._issue_once(inp.credential_id)
+        # after issuance, so an acceptance's event carries the mandate; histories recorded before
+        # webhooks existed replay without it
+        if workflow.patched(WEBHOOK_PATCH):
+            await self._emit_credential_event(inp, decision_id, at)
         if completes:
             self._set_status(COMPLETED)
         return DecisionResult(decision_id=decision_id, decided_at=at, mandate_id=mandate_id,
@@ -207,6 +220,37 @@ class CredentialRequestWorkflow:
             raise
         self._issued[credential_id] = issued.mandate_id
         return issued.mandate_id
+
+    async def _emit_credential_event(self, inp: DecisionInput, decision_id: str, at: datetime) -> None:
+        """A ``credential`` event for this decision, then its delivery workflow.
+
+        The event row is made by an activity, idempotent on the decision id, so a retried activity
+        never makes a second event; its delivery is a child workflow (``webhook:<eventId>``)
+        started from here rather than by the activity through a client: the start is a command in
+        this workflow's history, so it happens exactly once whatever crashes, needs no client
+        inside activities, and links the delivery to its request in the Temporal UI. ABANDON lets
+        the delivery (up to 3 days) outlive the request workflow.
+        """
+        created = await workflow.execute_activity(
+            ActivityNames.CREATE_CREDENTIAL_EVENT,
+            CreateCredentialEventInput(
+                request_id=self._input.request_id, organization_id=self._input.organization_id,
+                decision_id=decision_id, subject_id=inp.subject_id, credential_id=inp.credential_id,
+                accepted=inp.accept, decided_at=at,
+            ),
+            result_type=CreateEventResult, start_to_close_timeout=timedelta(seconds=30),
+            retry_policy=DB_WRITE_RETRY, summary=f"credential event for {decision_id}",
+        )
+        try:
+            await workflow.start_child_workflow(
+                WEBHOOK_WORKFLOW_TYPE, DeliverWebhookInput(event_id=created.event_id),
+                id=webhook_workflow_id(created.event_id),
+                parent_close_policy=ParentClosePolicy.ABANDON,
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                static_summary=f"Webhook event {created.event_id}",
+            )
+        except WorkflowAlreadyStartedError:  # its delivery already exists: nothing to add
+            pass
 
     # --- live state ---------------------------------------------------------------------------
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from temporalio.common import SearchAttributeKey
 
 REQUEST_WORKFLOW_PREFIX = "credential-request:"
+WEBHOOK_WORKFLOW_PREFIX = "webhook:"
 
 SA_ORGANIZATION = SearchAttributeKey.for_keyword("MandatumOrganization")
 SA_STATUS = SearchAttributeKey.for_keyword("MandatumStatus")
@@ -30,8 +31,21 @@ def request_id_from_workflow_id(workflow_id: str) -> str:
     return workflow_id[len(REQUEST_WORKFLOW_PREFIX):]
 
 
+def webhook_workflow_id(event_id: str) -> str:
+    return WEBHOOK_WORKFLOW_PREFIX + event_id
+
+
+def event_id_from_webhook_workflow_id(workflow_id: str) -> str:
+    if not workflow_id.startswith(WEBHOOK_WORKFLOW_PREFIX):
+        raise ValueError(f"not a webhook workflow id: {workflow_id}")
+    return workflow_id[len(WEBHOOK_WORKFLOW_PREFIX):]
+
+
 class ActivityNames:
     RECORD_CANCELLATION = "record_request_cancellation"
     RECORD_EXPIRY = "record_request_expiry"
     RECORD_DECISION = "record_subject_decision"
     ISSUE_CREDENTIAL = "issue_credential"
+    CREATE_CREDENTIAL_EVENT = "create_credential_event"
+    DELIVER_WEBHOOK = "deliver_webhook"
+    RECORD_WEBHOOK_FAILURE = "record_webhook_failure"

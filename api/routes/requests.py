@@ -181,6 +181,19 @@ def _day_start(name: str, raw: str) -> datetime:
     return datetime.combine(parsed.astimezone(UTC).date(), time.min, tzinfo=UTC)
 
 
+def day_range(date_from: str | None, date_to: str | None) -> tuple[datetime | None, datetime | None]:
+    """``dateFrom`` / ``dateTo`` query values as the start of the first and the end of the last
+    UTC day they name; 400 when ``dateTo`` comes without ``dateFrom`` or before it."""
+    if date_to is not None and date_from is None:
+        raise ApiError(400, "dateTo requires dateFrom")
+    start = _day_start("dateFrom", date_from) if date_from is not None else None
+    end = (_day_start("dateTo", date_to) + timedelta(days=1) - timedelta(microseconds=1)
+           if date_to is not None else None)
+    if start and end and end < start:
+        raise ApiError(400, "dateTo must not be before dateFrom")
+    return start, end
+
+
 @router.get("/request", response_model=RequestPage, responses=ERRORS)
 async def list_requests(
     caller: CallerDep, services: ServicesDep,
@@ -206,13 +219,7 @@ async def list_requests(
                         ("internalId", internalId), ("credentialInternalId", credentialInternalId)):
         if value is not None and "\x00" in value:
             raise ApiError(400, f"{name} must not contain NUL characters")
-    if dateTo is not None and dateFrom is None:
-        raise ApiError(400, "dateTo requires dateFrom")
-    date_from = _day_start("dateFrom", dateFrom) if dateFrom is not None else None
-    date_to = (_day_start("dateTo", dateTo) + timedelta(days=1) - timedelta(microseconds=1)
-               if dateTo is not None else None)
-    if date_from and date_to and date_to < date_from:
-        raise ApiError(400, "dateTo must not be before dateFrom")
+    date_from, date_to = day_range(dateFrom, dateTo)
     subject_id = None
     if did is not None:
         subject_id = queries.subject_id_from_did(did)

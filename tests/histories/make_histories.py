@@ -10,7 +10,9 @@ touching the others. Re-record an existing file (and commit it) only when a work
 *meant* to break replay: the old files are what running workflows look like. In particular
 ``cancel``, ``expiry``, ``decide_then_complete`` and ``decide_then_expiry`` were recorded before
 issuance existed (no ``issue-on-acceptance`` patch marker): they prove that workflows started then
-still replay, so keep them; ``decide_then_issue`` is a run with issuance.
+still replay, so keep them; ``decide_then_issue`` is a run with issuance (recorded before webhook
+events: no ``webhook-events`` marker), ``decide_then_events`` one with a ``credential`` event and
+its delivery workflow (a child) per decision.
 
 No secrets go in: the workflow input carries opaque ids only (no contact, no key material), the
 canceler is a made-up key id, and worker identities (process id and host name, also in sticky
@@ -39,7 +41,7 @@ from temporalio.testing import WorkflowEnvironment
 from core.secretbox import SecretCipher
 from core.settings import Environment, Settings
 from core.temporal import request_handle, start_request_workflow
-from store import orgs
+from store import audit, orgs
 from store import requests as store
 from store.db import make_engine, migrate
 from worker import build_worker
@@ -56,6 +58,7 @@ EXPECTED = {
     "expiry": "EXPIRED",
     "decide_then_expiry": "EXPIRED",
     "decide_then_issue": "COMPLETED",
+    "decide_then_events": "COMPLETED",
 }
 
 Scenario = Callable[[Client, Engine, str, str], Awaitable[WorkflowHandle[Any, Any]]]
@@ -134,12 +137,27 @@ async def decide_then_issue(client: Client, engine: Engine, queue: str,
     return handle
 
 
+async def decide_then_events(client: Client, engine: Engine, queue: str,
+                             org_id: str) -> WorkflowHandle[Any, Any]:
+    """Two subjects, two credentials: the first is accepted by both (issued), the second rejected by
+    one; each decision creates a ``credential`` event and starts its ``webhook:<eventId>`` child."""
+    bundle = insert(engine, org_id, 2, 2, timedelta(days=30))
+    handle = await started(client, queue, bundle)
+    (s0, s1), (c0, c1) = [s.id for _, s in bundle.subjects], [c.id for c in bundle.credentials]
+    await decide(handle, s0, c0, True)
+    assert (await decide(handle, s1, c0, True)).mandate_id is not None
+    await decide(handle, s0, c1, False)
+    await decide(handle, s1, c1, True)
+    return handle
+
+
 SCENARIOS: dict[str, Scenario] = {
     "cancel": cancel_path,
     "decide_then_complete": decide_then_complete,
     "expiry": expiry,
     "decide_then_expiry": decide_then_expiry,
     "decide_then_issue": decide_then_issue,
+    "decide_then_events": decide_then_events,
 }
 
 
@@ -182,6 +200,7 @@ async def main(names: list[str]) -> None:
         settings = Settings(environment=Environment.TEST, var_dir=Path(tmp), database_url=url,
                             master_key=base64.b64encode(master_key).decode(), task_queue=queue,
                             public_url="https://mandatum.test")
+        audit.use_service_key(engine, SecretCipher(master_key), settings)
         async with env:
             with ThreadPoolExecutor(max_workers=4) as executor:
                 async with build_worker(env.client, engine, queue, executor, settings):

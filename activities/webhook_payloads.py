@@ -1,0 +1,62 @@
+"""Event payloads (CONTRACT 7, SPEC.md "Events"), rendered once when an event is created.
+
+The ``credential`` object is the request's own rendering (``api.views``, the "Credential (inside a
+request)" form of GET /request), so an integrator sees the same shape in both places; with the
+mandate issued its ``id`` is the mandate URN.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from api import versioning
+from api.models import iso
+from api.views import request_out
+from core.settings import Settings
+from store.requests import RequestBundle
+
+TEST_REQUEST_ID = "0" * 24
+TEST_SUBJECT = "00000000-0000-0000-0000-000000000000"
+TEST_MESSAGE = "A test event from Mandatum: your webhook receives, verifies and decrypts events."
+
+
+def api_version_of(pinned: str | None) -> str:
+    """The organization's pinned API version, else the newest (CONTRACT 10)."""
+    return pinned or versioning.newest()
+
+
+def _envelope(event_id: str, event_type: str, request_id: str, internal_id: str | None,
+              settings: Settings, user: dict[str, Any], api_version: str,
+              created_at: datetime) -> dict[str, Any]:
+    event: dict[str, Any] = {"id": event_id, "eventType": event_type, "requestId": request_id}
+    if internal_id is not None:
+        event["internalId"] = internal_id
+    event.update(issuerDid=settings.service_did, user=user, api_version=api_version,
+                 createdAt=iso(created_at))
+    return event
+
+
+def credential_event(
+    settings: Settings, bundle: RequestBundle, api_version: str, event_id: str, created_at: datetime,
+    subject_id: str, credential_id: str, accepted: bool, decided_at: datetime,
+) -> dict[str, Any]:
+    req = bundle.request
+    [(link, subject)] = [(lk, s) for lk, s in bundle.subjects if s.id == subject_id]
+    [position] = [i for i, c in enumerate(bundle.credentials) if c.id == credential_id]
+    user: dict[str, Any] = {"contact": subject.contact, "id": settings.subject_did(subject.id)}
+    if link.internal_id is not None:
+        user["internalId"] = link.internal_id
+    event = _envelope(event_id, "credential", req.id, req.internal_id, settings, user, api_version,
+                      created_at)
+    event["credential"] = request_out(settings, bundle).credentials[position].model_dump(mode="json")
+    event["decision"] = {"action": "accept" if accepted else "reject", "date": iso(decided_at)}
+    return event
+
+
+def sample_event(settings: Settings, api_version: str, event_id: str, created_at: datetime) -> dict[str, Any]:
+    """Sample request and user, so a receiver's parser sees every common field filled."""
+    user = {"contact": "test@example.com", "id": settings.subject_did(TEST_SUBJECT)}
+    event = _envelope(event_id, "test", TEST_REQUEST_ID, None, settings, user, api_version, created_at)
+    event["message"] = TEST_MESSAGE
+    return event

@@ -1,0 +1,116 @@
+"""Webhook activities: creating events once per fact, and one delivery attempt per activity run."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+
+import httpx
+from sqlalchemy import Engine
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from activities.webhook_payloads import api_version_of, credential_event, sample_event
+from core.faults import crash_point
+from core.secretbox import SecretCipher
+from core.settings import Settings
+from store import orgs
+from store import request_queries as queries
+from store import webhooks as store
+from store.db import utcnow
+from store.tables import WebhookEvent
+from trust.webhook_envelope import delivery_headers, encrypt_event
+from workflows.ids import ActivityNames
+from workflows.webhook_messages import (
+    HTTP_TIMEOUT,
+    CreateCredentialEventInput,
+    CreateEventResult,
+    DeliverWebhookInput,
+    DeliveryResult,
+    RecordWebhookFailureInput,
+    retry_delay,
+)
+
+
+def create_test_event(engine: Engine, settings: Settings, org_id: str) -> WebhookEvent:
+    """A ``test`` event (``mandatum webhook test``); each call is a new fact."""
+    api_version = api_version_of(orgs.get_organization(engine, org_id).api_version)
+    event, _ = store.create_event(
+        engine, org_id, f"test:{time.time_ns()}", "test", None,
+        lambda event_id, at: sample_event(settings, api_version, event_id, at))
+    return event
+
+
+class WebhookActivities:
+    def __init__(self, engine: Engine, cipher: SecretCipher, settings: Settings) -> None:
+        self._engine, self._cipher, self._settings = engine, cipher, settings
+
+    @activity.defn(name=ActivityNames.CREATE_CREDENTIAL_EVENT)
+    def create_credential_event(self, inp: CreateCredentialEventInput) -> CreateEventResult:
+        """Idempotent on the decision: a retry (or a replayed workflow) gets the same event id."""
+        bundle = queries.get_request(self._engine, inp.organization_id, inp.request_id)
+        if bundle is None:
+            raise ApplicationError(f"request {inp.request_id} not found", type="not_found",
+                                   non_retryable=True)
+        api_version = api_version_of(orgs.get_organization(self._engine, inp.organization_id).api_version)
+
+        def render(event_id: str, at: datetime) -> dict[str, Any]:
+            return credential_event(self._settings, bundle, api_version, event_id, at, inp.subject_id,
+                                    inp.credential_id, inp.accepted, inp.decided_at)
+
+        event, created = store.create_event(self._engine, inp.organization_id,
+                                            f"credential:{inp.decision_id}", "credential",
+                                            inp.request_id, render)
+        return CreateEventResult(event_id=event.id, created=created)
+
+    @activity.defn(name=ActivityNames.DELIVER_WEBHOOK)
+    def deliver_webhook(self, inp: DeliverWebhookInput) -> DeliveryResult:
+        """One POST. A 2xx is delivered; a 410 fails for good; anything else is left to the retry
+        policy. Every attempt's outcome is written before the activity answers."""
+        event = store.get_event(self._engine, inp.event_id)
+        if event.state == store.DELIVERED:  # an attempt that died after recording its success
+            return DeliveryResult(event_id=event.id, state=store.DELIVERED, status_code=event.last_status)
+        config = store.get_config(self._engine, self._cipher, event.organization_id)
+        if config is None:
+            store.mark_skipped(self._engine, event.id)
+            return DeliveryResult(event_id=event.id, state=store.SKIPPED)
+        body = encrypt_event(event.payload, config.encryption_secret, config.salt)
+        headers = delivery_headers(event.id, config.signature_secret, body, int(time.time() * 1000))
+        crash_point("webhook:before-post")
+        status: int | None = None
+        error: str | None = None
+        try:
+            response = httpx.post(config.url, content=body, headers=headers,
+                                  timeout=HTTP_TIMEOUT.total_seconds(), follow_redirects=False)
+            status = response.status_code
+            if not 200 <= status < 300:
+                error = f"HTTP {status}"
+        except httpx.HTTPError as exc:
+            error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        crash_point("webhook:after-post")
+        delivered = error is None
+        info = activity.info()
+        store.record_attempt(self._engine, event.id, info.current_attempt_scheduled_time, status, error,
+                             delivered, None if delivered or status == 410 else self._next_attempt(info))
+        if delivered:
+            return DeliveryResult(event_id=event.id, state=store.DELIVERED, status_code=status)
+        if status == 410:
+            raise ApplicationError("the receiver answered 410 Gone", type="gone", non_retryable=True)
+        raise ApplicationError(f"not delivered: {error}", type="not_delivered")
+
+    @staticmethod
+    def _next_attempt(info: activity.Info) -> datetime | None:
+        """When the retry policy will try again, or None when the delivery window ends first."""
+        at = utcnow() + retry_delay(info.attempt)
+        window = info.schedule_to_close_timeout or timedelta(0)
+        started = info.scheduled_time
+        return at if window and at < started + window else None
+
+    @activity.defn(name=ActivityNames.RECORD_WEBHOOK_FAILURE)
+    def record_webhook_failure(self, inp: RecordWebhookFailureInput) -> None:
+        store.mark_failed(self._engine, inp.event_id, inp.reason)
+
+    def all(self) -> list[Callable[..., Any]]:
+        return [self.create_credential_event, self.deliver_webhook, self.record_webhook_failure]

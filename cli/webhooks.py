@@ -1,0 +1,162 @@
+"""``mandatum webhook``: an organization's webhook settings, test events, the delivery log, retries.
+
+The dashboard will call the same store functions (``store.webhooks``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from datetime import datetime
+from typing import Annotated
+
+import typer
+from temporalio.exceptions import WorkflowAlreadyStartedError
+
+from activities.webhooks import create_test_event
+from cli.common import JsonOpt, context, emit, fail
+from core.settings import Settings
+from core.temporal import build_client
+from core.webhooks import start_delivery
+from store import webhooks as store
+from store.orgs import NotFound
+from store.tables import WebhookEvent
+
+webhook_app = typer.Typer(
+    help="Webhooks: settings per organization, test events, deliveries, retries.", no_args_is_help=True)
+
+OrgOpt = Annotated[str, typer.Option("--org", help="Organization id.")]
+
+
+@webhook_app.command("set")
+def webhook_set(
+    org: OrgOpt,
+    url: Annotated[str, typer.Option("--url", help="The receiver's http(s) URL.")],
+    signature_secret: Annotated[str | None, typer.Option(
+        "--signature-secret", help="HMAC key of X-Signature (generated when new and omitted).")] = None,
+    encryption_secret: Annotated[str | None, typer.Option(
+        "--encryption-secret", help="Base64 password of the AES key (generated if new).")] = None,
+    salt: Annotated[str | None, typer.Option(
+        "--salt", help="PBKDF2 salt (generated when new and omitted).")] = None,
+) -> None:
+    """Set the webhook. Omitted secrets keep their current value, or are generated for a new webhook
+    and printed once (they are never shown again)."""
+    _, engine, cipher = context()
+    current = store.get_config(engine, cipher, org)
+    generated: dict[str, object] = {}
+
+    def pick(given: str | None, kept: str | None, name: str, make: str) -> str:
+        if given is not None:
+            return given
+        if kept is not None:
+            return kept
+        generated[name] = make
+        return make
+
+    settings = store.WebhookSettings(
+        url=url,
+        signature_secret=pick(signature_secret, current.signature_secret if current else None,
+                              "signature secret", store.new_signature_secret()),
+        encryption_secret=pick(encryption_secret, current.encryption_secret if current else None,
+                               "encryption secret", store.new_encryption_secret()),
+        salt=pick(salt, current.salt if current else None, "salt", store.new_salt()),
+    )
+    try:
+        store.set_config(engine, cipher, org, settings)
+    except (NotFound, ValueError) as exc:
+        fail(str(exc))
+    typer.echo(f"webhook of organization {org} set: {url}")
+    if generated:
+        emit(generated, False, "generated (shown once, keep them now):")
+
+
+@webhook_app.command("show")
+def webhook_show(org: OrgOpt, as_json: JsonOpt = False) -> None:
+    """The webhook's URL and when it was set; never its secrets."""
+    _, engine, _ = context()
+    row = store.config_row(engine, org)
+    if row is None:
+        fail(f"organization {org} has no webhook (events are stored, their delivery skipped)")
+    emit({"organization": org, "url": row.url, "secrets": "set (not shown)",
+          "updated_at": row.updated_at}, as_json, "webhook")
+
+
+def _started(settings: Settings, event_id: str) -> str:
+    async def start() -> str:
+        client = await build_client(settings)
+        return await start_delivery(client, settings.task_queue, event_id)
+
+    try:
+        return asyncio.run(start())
+    except WorkflowAlreadyStartedError:
+        fail(f"the delivery of {event_id} is running or done: only a failed one is retried")
+    except RuntimeError as exc:  # Temporal unreachable
+        fail(f"cannot start the delivery of {event_id}: {exc}")
+
+
+def _done(message: str) -> None:
+    """Print and end the process at once. The Temporal client's native threads can abort the
+    interpreter's finalization now and then (``PyGILState_Release`` ... ``finalizing``, exit -6)
+    after the work is done; leaving without finalization keeps the exit status true."""
+    typer.echo(message)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+@webhook_app.command("test")
+def webhook_test(org: OrgOpt) -> None:
+    """Create a ``test`` event and start its delivery (see ``list`` for the outcome)."""
+    settings, engine, _ = context()
+    try:
+        event = create_test_event(engine, settings, org)
+    except NotFound as exc:
+        fail(str(exc))
+    _done(f"test event {event.id}: delivery started ({_started(settings, event.id)})")
+
+
+@webhook_app.command("retry")
+def webhook_retry(event_id: Annotated[str, typer.Argument(help="The event id (urn:via:event:…).")]) -> None:
+    """Deliver a failed event again, with a fresh 3-day schedule."""
+    settings, engine, _ = context()
+    try:
+        event = store.get_event(engine, event_id)
+    except NotFound as exc:
+        fail(str(exc))
+    if event.state != store.FAILED:
+        fail(f"webhook event {event_id} is {event.state}: only a failed one is retried")
+    _done(f"webhook event {event_id}: delivery started again ({_started(settings, event_id)})")
+
+
+def _json_value(value: object) -> str:
+    return value.isoformat() if isinstance(value, datetime) else str(value)
+
+
+def _row(event: WebhookEvent) -> dict[str, object]:
+    return {"id": event.id, "eventType": event.event_type, "requestId": event.request_id,
+            "createdAt": event.created_at, "state": event.state, "attempts": event.attempts,
+            "lastStatus": event.last_status, "lastError": event.last_error,
+            "nextAttemptAt": event.next_attempt_at, "deliveredAt": event.delivered_at}
+
+
+@webhook_app.command("list")
+def webhook_list(
+    org: OrgOpt,
+    limit: Annotated[int, typer.Option("--limit", help="At most this many, newest first.")] = 50,
+    as_json: JsonOpt = False,
+) -> None:
+    """The organization's events, newest first, with the outcome of their delivery."""
+    _, engine, _ = context()
+    events = store.list_events(engine, org, limit)
+    if as_json:
+        typer.echo(json.dumps([_row(e) for e in events], indent=2, default=_json_value))
+        return
+    if not events:
+        typer.echo(f"no webhook events for organization {org}")
+    for e in events:
+        status = "" if e.last_status is None else f" last HTTP {e.last_status}"
+        typer.echo(f"{e.id}  {e.event_type:<10}  {e.state:<9}  attempts {e.attempts}{status}"
+                   f"  {e.created_at.isoformat()}")
+

@@ -1,0 +1,23 @@
+"""Starting webhook deliveries from outside a workflow (``mandatum webhook test`` and ``retry``)."""
+
+from __future__ import annotations
+
+from temporalio.client import Client
+from temporalio.common import WorkflowIDReusePolicy
+
+from workflows.ids import webhook_workflow_id
+from workflows.webhook_delivery import WebhookDeliveryWorkflow
+from workflows.webhook_messages import DeliverWebhookInput
+
+
+async def start_delivery(client: Client, task_queue: str, event_id: str) -> str:
+    """Start ``webhook:<eventId>``; the id may be used again only after a failed delivery, so a
+    retry re-delivers a failed event and can never send a delivered one twice (raises
+    WorkflowAlreadyStartedError when it runs or was delivered)."""
+    handle = await client.start_workflow(
+        WebhookDeliveryWorkflow.run, DeliverWebhookInput(event_id=event_id),
+        id=webhook_workflow_id(event_id), task_queue=task_queue,
+        id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+        static_summary=f"Webhook event {event_id}",
+    )
+    return handle.id

@@ -1,0 +1,248 @@
+"""The tamper-evident audit trail (SPEC.md "Audit trail"): append, read, and check the chains.
+
+Each organization's records form a chain. A record is the JSON document
+
+    {id, type, organizationId, seq, createdAt, requestId?, credentialId?, actor?, data,
+     prevHash, proof}
+
+where ``seq`` counts from 1 without gaps, ``prevHash`` is the previous record's ``hash`` (null for
+the first), and ``proof`` is an eddsa-jcs-2022 DataIntegrityProof by the service key (purpose
+``assertionMethod``) over the rest, so anyone holding the service's DID document can check a
+record offline. ``hash`` is the lower-case hex SHA-256 of the JCS form of the whole document,
+proof included. ``audit_head`` keeps each chain's last ``seq`` and ``hash``, so that removing the
+newest records shows too.
+
+``append`` runs inside the caller's transaction, so a record exists exactly when the change it
+records was committed. Appends of one organization are serialized on its head row: on PostgreSQL a
+row lock (``FOR UPDATE``) held to the end of the transaction, on SQLite by the database itself
+(write transactions start with ``BEGIN IMMEDIATE``). The record is signed inside that window, so the
+signing key is fetched before the transaction (``signer``), never through a second connection.
+
+Which records the service writes, and where, is listed in ``RECORD_TYPES`` and docs/architecture.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import uuid
+import weakref
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import partial
+from types import SimpleNamespace
+from typing import Any
+
+from sqlalchemy import Connection, Engine, bindparam, select, update
+
+from core.secretbox import SecretCipher
+from core.settings import Settings
+from store.db import upsert_insert, utcnow
+from store.tables import AuditHead, AuditRecord
+from trust.eddsa_jcs import MalformedProof, ProofError, sign_document, verify_document
+from trust.jcs import CanonicalizationError, canonicalize
+from trust.keys import Ed25519KeyPair
+
+REQUEST_CREATED = "REQUEST_CREATED"
+MANDATE_ISSUED = "MANDATE_ISSUED"
+MANDATE_REVOKED = "MANDATE_REVOKED"
+MANDATE_CANCELED = "MANDATE_CANCELED"
+DECISION_ACCEPT = "HUMAN_DECISION_ACCEPT"
+DECISION_REJECT = "HUMAN_DECISION_REJECT"
+VP_ISSUED = "VP_ISSUED"
+VP_ISSUE_DENIED = "VP_ISSUE_DENIED"
+VERIFY_ACCEPT = "VERIFY_ACCEPT"
+VERIFY_DENY = "VERIFY_DENY"
+RECORD_TYPES = (REQUEST_CREATED, MANDATE_ISSUED, MANDATE_REVOKED, MANDATE_CANCELED, DECISION_ACCEPT,
+                DECISION_REJECT, VP_ISSUED, VP_ISSUE_DENIED, VERIFY_ACCEPT, VERIFY_DENY)
+ASSERTION_METHOD = "assertionMethod"
+
+_RECORDS = AuditRecord.__table__  # type: ignore[attr-defined]
+_HEADS = AuditHead.__table__  # type: ignore[attr-defined]
+_LOCK_HEAD = select(_HEADS.c.seq, _HEADS.c.hash).where(_HEADS.c.organization_id == bindparam("org"))
+_INSERT = _RECORDS.insert()
+_MOVE_HEAD = (update(_HEADS).where(_HEADS.c.organization_id == bindparam("org"))
+              .values(seq=bindparam("seq"), hash=bindparam("hash")))
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What happened; ``append`` adds the chain members and the signature."""
+
+    type: str
+    organization_id: str
+    data: Mapping[str, Any] = field(default_factory=dict)
+    request_id: str | None = None
+    credential_id: str | None = None
+    actor: str | None = None
+
+
+# --- the signer of each database ----------------------------------------------------------------
+
+Signer = Callable[[], Ed25519KeyPair]
+_signers: weakref.WeakKeyDictionary[Engine, Signer] = weakref.WeakKeyDictionary()
+_signers_lock = threading.Lock()
+
+
+def use_signer(engine: Engine, signer: Signer) -> None:
+    """Records written through ``engine`` are signed with the key ``signer`` returns (the service's
+    active key; see ``store.presentations.service_key``). Set where the engine is made: the API,
+    the worker, the ``mandatum`` command, the tests."""
+    with _signers_lock:
+        _signers[engine] = signer
+
+
+def use_service_key(engine: Engine, cipher: SecretCipher, settings: Settings) -> None:
+    """Sign this database's records with the service's active key (cached briefly per process)."""
+    from store.presentations import service_key  # here: store.presentations appends records too
+
+    use_signer(engine, partial(service_key, engine, cipher, settings))
+
+
+def signer(engine: Engine) -> Ed25519KeyPair:
+    """The signing key for records of this database. Call it before opening the transaction."""
+    with _signers_lock:
+        found = _signers.get(engine)
+    if found is None:
+        raise RuntimeError("the audit trail has no signer for this database: "
+                           "call store.audit.use_signer(engine, ...) where the engine is made")
+    return found()
+
+
+# --- writing ------------------------------------------------------------------------------------
+
+def record_hash(document: Mapping[str, Any]) -> str:
+    return hashlib.sha256(canonicalize(dict(document))).hexdigest()
+
+
+def document_of(row: Any) -> dict[str, Any]:
+    """The signed document of a stored record (a row of ``audit_record``), proof included."""
+    doc: dict[str, Any] = {"id": row.id, "type": row.type, "organizationId": row.organization_id,
+                           "seq": row.seq, "createdAt": _timestamp(row.created_at)}
+    optional = {"requestId": row.request_id, "credentialId": row.credential_id, "actor": row.actor}
+    doc.update({name: value for name, value in optional.items() if value is not None})
+    doc.update({"data": row.data, "prevHash": row.prev_hash, "proof": row.proof})
+    return doc
+
+
+def _timestamp(moment: datetime) -> str:
+    return moment.isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def _head(conn: Connection, org_id: str) -> tuple[int, str | None]:
+    """The chain's end, locked for this transaction (the row is made on the first append)."""
+    query = _LOCK_HEAD.with_for_update() if conn.dialect.name != "sqlite" else _LOCK_HEAD
+    found = conn.execute(query, {"org": org_id}).first()
+    if found is None:  # the organization's first record: make its head, then lock it
+        conn.execute(upsert_insert(conn.dialect.name)(_HEADS)
+                     .values(organization_id=org_id, seq=0, hash="").on_conflict_do_nothing())
+        found = conn.execute(query, {"org": org_id}).one()
+    return int(found.seq), (found.hash or None)
+
+
+def representable(data: Mapping[str, Any]) -> dict[str, Any]:
+    """``data`` with every member JCS cannot canonicalize (a caller's integer beyond 2^53, a lone
+    surrogate, nesting deeper than Python recurses) replaced by a note with the SHA-256 of its
+    JSON text, so that whatever a caller sent, its record can be written and checked."""
+    out: dict[str, Any] = {}
+    for name, value in data.items():
+        try:
+            canonicalize(value)
+            out[name] = value
+        except (CanonicalizationError, RecursionError):
+            try:
+                text = json.dumps(value, sort_keys=True, ensure_ascii=True, allow_nan=True)
+            except (TypeError, ValueError, RecursionError):
+                text = repr(value)
+            out[name] = {"omitted": "not representable in JCS (RFC 8785)",
+                         "sha256": hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()}
+    return out
+
+
+def _signed(record: SimpleNamespace, key: Ed25519KeyPair, now: datetime) -> dict[str, Any]:
+    try:
+        return sign_document(document_of(record), key, proof_purpose=ASSERTION_METHOD, created=now)
+    except (MalformedProof, RecursionError):  # a caller's value JCS cannot hold: record its digest
+        record.data = representable(record.data)
+        return sign_document(document_of(record), key, proof_purpose=ASSERTION_METHOD, created=now)
+
+
+def append(conn: Connection, key: Ed25519KeyPair, entry: Entry, now: datetime | None = None) -> str:
+    """Append ``entry`` to its organization's chain inside the caller's transaction; its id."""
+    if entry.type not in RECORD_TYPES:
+        raise ValueError(f"unknown audit record type {entry.type!r}")
+    now = now or utcnow()
+    seq, prev_hash = _head(conn, entry.organization_id)
+    record = SimpleNamespace(
+        id=f"urn:via:audit:{uuid.uuid4()}", organization_id=entry.organization_id, seq=seq + 1,
+        type=entry.type, request_id=entry.request_id, credential_id=entry.credential_id,
+        actor=entry.actor, data=dict(entry.data), created_at=now, prev_hash=prev_hash, proof={})
+    signed = _signed(record, key, now)
+    record.proof, record.hash = signed["proof"], record_hash(signed)
+    conn.execute(_INSERT, vars(record))
+    conn.execute(_MOVE_HEAD, {"org": entry.organization_id, "seq": record.seq, "hash": record.hash})
+    return str(record.id)
+
+
+# --- checking -----------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Broken:
+    """The first record of a chain that does not check, and why."""
+
+    organization_id: str
+    record_id: str | None
+    seq: int | None
+    problem: str
+
+    def __str__(self) -> str:
+        where = f"record {self.record_id} (seq {self.seq})" if self.record_id else "the chain's end"
+        return f"organization {self.organization_id}: {where}: {self.problem}"
+
+
+@dataclass(frozen=True)
+class ChainCheck:
+    organization_id: str
+    records: int
+    broken: Broken | None
+
+
+def _problem(row: Any, expected_seq: int, prev_hash: str | None, resolver: Any,
+             issuer_did: str) -> str | None:
+    if row.seq != expected_seq:
+        return (f"seq {row.seq} where {expected_seq} was expected: a record before it is missing, "
+                f"or the records were reordered")
+    if row.prev_hash != prev_hash:
+        return "prevHash is not the hash of the record before it (a record was changed, removed or moved)"
+    document = document_of(row)
+    if record_hash(document) != row.hash:
+        return "its content does not match its hash (the record was edited)"
+    method = str((row.proof or {}).get("verificationMethod", ""))
+    if method.split("#", 1)[0] != issuer_did:
+        return f"signed by {method or 'nobody'}, not by the service {issuer_did}"
+    try:
+        verify_document(document, resolver, proof_purpose=ASSERTION_METHOD)
+    except ProofError as exc:
+        return f"its signature does not verify ({exc.code})"
+    return None
+
+
+def check_chain(rows: Iterator[Any], head: Any, organization_id: str, resolver: Any,
+                issuer_did: str) -> ChainCheck:
+    """Walk one organization's records in ``seq`` order against its head."""
+    count, prev_hash, last_seq = 0, None, 0
+    for row in rows:
+        count += 1
+        problem = _problem(row, last_seq + 1, prev_hash, resolver, issuer_did)
+        if problem is not None:
+            return ChainCheck(organization_id, count, Broken(organization_id, row.id, row.seq, problem))
+        prev_hash, last_seq = row.hash, row.seq
+    head_seq, head_hash = (head.seq, head.hash or None) if head is not None else (0, None)
+    if (head_seq, head_hash) != (last_seq, prev_hash):
+        return ChainCheck(organization_id, count, Broken(
+            organization_id, None, None,
+            f"the head says seq {head_seq} but the last record is seq {last_seq}: "
+            f"newest records were removed or the head was changed"))
+    return ChainCheck(organization_id, count, None)

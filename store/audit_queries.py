@@ -1,0 +1,89 @@
+"""Reading the audit trail: a page of an organization's records (``GET /activity``) and the check
+of every chain (``mandatum audit verify``)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Engine, func, select
+from sqlmodel import col
+
+from core.settings import Settings
+from store.audit import ChainCheck, check_chain
+from store.db import read_session
+from store.keys import did_resolver
+from store.tables import AuditHead, AuditRecord
+
+_R = AuditRecord.__table__  # type: ignore[attr-defined]
+_H = AuditHead.__table__  # type: ignore[attr-defined]
+CHECK_BATCH = 500
+
+
+@dataclass(frozen=True)
+class ActivityFilter:
+    types: Sequence[str] = ()
+    request_id: str | None = None
+    credential_id: str | None = None
+    date_from: datetime | None = None
+    date_to: datetime | None = None
+
+
+def activity_page(engine: Engine, org_id: str, where: ActivityFilter, page_index: int,
+                  page_size: int) -> tuple[list[AuditRecord], int]:
+    """The organization's records matching ``where``, newest first, and the number of pages."""
+    conditions = [col(AuditRecord.organization_id) == org_id]
+    if where.types:
+        conditions.append(col(AuditRecord.type).in_(list(where.types)))
+    if where.request_id:
+        conditions.append(col(AuditRecord.request_id) == where.request_id)
+    if where.credential_id:
+        conditions.append(col(AuditRecord.credential_id) == where.credential_id)
+    if where.date_from:
+        conditions.append(col(AuditRecord.created_at) >= where.date_from)
+    if where.date_to:
+        conditions.append(col(AuditRecord.created_at) <= where.date_to)
+    with read_session(engine) as session:
+        total = int(session.execute(select(func.count()).select_from(AuditRecord)
+                                    .where(*conditions)).scalar_one())
+        rows = session.execute(select(AuditRecord).where(*conditions)
+                               .order_by(col(AuditRecord.seq).desc())
+                               .offset(page_index * page_size).limit(page_size)).scalars().all()
+    return list(rows), math.ceil(total / page_size)
+
+
+def _organizations(engine: Engine, org_id: str | None) -> list[str]:
+    if org_id is not None:
+        return [org_id]
+    with engine.connect() as conn:
+        found = {r[0] for r in conn.execute(select(_R.c.organization_id).distinct())}
+        found |= {r[0] for r in conn.execute(select(_H.c.organization_id))}
+    return sorted(found)
+
+
+def _rows_in_order(engine: Engine, org_id: str) -> Any:
+    """Every record of the chain by ``seq``, read in batches (a chain may be long)."""
+    after = 0
+    while True:
+        with engine.connect() as conn:
+            batch = conn.execute(select(_R).where(_R.c.organization_id == org_id, _R.c.seq > after)
+                                 .order_by(_R.c.seq).limit(CHECK_BATCH)).all()
+        yield from batch
+        if len(batch) < CHECK_BATCH:
+            return
+        after = batch[-1].seq
+
+
+def verify_chains(engine: Engine, settings: Settings, org_id: str | None = None) -> list[ChainCheck]:
+    """Check the chain of one organization, or of every organization that has records."""
+    resolver = did_resolver(engine, settings)
+    checks = []
+    for org in _organizations(engine, org_id):
+        with engine.connect() as conn:
+            head = conn.execute(select(_H).where(_H.c.organization_id == org)).first()
+        checks.append(check_chain(_rows_in_order(engine, org), head, org, resolver,
+                                  settings.service_did))
+    return checks

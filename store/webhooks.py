@@ -1,0 +1,188 @@
+"""Webhook settings per organization, events and the outcome of their delivery (CONTRACT 7).
+
+The two secrets must be recoverable (they key the HMAC and the encryption), so they are stored
+encrypted under the master key, like API signature secrets (``store.orgs``). An event is created
+once per fact (``fact_key``): a retried activity or a replayed workflow gets the event made the
+first time, with its id and payload.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+from sqlalchemy import Engine
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import col, select
+
+from core.ids import urn
+from core.secretbox import SecretCipher
+from store.db import read_session, utcnow, write_session
+from store.orgs import NotFound
+from store.tables import Organization, WebhookAttempt, WebhookConfig, WebhookEvent
+
+PENDING, DELIVERED, FAILED, SKIPPED = "pending", "delivered", "failed", "skipped"
+ERROR_MAX = 500  # the column's length
+
+
+@dataclass(frozen=True)
+class WebhookSettings:
+    url: str
+    signature_secret: str
+    encryption_secret: str  # base64
+    salt: str
+
+
+def new_signature_secret() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def new_encryption_secret() -> str:
+    return base64.b64encode(secrets.token_bytes(32)).decode()
+
+
+def new_salt() -> str:
+    return secrets.token_hex(16)
+
+
+def _check(settings: WebhookSettings) -> None:
+    parts = urlsplit(settings.url)
+    if parts.scheme not in {"http", "https"} or not parts.netloc:
+        raise ValueError("the webhook URL must be an http or https URL")
+    if len(settings.url) > 2048:
+        raise ValueError("the webhook URL must be at most 2048 characters")
+    if not settings.signature_secret:
+        raise ValueError("the signature secret must not be empty")
+    try:
+        if not base64.b64decode(settings.encryption_secret, validate=True):
+            raise ValueError("the encryption secret must not be empty")
+    except binascii.Error as exc:
+        raise ValueError("the encryption secret must be base64") from exc
+    if not settings.salt or len(settings.salt) > 255:
+        raise ValueError("the salt must be 1 to 255 characters")
+
+
+def set_config(engine: Engine, cipher: SecretCipher, org_id: str, settings: WebhookSettings) -> None:
+    _check(settings)
+    with write_session(engine) as session:
+        if session.get(Organization, org_id) is None:
+            raise NotFound(f"organization {org_id} not found")
+        row = session.get(WebhookConfig, org_id) or WebhookConfig(
+            organization_id=org_id, url="", signature_secret_ciphertext=b"",
+            encryption_secret_ciphertext=b"", encryption_salt="", updated_at=utcnow())
+        row.url, row.encryption_salt, row.updated_at = settings.url, settings.salt, utcnow()
+        row.signature_secret_ciphertext = cipher.encrypt(settings.signature_secret)
+        row.encryption_secret_ciphertext = cipher.encrypt(settings.encryption_secret)
+        session.add(row)
+
+
+def get_config(engine: Engine, cipher: SecretCipher, org_id: str) -> WebhookSettings | None:
+    with read_session(engine) as session:
+        row = session.get(WebhookConfig, org_id)
+    if row is None:
+        return None
+    return WebhookSettings(row.url, cipher.decrypt(row.signature_secret_ciphertext),
+                           cipher.decrypt(row.encryption_secret_ciphertext), row.encryption_salt)
+
+
+def config_row(engine: Engine, org_id: str) -> WebhookConfig | None:
+    """The stored settings as they are (secrets encrypted): for showing, never for sending."""
+    with read_session(engine) as session:
+        return session.get(WebhookConfig, org_id)
+
+
+def create_event(
+    engine: Engine, org_id: str, fact_key: str, event_type: str, request_id: str | None,
+    render: Callable[[str, datetime], dict[str, Any]],
+) -> tuple[WebhookEvent, bool]:
+    """The event reporting ``fact_key``: made now (``render(event_id, created_at)`` gives its
+    payload) or the one made before; the flag says which."""
+    found = _event_by_fact(engine, fact_key)
+    if found is not None:
+        return found, False
+    event_id, now = urn("event"), utcnow()
+    row = WebhookEvent(id=event_id, organization_id=org_id, fact_key=fact_key, event_type=event_type,
+                       request_id=request_id, payload=render(event_id, now), created_at=now)
+    try:
+        with write_session(engine) as session:
+            session.add(row)
+    except IntegrityError:  # a concurrent attempt made it first (PostgreSQL)
+        found = _event_by_fact(engine, fact_key)
+        if found is None:
+            raise
+        return found, False
+    return row, True
+
+
+def _event_by_fact(engine: Engine, fact_key: str) -> WebhookEvent | None:
+    with read_session(engine) as session:
+        return session.exec(select(WebhookEvent).where(WebhookEvent.fact_key == fact_key)).first()
+
+
+def get_event(engine: Engine, event_id: str) -> WebhookEvent:
+    with read_session(engine) as session:
+        row = session.get(WebhookEvent, event_id)
+    if row is None:
+        raise NotFound(f"webhook event {event_id} not found")
+    return row
+
+
+def list_events(engine: Engine, org_id: str, limit: int = 50) -> list[WebhookEvent]:
+    with read_session(engine) as session:
+        stmt = (select(WebhookEvent).where(WebhookEvent.organization_id == org_id)
+                .order_by(col(WebhookEvent.created_at).desc()).limit(limit))
+        return list(session.exec(stmt))
+
+
+def attempts_of(engine: Engine, event_id: str) -> list[WebhookAttempt]:
+    with read_session(engine) as session:
+        stmt = select(WebhookAttempt).where(WebhookAttempt.event_id == event_id)
+        return list(session.exec(stmt.order_by(col(WebhookAttempt.number))))
+
+
+def record_attempt(
+    engine: Engine, event_id: str, scheduled_at: datetime, status_code: int | None,
+    error: str | None, delivered: bool, next_attempt_at: datetime | None,
+) -> None:
+    """One attempt's outcome: a numbered attempt row and the event's summary of its delivery."""
+    now = utcnow()
+    error = error[:ERROR_MAX] if error else None
+    with write_session(engine) as session:
+        event = session.get(WebhookEvent, event_id, with_for_update=True)
+        if event is None:
+            raise NotFound(f"webhook event {event_id} not found")
+        event.attempts += 1
+        session.add(WebhookAttempt(event_id=event_id, number=event.attempts, scheduled_at=scheduled_at,
+                                   finished_at=now, status_code=status_code, error=error))
+        event.last_status, event.last_error = status_code, error
+        event.state = DELIVERED if delivered else PENDING
+        event.delivered_at = now if delivered else None
+        event.next_attempt_at = None if delivered else next_attempt_at
+        session.add(event)
+
+
+def _set_state(engine: Engine, event_id: str, state: str, reason: str) -> None:
+    with write_session(engine) as session:
+        event = session.get(WebhookEvent, event_id, with_for_update=True)
+        if event is None:
+            raise NotFound(f"webhook event {event_id} not found")
+        if event.state == DELIVERED:  # a delivery is final
+            return
+        event.state, event.next_attempt_at = state, None
+        last = f"; last attempt: {event.last_error}" if event.last_error and state == FAILED else ""
+        event.last_error = (reason + last)[:ERROR_MAX]
+        session.add(event)
+
+
+def mark_skipped(engine: Engine, event_id: str) -> None:
+    _set_state(engine, event_id, SKIPPED, "no webhook URL configured")
+
+
+def mark_failed(engine: Engine, event_id: str, reason: str) -> None:
+    _set_state(engine, event_id, FAILED, reason)

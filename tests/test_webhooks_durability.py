@@ -1,0 +1,77 @@
+"""A worker process killed in the middle of a delivery loses nothing.
+
+The real worker (``python worker.py``) dies abruptly (exit 137) at a crash point of the delivery
+activity: before the POST, or after the receiver got it but before the outcome was written. A
+normally started worker then finishes the delivery: the event is delivered, with the same
+Webhook-Id on every POST (after the POST, the receiver saw it twice: at least once, deduplicated
+by Webhook-Id, as the docs tell integrators). Stacks are built as in tests/test_durability.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+
+import pytest
+from google.protobuf.duration_pb2 import Duration
+from google.protobuf.field_mask_pb2 import FieldMask
+from temporalio.api.activity.v1 import ActivityOptions
+from temporalio.api.common.v1 import WorkflowExecution
+from temporalio.api.workflowservice.v1 import ResetStickyTaskQueueRequest, UpdateActivityOptionsRequest
+from temporalio.client import WorkflowHandle
+
+from activities.webhooks import create_test_event
+from core.secretbox import SecretCipher
+from store import webhooks as store
+from tests import test_durability as durability
+from tests.test_durability import MASTER_KEY, Stack
+from tests.test_issuance_durability import IssuingWorker, worker_settings
+from tests.webhook_helpers import configure, deliver
+from tests.webhook_receiver import receiving
+from workflows.ids import ActivityNames
+from workflows.webhook_messages import DeliveryResult
+
+stack = durability.stack  # the fixture, under its own name
+
+
+async def retry_now(stack: Stack, handle: WorkflowHandle) -> None:
+    """As in test_issuance_durability: the lost attempt times out after 2 s instead of 30 s, and the
+    dead worker's sticky queue is dropped."""
+    ns, execution = stack.client.namespace, WorkflowExecution(workflow_id=handle.id)
+    await stack.client.workflow_service.reset_sticky_task_queue(
+        ResetStickyTaskQueueRequest(namespace=ns, execution=execution))
+    await stack.client.workflow_service.update_activity_options(UpdateActivityOptionsRequest(
+        namespace=ns, execution=execution, type=ActivityNames.DELIVER_WEBHOOK,
+        activity_options=ActivityOptions(start_to_close_timeout=Duration(seconds=2)),
+        update_mask=FieldMask(paths=["start_to_close_timeout"])))
+
+
+@pytest.mark.parametrize("crash_at", ["webhook:before-post", "webhook:after-post"])
+async def test_a_worker_killed_mid_delivery_loses_nothing(stack: Stack, crash_at: str) -> None:
+    cipher = SecretCipher(base64.b64decode(MASTER_KEY))
+    with receiving(lambda n: 200) as receiver:
+        configure(stack.engine, cipher, stack.org.organization_id, receiver)
+        event = create_test_event(stack.engine, worker_settings(stack), stack.org.organization_id)
+        crashing = IssuingWorker(stack, "crashing", crash_at)
+        try:
+            handle = await deliver(stack.client, stack.queue, event.id)
+            assert await crashing.exit_code(20) == 137, crashing.output()
+        finally:
+            crashing.stop()
+        seen_before = receiver.count()
+        lost = store.get_event(stack.engine, event.id)
+        assert (lost.state, lost.attempts) == ("pending", 0)  # the dead attempt recorded nothing
+        await retry_now(stack, handle)
+        restarted = IssuingWorker(stack, "restarted")
+        try:
+            result = DeliveryResult.model_validate(await asyncio.wait_for(handle.result(), 40))
+        finally:
+            assert restarted.stop() == 0, restarted.output()
+        got = list(receiver.deliveries)
+    assert seen_before == (0 if crash_at == "webhook:before-post" else 1)
+    assert result.state == "delivered"
+    assert len(got) == seen_before + 1
+    assert {d.webhook_id for d in got} == {event.id} and all(d.signature_ok for d in got)
+    assert all(d.event == event.payload for d in got)
+    final = store.get_event(stack.engine, event.id)
+    assert (final.state, final.attempts, final.last_status) == ("delivered", 1, 200)

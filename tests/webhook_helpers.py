@@ -1,0 +1,41 @@
+"""Shared by the webhook tests: configuring an organization's webhook for a test receiver and
+reading what the store recorded."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from sqlalchemy import Engine
+from temporalio.client import Client, WorkflowHandle
+
+from core.secretbox import SecretCipher
+from core.webhooks import start_delivery
+from store import webhooks as store
+from store.tables import WebhookEvent
+from tests.webhook_receiver import ENCRYPTION_SECRET, SALT, SIGNATURE_SECRET, Receiver
+from workflows.ids import webhook_workflow_id
+
+
+def configure(engine: Engine, cipher: SecretCipher, org_id: str, receiver: Receiver) -> None:
+    store.set_config(engine, cipher, org_id, store.WebhookSettings(
+        url=receiver.url, signature_secret=SIGNATURE_SECRET, encryption_secret=ENCRYPTION_SECRET,
+        salt=SALT))
+
+
+async def deliver(client: Client, queue: str, event_id: str) -> WorkflowHandle[Any, Any]:
+    workflow_id = await start_delivery(client, queue, event_id)
+    assert workflow_id == webhook_workflow_id(event_id) == f"webhook:{event_id}"
+    return client.get_workflow_handle(workflow_id)
+
+
+def events_of_request(engine: Engine, org_id: str, request_id: str) -> list[WebhookEvent]:
+    return [e for e in store.list_events(engine, org_id, 1000) if e.request_id == request_id]
+
+
+async def wait_for(predicate: Any, seconds: float = 20) -> None:
+    for _ in range(int(seconds * 20)):
+        if predicate():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("condition not met in time")

@@ -1,0 +1,68 @@
+"""One durable workflow per webhook event (id ``webhook:<eventId>``): deliver it or say it failed.
+
+Each attempt is one activity (``deliver_webhook``: one POST, its outcome written to the database);
+the retries are the activity's RetryPolicy (first after 5 s, doubling, capped at 4 h) for 3 days
+(its schedule-to-close timeout), so they survive restarts of every process. A 410 Gone is a
+non-retryable failure. When the attempts run out the event is recorded ``failed`` and the workflow
+fails too: ``mandatum webhook retry`` starts the id again, which the id reuse policy
+ALLOW_DUPLICATE_FAILED_ONLY permits for a failed delivery and refuses for a delivered one.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError, RetryState, TimeoutError
+
+with workflow.unsafe.imports_passed_through():
+    from workflows.ids import ActivityNames
+    from workflows.webhook_messages import (
+        ATTEMPT_TIMEOUT,
+        BACKOFF,
+        DELIVERY_WINDOW,
+        FIRST_RETRY,
+        MAX_RETRY_INTERVAL,
+        WEBHOOK_WORKFLOW_TYPE,
+        DeliverWebhookInput,
+        DeliveryResult,
+        RecordWebhookFailureInput,
+    )
+
+DELIVERY_RETRY = RetryPolicy(initial_interval=FIRST_RETRY, backoff_coefficient=BACKOFF,
+                             maximum_interval=MAX_RETRY_INTERVAL, maximum_attempts=0,
+                             non_retryable_error_types=["gone"])
+DB_WRITE_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(minutes=1))
+
+
+def _reason(exc: ActivityError) -> str:
+    cause = exc.cause
+    # the server stops retrying when the next wait would end after the window, with the last
+    # attempt's error as the cause
+    if isinstance(cause, TimeoutError) or exc.retry_state == RetryState.TIMEOUT:
+        return "no 2xx answer within the delivery window (3 days)"
+    if isinstance(cause, ApplicationError) and cause.type == "gone":
+        return "the receiver answered 410 Gone"
+    return cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
+
+
+@workflow.defn(name=WEBHOOK_WORKFLOW_TYPE)
+class WebhookDeliveryWorkflow:
+    @workflow.run
+    async def run(self, inp: DeliverWebhookInput) -> DeliveryResult:
+        try:
+            return await workflow.execute_activity(
+                ActivityNames.DELIVER_WEBHOOK, inp, result_type=DeliveryResult,
+                start_to_close_timeout=ATTEMPT_TIMEOUT, schedule_to_close_timeout=DELIVERY_WINDOW,
+                retry_policy=DELIVERY_RETRY, summary=f"deliver {inp.event_id}",
+            )
+        except ActivityError as exc:
+            reason = _reason(exc)
+        await workflow.execute_activity(
+            ActivityNames.RECORD_WEBHOOK_FAILURE,
+            RecordWebhookFailureInput(event_id=inp.event_id, reason=reason),
+            start_to_close_timeout=timedelta(seconds=30), retry_policy=DB_WRITE_RETRY,
+        )
+        raise ApplicationError(f"webhook event {inp.event_id} not delivered: {reason}",
+                               type="webhook_not_delivered", non_retryable=True)

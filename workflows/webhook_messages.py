@@ -1,0 +1,60 @@
+"""Inputs and results of the webhook-delivery workflow and of the webhook activities, and the
+delivery schedule (CONTRACT 7) that the workflow applies and the activity reports.
+
+New fields always get defaults so that recorded histories still decode.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from pydantic import BaseModel
+
+WEBHOOK_WORKFLOW_TYPE = "WebhookDelivery"
+# one attempt: the POST may take 10 s; the rest is reading and recording in the database
+HTTP_TIMEOUT = timedelta(seconds=10)
+ATTEMPT_TIMEOUT = timedelta(seconds=30)
+# retries: first after 5 s, doubling, at most 4 h apart, for 3 days after the first attempt
+FIRST_RETRY = timedelta(seconds=5)
+BACKOFF = 2.0
+MAX_RETRY_INTERVAL = timedelta(hours=4)
+DELIVERY_WINDOW = timedelta(days=3)
+
+
+def retry_delay(attempt: int) -> timedelta:
+    """The wait after failed attempt number ``attempt`` (1-based), as the RetryPolicy computes it."""
+    seconds = FIRST_RETRY.total_seconds() * BACKOFF ** min(attempt - 1, 32)
+    return min(timedelta(seconds=seconds), MAX_RETRY_INTERVAL)
+
+
+class DeliverWebhookInput(BaseModel):
+    event_id: str
+
+
+class DeliveryResult(BaseModel):
+    event_id: str
+    state: str  # delivered | skipped
+    status_code: int | None = None
+
+
+class RecordWebhookFailureInput(BaseModel):
+    event_id: str
+    reason: str
+
+
+class CreateCredentialEventInput(BaseModel):
+    """The decision a ``credential`` event reports; the payload (contact included) is read from the
+    database by the activity, so it never enters workflow history."""
+
+    request_id: str
+    organization_id: str
+    decision_id: str
+    subject_id: str
+    credential_id: str
+    accepted: bool
+    decided_at: datetime
+
+
+class CreateEventResult(BaseModel):
+    event_id: str
+    created: bool = True
