@@ -3,6 +3,7 @@ concurrent writers of one organization still make one valid chain (SQLite and Po
 
 from __future__ import annotations
 
+import importlib
 import os
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from sqlalchemy import Engine, delete, text, update
+from sqlalchemy.exc import DBAPIError
 
 from core.secretbox import SecretCipher
 from core.settings import Settings
@@ -46,9 +48,37 @@ def _run_verify(settings: Settings, org_id: str) -> subprocess.CompletedProcess[
                           capture_output=True, text=True, timeout=60, check=False)
 
 
+MIGRATION = importlib.import_module("store.migrations.versions.0005_audit")
+
+
 def _execute(engine: Engine, statement: object) -> None:
+    """Run ``statement`` as someone with the database's keys would: past the append-only
+    triggers (dropped or disabled for it, then restored)."""
     with write_connection(engine) as conn:
+        if conn.dialect.name == "postgresql":
+            conn.execute(text("ALTER TABLE audit_record DISABLE TRIGGER audit_record_append_only"))
+            conn.execute(statement)  # type: ignore[call-overload]
+            conn.execute(text("ALTER TABLE audit_record ENABLE TRIGGER audit_record_append_only"))
+            return
+        for kind in ("update", "delete"):
+            conn.execute(text(f"DROP TRIGGER audit_record_no_{kind}"))
         conn.execute(statement)  # type: ignore[call-overload]
+        for trigger in MIGRATION.SQLITE_TRIGGERS:
+            conn.execute(text(trigger))
+
+
+@pytest.mark.parametrize("change", [
+    lambda record_id: update(AuditRecord).where(AuditRecord.id == record_id).values(actor="x"),
+    lambda record_id: delete(AuditRecord).where(AuditRecord.id == record_id),
+])
+def test_records_cannot_be_changed_or_removed(
+    engine: Engine, cipher: SecretCipher, settings: Settings, change: Callable[[str], object],
+) -> None:
+    org = new_org(engine, cipher, settings)
+    [record] = _entries(engine, org.organization_id, 1)
+    with pytest.raises(DBAPIError, match=MIGRATION.APPEND_ONLY), write_connection(engine) as conn:
+        conn.execute(change(record.id))  # type: ignore[call-overload]
+    assert chain(engine, org.organization_id)[0].actor == record.actor
 
 
 def _edit_data(engine: Engine, records: list[AuditRecord]) -> str:
