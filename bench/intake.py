@@ -27,11 +27,12 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import httpx
 from sqlalchemy import func
@@ -203,11 +204,7 @@ async def run_bench(stack: Stack, args: argparse.Namespace, org_id: str, api_key
 
 
 async def main_async(args: argparse.Namespace, var_dir: Path, database_url: str) -> int:
-    settings = local_settings(Settings(
-        environment=Environment.DEVELOPMENT, var_dir=var_dir, database_url=database_url,
-        temporal_address=f"127.0.0.1:{free_port()}", temporal_ui_port=free_port(),
-        api_port=free_port(),
-    ))
+    settings = local_stack_settings(var_dir, database_url)
     migrate(settings.sqlalchemy_url)
     engine = make_engine(settings.sqlalchemy_url)
     org, key = orgs.create_organization(engine, SecretCipher(settings.master_key_bytes()),
@@ -215,29 +212,46 @@ async def main_async(args: argparse.Namespace, var_dir: Path, database_url: str)
     publish_example_action(engine, org.id)
     engine.dispose()
     stack = Stack(settings, echo=False, api_workers=args.api_workers)
+    return await run_on_stack(stack, "intake", lambda load_before: run_bench(
+        stack, args, org.id, key.api_key, key.signature_secret, load_before))
+
+
+def local_stack_settings(var_dir: Path, database_url: str) -> Settings:
+    """The ``make run`` settings on free ports in ``var_dir`` (a benchmark's own stack)."""
+    return local_settings(Settings(
+        environment=Environment.DEVELOPMENT, var_dir=var_dir, database_url=database_url,
+        temporal_address=f"127.0.0.1:{free_port()}", temporal_ui_port=free_port(),
+        api_port=free_port(),
+    ))
+
+
+async def run_on_stack(stack: Stack, kind: str,
+                       bench: Callable[[float], Coroutine[Any, Any, dict[str, Any]]]) -> int:
+    """Start ``stack``, run ``bench(load average before)`` on it (Ctrl-C stops both), stop the
+    stack, and write the result to ``bench/results/<kind>-<timestamp>.json``. The exit code."""
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stack.on_signal)
     began, load_before = time.monotonic(), os.getloadavg()[0]
     try:
-        print(f"starting Temporal, worker and API ({args.api_workers} process) in {var_dir} ...")
+        print(f"starting Temporal, worker and API ({stack.api_workers} process) in "
+              f"{stack.settings.var_dir} ...")
         await stack.start()
         print(f"stack ready in {time.monotonic() - began:.1f}s")
-        bench = asyncio.create_task(
-            run_bench(stack, args, org.id, key.api_key, key.signature_secret, load_before))
+        task = asyncio.create_task(bench(load_before))
         stopper = asyncio.create_task(stack.stop_requested.wait())
-        await asyncio.wait([bench, stopper], return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait([task, stopper], return_when=asyncio.FIRST_COMPLETED)
         stopper.cancel()
-        if not bench.done():
-            bench.cancel()
+        if not task.done():
+            task.cancel()
             print("\ninterrupted")
             return 130
-        result = bench.result()
+        result = task.result()
     finally:
         await stack.stop()
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    out = RESULTS_DIR / f"intake-{stamp}.json"
+    out = RESULTS_DIR / f"{kind}-{stamp}.json"
     out.write_text(json.dumps({"started_at": stamp, **result}, indent=2))
     print(f"\nwrote {out} (total {time.monotonic() - began:.0f}s)")
     return 0

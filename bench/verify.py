@@ -32,12 +32,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import math
 import os
 import pickle
 import platform
-import signal
 import sys
 import tempfile
 import time
@@ -49,12 +47,18 @@ from typing import Any
 import httpx
 
 from bench import verify_setup as setup
-from bench.intake import PG_ADMIN_URL, RESULTS_DIR, free_port, postgres_database, profiled
+from bench.intake import (
+    PG_ADMIN_URL,
+    RESULTS_DIR,
+    local_stack_settings,
+    postgres_database,
+    profiled,
+    run_on_stack,
+)
 from bench.profile import cpu_seconds, own_cpu_seconds, summarize
 from bench.verify_load import Job, Outcome
 from bench.verify_setup import Series, children_cpu, machine_cpu_seconds, not_allowed
-from cli.stack import Stack, local_settings
-from core.settings import Environment, Settings
+from cli.stack import Stack
 from store.db import migrate
 
 TARGET_RATE = 500.0
@@ -213,39 +217,12 @@ def summarize_run(args: argparse.Namespace, stack: Stack, me_s: Series, verify_s
 
 
 async def main_async(args: argparse.Namespace, var_dir: Path, database_url: str) -> int:
-    settings = local_settings(Settings(
-        environment=Environment.DEVELOPMENT, var_dir=var_dir, database_url=database_url,
-        temporal_address=f"127.0.0.1:{free_port()}", temporal_ui_port=free_port(),
-        api_port=free_port(),
-    ))
+    settings = local_stack_settings(var_dir, database_url)
     migrate(settings.sqlalchemy_url)
     caller = setup.create_organization(settings)
     stack = Stack(settings, echo=False, api_workers=args.api_workers)
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stack.on_signal)
-    began, load_before = time.monotonic(), os.getloadavg()[0]
-    try:
-        print(f"starting Temporal, worker and API ({args.api_workers} process) in {var_dir} ...")
-        await stack.start()
-        print(f"stack ready in {time.monotonic() - began:.1f}s")
-        bench = asyncio.create_task(run_bench(stack, args, caller, var_dir, load_before))
-        stopper = asyncio.create_task(stack.stop_requested.wait())
-        await asyncio.wait([bench, stopper], return_when=asyncio.FIRST_COMPLETED)
-        stopper.cancel()
-        if not bench.done():
-            bench.cancel()
-            print("\ninterrupted")
-            return 130
-        result = bench.result()
-    finally:
-        await stack.stop()
-    RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    out = RESULTS_DIR / f"verify-{stamp}.json"
-    out.write_text(json.dumps({"started_at": stamp, **result}, indent=2))
-    print(f"\nwrote {out} (total {time.monotonic() - began:.0f}s)")
-    return 0
+    return await run_on_stack(stack, "verify", lambda load_before: run_bench(
+        stack, args, caller, var_dir, load_before))
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
