@@ -74,6 +74,12 @@ async def test_service_document_lists_every_key_active_first(
     etag = (await client.get("/.well-known/did.json")).headers["etag"]
     cached = await client.get("/.well-known/did.json", headers={"If-None-Match": etag})
     assert cached.status_code == 304 and not cached.content
+    # If-None-Match compares weakly (RFC 9110): a W/ form, a list, or * match too
+    for header in (f"W/{etag}", f'"other", {etag}', "*"):
+        assert (await client.get("/.well-known/did.json",
+                                 headers={"If-None-Match": header})).status_code == 304
+    assert (await client.get("/.well-known/did.json",
+                             headers={"If-None-Match": '"other"'})).status_code == 200
 
 
 async def test_document_ids_follow_the_public_url_not_the_request_host(settings: Settings) -> None:

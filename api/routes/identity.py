@@ -15,12 +15,11 @@ version path, so it may be cached for a day.
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 from typing import Any
 
 from fastapi import APIRouter, Request, Response
 
+from api.conditional import json_document
 from api.deps import ServicesDep
 from api.errors import ApiError
 from api.models import ErrorOut
@@ -36,21 +35,12 @@ CONTEXT_CACHE_CONTROL = "public, max-age=86400"
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorOut}}
 
 
-def _json(request: Request, document: dict[str, Any], media_type: str, cache_control: str) -> Response:
-    body = json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()
-    etag = '"' + hashlib.sha256(body).hexdigest()[:32] + '"'
-    headers = {"ETag": etag, "Cache-Control": cache_control}
-    if etag in [t.strip() for t in request.headers.get("if-none-match", "").split(",")]:
-        return Response(status_code=304, headers=headers)
-    return Response(body, media_type=media_type, headers=headers)
-
-
 @router.get("/.well-known/did.json", summary="The service's DID document (issuer keys)",
             response_class=Response)
 async def service_did_document(request: Request, services: ServicesDep) -> Response:
     document = await asyncio.to_thread(
         keys.service_did_document, services.engine, services.cipher, services.settings)
-    return _json(request, document, DID_MEDIA_TYPE, DID_CACHE_CONTROL)
+    return json_document(request, document, DID_MEDIA_TYPE, DID_CACHE_CONTROL)
 
 
 @router.get("/orgs/{org_id}/did.json", summary="An organization's DID document",
@@ -62,7 +52,7 @@ async def organization_did_document(org_id: str, request: Request, services: Ser
             keys.organization_did_document, services.engine, services.cipher, services.settings, org_id)
     if document is None:
         raise ApiError(404, f"Organization {org_id} not found")
-    return _json(request, document, DID_MEDIA_TYPE, DID_CACHE_CONTROL)
+    return json_document(request, document, DID_MEDIA_TYPE, DID_CACHE_CONTROL)
 
 
 @router.get("/subjects/{subject_id}/did.json", summary="A subject's DID document",
@@ -73,9 +63,9 @@ async def subject_did_document(subject_id: str, request: Request, services: Serv
         keys.did_document_for, services.engine, settings, settings.subject_did(subject_id))
     if document is None:
         raise ApiError(404, f"Subject {subject_id} not found")
-    return _json(request, document, DID_MEDIA_TYPE, DID_CACHE_CONTROL)
+    return json_document(request, document, DID_MEDIA_TYPE, DID_CACHE_CONTROL)
 
 
 @router.get(CONTEXT_PATH, summary="The JSON-LD context of Mandatum's terms", response_class=Response)
 async def json_ld_context(request: Request) -> Response:
-    return _json(request, context_document(), JSON_LD_MEDIA_TYPE, CONTEXT_CACHE_CONTROL)
+    return json_document(request, context_document(), JSON_LD_MEDIA_TYPE, CONTEXT_CACHE_CONTROL)

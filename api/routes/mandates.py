@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import json
 import uuid
 from typing import Annotated, Any
 from urllib.parse import unquote
@@ -24,6 +23,7 @@ from fastapi import APIRouter, Body, Query, Request, Response
 from fastapi.responses import JSONResponse
 
 from api import pdf, versioning
+from api.conditional import json_document
 from api.deps import CallerDep, ServicesDep
 from api.errors import ApiError
 from api.models import ErrorOut
@@ -148,12 +148,6 @@ def _is_uuid(value: str) -> bool:
         return False
 
 
-def _etag_matches(request: Request, etag: str) -> bool:
-    """Weak comparison (RFC 9110): the opaque tags are compared, ``W/`` ignored."""
-    wanted = {t.strip().removeprefix("W/") for t in request.headers.get("if-none-match", "").split(",")}
-    return etag.removeprefix("W/") in wanted or "*" in wanted
-
-
 @router.get("/credentials/status/{listId}", summary="A Bitstring Status List credential (public)",
             response_class=Response, responses={404: {"model": ErrorOut}})
 async def status_list_credential(listId: str, request: Request, services: ServicesDep) -> Response:
@@ -165,8 +159,5 @@ async def status_list_credential(listId: str, request: Request, services: Servic
             status_lists.served_list, services.engine, services.cipher, services.settings, listId)
     if served is None:
         raise ApiError(404, f"Status list {listId} not found")
-    headers = {"ETag": served.etag, "Cache-Control": f"public, max-age={status_lists.TTL_SECONDS}"}
-    if _etag_matches(request, served.etag):
-        return Response(status_code=304, headers=headers)
-    content = json.dumps(served.document, separators=(",", ":"), ensure_ascii=False).encode()
-    return Response(content, media_type=STATUS_LIST_MEDIA_TYPE, headers=headers)
+    return json_document(request, served.document, STATUS_LIST_MEDIA_TYPE,
+                         f"public, max-age={status_lists.TTL_SECONDS}", etag=served.etag)
