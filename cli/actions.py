@@ -7,21 +7,33 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 import yaml
 from sqlalchemy import Engine
 
 from cli.common import JsonOpt, context, emit, fail
-from policy.actions import ActionSpec, check_spec, parse_action_spec
-from store import actions, orgs
+from store import orgs
+
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from policy.actions import ActionSpec
 
 action_app = typer.Typer(
     help="Actions: create from a YAML or JSON file, add versions, publish, list.", no_args_is_help=True)
 
 FileOpt = Annotated[Path, typer.Option("--file", help="The action, as YAML (.yaml, .yml) or JSON.")]
 PublishOpt = Annotated[bool, typer.Option("--publish", help="Publish the new version at once.")]
+
+
+def _actions() -> ModuleType:
+    """``store.actions``, imported on first use: with the CEL runtime it is the slowest part of
+    starting ``mandatum``, which every other command does without."""
+    import store.actions
+
+    return store.actions
 
 
 class _NoTimestampLoader(yaml.SafeLoader):
@@ -57,6 +69,8 @@ def _read_spec(path: Path) -> ActionSpec:
         fail(f"{path}: YAML syntax error{where}: {problem}")
     if not isinstance(raw, dict):
         fail(f"{path}: the action must be a mapping with name, executionParams, userParams, rules")
+    from policy.actions import parse_action_spec
+
     spec, errors = parse_action_spec(raw)
     if spec is None or errors:
         fail(f"{path}: the action is not valid:\n" + "\n".join(f"  - {e}" for e in errors))
@@ -65,6 +79,8 @@ def _read_spec(path: Path) -> ActionSpec:
 
 def _checked_for_publish(spec: ActionSpec, path: Path) -> None:
     """With --publish, the publish checks run before anything is stored: a failure creates nothing."""
+    from policy.actions import check_spec
+
     errors = check_spec(spec)
     if errors:
         fail(f"{path}: cannot publish:\n" + "\n".join(f"  - {e}" for e in errors))
@@ -74,7 +90,7 @@ def _action_org(engine: Engine, action_id: str, org: str | None) -> str:
     """The organization of an action: --org, or the only one holding that URN."""
     if org is not None:
         return org
-    holders = actions.organizations_with_action(engine, action_id)
+    holders = _actions().organizations_with_action(engine, action_id)
     if not holders:
         fail(f"action {action_id} not found")
     if len(holders) > 1:
@@ -90,10 +106,10 @@ def _version_row(version: Any) -> dict[str, object]:
 
 def _publish(engine: Engine, version_id: str, org: str | None = None) -> Any:
     try:
-        return actions.publish(engine, version_id, org)
-    except actions.NotFound as exc:
+        return _actions().publish(engine, version_id, org)
+    except _actions().NotFound as exc:
         fail(str(exc))
-    except actions.ActionRefused as exc:
+    except _actions().ActionRefused as exc:
         fail("cannot publish:\n" + "\n".join(f"  - {m}" for m in exc.messages))
 
 
@@ -110,8 +126,8 @@ def action_create(
     if publish:
         _checked_for_publish(spec, file)
     try:
-        _, version = actions.create_action(engine, org, spec, action_id=action_id)
-    except (actions.NotFound, actions.ActionRefused) as exc:
+        _, version = _actions().create_action(engine, org, spec, action_id=action_id)
+    except (_actions().NotFound, _actions().ActionRefused) as exc:
         fail(str(exc))
     if publish:
         version = _publish(engine, version.id)
@@ -131,8 +147,8 @@ def action_add_version(
         _checked_for_publish(spec, file)
     org_id = _action_org(engine, action_id, org)
     try:
-        version = actions.add_version(engine, org_id, action_id, spec)
-    except actions.NotFound as exc:
+        version = _actions().add_version(engine, org_id, action_id, spec)
+    except _actions().NotFound as exc:
         fail(str(exc))
     if publish:
         version = _publish(engine, version.id)
@@ -153,7 +169,7 @@ def action_publish(
         fail("give exactly one of --version or --action")
     if action_id is not None:
         org = _action_org(engine, action_id, org)
-        draft = actions.newest_draft(engine, org, action_id)
+        draft = _actions().newest_draft(engine, org, action_id)
         if draft is None:
             fail(f"action {action_id} has no draft version to publish")
         version_id = draft.id
@@ -172,7 +188,7 @@ def action_list(
         orgs.get_organization(engine, org)
     except orgs.NotFound as exc:
         fail(str(exc))
-    views = actions.list_actions(engine, org, published_only=False)
+    views = _actions().list_actions(engine, org, published_only=False)
     if as_json:
         typer.echo(json.dumps([
             {"actionId": v.action.id, "name": v.action.name, "description": v.action.description,

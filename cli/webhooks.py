@@ -13,13 +13,9 @@ from datetime import datetime
 from typing import Annotated
 
 import typer
-from temporalio.exceptions import WorkflowAlreadyStartedError
 
-from activities.webhooks import create_test_event
 from cli.common import JsonOpt, context, emit, fail
 from core.settings import Settings
-from core.temporal import build_client
-from core.webhooks import start_delivery
 from store import webhooks as store
 from store.orgs import NotFound
 from store.tables import WebhookEvent
@@ -84,6 +80,12 @@ def webhook_show(org: OrgOpt, as_json: JsonOpt = False) -> None:
 
 
 def _started(settings: Settings, event_id: str) -> str:
+    # imported here: the Temporal client is heavy to load, and only test and retry need it
+    from temporalio.exceptions import WorkflowAlreadyStartedError
+
+    from core.temporal import build_client
+    from core.webhooks import start_delivery
+
     async def start() -> str:
         client = await build_client(settings)
         return await start_delivery(client, settings.task_queue, event_id)
@@ -109,6 +111,8 @@ def _done(message: str) -> None:
 @webhook_app.command("test")
 def webhook_test(org: OrgOpt) -> None:
     """Create a ``test`` event and start its delivery (see ``list`` for the outcome)."""
+    from activities.webhooks import create_test_event  # with the payload renderer: only here
+
     settings, engine, _ = context()
     try:
         event = create_test_event(engine, settings, org)
