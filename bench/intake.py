@@ -275,15 +275,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def main(argv: list[str] | None = None) -> None:
-    args = parse_args(argv)
+BenchMain = Callable[[argparse.Namespace, Path, str], Coroutine[Any, Any, int]]
+
+
+def run_in_temp_dir(args: argparse.Namespace, bench: BenchMain, database_url: str = "") -> None:
+    """Run ``bench(args, temp dir, database URL)`` and exit with its code: on a throw-away
+    PostgreSQL database with ``--postgres``, else on ``database_url`` (empty: SQLite in the temp
+    dir)."""
     with tempfile.TemporaryDirectory(prefix="mandatum-bench-") as tmp:
         if args.postgres:
             with postgres_database(args.postgres) as url:
-                code = asyncio.run(main_async(args, Path(tmp), url))
+                code = asyncio.run(bench(args, Path(tmp), url))
         else:
-            code = asyncio.run(main_async(args, Path(tmp), ""))
+            code = asyncio.run(bench(args, Path(tmp), database_url))
     sys.exit(code)
+
+
+def main(argv: list[str] | None = None) -> None:
+    run_in_temp_dir(parse_args(argv), main_async)
 
 
 if __name__ == "__main__":

@@ -37,7 +37,6 @@ import os
 import pickle
 import platform
 import sys
-import tempfile
 import time
 from dataclasses import asdict
 from datetime import UTC, datetime
@@ -51,8 +50,8 @@ from bench.intake import (
     PG_ADMIN_URL,
     RESULTS_DIR,
     local_stack_settings,
-    postgres_database,
     profiled,
+    run_in_temp_dir,
     run_on_stack,
 )
 from bench.profile import cpu_seconds, own_cpu_seconds, summarize
@@ -253,13 +252,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="mandatum-bench-") as tmp:
-        if args.postgres:
-            with postgres_database(args.postgres) as url:
-                code = asyncio.run(main_async(args, Path(tmp), url))
-        else:
-            code = asyncio.run(main_async(args, Path(tmp), args.database_url))
-    sys.exit(code)
+    run_in_temp_dir(args, main_async, args.database_url)
 
 
 if __name__ == "__main__":

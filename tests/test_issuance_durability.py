@@ -164,7 +164,8 @@ async def decide_until_the_worker_dies(stack: Stack, scene: Scene,
     return final
 
 
-async def retry_now(stack: Stack, handle: WorkflowHandle[Any, Any]) -> None:
+async def retry_now(stack: Stack, handle: WorkflowHandle[Any, Any],
+                    activity_type: str = ActivityNames.ISSUE_CREDENTIAL) -> None:
     """Shorten the waits a dead worker leaves behind, as an operator could; nothing else changes.
 
     The server learns of the lost attempt only when its start-to-close timeout (30 s) expires, and
@@ -175,7 +176,7 @@ async def retry_now(stack: Stack, handle: WorkflowHandle[Any, Any]) -> None:
     await stack.client.workflow_service.reset_sticky_task_queue(
         ResetStickyTaskQueueRequest(namespace=ns, execution=execution))
     await stack.client.workflow_service.update_activity_options(UpdateActivityOptionsRequest(
-        namespace=ns, execution=execution, type=ActivityNames.ISSUE_CREDENTIAL,
+        namespace=ns, execution=execution, type=activity_type,
         activity_options=ActivityOptions(start_to_close_timeout=Duration(seconds=2)),
         update_mask=FieldMask(paths=["start_to_close_timeout"])))
 

@@ -13,37 +13,19 @@ import asyncio
 import base64
 
 import pytest
-from google.protobuf.duration_pb2 import Duration
-from google.protobuf.field_mask_pb2 import FieldMask
-from temporalio.api.activity.v1 import ActivityOptions
-from temporalio.api.common.v1 import WorkflowExecution
-from temporalio.api.workflowservice.v1 import ResetStickyTaskQueueRequest, UpdateActivityOptionsRequest
-from temporalio.client import WorkflowHandle
 
 from activities.webhooks import create_test_event
 from core.secretbox import SecretCipher
 from store import webhooks as store
 from tests import test_durability as durability
 from tests.test_durability import MASTER_KEY, Stack
-from tests.test_issuance_durability import IssuingWorker, worker_settings
+from tests.test_issuance_durability import IssuingWorker, retry_now, worker_settings
 from tests.webhook_helpers import configure, deliver
 from tests.webhook_receiver import receiving
 from workflows.ids import ActivityNames
 from workflows.webhook_messages import DeliveryResult
 
 stack = durability.stack  # the fixture, under its own name
-
-
-async def retry_now(stack: Stack, handle: WorkflowHandle) -> None:
-    """As in test_issuance_durability: the lost attempt times out after 2 s instead of 30 s, and the
-    dead worker's sticky queue is dropped."""
-    ns, execution = stack.client.namespace, WorkflowExecution(workflow_id=handle.id)
-    await stack.client.workflow_service.reset_sticky_task_queue(
-        ResetStickyTaskQueueRequest(namespace=ns, execution=execution))
-    await stack.client.workflow_service.update_activity_options(UpdateActivityOptionsRequest(
-        namespace=ns, execution=execution, type=ActivityNames.DELIVER_WEBHOOK,
-        activity_options=ActivityOptions(start_to_close_timeout=Duration(seconds=2)),
-        update_mask=FieldMask(paths=["start_to_close_timeout"])))
 
 
 @pytest.mark.parametrize("crash_at", ["webhook:before-post", "webhook:after-post"])
@@ -61,7 +43,7 @@ async def test_a_worker_killed_mid_delivery_loses_nothing(stack: Stack, crash_at
         seen_before = receiver.count()
         lost = store.get_event(stack.engine, event.id)
         assert (lost.state, lost.attempts) == ("pending", 0)  # the dead attempt recorded nothing
-        await retry_now(stack, handle)
+        await retry_now(stack, handle, ActivityNames.DELIVER_WEBHOOK)
         restarted = IssuingWorker(stack, "restarted")
         try:
             result = DeliveryResult.model_validate(await asyncio.wait_for(handle.result(), 40))
