@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install run test lint typecheck unit bench clean
+.PHONY: install run test lint typecheck unit browser bench clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
@@ -24,7 +24,23 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy api workflows activities store core cli trust policy worker.py bench tests
 
-unit: $(STAMP)
+# The browser tests drive Debian's chromium (Playwright's own browser downloads are never used).
+CHROMIUM := /usr/bin/chromium
+browser:
+	@if [ ! -x $(CHROMIUM) ]; then \
+	  if [ "$$(id -u)" -eq 0 ]; then SUDO=""; else SUDO="sudo -n"; fi; \
+	  echo "$(CHROMIUM) is missing: installing Debian's chromium package"; \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium \
+	    || { $$SUDO apt-get update && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; } \
+	    || true; \
+	  if [ ! -x $(CHROMIUM) ]; then \
+	    echo "error: the browser tests need $(CHROMIUM): install Debian's chromium package" \
+	         "(as root: apt-get update && apt-get install -y chromium), then run make again" >&2; \
+	    exit 1; \
+	  fi; \
+	fi
+
+unit: $(STAMP) browser
 	$(VENV)/bin/pytest
 
 test: lint typecheck unit

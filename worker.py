@@ -15,9 +15,11 @@ from sqlalchemy import Engine
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from activities.journey import JourneyActivities
 from activities.mandates import MandateActivities
 from activities.requests import RequestActivities
 from activities.webhooks import WebhookActivities
+from core.otp import JourneySecrets
 from core.secretbox import SecretCipher
 from core.settings import Settings, get_settings
 from core.temporal import build_client, reconcile_forever
@@ -38,7 +40,8 @@ def build_worker(
     settings = settings or get_settings()
     cipher = SecretCipher(settings.master_key_bytes())
     activities = [*RequestActivities(engine).all(), *MandateActivities(engine, cipher, settings).all(),
-                  *WebhookActivities(engine, cipher, settings).all()]
+                  *WebhookActivities(engine, cipher, settings).all(),
+                  *JourneyActivities(engine, settings, JourneySecrets(settings.master_key_bytes())).all()]
     return Worker(
         client, task_queue=task_queue, workflows=WORKFLOWS,
         activities=activities, activity_executor=executor,

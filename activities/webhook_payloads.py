@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
 from api import versioning
 from api.models import iso
@@ -37,16 +38,37 @@ def _envelope(event_id: str, event_type: str, request_id: str, internal_id: str 
     return event
 
 
+def _user(settings: Settings, bundle: RequestBundle, subject_id: str) -> dict[str, Any]:
+    [(link, subject)] = [(lk, s) for lk, s in bundle.subjects if s.id == subject_id]
+    user: dict[str, Any] = {"contact": subject.contact, "id": settings.subject_did(subject.id)}
+    if link.internal_id is not None:
+        user["internalId"] = link.internal_id
+    return user
+
+
+def otp_failed_event(
+    settings: Settings, bundle: RequestBundle, api_version: str, event_id: str, created_at: datetime,
+    subject_id: str, code: str, message: str,
+) -> dict[str, Any]:
+    """CONTRACT 7: ``otp {resendEndpoint, error {code, message}}``; the endpoint is the signed
+    ``PATCH /request/resend`` call that sends the subject a fresh code."""
+    req = bundle.request
+    user = _user(settings, bundle, subject_id)
+    event = _envelope(event_id, "otp.failed", req.id, req.internal_id, settings, user, api_version,
+                      created_at)
+    resend = (f"{settings.public_url.rstrip('/')}/request/resend/{req.id}"
+              f"?id={quote(user['id'], safe='')}")
+    event["otp"] = {"resendEndpoint": resend, "error": {"code": code, "message": message}}
+    return event
+
+
 def credential_event(
     settings: Settings, bundle: RequestBundle, api_version: str, event_id: str, created_at: datetime,
     subject_id: str, credential_id: str, accepted: bool, decided_at: datetime,
 ) -> dict[str, Any]:
     req = bundle.request
-    [(link, subject)] = [(lk, s) for lk, s in bundle.subjects if s.id == subject_id]
     [position] = [i for i, c in enumerate(bundle.credentials) if c.id == credential_id]
-    user: dict[str, Any] = {"contact": subject.contact, "id": settings.subject_did(subject.id)}
-    if link.internal_id is not None:
-        user["internalId"] = link.internal_id
+    user = _user(settings, bundle, subject_id)
     event = _envelope(event_id, "credential", req.id, req.internal_id, settings, user, api_version,
                       created_at)
     event["credential"] = request_out(settings, bundle).credentials[position].model_dump(mode="json")

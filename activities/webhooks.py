@@ -12,7 +12,7 @@ from sqlalchemy import Engine
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.webhook_payloads import api_version_of, credential_event, sample_event
+from activities.webhook_payloads import api_version_of, credential_event, otp_failed_event, sample_event
 from core.faults import crash_point
 from core.secretbox import SecretCipher
 from core.settings import Settings
@@ -20,6 +20,7 @@ from store import orgs
 from store import request_queries as queries
 from store import webhooks as store
 from store.db import utcnow
+from store.requests import RequestBundle
 from store.tables import WebhookEvent
 from trust.webhook_envelope import delivery_headers, encrypt_event
 from workflows.ids import ActivityNames
@@ -27,6 +28,7 @@ from workflows.webhook_messages import (
     HTTP_TIMEOUT,
     CreateCredentialEventInput,
     CreateEventResult,
+    CreateOtpFailedEventInput,
     DeliverWebhookInput,
     DeliveryResult,
     RecordWebhookFailureInput,
@@ -47,14 +49,17 @@ class WebhookActivities:
     def __init__(self, engine: Engine, cipher: SecretCipher, settings: Settings) -> None:
         self._engine, self._cipher, self._settings = engine, cipher, settings
 
+    def _bundle(self, org_id: str, request_id: str) -> tuple[RequestBundle, str]:
+        bundle = queries.get_request(self._engine, org_id, request_id)
+        if bundle is None:
+            raise ApplicationError(f"request {request_id} not found", type="not_found",
+                                   non_retryable=True)
+        return bundle, api_version_of(orgs.get_organization(self._engine, org_id).api_version)
+
     @activity.defn(name=ActivityNames.CREATE_CREDENTIAL_EVENT)
     def create_credential_event(self, inp: CreateCredentialEventInput) -> CreateEventResult:
         """Idempotent on the decision: a retry (or a replayed workflow) gets the same event id."""
-        bundle = queries.get_request(self._engine, inp.organization_id, inp.request_id)
-        if bundle is None:
-            raise ApplicationError(f"request {inp.request_id} not found", type="not_found",
-                                   non_retryable=True)
-        api_version = api_version_of(orgs.get_organization(self._engine, inp.organization_id).api_version)
+        bundle, api_version = self._bundle(inp.organization_id, inp.request_id)
 
         def render(event_id: str, at: datetime) -> dict[str, Any]:
             return credential_event(self._settings, bundle, api_version, event_id, at, inp.subject_id,
@@ -63,6 +68,20 @@ class WebhookActivities:
         event, created = store.create_event(self._engine, inp.organization_id,
                                             f"credential:{inp.decision_id}", "credential",
                                             inp.request_id, render)
+        return CreateEventResult(event_id=event.id, created=created)
+
+    @activity.defn(name=ActivityNames.CREATE_OTP_FAILED_EVENT)
+    def create_otp_failed_event(self, inp: CreateOtpFailedEventInput) -> CreateEventResult:
+        """Idempotent on ``otp.failed:<request>:<subject>:<fact>``."""
+        bundle, api_version = self._bundle(inp.organization_id, inp.request_id)
+
+        def render(event_id: str, at: datetime) -> dict[str, Any]:
+            return otp_failed_event(self._settings, bundle, api_version, event_id, at, inp.subject_id,
+                                    inp.code, inp.message)
+
+        event, created = store.create_event(
+            self._engine, inp.organization_id, f"otp.failed:{inp.request_id}:{inp.subject_id}:{inp.fact}",
+            "otp.failed", inp.request_id, render)
         return CreateEventResult(event_id=event.id, created=created)
 
     @activity.defn(name=ActivityNames.DELIVER_WEBHOOK)
@@ -113,4 +132,5 @@ class WebhookActivities:
         store.mark_failed(self._engine, inp.event_id, inp.reason)
 
     def all(self) -> list[Callable[..., Any]]:
-        return [self.create_credential_event, self.deliver_webhook, self.record_webhook_failure]
+        return [self.create_credential_event, self.create_otp_failed_event, self.deliver_webhook,
+                self.record_webhook_failure]

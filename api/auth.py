@@ -30,9 +30,11 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 # The identity documents (api/routes/identity.py) and the status list credentials
 # (api/routes/mandates.py) are public too: verifiers fetch them unsigned. "/orgs/", "/subjects/"
 # and "/credentials/status/" hold only those documents; tests/test_identity_routes.py fails if a
-# route of any other kind appears under a public prefix.
+# route of any other kind appears under a public prefix. "/r/" holds the subject's approval pages
+# (the unguessable link is their credential) and "/dev/" the development outbox (not in production).
 PUBLIC_PREFIXES = ("/docs", "/redoc", "/openapi.json", "/healthz", "/favicon.ico",
-                   "/.well-known/did.json", "/orgs/", "/subjects/", "/ns/", "/credentials/status/")
+                   "/.well-known/did.json", "/orgs/", "/subjects/", "/ns/", "/credentials/status/",
+                   "/r/", "/dev/")
 READ_METHODS = {"GET", "HEAD", "OPTIONS"}
 TIMESTAMP_RE = re.compile(r"[0-9]{1,16}")
 HEX64_RE = re.compile(r"[0-9a-fA-F]{64}")

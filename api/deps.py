@@ -11,6 +11,7 @@ from sqlalchemy import Engine
 from temporalio.client import Client
 
 from core.group_commit import GroupCommit
+from core.otp import JourneySecrets
 from core.secretbox import SecretCipher
 from core.settings import Settings
 from store import requests as store_requests
@@ -26,8 +27,12 @@ class Services:
     # "workflow started" marks of concurrent creations, written together (core.group_commit)
     started_marks: GroupCommit[str] = field(init=False)
 
+    # the keyed operations of the subject's journey (codes, links, page sessions)
+    journey: JourneySecrets = field(init=False)
+
     def __post_init__(self) -> None:
         self.started_marks = GroupCommit(partial(store_requests.mark_workflows_started, self.engine))
+        self.journey = JourneySecrets(self.settings.master_key_bytes())
 
 
 @dataclass(frozen=True)

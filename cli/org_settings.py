@@ -1,4 +1,5 @@
-"""``mandatum org`` settings beyond the request rate: the lifetime of the organization's VPs."""
+"""``mandatum org`` settings beyond the request rate: the lifetime of the organization's VPs and
+the origins allowed to embed its approval page."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import typer
 
 from cli.common import context, fail
 from store import presentations
-from store.orgs import NotFound
+from store.orgs import NotFound, set_frame_origins
 
 
 def org_set_presentation_minutes(
@@ -26,5 +27,20 @@ def org_set_presentation_minutes(
     typer.echo(f"presentations of organization {org} are valid for {minutes} minutes")
 
 
+def org_set_frame_origins(
+    org: Annotated[str, typer.Option("--org", help="Organization id.")],
+    origins: Annotated[list[str] | None, typer.Argument(
+        help="HTTPS origins (https://app.example.com), at most 10; none clears the list.")] = None,
+) -> None:
+    """Set the origins whose pages may embed the organization's approval page in an iframe."""
+    settings, engine, _ = context()
+    try:
+        saved = set_frame_origins(engine, org, origins or [], settings.dev_pages)
+    except (NotFound, ValueError) as exc:
+        fail(str(exc))
+    typer.echo(f"organization {org} may be embedded by: {' '.join(saved) or '(no origin)'}")
+
+
 def register_org_settings(org_app: typer.Typer) -> None:
     org_app.command("set-presentation-minutes")(org_set_presentation_minutes)
+    org_app.command("set-frame-origins")(org_set_frame_origins)

@@ -16,6 +16,7 @@ from datetime import timedelta
 from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
+from typing import Literal
 from urllib.parse import quote, urlsplit
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
@@ -63,6 +64,21 @@ class Settings(BaseSettings):
     reconcile_interval: timedelta = timedelta(seconds=5)
     reconcile_grace: timedelta = timedelta(seconds=10)
     auth_cache_seconds: float = 2.0
+    # delivering codes (core.delivery): "outbox" writes them under var/outbox (development and
+    # tests only), "smtp" and "http" send them
+    email_transport: Literal["outbox", "smtp"] = "outbox"
+    outbox_dir: Path | None = None  # default var/outbox
+    smtp_host: str = "127.0.0.1"
+    smtp_port: int = 25
+    smtp_security: Literal["none", "starttls", "tls"] = "none"
+    smtp_username: str | None = None
+    smtp_password: SecretStr | None = None
+    smtp_sender: str = "Mandatum <no-reply@localhost>"
+    smtp_timeout_seconds: float = 15.0
+    sms_transport: Literal["outbox", "http"] = "outbox"
+    sms_url: str = ""
+    sms_token: SecretStr | None = None
+    sms_timeout_seconds: float = 10.0
 
     @field_validator("master_key", mode="before")
     @classmethod
@@ -80,6 +96,11 @@ class Settings(BaseSettings):
                 raise ValueError("MANDATUM_MASTER_KEY must be set to a real key in production")
             if not self.database_url.strip():
                 raise ValueError("DATABASE_URL must be set in production")
+            if "outbox" in (self.email_transport, self.sms_transport):
+                raise ValueError("the development outbox holds codes in files: set MANDATUM_EMAIL_"
+                                 "TRANSPORT=smtp and MANDATUM_SMS_TRANSPORT=http in production")
+        if self.sms_transport == "http" and not self.sms_url.strip():
+            raise ValueError("MANDATUM_SMS_URL must be set when MANDATUM_SMS_TRANSPORT=http")
         if self.master_key is not None:
             _decode_master_key(key)  # fail at start, not at the first secret to decrypt
         return self
@@ -108,6 +129,11 @@ class Settings(BaseSettings):
     def context_url(self) -> str:
         """Where our JSON-LD context is served (listed in every credential's ``@context``)."""
         return context_url(self.public_url)
+
+    @property
+    def dev_pages(self) -> bool:
+        """The development outbox page is served (never in production)."""
+        return self.environment is not Environment.PRODUCTION
 
     def status_list_url(self, list_id: str) -> str:
         """Where the Bitstring Status List credential ``list_id`` is served."""

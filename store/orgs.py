@@ -10,6 +10,7 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from urllib.parse import urlsplit
 
 from sqlalchemy import Engine
 from sqlmodel import col, select
@@ -110,6 +111,43 @@ def set_request_rate(engine: Engine, org_id: str, per_minute: int) -> None:
         if org is None:
             raise NotFound(f"organization {org_id} not found")
         org.request_rate_per_minute = per_minute
+
+
+MAX_FRAME_ORIGINS = 10
+LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
+
+
+def check_frame_origin(value: str, allow_loopback_http: bool) -> str:
+    """An origin that may embed the approval page: ``https://host[:port]`` exactly (no path, no
+    credentials), or, outside production, ``http://`` on a loopback host for local development.
+    Returned lower-cased, as browsers serialize origins."""
+    origin = value.strip().lower().rstrip("/")
+    try:
+        parts = urlsplit(origin)
+        parts.port  # noqa: B018 (raises ValueError on a bad port)
+    except ValueError as exc:
+        raise ValueError(f"{value!r} is not an origin") from exc
+    plain = (parts.hostname and not parts.path and not parts.query and not parts.fragment
+             and parts.username is None and f"{parts.scheme}://{parts.netloc}" == origin)
+    loopback = allow_loopback_http and parts.scheme == "http" and parts.hostname in LOOPBACK_HOSTS
+    if not plain or not (parts.scheme == "https" or loopback):
+        raise ValueError(f"{value!r} is not an HTTPS origin (https://host or https://host:port, no path)")
+    return origin
+
+
+def set_frame_origins(engine: Engine, org_id: str, origins: list[str],
+                      allow_loopback_http: bool) -> list[str]:
+    """Replace the origins allowed to embed the organization's approval page in an iframe."""
+    checked = list(dict.fromkeys(check_frame_origin(o, allow_loopback_http) for o in origins))
+    if len(checked) > MAX_FRAME_ORIGINS:
+        raise ValueError(f"at most {MAX_FRAME_ORIGINS} origins may embed the approval page")
+    with write_session(engine) as session:
+        org = session.get(Organization, org_id)
+        if org is None:
+            raise NotFound(f"organization {org_id} not found")
+        org.frame_origins = checked
+        session.add(org)
+    return checked
 
 
 def pin_api_version(engine: Engine, org_id: str, version: str) -> None:

@@ -17,6 +17,9 @@ class Organization(SQLModel, table=True):
     api_version: str | None = Field(default=None, max_length=10)
     request_rate_per_minute: int = 60
     presentation_minutes: int = 5  # VP lifetime, 1 to 60 (CONTRACT 5)
+    # HTTPS origins allowed to embed the approval page in an iframe (at most 10; migration 0007)
+    frame_origins: list[str] = Field(
+        default_factory=list, sa_column=Column(JSON, nullable=False, server_default=text("'[]'")))
 
 
 class ApiKey(SQLModel, table=True):
@@ -337,3 +340,21 @@ class WebhookAttempt(SQLModel, table=True):
     finished_at: datetime
     status_code: int | None = None
     error: str | None = Field(default=None, max_length=500)
+
+
+class OtpChallenge(SQLModel, table=True):
+    """The current one-time code of a subject in a request (CONTRACT 8). Only the keyed hash of the
+    code is kept (``core.otp``); a resend replaces it and clears the wrong tries and the lock."""
+
+    __tablename__ = "otp_challenge"
+    request_id: str = Field(foreign_key="credential_request.id", primary_key=True, max_length=24)
+    subject_id: str = Field(foreign_key="subject.id", primary_key=True, max_length=36)
+    code_hash: str = Field(max_length=64)
+    channel: str = Field(max_length=8)  # email | sms
+    sends: int  # how many codes were sent (1 for the first)
+    sent_at: datetime
+    expires_at: datetime
+    failures: int = 0  # wrong codes since the last send
+    locked_at: datetime | None = None
+    verified_at: datetime | None = None
+    delivery_error: str | None = Field(default=None, max_length=32)

@@ -103,7 +103,7 @@ def create_event(
 ) -> tuple[WebhookEvent, bool]:
     """The event reporting ``fact_key``: made now (``render(event_id, created_at)`` gives its
     payload) or the one made before; the flag says which."""
-    found = _event_by_fact(engine, fact_key)
+    found = event_by_fact(engine, fact_key)
     if found is not None:
         return found, False
     event_id, now = urn("event"), utcnow()
@@ -113,14 +113,14 @@ def create_event(
         with write_session(engine) as session:
             session.add(row)
     except IntegrityError:  # a concurrent attempt made it first (PostgreSQL)
-        found = _event_by_fact(engine, fact_key)
+        found = event_by_fact(engine, fact_key)
         if found is None:
             raise
         return found, False
     return row, True
 
 
-def _event_by_fact(engine: Engine, fact_key: str) -> WebhookEvent | None:
+def event_by_fact(engine: Engine, fact_key: str) -> WebhookEvent | None:
     with read_session(engine) as session:
         return session.exec(select(WebhookEvent).where(WebhookEvent.fact_key == fact_key)).first()
 

@@ -36,8 +36,11 @@ from core.settings import Environment, Settings
 from store import audit, orgs
 from store.db import make_engine, migrate
 from tests.helpers import Credentials, SignedClient
+from tests.journey_helpers import TEST_OUTBOX
 from worker import build_worker
 from workflows.ids import SA_INTERNAL_ID, SA_ORGANIZATION, SA_SECURITY_LEVEL, SA_STATUS, SEARCH_ATTRIBUTES
+
+pytest_plugins = ["tests.journey_fixtures", "tests.live_stack"]
 
 BIN = Path(sys.executable).parent
 PG_ADMIN_URL = os.environ.get("MANDATUM_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
@@ -133,6 +136,7 @@ def settings(db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Settings:
         task_queue=f"mandatum-test-{uuid.uuid4().hex[:8]}",
         public_url="https://mandatum.test",
         auth_cache_seconds=0,
+        outbox_dir=TEST_OUTBOX,
     )
 
 

@@ -31,10 +31,12 @@ from temporalio.api.workflowservice.v1 import ResetStickyTaskQueueRequest, Updat
 from temporalio.client import Client, WorkflowHandle
 from temporalio.worker import Worker
 
+from activities.journey import JourneyActivities
 from activities.mandates import MandateActivities
 from activities.requests import RequestActivities
 from activities.webhooks import WebhookActivities
 from cli.devstack import EXAMPLE_ACTION_ID
+from core.otp import JourneySecrets
 from core.secretbox import SecretCipher
 from core.settings import Environment, Settings
 from core.temporal import request_handle, start_request_workflow
@@ -294,7 +296,8 @@ async def test_two_subjects_accepting_at_once_issue_one_credential(
     cred = bundle.credentials[0].id
     queue, acts = fresh_queue(), HoldingOneDecision(engine, ana.id)
     issuing = [*MandateActivities(engine, cipher, settings).all(),
-               *WebhookActivities(engine, cipher, settings).all()]
+               *WebhookActivities(engine, cipher, settings).all(),
+               *JourneyActivities(engine, settings, JourneySecrets(settings.master_key_bytes())).all()]
     with ThreadPoolExecutor(max_workers=4) as pool:
         async with Worker(temporal, task_queue=queue, workflows=WORKFLOWS,
                           activities=[*acts.all(), *issuing], activity_executor=pool):

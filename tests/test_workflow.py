@@ -26,10 +26,12 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
+from activities.journey import JourneyActivities
 from activities.mandates import MandateActivities
 from activities.requests import RequestActivities
 from activities.webhooks import WebhookActivities
 from api.app import create_app
+from core.otp import JourneySecrets
 from core.secretbox import SecretCipher
 from core.settings import Settings
 from core.temporal import request_handle, start_request_workflow
@@ -37,6 +39,7 @@ from store import request_queries as queries
 from store import requests as store
 from store.db import utcnow
 from tests.helpers import Credentials, SignedClient, assert_error_shape, policy_request
+from tests.journey_helpers import pass_otp
 from worker import WORKFLOWS, build_worker
 from workflows.ids import SA_INTERNAL_ID, SA_ORGANIZATION, SA_SECURITY_LEVEL, SA_STATUS, ActivityNames
 from workflows.messages import (
@@ -108,7 +111,12 @@ async def status_of(handle: WorkflowHandle[Any, Any]) -> RequestStatusView:
 
 
 async def decide(handle: WorkflowHandle[Any, Any], subject_id: str, credential_id: str,
-                 accept: bool = True) -> DecisionResult:
+                 accept: bool = True, confirm: bool = True) -> DecisionResult:
+    """The subject's decision, after confirming their code when they have not yet (as the approval
+    page does; ``confirm=False`` skips that, for a subject with no code)."""
+    status = await handle.query("status", result_type=RequestStatusView)
+    if confirm and subject_id not in status.otp_passed:
+        await pass_otp(handle, subject_id)
     result = await asyncio.wait_for(handle.execute_update(
         "decide", DecisionInput(subject_id=subject_id, credential_id=credential_id, accept=accept,
                                 channel="email", surface="hosted"),
@@ -443,7 +451,7 @@ async def test_decide_validators(api: SignedClient, temporal: Client) -> None:
     credential_id = data["credentials"][0]["id"]
 
     unknown_subject = await refused(decide(handle, subject_uuid(other["subjects"][0]["id"]),
-                                           credential_id))
+                                           credential_id, confirm=False))
     assert unknown_subject.type == "unknown_subject"
     unknown_credential = await refused(decide(handle, ana, other["credentials"][0]["id"]))
     assert unknown_credential.type == "unknown_credential"
@@ -553,7 +561,8 @@ async def gated(temporal: Client, engine: Engine, executor: ThreadPoolExecutor, 
     queue = fresh_queue()
     acts = GatedActivities(engine)
     issuing = [*MandateActivities(engine, cipher, settings).all(),
-               *WebhookActivities(engine, cipher, settings).all()]
+               *WebhookActivities(engine, cipher, settings).all(),
+               *JourneyActivities(engine, settings, JourneySecrets(settings.master_key_bytes())).all()]
     worker = Worker(temporal, task_queue=queue, workflows=WORKFLOWS, activities=[*acts.all(), *issuing],
                     activity_executor=executor)
     async with worker:

@@ -8,11 +8,12 @@ the search attributes follow every change.
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime, timedelta
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributePair, WorkflowIDReusePolicy
-from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
+from temporalio.exceptions import ActivityError, ApplicationError, WorkflowAlreadyStartedError
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
@@ -25,8 +26,13 @@ with workflow.unsafe.imports_passed_through():
         webhook_workflow_id,
     )
     from workflows.messages import (
+        MAX_SENDS,
+        OTP_LOCKED_NOW,
+        OTP_PASSED,
+        RESEND_INTERVAL_SECONDS,
         CancelInput,
         CancelResult,
+        CheckOtpInput,
         CredentialRequestInput,
         CredentialRequestResult,
         DecisionInput,
@@ -38,17 +44,26 @@ with workflow.unsafe.imports_passed_through():
         RecordDecisionInput,
         RecordExpiryInput,
         RequestStatusView,
+        ResendOtpInput,
+        SendOtpInput,
+        SendOtpResult,
+        VerifyOtpInput,
+        VerifyOtpResult,
     )
     from workflows.webhook_messages import (
         WEBHOOK_WORKFLOW_TYPE,
         CreateCredentialEventInput,
         CreateEventResult,
+        CreateOtpFailedEventInput,
         DeliverWebhookInput,
     )
 
 PENDING, COMPLETED, CANCELED, EXPIRED = "PENDING", "COMPLETED", "CANCELED", "EXPIRED"
 ISSUANCE_PATCH = "issue-on-acceptance"
 WEBHOOK_PATCH = "webhook-events"
+JOURNEY_PATCH = "subject-journey"
+SEND_RETRY = RetryPolicy(initial_interval=timedelta(seconds=2), maximum_interval=timedelta(minutes=1),
+                         maximum_attempts=8)
 DB_WRITE_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1),
                              maximum_interval=timedelta(minutes=1))
 
@@ -96,9 +111,17 @@ class CredentialRequestWorkflow:
         # deciding at once all answer with the one issuance
         self._issuing: set[str] = set()
         self._issued: dict[str, str | None] = {}
+        # the subject's journey: codes sent (count, last time), subjects who confirmed theirs.
+        # Histories recorded before the journey existed replay without it.
+        self._journey = workflow.patched(JOURNEY_PATCH)
+        self._sends: dict[str, int] = {}
+        self._last_sent: dict[str, datetime] = {}
+        self._otp_passed: set[str] = set()
 
     @workflow.run
     async def run(self, inp: CredentialRequestInput) -> CredentialRequestResult:
+        if self._journey:
+            await asyncio.gather(*(self._send_code(subject) for subject in inp.subject_ids))
         remaining = inp.expires_at - workflow.now()
         try:
             await workflow.wait_condition(
@@ -196,6 +219,9 @@ class CredentialRequestWorkflow:
         if (inp.subject_id, inp.credential_id) in self._decisions:
             raise ApplicationError("This subject already decided on this credential",
                                    type="already_decided")
+        if self._journey and inp.subject_id not in self._otp_passed:
+            raise ApplicationError("The subject has not confirmed the code sent to them",
+                                   type="otp_required")
 
     async def _issue_once(self, credential_id: str) -> str | None:
         """Issue a credential every subject accepted, once. The issuance activity reads the
@@ -241,16 +267,109 @@ class CredentialRequestWorkflow:
             result_type=CreateEventResult, start_to_close_timeout=timedelta(seconds=30),
             retry_policy=DB_WRITE_RETRY, summary=f"credential event for {decision_id}",
         )
+        await self._deliver(created.event_id)
+
+    async def _deliver(self, event_id: str) -> None:
         try:
             await workflow.start_child_workflow(
-                WEBHOOK_WORKFLOW_TYPE, DeliverWebhookInput(event_id=created.event_id),
-                id=webhook_workflow_id(created.event_id),
+                WEBHOOK_WORKFLOW_TYPE, DeliverWebhookInput(event_id=event_id),
+                id=webhook_workflow_id(event_id),
                 parent_close_policy=ParentClosePolicy.ABANDON,
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-                static_summary=f"Webhook event {created.event_id}",
+                static_summary=f"Webhook event {event_id}",
             )
         except WorkflowAlreadyStartedError:  # its delivery already exists: nothing to add
             pass
+
+    # --- the subject's journey: codes ---------------------------------------------------------
+
+    async def _send_code(self, subject_id: str) -> SendOtpResult:
+        """Send a fresh code to the subject (the activity makes and stores it; only where it went
+        comes back). A contact that cannot receive it is reported as ``otp.failed``."""
+        number = self._sends.get(subject_id, 0) + 1
+        self._sends[subject_id] = number
+        self._last_sent[subject_id] = workflow.now()
+        try:
+            sent = await workflow.execute_activity(
+                ActivityNames.SEND_OTP,
+                SendOtpInput(request_id=self._input.request_id, subject_id=subject_id,
+                             send_number=number),
+                result_type=SendOtpResult, start_to_close_timeout=timedelta(seconds=60),
+                retry_policy=SEND_RETRY, summary=f"code {number} to subject {subject_id}",
+            )
+        except ActivityError:  # the transport kept failing: the subject has no code
+            sent = SendOtpResult(channel="unknown", delivered=False, error_code="UNDELIVERABLE",
+                                 error_message="The code could not be sent")
+        if not sent.delivered:
+            await self._emit_otp_failed(subject_id, f"undelivered:{number}",
+                                        sent.error_code or "UNDELIVERABLE",
+                                        sent.error_message or "The code could not be delivered")
+        return sent
+
+    @workflow.update(name="verify_otp")
+    async def verify_otp(self, inp: VerifyOtpInput) -> VerifyOtpResult:
+        # a code is checked against the one stored by the send, so the first send must be done
+        await workflow.wait_condition(lambda: inp.subject_id in self._sends)
+        checked = await workflow.execute_activity(
+            ActivityNames.CHECK_OTP,
+            CheckOtpInput(request_id=self._input.request_id, subject_id=inp.subject_id,
+                          code_hash=inp.code_hash),
+            result_type=VerifyOtpResult, start_to_close_timeout=timedelta(seconds=30),
+            retry_policy=DB_WRITE_RETRY, summary=f"check code of subject {inp.subject_id}",
+        )
+        if checked.outcome == OTP_PASSED:
+            self._otp_passed.add(inp.subject_id)
+        elif checked.outcome == OTP_LOCKED_NOW:
+            await self._emit_otp_failed(
+                inp.subject_id, f"locked:{self._sends.get(inp.subject_id, 0)}", "INVALID_CODE_LIMIT",
+                "Too many wrong codes: the code is locked until a new one is sent")
+        return checked
+
+    @verify_otp.validator
+    def _validate_verify_otp(self, inp: VerifyOtpInput) -> None:
+        self._refuse_when_closed()
+        self._refuse_unknown_subject(inp.subject_id)
+        if not self._journey:
+            raise ApplicationError("This request was created before codes existed", type="no_journey")
+
+    @workflow.update(name="resend_otp")
+    async def resend_otp(self, inp: ResendOtpInput) -> SendOtpResult:
+        self._otp_passed.discard(inp.subject_id)  # a fresh code must be confirmed again
+        return await self._send_code(inp.subject_id)
+
+    @resend_otp.validator
+    def _validate_resend_otp(self, inp: ResendOtpInput) -> None:
+        """CONTRACT 4: at most ``MAX_SENDS`` codes per subject, at least a minute apart."""
+        self._refuse_when_closed()
+        self._refuse_unknown_subject(inp.subject_id)
+        if not self._journey:
+            raise ApplicationError("This request was created before codes existed", type="no_journey")
+        if all((inp.subject_id, c) in self._decisions for c in self._input.credential_ids):
+            raise ApplicationError("The subject has already decided", type="already_decided")
+        if self._sends.get(inp.subject_id, 0) >= MAX_SENDS:
+            raise ApplicationError(f"At most {MAX_SENDS} codes are sent to a subject",
+                                   type="too_many_sends")
+        last = self._last_sent.get(inp.subject_id)
+        if last is not None:
+            wait = RESEND_INTERVAL_SECONDS - (workflow.now() - last).total_seconds()
+            if wait > 0:
+                raise ApplicationError(f"A new code can be sent in {int(wait) + 1} seconds",
+                                       int(wait) + 1, type="too_soon")
+
+    def _refuse_unknown_subject(self, subject_id: str) -> None:
+        if subject_id not in self._input.subject_ids:
+            raise ApplicationError("Unknown subject for this request", type="unknown_subject")
+
+    async def _emit_otp_failed(self, subject_id: str, fact: str, code: str, message: str) -> None:
+        created = await workflow.execute_activity(
+            ActivityNames.CREATE_OTP_FAILED_EVENT,
+            CreateOtpFailedEventInput(
+                request_id=self._input.request_id, organization_id=self._input.organization_id,
+                subject_id=subject_id, fact=fact, code=code, message=message),
+            result_type=CreateEventResult, start_to_close_timeout=timedelta(seconds=30),
+            retry_policy=DB_WRITE_RETRY, summary=f"otp.failed event ({code})",
+        )
+        await self._deliver(created.event_id)
 
     # --- live state ---------------------------------------------------------------------------
 
@@ -261,6 +380,7 @@ class CredentialRequestWorkflow:
             request_id=self._input.request_id, status=self._status,
             expires_at=self._input.expires_at, canceled_at=self._canceled_at,
             decisions=list(self._decisions.values()), awaiting=total - len(self._decisions),
+            otp_passed=sorted(self._otp_passed),
         )
 
     def _accepted_by_all(self, credential_id: str) -> bool:

@@ -49,3 +49,6 @@ class ActivityNames:
     CREATE_CREDENTIAL_EVENT = "create_credential_event"
     DELIVER_WEBHOOK = "deliver_webhook"
     RECORD_WEBHOOK_FAILURE = "record_webhook_failure"
+    SEND_OTP = "send_otp"
+    CHECK_OTP = "check_otp"
+    CREATE_OTP_FAILED_EVENT = "create_otp_failed_event"

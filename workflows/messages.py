@@ -63,6 +63,7 @@ class RequestStatusView(BaseModel):
     canceled_at: datetime | None = None
     decisions: list[DecisionView] = Field(default_factory=list)
     awaiting: int = 0
+    otp_passed: list[str] = Field(default_factory=list)  # subjects who confirmed their code
 
 
 # --- activities -------------------------------------------------------------------------------
@@ -99,3 +100,48 @@ class IssueCredentialResult(BaseModel):
     credential_id: str
     mandate_id: str
     newly_issued: bool = True
+
+
+# --- the subject's journey: codes -------------------------------------------------------------
+
+OTP_PASSED, OTP_WRONG, OTP_EXPIRED, OTP_LOCKED, OTP_LOCKED_NOW, OTP_NO_CODE = (
+    "passed", "wrong", "expired", "locked", "locked_now", "no_code")
+MAX_SENDS = 5  # codes per subject and request (CONTRACT 4)
+RESEND_INTERVAL_SECONDS = 60
+
+
+class VerifyOtpInput(BaseModel):
+    """A code the subject entered, as its keyed hash (``core.otp``): the code itself never enters
+    the workflow's history."""
+
+    subject_id: str
+    code_hash: str
+
+
+class VerifyOtpResult(BaseModel):
+    outcome: str  # passed | wrong | expired | locked | locked_now | no_code
+    attempts_left: int = 0
+
+
+class ResendOtpInput(BaseModel):
+    subject_id: str
+
+
+class SendOtpResult(BaseModel):
+    channel: str  # email | sms
+    delivered: bool
+    error_code: str | None = None  # UNDELIVERABLE | INVALID_PHONE_NUMBER when not delivered
+    error_message: str | None = None
+    expires_at: datetime | None = None
+
+
+class SendOtpInput(BaseModel):
+    request_id: str
+    subject_id: str
+    send_number: int  # 1 for the first code
+
+
+class CheckOtpInput(BaseModel):
+    request_id: str
+    subject_id: str
+    code_hash: str

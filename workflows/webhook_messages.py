@@ -58,3 +58,15 @@ class CreateCredentialEventInput(BaseModel):
 class CreateEventResult(BaseModel):
     event_id: str
     created: bool = True
+
+
+class CreateOtpFailedEventInput(BaseModel):
+    """An ``otp.failed`` event: the code could not be delivered, or was locked after wrong tries.
+    ``fact`` names the occurrence (one event per code sent)."""
+
+    request_id: str
+    organization_id: str
+    subject_id: str
+    fact: str
+    code: str  # INVALID_CODE_LIMIT | UNDELIVERABLE | INVALID_PHONE_NUMBER
+    message: str

@@ -1,0 +1,75 @@
+"""Activities of the subject's journey: making, sending and checking one-time codes.
+
+A code exists only inside ``send_otp`` (made, hashed, put in the message) and in the message
+itself; the activity returns where it went, never the code, so it stays out of workflow history.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy import Engine
+from temporalio import activity
+from temporalio.exceptions import ApplicationError
+
+from core import i18n
+from core.delivery import Message, Undeliverable, transport_for
+from core.otp import JourneySecrets, generate_code
+from core.settings import Settings
+from store import journey as journeys
+from store import otp as otp_store
+from store.db import utcnow
+from workflows.ids import ActivityNames
+from workflows.messages import CheckOtpInput, SendOtpInput, SendOtpResult, VerifyOtpResult
+
+
+def approval_link(settings: Settings, secrets: JourneySecrets, request_id: str, subject_id: str) -> str:
+    return f"{settings.public_url.rstrip('/')}/r/{secrets.link_token(request_id, subject_id)}"
+
+
+class JourneyActivities:
+    def __init__(self, engine: Engine, settings: Settings, secrets: JourneySecrets) -> None:
+        self._engine, self._settings, self._secrets = engine, settings, secrets
+
+    @activity.defn(name=ActivityNames.SEND_OTP)
+    def send_otp(self, inp: SendOtpInput) -> SendOtpResult:
+        journey = journeys.load_journey(self._engine, inp.request_id, inp.subject_id)
+        if journey is None:
+            raise ApplicationError(f"request {inp.request_id} has no subject {inp.subject_id}",
+                                   type="not_found", non_retryable=True)
+        channel = journey.channel
+        code = generate_code()
+        expires_at = otp_store.store_code(
+            self._engine, inp.request_id, inp.subject_id, inp.send_number,
+            self._secrets.code_hash(inp.request_id, inp.subject_id, code), channel, utcnow())
+        message = self._message(journey, code)
+        try:
+            transport_for(self._settings, channel).send(message)
+        except Undeliverable as exc:
+            otp_store.record_delivery_error(self._engine, inp.request_id, inp.subject_id, exc.code)
+            return SendOtpResult(channel=channel, delivered=False, error_code=exc.code,
+                                 error_message=exc.message)
+        journeys.mark_sent(self._engine, inp.request_id)
+        return SendOtpResult(channel=channel, delivered=True, expires_at=expires_at)
+
+    def _message(self, journey: journeys.Journey, code: str) -> Message:
+        language = journey.request.language
+        org = journey.organization.name
+        link = approval_link(self._settings, self._secrets, journey.request.id, journey.subject.id)
+        minutes = int(otp_store.CODE_LIFETIME.total_seconds() // 60)
+        if journey.channel == "email":
+            what = ", ".join(c.name for c in journey.credentials)
+            return Message("email", journey.subject.contact, i18n.text(language, "email_subject", org=org),
+                           i18n.text(language, "email_body", org=org, what=what, code=code,
+                                     minutes=minutes, link=link))
+        return Message("sms", journey.subject.contact, "",
+                       i18n.text(language, "sms_body", org=org, code=code, minutes=minutes, link=link))
+
+    @activity.defn(name=ActivityNames.CHECK_OTP)
+    def check_otp(self, inp: CheckOtpInput) -> VerifyOtpResult:
+        checked = otp_store.check_code(self._engine, inp.request_id, inp.subject_id, inp.code_hash, utcnow())
+        return VerifyOtpResult(outcome=checked.outcome, attempts_left=checked.attempts_left)
+
+    def all(self) -> list[Callable[..., Any]]:
+        return [self.send_otp, self.check_otp]

@@ -1,0 +1,272 @@
+"""The subject's pages: the hosted approval page at ``/r/<token>`` and, with ``?surface=iframe``,
+the same flow inside an integrator's iframe (SPEC.md, CONTRACT 8).
+
+Server-rendered HTML forms, so every step works without JavaScript: the code, then the decision.
+Each step is a POST whose answer is the next page; after the code is accepted, the page session
+(``core.otp``) rides along in a hidden field, so no cookie is needed (iframes of another site lose
+them). Only the iframe's last page runs a script: it posts the ``credential`` event payloads to the
+parent window, targeted at the allow-listed origin the integrator named.
+
+Every answer has a strict Content-Security-Policy (scripts and styles only with the page's nonce;
+``frame-ancestors 'none'`` for the hosted page, the organization's allowed origin for the iframe),
+``Referrer-Policy: no-referrer`` (the token is in the URL) and ``Cache-Control: no-store``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import secrets
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Annotated, Any
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+from api.deps import ServicesDep, TemporalDep
+from api.journey import Refused, Unavailable, run_update
+from core import i18n
+from core.otp import mask_contact
+from store import journey as journeys
+from store import webhooks as webhook_store
+from store.db import run_db
+from store.journey import Journey
+from workflows.messages import (
+    OTP_EXPIRED,
+    OTP_LOCKED,
+    OTP_LOCKED_NOW,
+    OTP_NO_CODE,
+    OTP_PASSED,
+    OTP_WRONG,
+    DecisionInput,
+    DecisionResult,
+    ResendOtpInput,
+    SendOtpResult,
+    VerifyOtpInput,
+    VerifyOtpResult,
+)
+
+router = APIRouter(include_in_schema=False)
+TEMPLATES = Environment(loader=FileSystemLoader(Path(__file__).resolve().parent.parent / "templates"),
+                        autoescape=select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True)
+HOSTED, IFRAME = "hosted", "iframe"
+CODE_RE = re.compile(r"[0-9]{6}")
+SurfaceForm = Annotated[str, Form()]
+
+
+@dataclass
+class Page:
+    """Who is on the page and how it is shown."""
+
+    token: str
+    journey: Journey
+    lang: str
+    surface: str
+    parent: str | None  # the iframe's parent origin, one of the organization's allowed origins
+
+    @property
+    def base(self) -> str:
+        return f"/r/{self.token}"
+
+    def t(self, key: str, **values: object) -> str:
+        return i18n.text(self.lang, key, **values)
+
+
+def _headers(nonce: str, frame_ancestors: str) -> dict[str, str]:
+    return {
+        "Content-Security-Policy": (
+            f"default-src 'none'; style-src 'nonce-{nonce}'; script-src 'nonce-{nonce}'; "
+            f"form-action 'self'; base-uri 'none'; frame-ancestors {frame_ancestors}"),
+        "Referrer-Policy": "no-referrer",
+        "Cache-Control": "no-store",
+        "X-Content-Type-Options": "nosniff",
+    }
+
+
+def _render(step: str, *, page: Page | None = None, lang: str = i18n.DEFAULT_LANGUAGE,
+            status: int = 200, **extra: Any) -> HTMLResponse:
+    nonce = secrets.token_urlsafe(16)
+    lang = page.lang if page else i18n.language_of(lang)
+    t = partial(i18n.text, lang)
+    context: dict[str, Any] = {"t": t, "lang": lang, "html_lang": i18n.HTML_LANG[lang], "nonce": nonce,
+                               "step": step, "title": t("invalid_heading")}
+    frame_ancestors = "'none'"
+    if page is not None:
+        j = page.journey
+        org = j.organization.name
+        total = 2
+        number = {"otp": 1, "review": 2}.get(step)
+        context.update(
+            org=org, title=t("page_title", org=org), request_name=j.request.name,
+            contact=mask_contact(j.subject.contact), credentials=j.credentials,
+            open_credentials=j.open_credentials, base=page.base, surface=page.surface,
+            parent=page.parent, step_number=number, step_total=total if number else None,
+            languages=_language_links(page) if step == "otp" else None)
+        if page.surface == IFRAME and page.parent:
+            frame_ancestors = page.parent
+    context.update(extra)
+    html = TEMPLATES.get_template("journey.html").render(context)
+    return HTMLResponse(html, status_code=status, headers=_headers(nonce, frame_ancestors))
+
+
+def _language_links(page: Page) -> list[tuple[str, str, str]]:
+    links = []
+    for code in i18n.LANGUAGES:
+        query: dict[str, str] = {"lang": code}
+        if page.surface == IFRAME and page.parent:
+            query.update(surface=IFRAME, parent=page.parent)
+        links.append((i18n.HTML_LANG[code], i18n.LANGUAGE_NAMES[code], f"{page.base}?{urlencode(query)}"))
+    return links
+
+
+async def _page(services: ServicesDep, token: str, lang: str | None, surface: str | None,
+                parent: str | None) -> Page | HTMLResponse:
+    """The page's subject and request, or the answer for a bad link, an ended request or an
+    iframe parent that is not allowed."""
+    target = services.journey.parse_link_token(token)
+    if target is None:
+        return _render("invalid", lang=lang or i18n.DEFAULT_LANGUAGE, status=404)
+    journey = await run_db(services.engine, journeys.load_journey, services.engine, target.request_id,
+                           target.subject_id)
+    if journey is None:
+        return _render("invalid", lang=lang or i18n.DEFAULT_LANGUAGE, status=404)
+    language = i18n.language_of(lang if lang in i18n.CATALOG else journey.request.language)
+    kind = IFRAME if surface == IFRAME else HOSTED
+    if kind == IFRAME and (not parent or parent not in journey.organization.frame_origins):
+        # the browser refuses to show it anyway (frame-ancestors 'none'); say why to a direct visit
+        return _render("invalid", lang=language, status=403)
+    page = Page(token, journey, language, kind, parent if kind == IFRAME else None)
+    if journey.request.status != "PENDING" or journey.request.canceled_at is not None:
+        if not journey.open_credentials and journey.decided:
+            return _done(page)
+        return _render("ended", page=page, status=410)
+    return page
+
+
+def _done(page: Page, post_message: list[dict[str, Any]] | None = None) -> HTMLResponse:
+    names = {c.id: c.name for c in page.journey.credentials}
+    decided = page.journey.decided
+    approved = ", ".join(names[c] for c, ok in decided.items() if ok and c in names)
+    declined = ", ".join(names[c] for c, ok in decided.items() if not ok and c in names)
+    message = None
+    if post_message and page.surface == IFRAME and page.parent:
+        message = {"payloads": post_message, "targetOrigin": page.parent}
+    return _render("done", page=page, approved=approved, declined=declined,
+                   redirect_url=page.journey.request.redirect_url, post_message=message)
+
+
+@router.get("/r/{token}", response_class=HTMLResponse)
+async def approval_page(token: str, services: ServicesDep, lang: str | None = None,
+                        surface: str | None = None, parent: str | None = None) -> Response:
+    page = await _page(services, token, lang, surface, parent)
+    if isinstance(page, HTMLResponse):
+        return page
+    if not page.journey.open_credentials:
+        return _done(page)
+    return _render("otp", page=page)
+
+
+@router.post("/r/{token}/otp", response_class=HTMLResponse)
+async def submit_code(token: str, services: ServicesDep, temporal: TemporalDep,
+                      code: Annotated[str, Form()] = "", surface: SurfaceForm = HOSTED,
+                      lang: Annotated[str | None, Form()] = None,
+                      parent: Annotated[str | None, Form()] = None) -> Response:
+    page = await _page(services, token, lang, surface, parent)
+    if isinstance(page, HTMLResponse):
+        return page
+    digits = "".join(ch for ch in code if ch.isdigit())
+    if not CODE_RE.fullmatch(digits):
+        return _render("otp", page=page, status=400, error=page.t("otp_format"))
+    j = page.journey
+    code_hash = services.journey.code_hash(j.request.id, j.subject.id, digits)
+    try:
+        checked = await run_update(temporal, j.request.id, "verify_otp",
+                                   VerifyOtpInput(subject_id=j.subject.id, code_hash=code_hash),
+                                   VerifyOtpResult)
+    except Refused:
+        return _render("ended", page=page, status=410)
+    except Unavailable:
+        return _render("unavailable", page=page, status=503)
+    if checked.outcome == OTP_PASSED:
+        return _render("review", page=page, session=services.journey.session_for(token))
+    error = {
+        OTP_WRONG: page.t("otp_wrong", left=checked.attempts_left),
+        OTP_EXPIRED: page.t("otp_expired"),
+        OTP_LOCKED: page.t("otp_locked"),
+        OTP_LOCKED_NOW: page.t("otp_locked"),
+        OTP_NO_CODE: page.t("otp_no_code"),
+    }.get(checked.outcome, page.t("otp_no_code"))
+    return _render("otp", page=page, status=400 if checked.outcome == OTP_WRONG else 403, error=error)
+
+
+@router.post("/r/{token}/resend", response_class=HTMLResponse)
+async def resend_code(token: str, services: ServicesDep, temporal: TemporalDep,
+                      surface: SurfaceForm = HOSTED, lang: Annotated[str | None, Form()] = None,
+                      parent: Annotated[str | None, Form()] = None) -> Response:
+    page = await _page(services, token, lang, surface, parent)
+    if isinstance(page, HTMLResponse):
+        return page
+    j = page.journey
+    try:
+        sent = await run_update(temporal, j.request.id, "resend_otp", ResendOtpInput(subject_id=j.subject.id),
+                                SendOtpResult)
+    except Refused as exc:
+        if exc.kind == "too_soon":
+            seconds = exc.details[0] if exc.details else 60
+            return _render("otp", page=page, status=429, error=page.t("resend_too_soon", seconds=seconds))
+        if exc.kind == "too_many_sends":
+            return _render("otp", page=page, status=429, error=page.t("resend_limit"))
+        return _render("ended", page=page, status=410)
+    except Unavailable:
+        return _render("unavailable", page=page, status=503)
+    if not sent.delivered:
+        return _render("otp", page=page, status=502, error=page.t("otp_no_code"))
+    return _render("otp", page=page, notice=page.t("resent"))
+
+
+@router.post("/r/{token}/decide", response_class=HTMLResponse)
+async def decide(token: str, request: Request, services: ServicesDep, temporal: TemporalDep,
+                 session: Annotated[str, Form()] = "", surface: SurfaceForm = HOSTED,
+                 lang: Annotated[str | None, Form()] = None,
+                 parent: Annotated[str | None, Form()] = None) -> Response:
+    page = await _page(services, token, lang, surface, parent)
+    if isinstance(page, HTMLResponse):
+        return page
+    if not services.journey.session_valid(token, session):
+        return _render("otp", page=page, status=403, error=page.t("session_expired"))
+    form = await request.form()
+    j = page.journey
+    choices: dict[str, bool] = {}
+    for cred in j.open_credentials:
+        value = form.get(f"decision-{cred.id}")
+        if value not in ("accept", "reject"):
+            return _render("review", page=page, status=400, session=session, error=page.t("decide_missing"))
+        choices[cred.id] = value == "accept"
+    decision_ids: list[str] = []
+    for credential_id, accept in choices.items():
+        try:
+            result = await run_update(temporal, j.request.id, "decide", DecisionInput(
+                subject_id=j.subject.id, credential_id=credential_id, accept=accept, channel=j.channel,
+                surface=page.surface), DecisionResult)
+        except Refused as exc:
+            if exc.kind == "already_decided":  # a second submit of the same form
+                continue
+            if exc.kind == "otp_required":
+                return _render("otp", page=page, status=403, error=page.t("session_expired"))
+            return _render("ended", page=page, status=410)
+        except Unavailable:
+            return _render("unavailable", page=page, status=503)
+        decision_ids.append(result.decision_id)
+    reloaded = await run_db(services.engine, journeys.load_journey, services.engine, j.request.id,
+                            j.subject.id)
+    page.journey = reloaded or j
+    if page.surface == HOSTED and j.request.redirect_url:
+        return RedirectResponse(j.request.redirect_url, status_code=303,
+                                headers={"Referrer-Policy": "no-referrer", "Cache-Control": "no-store"})
+    events = await asyncio.gather(*(run_db(services.engine, webhook_store.event_by_fact, services.engine,
+                                           f"credential:{d}") for d in decision_ids))
+    return _done(page, [e.payload for e in events if e is not None])

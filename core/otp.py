@@ -1,0 +1,129 @@
+"""Secrets of the subject's journey: one-time codes, their keyed hashes, the approval link and the
+page session (CONTRACT 8).
+
+Every value here is keyed by a sub-key derived from the master key (HKDF-SHA256, one ``info`` per
+purpose), so nothing that leaves the process lets anyone recompute another:
+
+- **Codes** are 6 random digits. Only ``code_hash`` of a code is stored, logged or given to the
+  workflow: HMAC-SHA256 over the request, the subject and the code, base64url. Without the key a
+  stored hash does not reveal the code, even by trying all million codes.
+- **The link** ``/r/<token>`` names one subject of one request: the token carries both ids and a
+  128-bit MAC over them, so it is unguessable, needs no storage and is the same on every resend.
+  It stops working when the request ends, because the page checks the request, not the token.
+- **The page session**, given to the browser after the code was accepted (a hidden form field, so
+  it works without cookies, inside an iframe and without JavaScript), is a MAC over the token and
+  its time of issue, valid for ``SESSION_LIFETIME``.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+import time
+import uuid
+from dataclasses import dataclass
+
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+CODE_DIGITS = 6
+SESSION_LIFETIME_SECONDS = 30 * 60
+_LINK_MAC_BYTES = 16
+_LINK_BYTES = 12 + 16 + _LINK_MAC_BYTES  # request ObjectId, subject UUID, MAC
+
+
+def generate_code() -> str:
+    """Six uniformly random digits (leading zeros kept)."""
+    return f"{secrets.randbelow(10 ** CODE_DIGITS):0{CODE_DIGITS}d}"
+
+
+def _b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+@dataclass(frozen=True)
+class LinkTarget:
+    request_id: str
+    subject_id: str
+
+
+class JourneySecrets:
+    """The keyed operations of the journey, from the master key."""
+
+    def __init__(self, master_key: bytes) -> None:
+        self._otp_key = self._derive(master_key, b"mandatum otp code hash v1")
+        self._link_key = self._derive(master_key, b"mandatum approval link v1")
+        self._session_key = self._derive(master_key, b"mandatum page session v1")
+
+    @staticmethod
+    def _derive(master_key: bytes, info: bytes) -> bytes:
+        return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=info).derive(master_key)
+
+    # --- codes ------------------------------------------------------------------------------
+
+    def code_hash(self, request_id: str, subject_id: str, code: str) -> str:
+        """The keyed hash under which a code is stored and compared. ``code`` is normalized
+        (spaces and dashes a person may type are dropped)."""
+        digits = "".join(ch for ch in code if ch not in " -\u00a0\t")
+        message = f"{request_id}:{subject_id}:{digits}".encode()
+        return _b64(hmac.new(self._otp_key, message, hashlib.sha256).digest())
+
+    # --- the approval link ------------------------------------------------------------------
+
+    def link_token(self, request_id: str, subject_id: str) -> str:
+        ids = bytes.fromhex(request_id) + uuid.UUID(subject_id).bytes
+        return _b64(ids + self._link_mac(ids))
+
+    def parse_link_token(self, token: str) -> LinkTarget | None:
+        """The (request, subject) a token names, or None for anything not made by ``link_token``."""
+        if len(token) > 64:
+            return None
+        try:
+            raw = _unb64(token)
+        except ValueError:
+            return None
+        if len(raw) != _LINK_BYTES:
+            return None
+        ids, mac = raw[:28], raw[28:]
+        if not hmac.compare_digest(mac, self._link_mac(ids)):
+            return None
+        return LinkTarget(request_id=ids[:12].hex(), subject_id=str(uuid.UUID(bytes=ids[12:])))
+
+    def _link_mac(self, ids: bytes) -> bytes:
+        return hmac.new(self._link_key, ids, hashlib.sha256).digest()[:_LINK_MAC_BYTES]
+
+    # --- the page session -------------------------------------------------------------------
+
+    def session_for(self, token: str, now: float | None = None) -> str:
+        issued = int(now if now is not None else time.time())
+        return f"{issued}.{self._session_mac(token, issued)}"
+
+    def session_valid(self, token: str, session: str | None, now: float | None = None) -> bool:
+        if not session or "." not in session or len(session) > 100:
+            return False
+        issued_text, mac = session.split(".", 1)
+        if not issued_text.isdigit():
+            return False
+        issued = int(issued_text)
+        current = now if now is not None else time.time()
+        if not issued <= current + 60 or current - issued > SESSION_LIFETIME_SECONDS:
+            return False
+        return hmac.compare_digest(mac, self._session_mac(token, issued))
+
+    def _session_mac(self, token: str, issued: int) -> str:
+        return _b64(hmac.new(self._session_key, f"{token}:{issued}".encode(), hashlib.sha256).digest())
+
+
+def mask_contact(contact: str) -> str:
+    """What the page shows of where the code went: ``a•••@example.com``, ``+•••••••1234``."""
+    if "@" in contact:
+        local, domain = contact.split("@", 1)
+        return f"{local[:1]}\u2022\u2022\u2022@{domain}"
+    dots = "\u2022" * max(len(contact) - 5, 3)
+    return f"{contact[:1]}{dots}{contact[-4:]}"

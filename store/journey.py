@@ -1,0 +1,109 @@
+"""What the subject's pages and messages show: one subject of one request, with its organization,
+the credentials in human terms and the subject's own decisions."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import Engine, update
+from sqlmodel import col, select
+
+from store.db import read_session, write_connection
+from store.tables import (
+    Action,
+    Credential,
+    CredentialRequest,
+    Decision,
+    Organization,
+    OtpChallenge,
+    RequestSubject,
+    Subject,
+)
+
+
+@dataclass(frozen=True)
+class CredentialShown:
+    """A credential as the subject reads it: for a mandate the action and the userParams being
+    approved, for a document its visible fields."""
+
+    id: str
+    name: str
+    description: str | None
+    resource_type: str
+    action_name: str | None = None
+    action_description: str | None = None
+    params: list[tuple[str, str]] = field(default_factory=list)
+    fields: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Journey:
+    request: CredentialRequest
+    organization: Organization
+    subject: Subject
+    link: RequestSubject
+    credentials: list[CredentialShown]
+    decided: dict[str, bool]  # credential id -> accepted, this subject's decisions
+    challenge: OtpChallenge | None
+
+    @property
+    def channel(self) -> str:
+        return "email" if self.subject.contact_kind == "email" else "sms"
+
+    @property
+    def open_credentials(self) -> list[CredentialShown]:
+        return [c for c in self.credentials if c.id not in self.decided]
+
+
+def shown_value(value: Any) -> str:
+    """A param value as a person reads it."""
+    if isinstance(value, bool):
+        return "✓" if value else "✗"
+    if isinstance(value, list):
+        return ", ".join(shown_value(v) for v in value)
+    if isinstance(value, dict):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+def _shown(cred: Credential, actions: dict[str, Action]) -> CredentialShown:
+    if cred.resource_type == "DOCUMENT":
+        fields = [(str(item.get("label", "")), shown_value(item.get("value", "")))
+                  for item in cred.data or [] if not item.get("hidden")]
+        return CredentialShown(cred.id, cred.name, cred.description, cred.resource_type, fields=fields)
+    action = (cred.action or {})
+    found = actions.get(str(action.get("id")))
+    params = [(name, shown_value(value)) for name, value in (action.get("userParams") or {}).items()]
+    return CredentialShown(cred.id, cred.name, cred.description, cred.resource_type,
+                           action_name=found.name if found else None,
+                           action_description=found.description if found else None, params=params)
+
+
+def load_journey(engine: Engine, request_id: str, subject_id: str) -> Journey | None:
+    with read_session(engine) as session:
+        req = session.get(CredentialRequest, request_id)
+        link = session.get(RequestSubject, (request_id, subject_id))
+        if req is None or link is None:
+            return None
+        org = session.get(Organization, req.organization_id)
+        subject = session.get(Subject, subject_id)
+        assert org is not None and subject is not None
+        creds = list(session.exec(select(Credential).where(Credential.request_id == request_id)
+                                  .order_by(col(Credential.position))))
+        action_ids = {str(c.action["id"]) for c in creds if c.action and c.action.get("id")}
+        actions = {a.id: a for a in session.exec(select(Action).where(
+            Action.organization_id == req.organization_id, col(Action.id).in_(action_ids)))}
+        decided = {d.credential_id: d.accepted for d in session.exec(select(Decision).where(
+            Decision.subject_id == subject_id, col(Decision.credential_id).in_([c.id for c in creds])))}
+        challenge = session.get(OtpChallenge, (request_id, subject_id))
+        return Journey(req, org, subject, link, [_shown(c, actions) for c in creds], decided, challenge)
+
+
+def mark_sent(engine: Engine, request_id: str) -> None:
+    """A code went out: the request's DRAFT credentials become PENDING (CONTRACT 9)."""
+    table = Credential.__table__  # type: ignore[attr-defined]
+    with write_connection(engine) as conn:
+        conn.execute(update(table).where(table.c.request_id == request_id, table.c.status == "DRAFT")
+                     .values(status="PENDING"))
