@@ -96,13 +96,14 @@ class Settings(BaseSettings):
                 raise ValueError("MANDATUM_MASTER_KEY must be set to a real key in production")
             if not self.database_url.strip():
                 raise ValueError("DATABASE_URL must be set in production")
-            if "outbox" in (self.email_transport, self.sms_transport):
-                raise ValueError("the development outbox holds codes in files: set MANDATUM_EMAIL_"
-                                 "TRANSPORT=smtp and MANDATUM_SMS_TRANSPORT=http in production")
         if self.sms_transport == "http" and not self.sms_url.strip():
             raise ValueError("MANDATUM_SMS_URL must be set when MANDATUM_SMS_TRANSPORT=http")
         if self.master_key is not None:
             _decode_master_key(key)  # fail at start, not at the first secret to decrypt
+        if self.environment is Environment.PRODUCTION and "outbox" in (self.email_transport,
+                                                                       self.sms_transport):
+            raise ValueError("the development outbox holds codes in files: set MANDATUM_EMAIL_"
+                             "TRANSPORT=smtp and MANDATUM_SMS_TRANSPORT=http in production")
         return self
 
     @property

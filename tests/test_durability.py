@@ -66,6 +66,12 @@ class Stack:
     org: Credentials
     client: Client
 
+    @property
+    def settings(self) -> Settings:
+        """What the stack's processes read from their environment, for in-process workers."""
+        return Settings(environment=Environment.TEST, database_url=self.url, master_key=MASTER_KEY,
+                        var_dir=self.var_dir, task_queue=self.queue)
+
 
 @pytest.fixture(scope="module")
 def executor() -> Iterator[ThreadPoolExecutor]:
@@ -198,7 +204,7 @@ async def test_api_dies_after_the_insert_and_the_reconciler_starts_the_workflow(
     assert bundle.request.status == "PENDING" and len(bundle.subjects) == 2
     await assert_no_workflow(stack.client, request_id)
 
-    async with build_worker(stack.client, stack.engine, stack.queue, executor):
+    async with build_worker(stack.client, stack.engine, stack.queue, executor, stack.settings):
         assert await reconcile_once(stack.client, stack.engine, stack.queue, timedelta(hours=1)) == []
         assert started_at(stack, request_id) is None  # within the grace period: left to the API
 
@@ -235,7 +241,7 @@ async def test_api_dies_after_the_workflow_start_and_the_reconciler_only_marks_i
     assert before.status == WorkflowExecutionStatus.RUNNING
     assert before.typed_search_attributes.get(SA_ORGANIZATION) == stack.org.organization_id
 
-    async with build_worker(stack.client, stack.engine, stack.queue, executor):
+    async with build_worker(stack.client, stack.engine, stack.queue, executor, stack.settings):
         assert await reconcile_once(stack.client, stack.engine, stack.queue, NO_GRACE) == []
         assert started_at(stack, request_id) is not None
         assert await reconcile_once(stack.client, stack.engine, stack.queue, NO_GRACE) == []

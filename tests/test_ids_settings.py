@@ -117,7 +117,9 @@ def test_subject_uuid_is_v4() -> None:
 
 def _production(**kw: object) -> Settings:
     values: dict[str, object] = {"environment": Environment.PRODUCTION,
-                                 "database_url": "postgresql://db/mandatum", "master_key": GOOD_KEY}
+                                 "database_url": "postgresql://db/mandatum", "master_key": GOOD_KEY,
+                                 "email_transport": "smtp", "sms_transport": "http",
+                                 "sms_url": "https://sms.example/send"}
     values.update(kw)
     return Settings(**values)  # type: ignore[arg-type]
 
@@ -151,8 +153,20 @@ def test_production_refuses_a_missing_database_url(url: str) -> None:
         _production(database_url=url)
 
 
+def test_production_refuses_the_development_outbox() -> None:
+    for transports in ({"email_transport": "outbox"}, {"sms_transport": "outbox"}):
+        with pytest.raises(ValidationError, match="outbox"):
+            _production(**transports)
+    with pytest.raises(ValidationError, match="MANDATUM_SMS_URL"):
+        _production(sms_url="")
+    assert Settings(environment=Environment.DEVELOPMENT).email_transport == "outbox"
+
+
 def test_production_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MANDATUM_ENVIRONMENT", "production")
+    monkeypatch.setenv("MANDATUM_EMAIL_TRANSPORT", "smtp")
+    monkeypatch.setenv("MANDATUM_SMS_TRANSPORT", "http")
+    monkeypatch.setenv("MANDATUM_SMS_URL", "https://sms.example/send")
     monkeypatch.setenv("MANDATUM_MASTER_KEY", GOOD_KEY)
     with pytest.raises(ValidationError, match="DATABASE_URL"):
         Settings()

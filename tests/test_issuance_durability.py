@@ -46,6 +46,7 @@ from store.db import read_session
 from store.tables import Credential, Decision, StatusList
 from tests import test_durability as durability
 from tests.helpers import Credentials
+from tests.journey_helpers import journey_secrets
 from tests.test_durability import MASTER_KEY, ROOT, Stack, WorkerProcess
 from tests.test_workflow import Gate, db_request, decide, fresh_queue, insert_request, result_of
 from trust import credentials as vc
@@ -147,9 +148,11 @@ async def decide_until_the_worker_dies(stack: Stack, scene: Scene,
     completes ``scene.mandate``'s acceptance, is left in flight when the worker dies in issuance."""
     crashing = IssuingWorker(stack, "crashing", crash_at)
     try:
-        assert (await decide(scene.handle, scene.ana, scene.mandate)).mandate_id is None
-        assert (await decide(scene.handle, scene.ana, scene.other, accept=False)).mandate_id is None
-        assert (await decide(scene.handle, scene.bea, scene.other)).mandate_id is None
+        box, keys = stack.var_dir / "outbox", journey_secrets(MASTER_KEY)  # the worker process's
+        for subject, credential, accept in ((scene.ana, scene.mandate, True), (scene.ana, scene.other, False),
+                                            (scene.bea, scene.other, True)):
+            decided = await decide(scene.handle, subject, credential, accept, outbox=box, secrets=keys)
+            assert decided.mandate_id is None
         final = asyncio.create_task(scene.handle.execute_update(
             "decide", DecisionInput(subject_id=scene.bea, credential_id=scene.mandate, accept=True,
                                     channel="email", surface="hosted"),
@@ -225,7 +228,7 @@ async def test_a_worker_killed_mid_issuance_issues_exactly_once(stack: Stack, cr
         # what the crash left: nothing issued (before), or the credential committed (after commit)
         crashed = credentials_of(stack.engine, scene.request_id)[scene.mandate]
         if crash_at == "issue:before":
-            assert (crashed.status, crashed.mandate_id, allocated(stack.engine)) == ("DRAFT", None, before)
+            assert (crashed.status, crashed.mandate_id, allocated(stack.engine)) == ("PENDING", None, before)
         else:
             assert crashed.status == "ACTIVE" and crashed.mandate_id is not None
             assert allocated(stack.engine) == before + 1

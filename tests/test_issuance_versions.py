@@ -134,8 +134,13 @@ async def test_a_rejection_issues_nothing(api: SignedClient, temporal: Client, e
     history = await handle.fetch_history()
     scheduled = [e.activity_task_scheduled_event_attributes.activity_type.name for e in history.events
                  if e.HasField("activity_task_scheduled_event_attributes")]
-    # each decision is written, then its webhook event made (workflows: the "webhook-events" patch)
-    assert scheduled == [ActivityNames.RECORD_DECISION, ActivityNames.CREATE_CREDENTIAL_EVENT] * 2
+    # each subject is sent a code and confirms it (the "subject-journey" patch); each decision is
+    # written, then its webhook event made (the "webhook-events" patch); nothing is issued
+    journey = (ActivityNames.SEND_OTP, ActivityNames.CHECK_OTP)
+    assert sorted(n for n in scheduled if n in journey) == \
+        [ActivityNames.CHECK_OTP] * 2 + [ActivityNames.SEND_OTP] * 2
+    assert [n for n in scheduled if n not in journey] == \
+        [ActivityNames.RECORD_DECISION, ActivityNames.CREATE_CREDENTIAL_EVENT] * 2
 
 
 # --- workflow versions: the histories tests/test_replay.py replays -------------------------------

@@ -14,6 +14,7 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -39,7 +40,7 @@ from store import request_queries as queries
 from store import requests as store
 from store.db import utcnow
 from tests.helpers import Credentials, SignedClient, assert_error_shape, policy_request
-from tests.journey_helpers import pass_otp
+from tests.journey_helpers import TEST_OUTBOX, pass_otp
 from worker import WORKFLOWS, build_worker
 from workflows.ids import SA_INTERNAL_ID, SA_ORGANIZATION, SA_SECURITY_LEVEL, SA_STATUS, ActivityNames
 from workflows.messages import (
@@ -111,12 +112,14 @@ async def status_of(handle: WorkflowHandle[Any, Any]) -> RequestStatusView:
 
 
 async def decide(handle: WorkflowHandle[Any, Any], subject_id: str, credential_id: str,
-                 accept: bool = True, confirm: bool = True) -> DecisionResult:
+                 accept: bool = True, confirm: bool = True, outbox: Path = TEST_OUTBOX,
+                 secrets: JourneySecrets | None = None) -> DecisionResult:
     """The subject's decision, after confirming their code when they have not yet (as the approval
-    page does; ``confirm=False`` skips that, for a subject with no code)."""
+    page does; ``confirm=False`` skips that, for a subject with no code). ``outbox`` and ``secrets``
+    are those of the worker that sent the code (the session's by default)."""
     status = await handle.query("status", result_type=RequestStatusView)
     if confirm and subject_id not in status.otp_passed:
-        await pass_otp(handle, subject_id)
+        await pass_otp(handle, subject_id, outbox=outbox, secrets=secrets)
     result = await asyncio.wait_for(handle.execute_update(
         "decide", DecisionInput(subject_id=subject_id, credential_id=credential_id, accept=accept,
                                 channel="email", surface="hosted"),
@@ -214,10 +217,10 @@ def executor() -> Iterator[ThreadPoolExecutor]:
 
 
 @pytest_asyncio.fixture(scope="module")
-async def ts_queue(ts_env: WorkflowEnvironment, engine: Engine,
+async def ts_queue(ts_env: WorkflowEnvironment, engine: Engine, settings: Settings,
                    executor: ThreadPoolExecutor) -> AsyncIterator[str]:
     queue = fresh_queue()
-    async with build_worker(ts_env.client, engine, queue, executor):
+    async with build_worker(ts_env.client, engine, queue, executor, settings):
         yield queue
 
 
@@ -530,7 +533,7 @@ async def test_decision_and_cancel_racing_never_both_land(
 
 
 async def test_update_in_the_first_workflow_task(
-    temporal: Client, engine: Engine, org: Credentials, executor: ThreadPoolExecutor,
+    temporal: Client, engine: Engine, settings: Settings, org: Credentials, executor: ThreadPoolExecutor,
 ) -> None:
     """A cancel sent right after the start (DELETE of a request the reconciler had not started yet)
     is delivered with the start itself, before run() begins: the handlers must already have the input.
@@ -543,7 +546,7 @@ async def test_update_in_the_first_workflow_task(
     await asyncio.sleep(1)  # admitted by the server while no worker polls: it joins the first task
     assert not pending.done()
 
-    async with build_worker(temporal, engine, queue, executor):
+    async with build_worker(temporal, engine, queue, executor, settings):
         canceled = await pending
         assert await result_of(handle) == CredentialRequestResult(request_id=bundle.request.id,
                                                                   status="CANCELED")

@@ -19,6 +19,7 @@ from api import versioning
 from api.contacts import normalize_contact
 from api.deps import CallerDep, ServicesDep, TemporalDep
 from api.errors import ApiError
+from api.journey import Refused, Unavailable, run_update
 from api.models import (
     CreateRequestIn,
     ErrorOut,
@@ -35,13 +36,19 @@ from store import actions as action_store
 from store import guards
 from store import request_queries as queries
 from store import requests as store
-from workflows.messages import CancelInput, CancelResult
+from workflows.messages import (
+    RESEND_INTERVAL_SECONDS,
+    CancelInput,
+    CancelResult,
+    ResendOtpInput,
+    SendOtpResult,
+)
 
 log = logging.getLogger("mandatum.api.requests")
 router = APIRouter(tags=["requests"])
 CANCEL_TIMEOUT_SECONDS = 15.0
 ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": ErrorOut} for code in (400, 401, 404, 409, 413, 429, 503)
+    code: {"model": ErrorOut} for code in (400, 401, 404, 409, 413, 422, 429, 503)
 }
 
 
@@ -310,4 +317,60 @@ async def cancel_request(
             status = (current or bundle).request.status
             raise ApiError(409, f"The request is {status.lower()}") from exc
         raise
+    return Success()
+
+
+def _subject_of(bundle: store.RequestBundle, contact: str | None, did: str | None,
+                internal_id: str | None) -> str:
+    """The subject of the request named by exactly one of ``contact``, ``id`` (DID), ``internalId``."""
+    given = [name for name, value in (("contact", contact), ("id", did), ("internalId", internal_id))
+             if value is not None]
+    if len(given) != 1:
+        raise ApiError(400, "Give exactly one of the query parameters contact, id or internalId")
+    if contact is not None:
+        try:
+            wanted, _ = normalize_contact(contact)
+        except ValueError as exc:
+            raise ApiError(400, str(exc)) from exc
+        found = [s.id for _, s in bundle.subjects if s.contact == wanted]
+    elif did is not None:
+        found = [s.id for _, s in bundle.subjects if s.id == queries.subject_id_from_did(did)]
+    else:
+        found = [s.id for link, s in bundle.subjects if link.internal_id == internal_id]
+    if not found:
+        raise ApiError(404, f"Request {bundle.request.id} has no subject with that {given[0]}")
+    return found[0]
+
+
+@router.patch("/request/resend/{requestId}", response_model=Success, responses=ERRORS)
+async def resend_code(
+    requestId: str, caller: CallerDep, services: ServicesDep, temporal: TemporalDep,
+    contact: str | None = None, id: str | None = None,
+    internalId: str | None = None,
+) -> Any:
+    """Send the subject a fresh one-time code (CONTRACT 4): at most 5 codes per subject, at least
+    60 seconds apart (429 with `Retry-After`). A new code replaces the old one and unlocks it; the
+    subject confirms the new code before deciding. 422 when the contact cannot receive it (an
+    `otp.failed` event reports it too); 409 when the request is closed or the subject has decided."""
+    _check_id(requestId)
+    bundle = await asyncio.to_thread(queries.get_request, services.engine, caller.organization_id, requestId)
+    if bundle is None:
+        raise ApiError(404, f"Request {requestId} not found")
+    subject_id = _subject_of(bundle, contact, id, internalId)
+    try:
+        sent = await run_update(temporal, requestId, "resend_otp", ResendOtpInput(subject_id=subject_id),
+                                SendOtpResult)
+    except Refused as exc:
+        if exc.kind == "too_soon":
+            seconds = str(exc.details[0]) if exc.details else str(RESEND_INTERVAL_SECONDS)
+            raise ApiError(429, exc.message, headers={"Retry-After": seconds}) from exc
+        if exc.kind == "too_many_sends":
+            raise ApiError(429, exc.message) from exc
+        raise ApiError(409, exc.message) from exc
+    except Unavailable as exc:
+        raise ApiError(503, "The code was not confirmed sent yet; retry shortly",
+                       headers={"Retry-After": "5"}) from exc
+    if not sent.delivered:
+        raise ApiError(422, f"The code could not be delivered: {sent.error_message or sent.error_code}",
+                       code=sent.error_code)
     return Success()
