@@ -18,10 +18,17 @@ from core.delivery import Message, Undeliverable, transport_for
 from core.otp import JourneySecrets, generate_code
 from core.settings import Settings
 from store import journey as journeys
+from store import kyc as kyc_store
 from store import otp as otp_store
 from store.db import utcnow
 from workflows.ids import ActivityNames
-from workflows.messages import CheckOtpInput, SendOtpInput, SendOtpResult, VerifyOtpResult
+from workflows.messages import (
+    CheckOtpInput,
+    RecordIdentityInput,
+    SendOtpInput,
+    SendOtpResult,
+    VerifyOtpResult,
+)
 
 
 def approval_link(settings: Settings, secrets: JourneySecrets, request_id: str, subject_id: str) -> str:
@@ -69,7 +76,14 @@ class JourneyActivities:
     @activity.defn(name=ActivityNames.CHECK_OTP)
     def check_otp(self, inp: CheckOtpInput) -> VerifyOtpResult:
         checked = otp_store.check_code(self._engine, inp.request_id, inp.subject_id, inp.code_hash, utcnow())
-        return VerifyOtpResult(outcome=checked.outcome, attempts_left=checked.attempts_left)
+        kyc, identity_status = kyc_store.prior_identity(self._engine, inp.subject_id)
+        return VerifyOtpResult(outcome=checked.outcome, attempts_left=checked.attempts_left, kyc=kyc,
+                               identity_status=identity_status)
+
+    @activity.defn(name=ActivityNames.RECORD_IDENTITY)
+    def record_identity(self, inp: RecordIdentityInput) -> None:
+        kyc_store.record_identity(self._engine, inp.request_id, inp.subject_id, inp.success, inp.source,
+                                  inp.message, inp.check_id, inp.at)
 
     def all(self) -> list[Callable[..., Any]]:
-        return [self.send_otp, self.check_otp]
+        return [self.send_otp, self.check_otp, self.record_identity]

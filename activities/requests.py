@@ -30,6 +30,7 @@ class RequestActivities:
         store.record_decision(
             self._engine, inp.decision_id, inp.request_id, inp.credential_id, inp.subject_id,
             inp.accepted, inp.channel, inp.surface, inp.decided_at, inp.completes_request,
+            reason=inp.reason,
         )
 
     def all(self) -> list[Callable[..., Any]]:

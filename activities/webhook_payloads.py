@@ -62,6 +62,22 @@ def otp_failed_event(
     return event
 
 
+def identity_event(
+    settings: Settings, bundle: RequestBundle, api_version: str, event_id: str, created_at: datetime,
+    subject_id: str, success: bool, message: str | None, date: datetime,
+) -> dict[str, Any]:
+    """CONTRACT 7: ``decision {success, message?, date}``."""
+    req = bundle.request
+    event = _envelope(event_id, "identity", req.id, req.internal_id, settings,
+                      _user(settings, bundle, subject_id), api_version, created_at)
+    decision: dict[str, Any] = {"success": success}
+    if message is not None:
+        decision["message"] = message
+    decision["date"] = iso(date)
+    event["decision"] = decision
+    return event
+
+
 def credential_event(
     settings: Settings, bundle: RequestBundle, api_version: str, event_id: str, created_at: datetime,
     subject_id: str, credential_id: str, accepted: bool, decided_at: datetime,

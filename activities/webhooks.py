@@ -12,7 +12,13 @@ from sqlalchemy import Engine
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.webhook_payloads import api_version_of, credential_event, otp_failed_event, sample_event
+from activities.webhook_payloads import (
+    api_version_of,
+    credential_event,
+    identity_event,
+    otp_failed_event,
+    sample_event,
+)
 from core.faults import crash_point
 from core.secretbox import SecretCipher
 from core.settings import Settings
@@ -28,6 +34,7 @@ from workflows.webhook_messages import (
     HTTP_TIMEOUT,
     CreateCredentialEventInput,
     CreateEventResult,
+    CreateIdentityEventInput,
     CreateOtpFailedEventInput,
     DeliverWebhookInput,
     DeliveryResult,
@@ -84,6 +91,25 @@ class WebhookActivities:
             "otp.failed", inp.request_id, render)
         return CreateEventResult(event_id=event.id, created=created)
 
+    @activity.defn(name=ActivityNames.CREATE_IDENTITY_EVENT)
+    def create_identity_event(self, inp: CreateIdentityEventInput) -> CreateEventResult:
+        """Idempotent on ``identity:<request>:<subject>`` (one identity result per subject and
+        request)."""
+        bundle, api_version = self._bundle(inp.organization_id, inp.request_id)
+
+        def render(event_id: str, at: datetime) -> dict[str, Any]:
+            return identity_event(self._settings, bundle, api_version, event_id, at, inp.subject_id,
+                                  inp.success, inp.message, inp.date)
+
+        event, created = store.create_event(
+            self._engine, inp.organization_id, f"identity:{inp.request_id}:{inp.subject_id}",
+            "identity", inp.request_id, render)
+        return CreateEventResult(event_id=event.id, created=created)
+
+    @activity.defn(name=ActivityNames.WEBHOOK_EVENT_STATE)
+    def webhook_event_state(self, event_id: str) -> str:
+        return store.get_event(self._engine, event_id).state
+
     @activity.defn(name=ActivityNames.DELIVER_WEBHOOK)
     def deliver_webhook(self, inp: DeliverWebhookInput) -> DeliveryResult:
         """One POST. A 2xx is delivered; a 410 fails for good; anything else is left to the retry
@@ -132,5 +158,5 @@ class WebhookActivities:
         store.mark_failed(self._engine, inp.event_id, inp.reason)
 
     def all(self) -> list[Callable[..., Any]]:
-        return [self.create_credential_event, self.create_otp_failed_event, self.deliver_webhook,
-                self.record_webhook_failure]
+        return [self.create_credential_event, self.create_otp_failed_event, self.create_identity_event,
+                self.webhook_event_state, self.deliver_webhook, self.record_webhook_failure]

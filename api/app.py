@@ -12,7 +12,18 @@ from temporalio.client import Client
 from api.auth import Authenticator, SignedRequestMiddleware
 from api.deps import Services
 from api.errors import install_error_handlers
-from api.routes import actions, activity, dev, identity, journey, mandates, me, presentations, requests
+from api.routes import (
+    actions,
+    activity,
+    dev,
+    identity,
+    journey,
+    mandates,
+    me,
+    presentations,
+    requests,
+    subject_identity,
+)
 from core.secretbox import SecretCipher
 from core.settings import Settings, get_settings
 from core.temporal import build_client
@@ -64,6 +75,7 @@ def create_app(settings: Settings | None = None, temporal: Client | None = None)
     app.include_router(identity.router)
     app.include_router(me.router)
     app.include_router(activity.router)
+    app.include_router(subject_identity.router)
     app.include_router(journey.router)
     app.include_router(dev.router)
 

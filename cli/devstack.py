@@ -92,7 +92,9 @@ def banner(settings: Settings, organization: str) -> str:
     return (f"\n{organization}\n\nMandatum is running:\n"
             f"  API           {api}\n"
             f"  API docs      {api}/docs\n"
-            f"  Temporal UI   http://{temporal_host}:{settings.temporal_ui_port}/namespaces/"
+            + (f"  dev outbox    {api}/dev/outbox  (the codes and links sent to subjects)\n"
+               if settings.email_transport == "outbox" or settings.sms_transport == "outbox" else "")
+            + f"  Temporal UI   http://{temporal_host}:{settings.temporal_ui_port}/namespaces/"
             f"{settings.temporal_namespace}/workflows\n"
             f"  Temporal gRPC {settings.temporal_address}\n"
             f"  data          {settings.var_dir}  (logs in {settings.var_dir / 'log'})\n"

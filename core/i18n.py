@@ -60,6 +60,8 @@ CATALOG: dict[str, dict[str, str]] = {
         "kyc_heading": "Verify your identity",
         "kyc_intro": "{org} needs to confirm who you are before you decide.",
         "kyc_start": "Verify my identity",
+        "kyc_check_again": "Check again",
+        "kyc_unavailable": "Identity checks are not available at the moment. Please try again later.",
         "kyc_waiting": "{org} is checking your identity. Come back to this link once they have finished.",
         "kyc_failed_heading": "Identity not verified",
         "kyc_failed_body": "Your identity could not be verified, so this request cannot be approved.",
@@ -113,6 +115,9 @@ CATALOG: dict[str, dict[str, str]] = {
         "kyc_heading": "Verifique a sua identidade",
         "kyc_intro": "{org} precisa de confirmar quem é antes de decidir.",
         "kyc_start": "Verificar a minha identidade",
+        "kyc_check_again": "Verificar novamente",
+        "kyc_unavailable": ("As verificações de identidade não estão disponíveis de momento. "
+                            "Tente mais tarde."),
         "kyc_waiting": "{org} está a verificar a sua identidade. Volte a este link quando terminarem.",
         "kyc_failed_heading": "Identidade não verificada",
         "kyc_failed_body": ("Não foi possível verificar a sua identidade, por isso este pedido não "
@@ -167,6 +172,8 @@ CATALOG: dict[str, dict[str, str]] = {
         "kyc_heading": "Verifique su identidad",
         "kyc_intro": "{org} necesita confirmar quién es usted antes de que decida.",
         "kyc_start": "Verificar mi identidad",
+        "kyc_check_again": "Comprobar de nuevo",
+        "kyc_unavailable": "Las comprobaciones de identidad no están disponibles ahora. Inténtelo más tarde.",
         "kyc_waiting": "{org} está comprobando su identidad. Vuelva a este enlace cuando hayan terminado.",
         "kyc_failed_heading": "Identidad no verificada",
         "kyc_failed_body": "No se pudo verificar su identidad, por lo que esta solicitud no puede aprobarse.",
@@ -221,6 +228,9 @@ CATALOG: dict[str, dict[str, str]] = {
         "kyc_heading": "Vérifiez votre identité",
         "kyc_intro": "{org} doit confirmer votre identité avant que vous ne décidiez.",
         "kyc_start": "Vérifier mon identité",
+        "kyc_check_again": "Vérifier à nouveau",
+        "kyc_unavailable": ("Les vérifications d'identité ne sont pas disponibles pour le moment. "
+                            "Réessayez plus tard."),
         "kyc_waiting": "{org} vérifie votre identité. Revenez sur ce lien lorsque ce sera terminé.",
         "kyc_failed_heading": "Identité non vérifiée",
         "kyc_failed_body": ("Votre identité n'a pas pu être vérifiée : cette demande ne peut pas "

@@ -79,6 +79,9 @@ class Settings(BaseSettings):
     sms_url: str = ""
     sms_token: SecretStr | None = None
     sms_timeout_seconds: float = 10.0
+    # platform identity checks (core.kyc): "development" simulates them on a page of our own
+    # (refused in production); "none" offers no platform KYC
+    kyc_provider: Literal["none", "development"] = "development"
 
     @field_validator("master_key", mode="before")
     @classmethod
@@ -104,6 +107,9 @@ class Settings(BaseSettings):
                                                                        self.sms_transport):
             raise ValueError("the development outbox holds codes in files: set MANDATUM_EMAIL_"
                              "TRANSPORT=smtp and MANDATUM_SMS_TRANSPORT=http in production")
+        if self.environment is Environment.PRODUCTION and self.kyc_provider == "development":
+            raise ValueError("the development KYC provider approves anyone: set "
+                             "MANDATUM_KYC_PROVIDER to a real provider (or none) in production")
         return self
 
     @property
@@ -133,7 +139,7 @@ class Settings(BaseSettings):
 
     @property
     def dev_pages(self) -> bool:
-        """The development outbox page is served (never in production)."""
+        """The development pages (outbox, KYC simulator) are served (never in production)."""
         return self.environment is not Environment.PRODUCTION
 
     def status_list_url(self, list_id: str) -> str:

@@ -58,6 +58,12 @@ def get_request(engine: Engine, org_id: str, request_id: str) -> RequestBundle |
         return _load_bundles(session, [req])[0]
 
 
+def organization_of(engine: Engine, request_id: str) -> str | None:
+    with read_session(engine) as session:
+        req = session.get(CredentialRequest, request_id)
+        return req.organization_id if req else None
+
+
 @dataclass(frozen=True)
 class RequestFilter:
     page_index: int = 0

@@ -295,6 +295,7 @@ def record_expiry(engine: Engine, request_id: str) -> None:
 def record_decision(
     engine: Engine, decision_id: str, request_id: str, credential_id: str, subject_id: str,
     accepted: bool, channel: str | None, surface: str | None, at: datetime, completes: bool,
+    reason: str | None = None,
 ) -> None:
     """Store a subject's decision once (the decision id is the idempotency key), with its audit
     record ("human decision: accept / reject", with the OTP channel and the UI surface)."""
@@ -320,4 +321,4 @@ def record_decision(
             data={"decisionId": decision_id, "subjectId": subject_id,
                   "contact": subject.contact if subject else None, "credentialId": credential_id,
                   "accepted": accepted, "channel": channel, "surface": surface,
-                  "decidedAt": at.isoformat()}))
+                  "decidedAt": at.isoformat(), **({"reason": reason} if reason else {})}))

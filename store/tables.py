@@ -100,6 +100,8 @@ class RequestSubject(SQLModel, table=True):
     subject_id: str = Field(foreign_key="subject.id", primary_key=True, index=True, max_length=36)
     position: int
     internal_id: str | None = Field(default=None, index=True, max_length=255)
+    # the identity check this request required of the subject: VERIFIED | FAILED (migration 0008)
+    identity_result: str | None = Field(default=None, max_length=16)
 
 
 class Credential(SQLModel, table=True):
@@ -358,3 +360,19 @@ class OtpChallenge(SQLModel, table=True):
     locked_at: datetime | None = None
     verified_at: datetime | None = None
     delivery_error: str | None = Field(default=None, max_length=32)
+
+
+class KycCheck(SQLModel, table=True):
+    """One platform identity check (KYC) of a subject in a request, by a provider (``core.kyc``).
+    The id is random and unguessable: the provider's page is reached by it."""
+
+    __tablename__ = "kyc_check"
+    __table_args__ = (Index("ix_kyc_check_request_subject", "request_id", "subject_id"),)
+    id: str = Field(primary_key=True, max_length=36)
+    request_id: str = Field(foreign_key="credential_request.id", max_length=24)
+    subject_id: str = Field(foreign_key="subject.id", max_length=36)
+    provider: str = Field(max_length=32)
+    status: str = Field(max_length=16)  # PENDING | VERIFIED | FAILED
+    message: str | None = Field(default=None, max_length=500)
+    created_at: datetime
+    completed_at: datetime | None = None

@@ -119,7 +119,7 @@ def _production(**kw: object) -> Settings:
     values: dict[str, object] = {"environment": Environment.PRODUCTION,
                                  "database_url": "postgresql://db/mandatum", "master_key": GOOD_KEY,
                                  "email_transport": "smtp", "sms_transport": "http",
-                                 "sms_url": "https://sms.example/send"}
+                                 "sms_url": "https://sms.example/send", "kyc_provider": "none"}
     values.update(kw)
     return Settings(**values)  # type: ignore[arg-type]
 
@@ -159,6 +159,8 @@ def test_production_refuses_the_development_outbox() -> None:
             _production(**transports)
     with pytest.raises(ValidationError, match="MANDATUM_SMS_URL"):
         _production(sms_url="")
+    with pytest.raises(ValidationError, match="KYC"):
+        _production(kyc_provider="development")
     assert Settings(environment=Environment.DEVELOPMENT).email_transport == "outbox"
 
 
@@ -167,6 +169,7 @@ def test_production_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("MANDATUM_EMAIL_TRANSPORT", "smtp")
     monkeypatch.setenv("MANDATUM_SMS_TRANSPORT", "http")
     monkeypatch.setenv("MANDATUM_SMS_URL", "https://sms.example/send")
+    monkeypatch.setenv("MANDATUM_KYC_PROVIDER", "none")
     monkeypatch.setenv("MANDATUM_MASTER_KEY", GOOD_KEY)
     with pytest.raises(ValidationError, match="DATABASE_URL"):
         Settings()

@@ -26,6 +26,11 @@ with workflow.unsafe.imports_passed_through():
         webhook_workflow_id,
     )
     from workflows.messages import (
+        IDENTITY_FAILED,
+        IDENTITY_NOT_REQUIRED,
+        IDENTITY_PASSED,
+        IDENTITY_REQUIRED,
+        IDENTITY_SOURCES,
         MAX_SENDS,
         OTP_LOCKED_NOW,
         OTP_PASSED,
@@ -38,11 +43,14 @@ with workflow.unsafe.imports_passed_through():
         DecisionInput,
         DecisionResult,
         DecisionView,
+        IdentityInput,
+        IdentityResult,
         IssueCredentialInput,
         IssueCredentialResult,
         RecordCancellationInput,
         RecordDecisionInput,
         RecordExpiryInput,
+        RecordIdentityInput,
         RequestStatusView,
         ResendOtpInput,
         SendOtpInput,
@@ -54,6 +62,7 @@ with workflow.unsafe.imports_passed_through():
         WEBHOOK_WORKFLOW_TYPE,
         CreateCredentialEventInput,
         CreateEventResult,
+        CreateIdentityEventInput,
         CreateOtpFailedEventInput,
         DeliverWebhookInput,
     )
@@ -117,6 +126,10 @@ class CredentialRequestWorkflow:
         self._sends: dict[str, int] = {}
         self._last_sent: dict[str, datetime] = {}
         self._otp_passed: set[str] = set()
+        self._channels: dict[str, str] = {}  # subject -> where their code went (email | sms)
+        # identity checks the security level requires: subject -> passed, and their event ids
+        self._identity: dict[str, bool] = {}
+        self._identity_events: dict[str, str] = {}
 
     @workflow.run
     async def run(self, inp: CredentialRequestInput) -> CredentialRequestResult:
@@ -176,6 +189,9 @@ class CredentialRequestWorkflow:
 
     @workflow.update(name="decide")
     async def decide(self, inp: DecisionInput) -> DecisionResult:
+        return await self._decide(inp)
+
+    async def _decide(self, inp: DecisionInput) -> DecisionResult:
         key = (inp.subject_id, inp.credential_id)
         decision_id = f"urn:via:decision:{workflow.uuid4()}"  # an identifier, not a secret
         at = workflow.now()
@@ -192,7 +208,7 @@ class CredentialRequestWorkflow:
                 request_id=self._input.request_id, decision_id=decision_id,
                 subject_id=inp.subject_id, credential_id=inp.credential_id, accepted=inp.accept,
                 channel=inp.channel, surface=inp.surface, decided_at=at,
-                completes_request=completes,
+                completes_request=completes, reason=inp.reason,
             ),
         )
         self._recorded.add(key)
@@ -222,6 +238,12 @@ class CredentialRequestWorkflow:
         if self._journey and inp.subject_id not in self._otp_passed:
             raise ApplicationError("The subject has not confirmed the code sent to them",
                                    type="otp_required")
+        identity = self._identity_state(inp.subject_id)
+        if self._journey and identity == IDENTITY_REQUIRED:
+            raise ApplicationError("The security level requires an identity check first",
+                                   type="identity_required")
+        if identity == IDENTITY_FAILED:
+            raise ApplicationError("The subject's identity check failed", type="identity_failed")
 
     async def _issue_once(self, credential_id: str) -> str | None:
         """Issue a credential every subject accepted, once. The issuance activity reads the
@@ -267,12 +289,13 @@ class CredentialRequestWorkflow:
             result_type=CreateEventResult, start_to_close_timeout=timedelta(seconds=30),
             retry_policy=DB_WRITE_RETRY, summary=f"credential event for {decision_id}",
         )
-        await self._deliver(created.event_id)
+        # a subject's identity event is delivered before their credential events (CONTRACT 7)
+        await self._deliver(created.event_id, after=self._identity_events.get(inp.subject_id))
 
-    async def _deliver(self, event_id: str) -> None:
+    async def _deliver(self, event_id: str, after: str | None = None) -> None:
         try:
             await workflow.start_child_workflow(
-                WEBHOOK_WORKFLOW_TYPE, DeliverWebhookInput(event_id=event_id),
+                WEBHOOK_WORKFLOW_TYPE, DeliverWebhookInput(event_id=event_id, after=after),
                 id=webhook_workflow_id(event_id),
                 parent_close_policy=ParentClosePolicy.ABANDON,
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
@@ -300,6 +323,8 @@ class CredentialRequestWorkflow:
         except ActivityError:  # the transport kept failing: the subject has no code
             sent = SendOtpResult(channel="unknown", delivered=False, error_code="UNDELIVERABLE",
                                  error_message="The code could not be sent")
+        if sent.delivered:
+            self._channels[subject_id] = sent.channel
         if not sent.delivered:
             await self._emit_otp_failed(subject_id, f"undelivered:{number}",
                                         sent.error_code or "UNDELIVERABLE",
@@ -319,7 +344,9 @@ class CredentialRequestWorkflow:
         )
         if checked.outcome == OTP_PASSED:
             self._otp_passed.add(inp.subject_id)
-        elif checked.outcome == OTP_LOCKED_NOW:
+            await self._reuse_identity(inp.subject_id, checked.kyc, checked.identity_status)
+            return checked.model_copy(update={"identity": self._identity_state(inp.subject_id)})
+        if checked.outcome == OTP_LOCKED_NOW:
             await self._emit_otp_failed(
                 inp.subject_id, f"locked:{self._sends.get(inp.subject_id, 0)}", "INVALID_CODE_LIMIT",
                 "Too many wrong codes: the code is locked until a new one is sent")
@@ -371,6 +398,77 @@ class CredentialRequestWorkflow:
         )
         await self._deliver(created.event_id)
 
+    # --- the subject's journey: identity (KYC) ------------------------------------------------
+
+    def _identity_state(self, subject_id: str) -> str:
+        if self._input.security_level not in IDENTITY_SOURCES:
+            return IDENTITY_NOT_REQUIRED
+        found = self._identity.get(subject_id)
+        return IDENTITY_REQUIRED if found is None else IDENTITY_PASSED if found else IDENTITY_FAILED
+
+    async def _reuse_identity(self, subject_id: str, kyc: str | None, identity_status: str | None) -> None:
+        """PLATFORM_KYC reuses an earlier platform success, ORGANIZATION_KYC a check the
+        organization reported before; PLATFORM_REVALIDATION always wants a fresh check."""
+        if subject_id in self._identity:
+            return
+        level = self._input.security_level
+        if level == "PLATFORM_KYC" and kyc == "VERIFIED":
+            await self._record_identity(IdentityInput(
+                subject_id=subject_id, success=True, source="platform-reuse",
+                message="An earlier platform identity check of the subject is reused"))
+        elif level == "ORGANIZATION_KYC" and identity_status == "VERIFIED":
+            await self._record_identity(IdentityInput(
+                subject_id=subject_id, success=True, source="organization",
+                message="Verified by the organization"))
+
+    @workflow.update(name="record_identity")
+    async def record_identity(self, inp: IdentityInput) -> IdentityResult:
+        await self._record_identity(inp)
+        return IdentityResult(identity=self._identity_state(inp.subject_id))
+
+    @record_identity.validator
+    def _validate_record_identity(self, inp: IdentityInput) -> None:
+        self._refuse_when_closed()
+        self._refuse_unknown_subject(inp.subject_id)
+        required = IDENTITY_SOURCES.get(self._input.security_level)
+        if required is None:
+            raise ApplicationError("The request's security level requires no identity check",
+                                   type="identity_not_required")
+        if required != ("platform" if inp.source == "platform-reuse" else inp.source):
+            raise ApplicationError(f"The security level requires a {required} identity check",
+                                   type="wrong_identity_source")
+        if inp.subject_id in self._identity:
+            raise ApplicationError("The subject's identity result is already recorded",
+                                   type="identity_recorded")
+        if all((inp.subject_id, c) in self._decisions for c in self._input.credential_ids):
+            raise ApplicationError("The subject has already decided", type="already_decided")
+
+    async def _record_identity(self, inp: IdentityInput) -> None:
+        """Store the result and report it (``identity`` event); a failure ends the subject's path:
+        each credential they had not decided is declined for them, so no mandate is issued."""
+        subject = inp.subject_id
+        self._identity[subject] = inp.success
+        at = workflow.now()
+        await record(ActivityNames.RECORD_IDENTITY, RecordIdentityInput(
+            request_id=self._input.request_id, subject_id=subject, success=inp.success,
+            source=inp.source, message=inp.message, check_id=inp.check_id, at=at))
+        created = await workflow.execute_activity(
+            ActivityNames.CREATE_IDENTITY_EVENT,
+            CreateIdentityEventInput(
+                request_id=self._input.request_id, organization_id=self._input.organization_id,
+                subject_id=subject, success=inp.success, message=inp.message, date=at),
+            result_type=CreateEventResult, start_to_close_timeout=timedelta(seconds=30),
+            retry_policy=DB_WRITE_RETRY, summary=f"identity event for subject {subject}",
+        )
+        self._identity_events[subject] = created.event_id
+        await self._deliver(created.event_id)
+        if not inp.success:
+            for credential_id in self._input.credential_ids:
+                if (subject, credential_id) not in self._decisions and self._outcome is None:
+                    await self._decide(DecisionInput(
+                        subject_id=subject, credential_id=credential_id, accept=False,
+                        channel=self._channels.get(subject), reason="identity_failed"))
+
     # --- live state ---------------------------------------------------------------------------
 
     @workflow.query(name="status")
@@ -380,7 +478,7 @@ class CredentialRequestWorkflow:
             request_id=self._input.request_id, status=self._status,
             expires_at=self._input.expires_at, canceled_at=self._canceled_at,
             decisions=list(self._decisions.values()), awaiting=total - len(self._decisions),
-            otp_passed=sorted(self._otp_passed),
+            otp_passed=sorted(self._otp_passed), identity=dict(self._identity),
         )
 
     def _accepted_by_all(self, credential_id: str) -> bool:

@@ -52,3 +52,6 @@ class ActivityNames:
     SEND_OTP = "send_otp"
     CHECK_OTP = "check_otp"
     CREATE_OTP_FAILED_EVENT = "create_otp_failed_event"
+    RECORD_IDENTITY = "record_identity"
+    CREATE_IDENTITY_EVENT = "create_identity_event"
+    WEBHOOK_EVENT_STATE = "webhook_event_state"

@@ -39,6 +39,7 @@ class DecisionInput(BaseModel):
     accept: bool
     channel: str | None = None  # "email" | "sms"
     surface: str | None = None  # "hosted" | "iframe"
+    reason: str | None = None  # why a decision was made for the subject (identity_failed)
 
 
 class DecisionResult(BaseModel):
@@ -64,6 +65,7 @@ class RequestStatusView(BaseModel):
     decisions: list[DecisionView] = Field(default_factory=list)
     awaiting: int = 0
     otp_passed: list[str] = Field(default_factory=list)  # subjects who confirmed their code
+    identity: dict[str, bool] = Field(default_factory=dict)  # subject -> identity check passed
 
 
 # --- activities -------------------------------------------------------------------------------
@@ -89,6 +91,7 @@ class RecordDecisionInput(BaseModel):
     surface: str | None = None
     decided_at: datetime
     completes_request: bool = False
+    reason: str | None = None
 
 
 class IssueCredentialInput(BaseModel):
@@ -121,6 +124,11 @@ class VerifyOtpInput(BaseModel):
 class VerifyOtpResult(BaseModel):
     outcome: str  # passed | wrong | expired | locked | locked_now | no_code
     attempts_left: int = 0
+    # the identity step after a passed code: not_required | required | passed | failed
+    identity: str = "not_required"
+    # the subject's standing statuses, read with the check (for reusing an earlier identity check)
+    kyc: str | None = None
+    identity_status: str | None = None
 
 
 class ResendOtpInput(BaseModel):
@@ -145,3 +153,38 @@ class CheckOtpInput(BaseModel):
     request_id: str
     subject_id: str
     code_hash: str
+
+
+# --- the subject's journey: identity (KYC) --------------------------------------------------------
+
+# the source of identity each security level requires (CONTRACT 8)
+IDENTITY_SOURCES = {"ORGANIZATION_KYC": "organization", "PLATFORM_KYC": "platform",
+                    "PLATFORM_REVALIDATION": "platform"}
+IDENTITY_NOT_REQUIRED, IDENTITY_REQUIRED, IDENTITY_PASSED, IDENTITY_FAILED = (
+    "not_required", "required", "passed", "failed")
+
+
+class IdentityInput(BaseModel):
+    """An identity result for a subject: from the platform provider (``platform``), an earlier
+    platform success reused (``platform-reuse``) or the organization's own check
+    (``organization``)."""
+
+    subject_id: str
+    success: bool
+    source: str
+    message: str | None = None
+    check_id: str | None = None
+
+
+class IdentityResult(BaseModel):
+    identity: str  # passed | failed
+
+
+class RecordIdentityInput(BaseModel):
+    request_id: str
+    subject_id: str
+    success: bool
+    source: str
+    message: str | None = None
+    check_id: str | None = None
+    at: datetime

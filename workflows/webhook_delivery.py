@@ -6,6 +6,9 @@ the retries are the activity's RetryPolicy (first after 5 s, doubling, capped at
 non-retryable failure. When the attempts run out the event is recorded ``failed`` and the workflow
 fails too: ``mandatum webhook retry`` starts the id again, which the id reuse policy
 ALLOW_DUPLICATE_FAILED_ONLY permits for a failed delivery and refuses for a delivered one.
+
+An event that must follow another (a subject's ``credential`` after their ``identity``) first
+waits until the other is no longer pending.
 """
 
 from __future__ import annotations
@@ -51,6 +54,8 @@ def _reason(exc: ActivityError) -> str:
 class WebhookDeliveryWorkflow:
     @workflow.run
     async def run(self, inp: DeliverWebhookInput) -> DeliveryResult:
+        if inp.after:
+            await self._wait_for(inp.after)
         try:
             return await workflow.execute_activity(
                 ActivityNames.DELIVER_WEBHOOK, inp, result_type=DeliveryResult,
@@ -66,3 +71,18 @@ class WebhookDeliveryWorkflow:
         )
         raise ApplicationError(f"webhook event {inp.event_id} not delivered: {reason}",
                                type="webhook_not_delivered", non_retryable=True)
+
+    async def _wait_for(self, event_id: str) -> None:
+        """Until the earlier event is delivered, skipped or given up (within the delivery window):
+        checked after 1 s, then less and less often, at most every 5 minutes."""
+        deadline = workflow.now() + DELIVERY_WINDOW
+        delay = timedelta(seconds=1)
+        while workflow.now() < deadline:
+            state = await workflow.execute_activity(
+                ActivityNames.WEBHOOK_EVENT_STATE, event_id, result_type=str,
+                start_to_close_timeout=timedelta(seconds=30), retry_policy=DB_WRITE_RETRY,
+                summary=f"is {event_id} delivered?")
+            if state != "pending":
+                return
+            await workflow.sleep(delay, summary=f"wait for {event_id}")
+            delay = min(delay * 2, timedelta(minutes=5))

@@ -29,6 +29,9 @@ def retry_delay(attempt: int) -> timedelta:
 
 class DeliverWebhookInput(BaseModel):
     event_id: str
+    # an event that must be delivered (or given up) first: a subject's ``identity`` event before
+    # their ``credential`` events (CONTRACT 7)
+    after: str | None = None
 
 
 class DeliveryResult(BaseModel):
@@ -70,3 +73,15 @@ class CreateOtpFailedEventInput(BaseModel):
     fact: str
     code: str  # INVALID_CODE_LIMIT | UNDELIVERABLE | INVALID_PHONE_NUMBER
     message: str
+
+
+class CreateIdentityEventInput(BaseModel):
+    """An ``identity`` event: a subject's identity check completed (``decision {success,
+    message?, date}``)."""
+
+    request_id: str
+    organization_id: str
+    subject_id: str
+    success: bool
+    message: str | None = None
+    date: datetime

@@ -1,6 +1,7 @@
-"""Development pages: the outbox of messages the worker wrote instead of sending them
-(``MANDATUM_EMAIL_TRANSPORT=outbox``, the default outside production), so a newcomer can finish a
-flow on one machine. Not served in production."""
+"""Development pages, never served in production: the outbox of messages the worker wrote instead
+of sending them (``MANDATUM_EMAIL_TRANSPORT=outbox``, the default outside production), so a
+newcomer can finish a flow on one machine, and the development identity provider
+(``core.kyc.DevelopmentProvider``), whose page simulates a document and a selfie check."""
 
 from __future__ import annotations
 
@@ -8,15 +9,19 @@ import asyncio
 import re
 import secrets
 from dataclasses import asdict
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter
-from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi import APIRouter, Form, Query
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
-from api.deps import ServicesDep
+from api.deps import ServicesDep, TemporalDep
 from api.errors import ApiError
+from api.kyc import complete_check
 from api.routes.journey import TEMPLATES
 from core.delivery import outbox_of
+from store import kyc as kyc_store
+from store import orgs, request_queries
+from store.db import run_db
 
 router = APIRouter(include_in_schema=False)
 URL_RE = re.compile(r"(https?://\S+)")
@@ -50,3 +55,55 @@ async def outbox_page(services: ServicesDep, to: str | None = None) -> HTMLRespo
     return HTMLResponse(html, headers={
         "Content-Security-Policy": f"default-src 'none'; style-src 'nonce-{nonce}'; frame-ancestors 'none'",
         "Cache-Control": "no-store", "Referrer-Policy": "no-referrer"})
+
+
+def _page_headers(nonce: str, frame_ancestors: str = "'none'") -> dict[str, str]:
+    return {"Content-Security-Policy": (f"default-src 'none'; style-src 'nonce-{nonce}'; form-action 'self'; "
+                                        f"frame-ancestors {frame_ancestors}"),
+            "Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
+
+
+def _safe_return(services: ServicesDep, url: str) -> str:
+    """Only back to one of our approval pages (never an open redirect)."""
+    base = services.settings.public_url.rstrip("/") + "/r/"
+    if not url.startswith(base):
+        raise ApiError(400, "return must be an approval page of this service")
+    return url
+
+
+@router.get("/dev/kyc/{check_id}", response_class=HTMLResponse)
+async def kyc_page(check_id: str, services: ServicesDep,
+                   return_: Annotated[str, Query(alias="return")] = "") -> HTMLResponse:
+    _check(services)
+    check = await run_db(services.engine, kyc_store.get_check, services.engine, check_id)
+    if check is None:
+        raise ApiError(404, "Identity check not found")
+    nonce = secrets.token_urlsafe(16)
+    html = TEMPLATES.get_template("dev_kyc.html").render(
+        html_lang="en", title="Identity check (development)", nonce=nonce, check_id=check.id,
+        return_url=_safe_return(services, return_) if return_ else "",
+        done=None if check.status == kyc_store.PENDING else check.status.lower())
+    # shown inside the approval iframe too: the same origins may frame it
+    origins = await run_db(services.engine, _frame_origins, services, check.request_id)
+    return HTMLResponse(html, headers=_page_headers(nonce, " ".join(origins) or "'none'"))
+
+
+def _frame_origins(services: ServicesDep, request_id: str) -> list[str]:
+    found = request_queries.organization_of(services.engine, request_id)
+    return orgs.get_organization(services.engine, found).frame_origins if found else []
+
+
+@router.post("/dev/kyc/{check_id}")
+async def kyc_result(check_id: str, services: ServicesDep, temporal: TemporalDep,
+                     document: str = Form("pass"), selfie: str = Form("pass"),
+                     return_: str = Form("", alias="return")) -> Response:
+    _check(services)
+    if await run_db(services.engine, kyc_store.get_check, services.engine, check_id) is None:
+        raise ApiError(404, "Identity check not found")
+    failed = [name for name, value in (("document", document), ("selfie", selfie)) if value != "pass"]
+    message = (f"The {' and '.join(failed)} check failed" if failed else "Document and selfie verified")
+    check = await complete_check(services.engine, temporal, check_id, not failed, message)
+    if return_:
+        return RedirectResponse(_safe_return(services, return_), status_code=303,
+                                headers={"Referrer-Policy": "no-referrer"})
+    return JSONResponse({"id": check.id, "status": check.status, "message": check.message})

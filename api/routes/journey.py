@@ -26,16 +26,25 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from temporalio.service import RPCError
 
 from api.deps import ServicesDep, TemporalDep
 from api.journey import Refused, Unavailable, run_update
 from core import i18n
+from core.kyc import provider_for
 from core.otp import mask_contact
+from core.temporal import request_handle
 from store import journey as journeys
+from store import kyc as kyc_store
 from store import webhooks as webhook_store
-from store.db import run_db
+from store.db import run_db, utcnow
 from store.journey import Journey
 from workflows.messages import (
+    IDENTITY_FAILED,
+    IDENTITY_NOT_REQUIRED,
+    IDENTITY_PASSED,
+    IDENTITY_REQUIRED,
+    IDENTITY_SOURCES,
     OTP_EXPIRED,
     OTP_LOCKED,
     OTP_LOCKED_NOW,
@@ -44,6 +53,7 @@ from workflows.messages import (
     OTP_WRONG,
     DecisionInput,
     DecisionResult,
+    RequestStatusView,
     ResendOtpInput,
     SendOtpResult,
     VerifyOtpInput,
@@ -98,13 +108,15 @@ def _render(step: str, *, page: Page | None = None, lang: str = i18n.DEFAULT_LAN
     if page is not None:
         j = page.journey
         org = j.organization.name
-        total = 2
-        number = {"otp": 1, "review": 2}.get(step)
+        kyc = j.request.security_level in IDENTITY_SOURCES
+        total = 3 if kyc else 2
+        number = {"otp": 1, "kyc": 2, "review": 3 if kyc else 2}.get(step)
         context.update(
             org=org, title=t("page_title", org=org), request_name=j.request.name,
             contact=mask_contact(j.subject.contact), credentials=j.credentials,
             open_credentials=j.open_credentials, base=page.base, surface=page.surface,
             parent=page.parent, step_number=number, step_total=total if number else None,
+            kyc_source=IDENTITY_SOURCES.get(j.request.security_level),
             languages=_language_links(page) if step == "otp" else None)
         if page.surface == IFRAME and page.parent:
             frame_ancestors = page.parent
@@ -148,6 +160,8 @@ async def _page(services: ServicesDep, token: str, lang: str | None, surface: st
 
 
 def _done(page: Page, post_message: list[dict[str, Any]] | None = None) -> HTMLResponse:
+    if page.journey.link.identity_result == "FAILED":  # declined for them: say why
+        return _render("kyc_failed", page=page, status=403)
     names = {c.id: c.name for c in page.journey.credentials}
     decided = page.journey.decided
     approved = ", ".join(names[c] for c, ok in decided.items() if ok and c in names)
@@ -192,7 +206,7 @@ async def submit_code(token: str, services: ServicesDep, temporal: TemporalDep,
     except Unavailable:
         return _render("unavailable", page=page, status=503)
     if checked.outcome == OTP_PASSED:
-        return _render("review", page=page, session=services.journey.session_for(token))
+        return _after_code(page, checked.identity, services.journey.session_for(token))
     error = {
         OTP_WRONG: page.t("otp_wrong", left=checked.attempts_left),
         OTP_EXPIRED: page.t("otp_expired"),
@@ -201,6 +215,73 @@ async def submit_code(token: str, services: ServicesDep, temporal: TemporalDep,
         OTP_NO_CODE: page.t("otp_no_code"),
     }.get(checked.outcome, page.t("otp_no_code"))
     return _render("otp", page=page, status=400 if checked.outcome == OTP_WRONG else 403, error=error)
+
+
+def _after_code(page: Page, identity: str, session: str, error: str | None = None) -> HTMLResponse:
+    """The step after a confirmed code: the identity check when the level requires one and it has
+    not passed, the end when it failed, else the decision."""
+    if identity == IDENTITY_REQUIRED:
+        return _render("kyc", page=page, session=session, error=error)
+    if identity == IDENTITY_FAILED:
+        return _render("kyc_failed", page=page, status=403)
+    return _render("review", page=page, session=session)
+
+
+async def _continue(page: Page, temporal: TemporalDep, session: str) -> HTMLResponse:
+    """Where the subject stands now (after an identity check, or checking again)."""
+    j = page.journey
+    try:
+        status = await request_handle(temporal, j.request.id).query("status", result_type=RequestStatusView)
+    except RPCError:
+        return _render("ended", page=page, status=410)
+    if j.subject.id not in status.otp_passed:
+        return _render("otp", page=page, status=403, error=page.t("session_expired"))
+    found = status.identity.get(j.subject.id)
+    if j.request.security_level not in IDENTITY_SOURCES:
+        identity = IDENTITY_NOT_REQUIRED
+    else:
+        identity = IDENTITY_REQUIRED if found is None else IDENTITY_PASSED if found else IDENTITY_FAILED
+    return _after_code(page, identity, session)
+
+
+@router.api_route("/r/{token}/continue", methods=["GET", "POST"], response_class=HTMLResponse)
+async def continue_journey(token: str, request: Request, services: ServicesDep, temporal: TemporalDep,
+                           ) -> Response:
+    """Back from the identity provider (GET, the session in the query) or checking again (POST)."""
+    values = dict(request.query_params)
+    if request.method == "POST":
+        values.update({k: v for k, v in (await request.form()).items() if isinstance(v, str)})
+    page = await _page(services, token, values.get("lang"), values.get("surface"), values.get("parent"))
+    if isinstance(page, HTMLResponse):
+        return page
+    session = values.get("session", "")
+    if not services.journey.session_valid(token, session):
+        return _render("otp", page=page, status=403, error=page.t("session_expired"))
+    return await _continue(page, temporal, session)
+
+
+@router.post("/r/{token}/kyc", response_class=HTMLResponse)
+async def start_identity_check(token: str, services: ServicesDep, session: Annotated[str, Form()] = "",
+                               surface: SurfaceForm = HOSTED, lang: Annotated[str | None, Form()] = None,
+                               parent: Annotated[str | None, Form()] = None) -> Response:
+    """Start a platform identity check and send the subject to the provider."""
+    page = await _page(services, token, lang, surface, parent)
+    if isinstance(page, HTMLResponse):
+        return page
+    if not services.journey.session_valid(token, session):
+        return _render("otp", page=page, status=403, error=page.t("session_expired"))
+    j = page.journey
+    provider = provider_for(services.settings)
+    if IDENTITY_SOURCES.get(j.request.security_level) != "platform" or provider is None:
+        return _render("kyc", page=page, status=503, session=session, error=page.t("kyc_unavailable"))
+    check = await run_db(services.engine, kyc_store.start_check, services.engine, j.request.id, j.subject.id,
+                         provider.name, utcnow())
+    back: dict[str, str] = {"session": session, "lang": page.lang}
+    if page.surface == IFRAME and page.parent:
+        back.update(surface=IFRAME, parent=page.parent)
+    return_url = f"{services.settings.public_url.rstrip('/')}{page.base}/continue?{urlencode(back)}"
+    return RedirectResponse(provider.start_url(check, return_url, page.lang), status_code=303,
+                            headers={"Referrer-Policy": "no-referrer", "Cache-Control": "no-store"})
 
 
 @router.post("/r/{token}/resend", response_class=HTMLResponse)
@@ -257,6 +338,8 @@ async def decide(token: str, request: Request, services: ServicesDep, temporal: 
                 continue
             if exc.kind == "otp_required":
                 return _render("otp", page=page, status=403, error=page.t("session_expired"))
+            if exc.kind in ("identity_required", "identity_failed"):
+                return await _continue(page, temporal, session)
             return _render("ended", page=page, status=410)
         except Unavailable:
             return _render("unavailable", page=page, status=503)

@@ -1,0 +1,112 @@
+"""Identity checks of subjects (CONTRACT 8): platform KYC checks, the organization's own checks,
+and the identity result each request required of its subjects, with its audit record.
+
+Statuses on the subject: ``kyc`` is the platform check (NOT_STARTED, PENDING, VERIFIED, FAILED);
+``identityStatus`` is the last identity result of any kind (UNVERIFIED, VERIFIED, FAILED).
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+
+from sqlalchemy import Engine
+from sqlmodel import col, select
+
+from store import audit
+from store.db import read_session, write_session
+from store.tables import CredentialRequest, KycCheck, RequestSubject, Subject
+
+PENDING, VERIFIED, FAILED = "PENDING", "VERIFIED", "FAILED"
+PLATFORM, ORGANIZATION, REUSED = "platform", "organization", "platform-reuse"
+# the source of identity each security level requires
+REQUIRED_SOURCE = {"ORGANIZATION_KYC": ORGANIZATION, "PLATFORM_KYC": PLATFORM,
+                   "PLATFORM_REVALIDATION": PLATFORM}
+
+
+def start_check(engine: Engine, request_id: str, subject_id: str, provider: str, now: datetime) -> KycCheck:
+    check = KycCheck(id=str(uuid.uuid4()), request_id=request_id, subject_id=subject_id,
+                     provider=provider, status=PENDING, created_at=now)
+    with write_session(engine) as session:
+        session.add(check)
+        subject = session.get(Subject, subject_id)
+        if subject is not None and subject.kyc != VERIFIED:
+            subject.kyc = PENDING
+            session.add(subject)
+    return check
+
+
+def get_check(engine: Engine, check_id: str) -> KycCheck | None:
+    with read_session(engine) as session:
+        return session.get(KycCheck, check_id)
+
+
+def complete_check(engine: Engine, check_id: str, success: bool, message: str | None,
+                   now: datetime) -> KycCheck:
+    """The provider's result; the first one wins (a provider calling back twice changes nothing)."""
+    with write_session(engine) as session:
+        check = session.exec(select(KycCheck).where(KycCheck.id == check_id).with_for_update()).first()
+        if check is None:
+            raise LookupError(f"identity check {check_id} not found")
+        if check.status == PENDING:
+            check.status, check.message, check.completed_at = (VERIFIED if success else FAILED), message, now
+            session.add(check)
+        return check
+
+
+def record_identity(engine: Engine, request_id: str, subject_id: str, success: bool, source: str,
+                    message: str | None, check_id: str | None, at: datetime) -> None:
+    """The identity result a request required of a subject, once: on the request's link, on the
+    subject, and in the audit trail, in one transaction."""
+    key = audit.signer(engine)
+    result = VERIFIED if success else FAILED
+    with write_session(engine) as session:
+        link = session.exec(select(RequestSubject).where(
+            RequestSubject.request_id == request_id, RequestSubject.subject_id == subject_id,
+        ).with_for_update()).first()
+        req = session.get(CredentialRequest, request_id)
+        subject = session.get(Subject, subject_id)
+        if link is None or req is None or subject is None:
+            raise LookupError(f"request {request_id} has no subject {subject_id}")
+        if link.identity_result is not None:  # a retried activity
+            return
+        link.identity_result = result
+        if source == PLATFORM:
+            subject.kyc = result
+        subject.identity_status = result
+        session.add(link)
+        session.add(subject)
+        session.flush()
+        actor = "organization" if source == ORGANIZATION else f"subject:{subject_id}"
+        audit.append(session.connection(), key, audit.Entry(
+            audit.IDENTITY_VERIFIED if success else audit.IDENTITY_FAILED, req.organization_id,
+            request_id=request_id, actor=actor,
+            data={"subjectId": subject_id, "contact": subject.contact, "source": source,
+                  "checkId": check_id, "message": message, "securityLevel": req.security_level,
+                  "date": at.isoformat()}), at)
+
+
+def prior_identity(engine: Engine, subject_id: str) -> tuple[str, str]:
+    """(kyc, identityStatus) of the subject as they stand."""
+    with read_session(engine) as session:
+        subject = session.get(Subject, subject_id)
+        if subject is None:
+            raise LookupError(f"subject {subject_id} not found")
+        return subject.kyc, subject.identity_status
+
+
+def report_organization_check(engine: Engine, org_id: str, subject_id: str, success: bool) -> list[str]:
+    """The organization's own identity check of its subject: the subject's status, and the open
+    ORGANIZATION_KYC requests that were waiting for it (their workflows are told next)."""
+    with write_session(engine) as session:
+        subject = session.get(Subject, subject_id)
+        if subject is None or subject.organization_id != org_id:
+            raise LookupError(f"subject {subject_id} not found")
+        subject.identity_status = VERIFIED if success else FAILED
+        session.add(subject)
+        rows = session.exec(select(CredentialRequest.id).join(
+            RequestSubject, col(RequestSubject.request_id) == CredentialRequest.id,
+        ).where(RequestSubject.subject_id == subject_id, col(RequestSubject.identity_result).is_(None),
+                CredentialRequest.organization_id == org_id, CredentialRequest.status == "PENDING",
+                CredentialRequest.security_level == "ORGANIZATION_KYC"))
+        return list(rows)
