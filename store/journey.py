@@ -62,10 +62,10 @@ def shown_value(value: Any) -> str:
     if isinstance(value, bool):
         return "✓" if value else "✗"
     if isinstance(value, list):
-        return ", ".join(shown_value(v) for v in value)
+        return ", ".join(shown_value(v) for v in value) or "—"  # an em dash for "none"
     if isinstance(value, dict):
         return json.dumps(value, ensure_ascii=False)
-    return str(value)
+    return str(value) if value not in (None, "") else "—"
 
 
 def _shown(cred: Credential, actions: dict[str, Action]) -> CredentialShown:

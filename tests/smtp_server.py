@@ -44,6 +44,13 @@ class _Handler:
     def __init__(self, store: SmtpServer) -> None:
         self._store = store
 
+    async def handle_RCPT(self, server: SMTP, session: Session, envelope: Envelope, address: str,
+                          rcpt_options: list[str]) -> str:
+        if address.lower() in self._store.refused:
+            return "550 5.1.1 No such mailbox"
+        envelope.rcpt_tos.append(address)
+        return "250 OK"
+
     async def handle_DATA(self, server: SMTP, session: Session, envelope: Envelope) -> str:
         raw = envelope.original_content or b""
         message = email.message_from_bytes(raw, policy=email.policy.default)
@@ -73,6 +80,7 @@ class SmtpServer:
         self.host = host
         self.port = port
         self.messages: list[ReceivedMail] = []
+        self.refused: set[str] = set()
         self._lock = threading.Lock()
         self._controller: _Controller | None = None
 
@@ -105,6 +113,10 @@ class SmtpServer:
         """A snapshot of what arrived so far."""
         with self._lock:
             return list(self.messages)
+
+    def refuse(self, address: str) -> None:
+        """Answer 550 (no such mailbox) to RCPT TO for ``address`` from now on."""
+        self.refused.add(address.lower())
 
     def clear(self) -> None:
         with self._lock:

@@ -218,3 +218,55 @@ async def test_iframe_in_a_page_of_another_origin_is_refused(live: LiveStack, br
     direct = await live.http.get(f"{link}?surface=iframe&parent=https://evil.example")
     assert direct.status_code == 403
     assert "frame-ancestors 'none'" in direct.headers["content-security-policy"]
+
+
+# --- identity checks ------------------------------------------------------------------------------
+
+async def code_step(page: Page, link: str, code: str) -> None:
+    await page.goto(link)
+    await page.get_by_role("textbox", name="Security code").fill(code)
+    await page.get_by_role("button", name="Continue", exact=True).click()
+
+
+async def test_a_kyc_request_cannot_be_accepted_before_the_check(live: LiveStack, browser_page: Page) -> None:
+    request, code, link = await new_request(live, securityLevel="PLATFORM_REVALIDATION")
+    page = browser_page
+    await code_step(page, link, code)
+    await expect(page.get_by_role("heading", name="Verify your identity")).to_be_visible()
+    await expect(page.get_by_text("Step 2 of 3")).to_be_visible()
+    await expect(page.get_by_role("radio")).to_have_count(0)  # nothing to accept yet
+    # a decision forged into this page's form is refused: the check step comes back
+    session = await page.locator('input[name="session"]').first.get_attribute("value")
+    forged = await page.request.post(f"{link}/decide", form={
+        "session": session or "", f"decision-{request['credentials'][0]['id']}": "accept"})
+    assert "Verify your identity" in await forged.text()
+    got = await live.api(request["org"]).get(f"/request/{request['id']}")
+    assert got.json()["data"]["credentials"][0]["status"] == "PENDING"
+
+    await page.get_by_role("button", name="Verify my identity").click()  # to the provider's page
+    await expect(page.get_by_role("heading", name="Identity check (simulated)")).to_be_visible()
+    await page.get_by_role("button", name="Finish the check").click()  # both checks pass
+    await expect(page.get_by_role("heading", name="Your decision")).to_be_visible()
+    await page.get_by_role("group", name="Rent payments").get_by_label("Approve").check()
+    await page.get_by_role("button", name="Send my decision").click()
+    await expect(page.get_by_role("heading", name="Thank you")).to_be_visible()
+    got = await live.api(request["org"]).get(f"/request/{request['id']}")
+    assert got.json()["data"]["credentials"][0]["status"] == "ACTIVE"
+    assert got.json()["data"]["subjects"][0]["kyc"] == "VERIFIED"
+
+
+async def test_a_failed_kyc_check_ends_the_journey(live: LiveStack, phone_page: Page) -> None:
+    request, code, link = await new_request(live, securityLevel="PLATFORM_KYC")
+    page = phone_page  # on a phone this time
+    await code_step(page, link, code)
+    await page.get_by_role("button", name="Verify my identity").click()
+    await page.get_by_label("Document rejected").check()
+    await page.get_by_role("button", name="Finish the check").click()
+    await expect(page.get_by_role("heading", name="Identity not verified")).to_be_visible()
+    await expect(page.get_by_role("radio")).to_have_count(0)
+    width = await page.evaluate("document.documentElement.scrollWidth")
+    assert width <= 390  # nothing wider than the phone's screen
+    got = await live.api(request["org"]).get(f"/request/{request['id']}")
+    [cred] = got.json()["data"]["credentials"]
+    assert cred["status"] == "REJECTED" and not cred["id"].startswith("urn:via:credential:")
+    assert [e.payload["decision"]["success"] for e in events_of(live, request["id"], "identity")] == [False]
