@@ -12,7 +12,8 @@ touching the others. Re-record an existing file (and commit it) only when a work
 issuance existed (no ``issue-on-acceptance`` patch marker): they prove that workflows started then
 still replay, so keep them; ``decide_then_issue`` is a run with issuance (recorded before webhook
 events: no ``webhook-events`` marker), ``decide_then_events`` one with a ``credential`` event and
-its delivery workflow (a child) per decision.
+its delivery workflow (a child) per decision (recorded before the subject's journey: no codes);
+``journey_with_identity`` one with codes, identity checks and their events.
 
 No secrets go in: the workflow input carries opaque ids only (no contact, no key material), the
 canceler is a made-up key id, and worker identities (process id and host name, also in sticky
@@ -38,15 +39,26 @@ from temporalio.client import Client, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
+from core.otp import JourneySecrets
 from core.secretbox import SecretCipher
 from core.settings import Environment, Settings
 from core.temporal import request_handle, start_request_workflow
 from store import audit, orgs
 from store import requests as store
 from store.db import make_engine, migrate
+from tests.journey_helpers import code_in, message_for
 from worker import build_worker
 from workflows.ids import SA_INTERNAL_ID, SA_ORGANIZATION, SA_SECURITY_LEVEL, SA_STATUS
-from workflows.messages import CancelInput, CancelResult, DecisionInput, DecisionResult
+from workflows.messages import (
+    CancelInput,
+    CancelResult,
+    DecisionInput,
+    DecisionResult,
+    IdentityInput,
+    IdentityResult,
+    VerifyOtpInput,
+    VerifyOtpResult,
+)
 
 HERE = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent
@@ -59,15 +71,18 @@ EXPECTED = {
     "decide_then_expiry": "EXPIRED",
     "decide_then_issue": "COMPLETED",
     "decide_then_events": "COMPLETED",
+    "journey_with_identity": "COMPLETED",
 }
+# where the scenarios' worker writes its messages, and the keys of its codes (set in main)
+JOURNEY: dict[str, Any] = {}
 
 Scenario = Callable[[Client, Engine, str, str], Awaitable[WorkflowHandle[Any, Any]]]
 
 
 def insert(engine: Engine, org_id: str, contacts: int, credentials: int,
-           expiry: timedelta) -> store.RequestBundle:
+           expiry: timedelta, level: str = "CONTACT") -> store.RequestBundle:
     new = store.NewRequest(
-        security_level="CONTACT",
+        security_level=level,
         contacts=[store.NewContact(f"subject{i}@example.com", "email") for i in range(contacts)],
         credentials=[store.NewCredential("POLICY", f"Credential {i}", scope="payments")
                      for i in range(credentials)],
@@ -151,6 +166,41 @@ async def decide_then_events(client: Client, engine: Engine, queue: str,
     return handle
 
 
+async def confirm(handle: WorkflowHandle[Any, Any], request_id: str, subject: str, code: str) -> str:
+    secrets: JourneySecrets = JOURNEY["secrets"]
+    result = await handle.execute_update(
+        "verify_otp",
+        VerifyOtpInput(subject_id=subject, code_hash=secrets.code_hash(request_id, subject, code)),
+        result_type=VerifyOtpResult)
+    return str(result.outcome)
+
+
+async def journey_with_identity(client: Client, engine: Engine, queue: str,
+                                org_id: str) -> WorkflowHandle[Any, Any]:
+    """PLATFORM_REVALIDATION, two subjects, one credential (the "subject-journey" patch): codes are
+    sent at the start; the first subject enters a wrong code, then the right one, passes the
+    identity check and accepts; the second confirms the code and fails the check, which declines
+    for them. Identity and credential events, each with its delivery child."""
+    bundle = insert(engine, org_id, 2, 1, timedelta(days=30), level="PLATFORM_REVALIDATION")
+    handle = await started(client, queue, bundle)
+    request_id, cred = bundle.request.id, bundle.credentials[0].id
+    (s0, s1) = [s.id for _, s in bundle.subjects]
+    codes = {s: code_in((await message_for(request_id, s, outbox=JOURNEY["outbox"],
+                                            secrets=JOURNEY["secrets"])).text) for s in (s0, s1)}
+    wrong = f"{(int(codes[s0]) + 1) % 1_000_000:06d}"
+    assert await confirm(handle, request_id, s0, wrong) == "wrong"
+    assert await confirm(handle, request_id, s0, codes[s0]) == "passed"
+    await handle.execute_update("record_identity", IdentityInput(
+        subject_id=s0, success=True, source="platform", message="verified", check_id=str(uuid.uuid4())),
+        result_type=IdentityResult)
+    await decide(handle, s0, cred, True)
+    assert await confirm(handle, request_id, s1, codes[s1]) == "passed"
+    await handle.execute_update("record_identity", IdentityInput(
+        subject_id=s1, success=False, source="platform", message="selfie", check_id=str(uuid.uuid4())),
+        result_type=IdentityResult)
+    return handle
+
+
 SCENARIOS: dict[str, Scenario] = {
     "cancel": cancel_path,
     "decide_then_complete": decide_then_complete,
@@ -158,6 +208,7 @@ SCENARIOS: dict[str, Scenario] = {
     "decide_then_expiry": decide_then_expiry,
     "decide_then_issue": decide_then_issue,
     "decide_then_events": decide_then_events,
+    "journey_with_identity": journey_with_identity,
 }
 
 
@@ -201,6 +252,7 @@ async def main(names: list[str]) -> None:
                             master_key=base64.b64encode(master_key).decode(), task_queue=queue,
                             public_url="https://mandatum.test")
         audit.use_service_key(engine, SecretCipher(master_key), settings)
+        JOURNEY.update(outbox=Path(tmp) / "outbox", secrets=JourneySecrets(master_key))
         async with env:
             with ThreadPoolExecutor(max_workers=4) as executor:
                 async with build_worker(env.client, engine, queue, executor, settings):
