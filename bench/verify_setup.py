@@ -2,9 +2,9 @@
 requests as bytes), and how it reads the answers and the CPU afterwards.
 
 Mandates are issued the honest way, as an integrator and its subjects would: a signed
-``POST /request`` over HTTP, then every subject's acceptance through the request workflow's
-``decide`` update (what the approval page does), after which the worker's issuance activity signs
-the mandate. It takes a fraction of a second per mandate, and a handful suffices: a VP is
+``POST /request`` over HTTP, then the subject's code read from the development outbox and entered
+on the approval page, and the acceptance sent from it, after which the worker's issuance activity
+signs the mandate. It takes a fraction of a second per mandate, and a handful suffices: a VP is
 single-use, a mandate is not, so the VPs are spread over the mandates round-robin.
 """
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import resource
 import time
 from collections import Counter
@@ -29,14 +30,14 @@ from bench.verify_load import Outcome
 from cli.devstack import EXAMPLE_ACTION_ID, publish_example_action
 from core.secretbox import SecretCipher
 from core.settings import Settings
-from core.temporal import request_handle
 from store import orgs, presentations
 from store.db import make_engine
-from store.request_queries import subject_id_from_did
-from workflows.messages import DecisionInput, DecisionResult
 
 PAYEES = ["ACME Property Ltd", "Harbour Lettings"]
 USER_PARAMS = {"maxAmount": 2500, "payees": PAYEES}
+LINK_RE = re.compile(r"/r/[A-Za-z0-9_-]+")
+CODE_RE = re.compile(r"^([0-9]{6})$", re.MULTILINE)  # the e-mail has the code on a line of its own
+SESSION_RE = re.compile(r'name="session" value="([^"]+)"')
 # both rules pass: 950 <= 2500, and the payee is listed
 EXECUTION_PARAMS = {"amount": 950, "payee": PAYEES[0]}
 VP_MINUTES = 30  # the organization's VP lifetime (CONTRACT 5 allows 1 to 60): preparation + run fit
@@ -127,21 +128,38 @@ def request_body(i: int, run: str) -> dict[str, Any]:
     }
 
 
+async def _code_message(http: httpx.AsyncClient, contact: str) -> str:
+    """The text of the message the worker left in the development outbox for ``contact``."""
+    for _ in range(200):
+        listed = await http.get("/dev/outbox.json", params={"to": contact})
+        if listed.status_code == 200 and listed.json()["data"]:
+            return str(listed.json()["data"][0]["text"])
+        await asyncio.sleep(0.05)
+    raise RuntimeError(f"no code for {contact} in the development outbox")
+
+
 async def issue_mandate(http: httpx.AsyncClient, temporal: Any, signer: Signer, i: int, run: str) -> str:
-    """A request over the API, accepted by its subject through ``decide``: the mandate URN."""
+    """A request over the API, accepted by its subject on the approval page (the code from the
+    development outbox, then the decision): the mandate URN."""
     body = compact(request_body(i, run))
     created = await http.post("/request", content=body, headers=signer.headers(body))
     if created.status_code != 201:
         raise RuntimeError(f"POST /request: {created.status_code} {created.text[:300]}")
     request = created.json()["data"]
-    subject = subject_id_from_did(request["subjects"][0]["id"])
     credential_id = request["credentials"][0]["id"]
-    result = await request_handle(temporal, request["id"]).execute_update(
-        "decide", DecisionInput(subject_id=str(subject), credential_id=credential_id, accept=True,
-                                channel="email", surface="hosted"), result_type=DecisionResult)
-    if result.mandate_id:
-        return result.mandate_id
-    for _ in range(100):  # issued by an activity after the update: wait for it
+    text = await _code_message(http, request["subjects"][0]["contact"])
+    link, code = LINK_RE.search(text), CODE_RE.search(text)
+    if link is None or code is None:
+        raise RuntimeError(f"no link or code in the message: {text!r}")
+    confirmed = await http.post(f"{link.group(0)}/otp", data={"code": code.group(1)})
+    session = SESSION_RE.search(confirmed.text)
+    if session is None:
+        raise RuntimeError(f"the code was not accepted: {confirmed.status_code} {confirmed.text[:300]}")
+    decided = await http.post(f"{link.group(0)}/decide", data={"session": session.group(1),
+                                                                f"decision-{credential_id}": "accept"})
+    if decided.status_code not in (200, 303):
+        raise RuntimeError(f"the decision was refused: {decided.status_code} {decided.text[:300]}")
+    for _ in range(100):  # issued by the decision's update: normally already there
         got = await http.get(f"/request/{request['id']}", headers=signer.headers())
         cred = got.json()["data"]["credentials"][0]
         if cred["status"] == "ACTIVE":

@@ -11,7 +11,7 @@ request workflow waits for the report through its ``record_identity`` update.
 from __future__ import annotations
 
 from typing import Protocol
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 from core.settings import Settings
 from store.tables import KycCheck
@@ -19,6 +19,7 @@ from store.tables import KycCheck
 
 class KycProvider(Protocol):
     name: str
+    origin: str  # where start_url leads (the approval page's forms may redirect there)
 
     def start_url(self, check: KycCheck, return_url: str, language: str) -> str:
         """Where to send the subject to be checked."""
@@ -32,6 +33,8 @@ class DevelopmentProvider:
 
     def __init__(self, public_url: str) -> None:
         self._base = public_url.rstrip("/")
+        parts = urlsplit(self._base)
+        self.origin = f"{parts.scheme}://{parts.netloc}"
 
     def start_url(self, check: KycCheck, return_url: str, language: str) -> str:
         return f"{self._base}/dev/kyc/{check.id}?{urlencode({'return': return_url, 'lang': language})}"

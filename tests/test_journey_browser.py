@@ -58,27 +58,30 @@ async def test_hosted_journey_in_each_language(live: LiveStack, browser_page: Pa
     def t(key: str, **values: object) -> str:
         return i18n.text(language, key, **values)
 
-    redirect = f"{live.url}/healthz?from=approval"
-    request, code, link = await new_request(live, language=language, redirectUrl=redirect)
-    org_name = orgs.get_organization(live.engine, request["org"].organization_id).name
-    assert request["subject"] == t("email_subject", org=org_name)  # the message is in the language too
     page = browser_page
-    await page.goto(link)
-    assert await page.get_attribute("html", "lang") == i18n.HTML_LANG[language]
-    await expect(page.get_by_role("heading", level=1)).to_have_text(t("asks", org=org_name))
-    # the credential in human terms: its name and the userParams being approved
-    await expect(page.get_by_role("heading", name="Rent payments")).to_be_visible()
-    await expect(page.locator("dl")).to_contain_text("maxAmount")
-    await expect(page.locator("dl")).to_contain_text("1200")
-    # the code field is labelled and focused on arrival
-    field = page.get_by_role("textbox", name=t("otp_label"))
-    await expect(field).to_be_focused()
-    await field.fill(code)
-    await page.get_by_role("button", name=t("continue"), exact=True).click()
-    await expect(page.get_by_role("heading", name=t("decide_heading"))).to_be_visible()
-    await page.get_by_role("group", name="Rent payments").get_by_label(t("approve")).check()
-    await page.get_by_role("button", name=t("send_decision")).click()
-    await page.wait_for_url(redirect)  # sent on to the integrator's redirectUrl
+    # the integrator's redirectUrl is on another site (the page's form-action must allow it)
+    with parent_site(free_port(), "<h1>Back at the integrator</h1>") as integrator:
+        redirect = f"{integrator}/after-approval?step=done"
+        request, code, link = await new_request(live, language=language, redirectUrl=redirect)
+        org_name = orgs.get_organization(live.engine, request["org"].organization_id).name
+        assert request["subject"] == t("email_subject", org=org_name)  # the message is in the language too
+        await page.goto(link)
+        assert await page.get_attribute("html", "lang") == i18n.HTML_LANG[language]
+        await expect(page.get_by_role("heading", level=1)).to_have_text(t("asks", org=org_name))
+        # the credential in human terms: its name and the userParams being approved
+        await expect(page.get_by_role("heading", name="Rent payments")).to_be_visible()
+        await expect(page.locator("dl")).to_contain_text("maxAmount")
+        await expect(page.locator("dl")).to_contain_text("1200")
+        # the code field is labelled and focused on arrival
+        field = page.get_by_role("textbox", name=t("otp_label"))
+        await expect(field).to_be_focused()
+        await field.fill(code)
+        await page.get_by_role("button", name=t("continue"), exact=True).click()
+        await expect(page.get_by_role("heading", name=t("decide_heading"))).to_be_visible()
+        await page.get_by_role("group", name="Rent payments").get_by_label(t("approve")).check()
+        await page.get_by_role("button", name=t("send_decision")).click()
+        await page.wait_for_url(redirect)  # sent on to the integrator's redirectUrl
+        await expect(page.get_by_role("heading", level=1)).to_have_text("Back at the integrator")
 
     got = await live.api(request["org"]).get(f"/request/{request['id']}")
     [cred] = got.json()["data"]["credentials"]

@@ -9,6 +9,7 @@ the search attributes follow every change.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from datetime import datetime, timedelta
 
 from temporalio import workflow
@@ -133,8 +134,10 @@ class CredentialRequestWorkflow:
 
     @workflow.run
     async def run(self, inp: CredentialRequestInput) -> CredentialRequestResult:
-        if self._journey:
-            await asyncio.gather(*(self._send_code(subject) for subject in inp.subject_ids))
+        # every subject is sent a code while the request waits, so a cancel or the expiry is never
+        # held up by a slow mail server; a request that closes sends no more codes
+        sending = (asyncio.create_task(self._send_codes(inp.subject_ids), name="send codes")
+                   if self._journey else None)
         remaining = inp.expires_at - workflow.now()
         try:
             await workflow.wait_condition(
@@ -146,8 +149,16 @@ class CredentialRequestWorkflow:
             pass
         if self._outcome is None:  # a timer firing with an update in the same task: the update won
             await self._expire()
+        if sending is not None and not sending.done():
+            sending.cancel()
         await workflow.wait_condition(workflow.all_handlers_finished)
+        if sending is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await sending
         return CredentialRequestResult(request_id=inp.request_id, status=self._status)
+
+    async def _send_codes(self, subject_ids: list[str]) -> None:
+        await asyncio.gather(*(self._send_code(subject) for subject in subject_ids))
 
     async def _expire(self) -> None:
         self._outcome = EXPIRED

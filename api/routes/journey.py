@@ -17,11 +17,11 @@ from __future__ import annotations
 import asyncio
 import re
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import urlencode
+from urllib.parse import urlencode, urlsplit
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -77,6 +77,7 @@ class Page:
     lang: str
     surface: str
     parent: str | None  # the iframe's parent origin, one of the organization's allowed origins
+    form_targets: list[str] = field(default_factory=list)  # see _headers
 
     @property
     def base(self) -> str:
@@ -86,11 +87,19 @@ class Page:
         return i18n.text(self.lang, key, **values)
 
 
-def _headers(nonce: str, frame_ancestors: str) -> dict[str, str]:
+def origin_of(url: str) -> str | None:
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}" if parts.scheme in ("http", "https") and parts.netloc else None
+
+
+def _headers(nonce: str, frame_ancestors: str, form_targets: list[str] | None = None) -> dict[str, str]:
+    """``form_targets``: origins a form's answer may redirect to (browsers apply form-action to
+    the redirects after a submission): the integrator's redirectUrl, the identity provider."""
+    form_action = " ".join(["'self'", *(form_targets or [])])
     return {
         "Content-Security-Policy": (
             f"default-src 'none'; style-src 'nonce-{nonce}'; script-src 'nonce-{nonce}'; "
-            f"form-action 'self'; base-uri 'none'; frame-ancestors {frame_ancestors}"),
+            f"form-action {form_action}; base-uri 'none'; frame-ancestors {frame_ancestors}"),
         "Referrer-Policy": "no-referrer",
         "Cache-Control": "no-store",
         "X-Content-Type-Options": "nosniff",
@@ -105,8 +114,10 @@ def _render(step: str, *, page: Page | None = None, lang: str = i18n.DEFAULT_LAN
     context: dict[str, Any] = {"t": t, "lang": lang, "html_lang": i18n.HTML_LANG[lang], "nonce": nonce,
                                "step": step, "title": t("invalid_heading")}
     frame_ancestors = "'none'"
+    form_targets: list[str] = []
     if page is not None:
         j = page.journey
+        form_targets = page.form_targets
         org = j.organization.name
         kyc = j.request.security_level in IDENTITY_SOURCES
         total = 3 if kyc else 2
@@ -122,7 +133,7 @@ def _render(step: str, *, page: Page | None = None, lang: str = i18n.DEFAULT_LAN
             frame_ancestors = page.parent
     context.update(extra)
     html = TEMPLATES.get_template("journey.html").render(context)
-    return HTMLResponse(html, status_code=status, headers=_headers(nonce, frame_ancestors))
+    return HTMLResponse(html, status_code=status, headers=_headers(nonce, frame_ancestors, form_targets))
 
 
 def _language_links(page: Page) -> list[tuple[str, str, str]]:
@@ -151,7 +162,10 @@ async def _page(services: ServicesDep, token: str, lang: str | None, surface: st
     if kind == IFRAME and (not parent or parent not in journey.organization.frame_origins):
         # the browser refuses to show it anyway (frame-ancestors 'none'); say why to a direct visit
         return _render("invalid", lang=language, status=403)
-    page = Page(token, journey, language, kind, parent if kind == IFRAME else None)
+    targets = [origin_of(journey.request.redirect_url or "") if kind == HOSTED else None,
+               (provider := provider_for(services.settings)) and provider.origin]
+    page = Page(token, journey, language, kind, parent if kind == IFRAME else None,
+                sorted({t for t in targets if t}))
     if journey.request.status != "PENDING" or journey.request.canceled_at is not None:
         if not journey.open_credentials and journey.decided:
             return _done(page)
@@ -169,8 +183,9 @@ def _done(page: Page, post_message: list[dict[str, Any]] | None = None) -> HTMLR
     message = None
     if post_message and page.surface == IFRAME and page.parent:
         message = {"payloads": post_message, "targetOrigin": page.parent}
-    return _render("done", page=page, approved=approved, declined=declined,
-                   redirect_url=page.journey.request.redirect_url, post_message=message)
+    redirect = page.journey.request.redirect_url if page.surface == HOSTED else None  # the parent leads
+    return _render("done", page=page, approved=approved, declined=declined, redirect_url=redirect,
+                   post_message=message)
 
 
 @router.get("/r/{token}", response_class=HTMLResponse)
