@@ -15,7 +15,7 @@ from temporalio.exceptions import ApplicationError
 
 from core import i18n
 from core.delivery import Message, Undeliverable, transport_for
-from core.otp import JourneySecrets, generate_code
+from core.otp import JourneySecrets, approval_url, generate_code
 from core.settings import Settings
 from store import journey as journeys
 from store import kyc as kyc_store
@@ -29,10 +29,6 @@ from workflows.messages import (
     SendOtpResult,
     VerifyOtpResult,
 )
-
-
-def approval_link(settings: Settings, secrets: JourneySecrets, request_id: str, subject_id: str) -> str:
-    return f"{settings.public_url.rstrip('/')}/r/{secrets.link_token(request_id, subject_id)}"
 
 
 class JourneyActivities:
@@ -63,7 +59,7 @@ class JourneyActivities:
     def _message(self, journey: journeys.Journey, code: str) -> Message:
         language = journey.request.language
         org = journey.organization.name
-        link = approval_link(self._settings, self._secrets, journey.request.id, journey.subject.id)
+        link = approval_url(self._settings.public_url, self._secrets, journey.request.id, journey.subject.id)
         minutes = int(otp_store.CODE_LIFETIME.total_seconds() // 60)
         if journey.channel == "email":
             what = ", ".join(c.name for c in journey.credentials)

@@ -127,3 +127,8 @@ def mask_contact(contact: str) -> str:
         return f"{local[:1]}\u2022\u2022\u2022@{domain}"
     dots = "\u2022" * max(len(contact) - 5, 3)
     return f"{contact[:1]}{dots}{contact[-4:]}"
+
+
+def approval_url(public_url: str, secrets: JourneySecrets, request_id: str, subject_id: str) -> str:
+    """The subject's approval page, as their message carries it and ``GET /request/link`` gives it."""
+    return f"{public_url.rstrip('/')}/r/{secrets.link_token(request_id, subject_id)}"

@@ -173,11 +173,15 @@ def parent_site(port: int, html: str) -> Iterator[str]:
 async def test_iframe_posts_the_credential_event_to_the_allowed_parent(
     live: LiveStack, browser_page: Page,
 ) -> None:
-    request, code, link = await new_request(live)
+    request, code, _ = await new_request(live)
     parent_port = free_port()
     parent_origin = f"http://localhost:{parent_port}"
     orgs.set_frame_origins(live.engine, request["org"].organization_id, [parent_origin], True)
-    src = f"{link}?surface=iframe&parent={parent_origin}"
+    # the integrator asks for the embeddable address of its subject's page
+    link = await live.api(request["org"]).get(f"/request/link/{request['id']}",
+                                              params={"contact": request["contact"], "parent": parent_origin})
+    assert link.status_code == 200, link.text
+    src = link.json()["data"]["iframeUrl"]
     with parent_site(parent_port, PARENT_PAGE.format(src=src)):
         page = browser_page
         await page.goto(parent_origin)

@@ -8,6 +8,7 @@ import math
 import re
 from datetime import UTC, datetime, time, timedelta
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Header, Query
 from fastapi.responses import JSONResponse
@@ -31,9 +32,10 @@ from api.models import (
 )
 from api.views import request_list_item, request_out
 from core.ids import is_object_id
+from core.otp import approval_url
 from core.temporal import request_handle, start_request_workflow
 from store import actions as action_store
-from store import guards
+from store import guards, orgs
 from store import request_queries as queries
 from store import requests as store
 from workflows.messages import (
@@ -374,3 +376,30 @@ async def resend_code(
         raise ApiError(422, f"The code could not be delivered: {sent.error_message or sent.error_code}",
                        code=sent.error_code)
     return Success()
+
+
+@router.get("/request/link/{requestId}", responses=ERRORS)
+async def approval_link(
+    requestId: str, caller: CallerDep, services: ServicesDep,
+    contact: str | None = None, id: str | None = None,
+    internalId: str | None = None, parent: str | None = None,
+) -> Any:
+    """The subject's approval page (`url`, the link their message carries), to open it for them or
+    embed it: with `parent` (one of the organization's allowed iframe origins) also `iframeUrl`,
+    the same flow for an iframe in a page of that origin. The link works while the request is open;
+    the subject still confirms the code sent to them."""
+    _check_id(requestId)
+    bundle = await asyncio.to_thread(queries.get_request, services.engine, caller.organization_id, requestId)
+    if bundle is None:
+        raise ApiError(404, f"Request {requestId} not found")
+    subject_id = _subject_of(bundle, contact, id, internalId)
+    url = approval_url(services.settings.public_url, services.journey, requestId, subject_id)
+    data: dict[str, str] = {"url": url}
+    if parent is not None:
+        allowed = (await asyncio.to_thread(orgs.get_organization, services.engine,
+                                           caller.organization_id)).frame_origins
+        if parent.rstrip("/").lower() not in allowed:
+            raise ApiError(400, f"parent {parent!r} is not one of the organization's allowed iframe origins "
+                                "(mandatum org set-frame-origins)")
+        data["iframeUrl"] = f"{url}?{urlencode({'surface': 'iframe', 'parent': parent.rstrip('/').lower()})}"
+    return {"data": data}
