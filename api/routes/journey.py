@@ -173,6 +173,17 @@ async def _page(services: ServicesDep, token: str, lang: str | None, surface: st
     return page
 
 
+async def _with_session(services: ServicesDep, token: str, session: str, lang: str | None,
+                        surface: str | None, parent: str | None) -> Page | HTMLResponse:
+    """The page of a step after the code: its session must be valid, else back to the code."""
+    page = await _page(services, token, lang, surface, parent)
+    if isinstance(page, HTMLResponse):
+        return page
+    if not services.journey.session_valid(token, session):
+        return _render("otp", page=page, status=403, error=page.t("session_expired"))
+    return page
+
+
 def _done(page: Page, post_message: list[dict[str, Any]] | None = None) -> HTMLResponse:
     if page.journey.link.identity_result == "FAILED":  # declined for them: say why
         return _render("kyc_failed", page=page, status=403)
@@ -266,13 +277,10 @@ async def continue_journey(token: str, request: Request, services: ServicesDep, 
     values = dict(request.query_params)
     if request.method == "POST":
         values.update({k: v for k, v in (await request.form()).items() if isinstance(v, str)})
-    page = await _page(services, token, values.get("lang"), values.get("surface"), values.get("parent"))
-    if isinstance(page, HTMLResponse):
-        return page
     session = values.get("session", "")
-    if not services.journey.session_valid(token, session):
-        return _render("otp", page=page, status=403, error=page.t("session_expired"))
-    return await _continue(page, temporal, session)
+    page = await _with_session(services, token, session, values.get("lang"), values.get("surface"),
+                               values.get("parent"))
+    return page if isinstance(page, HTMLResponse) else await _continue(page, temporal, session)
 
 
 @router.post("/r/{token}/kyc", response_class=HTMLResponse)
@@ -280,11 +288,9 @@ async def start_identity_check(token: str, services: ServicesDep, session: Annot
                                surface: SurfaceForm = HOSTED, lang: Annotated[str | None, Form()] = None,
                                parent: Annotated[str | None, Form()] = None) -> Response:
     """Start a platform identity check and send the subject to the provider."""
-    page = await _page(services, token, lang, surface, parent)
+    page = await _with_session(services, token, session, lang, surface, parent)
     if isinstance(page, HTMLResponse):
         return page
-    if not services.journey.session_valid(token, session):
-        return _render("otp", page=page, status=403, error=page.t("session_expired"))
     j = page.journey
     provider = provider_for(services.settings)
     if IDENTITY_SOURCES.get(j.request.security_level) != "platform" or provider is None:
@@ -329,11 +335,9 @@ async def decide(token: str, request: Request, services: ServicesDep, temporal: 
                  session: Annotated[str, Form()] = "", surface: SurfaceForm = HOSTED,
                  lang: Annotated[str | None, Form()] = None,
                  parent: Annotated[str | None, Form()] = None) -> Response:
-    page = await _page(services, token, lang, surface, parent)
+    page = await _with_session(services, token, session, lang, surface, parent)
     if isinstance(page, HTMLResponse):
         return page
-    if not services.journey.session_valid(token, session):
-        return _render("otp", page=page, status=403, error=page.t("session_expired"))
     form = await request.form()
     j = page.journey
     choices: dict[str, bool] = {}
