@@ -6,7 +6,7 @@ Runs on the time-skipping server, so the minute between sends is skipped, not wa
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -25,10 +25,12 @@ from workflows.messages import VerifyOtpInput, VerifyOtpResult
 @pytest_asyncio.fixture
 async def ts_api(ts_env: WorkflowEnvironment, ts_queue: str, settings: Settings,  # noqa: F811
                  org: Credentials) -> AsyncIterator[SignedClient]:
-    """The app starting its workflows on the time-skipping server's worker. Its requests live for
-    years: earlier tests have moved the server's virtual clock days past the wall clock."""
-    app = create_app(settings.model_copy(update={"task_queue": ts_queue,
-                                                 "request_expiry": timedelta(days=3650)}),
+    """The app starting its workflows on the time-skipping server's worker. Rows are stamped with
+    the wall clock while earlier tests have moved the server's virtual clock years ahead, so the
+    requests' expiry is set to 30 days after the *virtual* now."""
+    ahead = await ts_env.get_current_time() - datetime.now(UTC)
+    expiry = max(ahead, timedelta(0)) + timedelta(days=30)
+    app = create_app(settings.model_copy(update={"task_queue": ts_queue, "request_expiry": expiry}),
                      temporal=ts_env.client)
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
     async with httpx.AsyncClient(transport=transport, base_url="https://mandatum.test") as client:
