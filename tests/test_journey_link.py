@@ -9,6 +9,7 @@ from sqlalchemy import Engine
 from store import orgs
 from tests.helpers import SignedClient, assert_error_shape, policy_request
 from tests.journey_helpers import message_for
+from tests.test_get_credential import LEASE, SECRET
 
 
 async def test_the_link_is_the_one_in_the_message(api: SignedClient, http: httpx.AsyncClient,
@@ -37,3 +38,18 @@ async def test_the_link_is_the_one_in_the_message(api: SignedClient, http: httpx
     assert_error_shape(await api.get(path), 400)
     assert_error_shape(await api.get(path, params={"contact": "carl@example.com"}), 404)
     assert_error_shape(await api.get("/request/link/" + "0" * 24, params={"contact": "ana@example.com"}), 404)
+
+
+async def test_a_document_shows_its_visible_fields_only(api: SignedClient, http: httpx.AsyncClient) -> None:
+    created = await api.post("/request", policy_request(contacts=["tenant@example.com"], language="PRT",
+                                                        credentials=[LEASE]))
+    assert created.status_code == 201, created.text
+    data = created.json()["data"]
+    url = (await api.get(f"/request/link/{data['id']}", params={"contact": "tenant@example.com"})
+           ).json()["data"]["url"]
+    page = await http.get(url.removeprefix("https://mandatum.test"))
+    assert page.status_code == 200
+    for shown in ("Contrato de arrendamento", "Ação de despejo: cœur, año", "Morada",
+                  "Rua da Conceição 1, Lisboa", "Renda mensal", "1 250 €", "Documento"):
+        assert shown in page.text, shown
+    assert "IBAN" not in page.text and SECRET not in page.text  # a hidden field stays hidden
