@@ -2,15 +2,15 @@
 
 ``python -m bench.verify`` (part of ``make bench``) starts its own stack (Temporal dev server,
 worker, API: the ``make run`` stack on free ports in a temporary directory), creates an
-organization with the example action, issues a few mandates through the API and the approval
-page, the code read from the development outbox (bench/verify_setup.py), and then, before any
-clock runs, obtains one fresh VP per planned verification from
-``POST /credential/{mandateId}/presentation`` (a VP is single-use) and signs every request. After
-a warm-up it measures, in alternating rounds at 32 clients in a closed loop: (a) signed ``GET /me``, the baseline (the same signature middleware,
+organization with the example action, issues a few mandates through the API and the approval page,
+the code read from the development outbox (bench/verify_setup.py), and then, before any clock runs,
+obtains one fresh VP per planned verification from ``POST /credential/{mandateId}/presentation`` (a
+VP is single-use) and signs every request. After a warm-up it measures, in alternating rounds at 32
+clients in a closed loop: (a) signed ``GET /me``, the baseline (the same signature middleware,
 replay-guard insert included, and nothing else); (b) ``POST /credential/verify`` with a fresh VP
 and executionParams that pass both rules. Then (c) verify in an open loop at the target rate of
-500/s, at most 32 in flight, for the latency at that load: in a closed loop of 32 clients the
-mean latency is 32 / throughput (Little's law), so there p99 < 50 ms needs well over 640/s.
+500/s, at most 32 in flight, for the latency at that load: in a closed loop of 32 clients the mean
+latency is 32 / throughput (Little's law), so there p99 < 50 ms needs well over 640/s.
 
 Targets: >= 500 verifications/s and p99 < 50 ms, every verification ``allow`` (anything else is
 an error). It prints rates, p50/p99, the ratio verify / trivial, the CPU of each process per call,
