@@ -1,7 +1,8 @@
 """Activities of the subject's journey: making, sending and checking one-time codes.
 
-A code exists only inside ``send_otp`` (made, hashed, put in the message) and in the message
+A code exists only inside ``send_otp`` (derived, hashed, put in the message) and in the message
 itself; the activity returns where it went, never the code, so it stays out of workflow history.
+A retried send sends the same code again (``JourneySecrets.code_for`` of the same send number).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from temporalio.exceptions import ApplicationError
 
 from core import i18n
 from core.delivery import Message, Undeliverable, transport_for
-from core.otp import JourneySecrets, approval_url, generate_code
+from core.otp import JourneySecrets, approval_url
 from core.settings import Settings
 from store import journey as journeys
 from store import kyc as kyc_store
@@ -42,7 +43,7 @@ class JourneyActivities:
             raise ApplicationError(f"request {inp.request_id} has no subject {inp.subject_id}",
                                    type="not_found", non_retryable=True)
         channel = journey.channel
-        code = generate_code()
+        code = self._secrets.code_for(inp.request_id, inp.subject_id, inp.send_number)
         expires_at = otp_store.store_code(
             self._engine, inp.request_id, inp.subject_id, inp.send_number,
             self._secrets.code_hash(inp.request_id, inp.subject_id, code), channel, utcnow())

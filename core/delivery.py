@@ -168,6 +168,17 @@ class HttpSmsTransport:
                                     request=response.request, response=response)
 
 
+class NoTransport:
+    """A channel the deployment does not offer (``MANDATUM_SMS_TRANSPORT=none``): every contact of
+    it is undeliverable, which the workflow reports as ``otp.failed``."""
+
+    def __init__(self, channel: str) -> None:
+        self._channel = channel
+
+    def send(self, message: Message) -> None:
+        raise Undeliverable(UNDELIVERABLE, f"this service sends no codes by {self._channel}")
+
+
 def outbox_of(settings: Settings) -> Outbox:
     return Outbox(settings.outbox_dir or settings.var_dir / "outbox")
 
@@ -176,6 +187,8 @@ def transport_for(settings: Settings, channel: str) -> Transport:
     kind = settings.email_transport if channel == "email" else settings.sms_transport
     if kind == "outbox":
         return outbox_of(settings)
+    if kind == "none":
+        return NoTransport(channel)
     if channel == "email":
         return SmtpTransport(settings)
     return HttpSmsTransport(settings)

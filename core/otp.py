@@ -4,8 +4,11 @@ page session (CONTRACT 8).
 Every value here is keyed by a sub-key derived from the master key (HKDF-SHA256, one ``info`` per
 purpose), so nothing that leaves the process lets anyone recompute another:
 
-- **Codes** are 6 random digits. Only ``code_hash`` of a code is stored, logged or given to the
-  workflow: HMAC-SHA256 over the request, the subject and the code, base64url. Without the key a
+- **Codes** are 6 digits drawn from a keyed PRF of (request, subject, send number): unpredictable
+  without the key, and the same when a send is retried, so a message that went out before its
+  activity failed still carries the valid code (a subject never holds a superseded code from a
+  retry). Only ``code_hash`` of a code is stored, logged or given to the workflow: HMAC-SHA256
+  over the request, the subject and the code, base64url, under another sub-key. Without the key a
   stored hash does not reveal the code, even by trying all million codes.
 - **The link** ``/r/<token>`` names one subject of one request: the token carries both ids and a
   128-bit MAC over them, so it is unguessable, needs no storage and is the same on every resend.
@@ -20,7 +23,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import secrets
 import time
 import uuid
 from dataclasses import dataclass
@@ -32,11 +34,6 @@ CODE_DIGITS = 6
 SESSION_LIFETIME_SECONDS = 30 * 60
 _LINK_MAC_BYTES = 16
 _LINK_BYTES = 12 + 16 + _LINK_MAC_BYTES  # request ObjectId, subject UUID, MAC
-
-
-def generate_code() -> str:
-    """Six uniformly random digits (leading zeros kept)."""
-    return f"{secrets.randbelow(10 ** CODE_DIGITS):0{CODE_DIGITS}d}"
 
 
 def _b64(raw: bytes) -> str:
@@ -58,6 +55,7 @@ class JourneySecrets:
 
     def __init__(self, master_key: bytes) -> None:
         self._otp_key = self._derive(master_key, b"mandatum otp code hash v1")
+        self._code_key = self._derive(master_key, b"mandatum otp code v1")
         self._link_key = self._derive(master_key, b"mandatum approval link v1")
         self._session_key = self._derive(master_key, b"mandatum page session v1")
 
@@ -66,6 +64,12 @@ class JourneySecrets:
         return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=info).derive(master_key)
 
     # --- codes ------------------------------------------------------------------------------
+
+    def code_for(self, request_id: str, subject_id: str, send_number: int) -> str:
+        """The ``send_number``-th code of the subject: 6 digits (leading zeros kept). The bias of
+        reducing 256 bits modulo 10^6 is below 2^-236."""
+        mac = hmac.new(self._code_key, f"{request_id}:{subject_id}:{send_number}".encode(), hashlib.sha256)
+        return f"{int.from_bytes(mac.digest(), 'big') % 10 ** CODE_DIGITS:0{CODE_DIGITS}d}"
 
     def code_hash(self, request_id: str, subject_id: str, code: str) -> str:
         """The keyed hash under which a code is stored and compared. ``code`` is normalized

@@ -75,7 +75,7 @@ class Settings(BaseSettings):
     smtp_password: SecretStr | None = None
     smtp_sender: str = "Mandatum <no-reply@localhost>"
     smtp_timeout_seconds: float = 15.0
-    sms_transport: Literal["outbox", "http"] = "outbox"
+    sms_transport: Literal["outbox", "http", "none"] = "outbox"  # none: phone contacts get no code
     sms_url: str = ""
     sms_token: SecretStr | None = None
     sms_timeout_seconds: float = 10.0

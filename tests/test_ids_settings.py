@@ -161,6 +161,7 @@ def test_production_refuses_the_development_outbox() -> None:
         _production(sms_url="")
     with pytest.raises(ValidationError, match="KYC"):
         _production(kyc_provider="development")
+    assert _production(sms_transport="none", sms_url="").sms_transport == "none"  # e-mail only
     assert Settings(environment=Environment.DEVELOPMENT).email_transport == "outbox"
 
 

@@ -10,20 +10,23 @@ from pathlib import Path
 import pytest
 
 from core import i18n
-from core.delivery import Message, Outbox
-from core.otp import SESSION_LIFETIME_SECONDS, JourneySecrets, generate_code, mask_contact
+from core.delivery import Message, Outbox, Undeliverable, transport_for
+from core.otp import SESSION_LIFETIME_SECONDS, JourneySecrets, mask_contact
+from core.settings import Settings
 from store.orgs import check_frame_origin
 
 SECRETS = JourneySecrets(b"k" * 32)
 REQUEST, SUBJECT = "6b03d9f084ec72fed9b96715", "4e487b20-6a5a-4e0d-9d73-c172efcb2ce9"
 
 
-def test_codes_are_six_uniform_digits() -> None:
-    codes = [generate_code() for _ in range(2000)]
+def test_codes_are_six_digits_new_for_each_send_and_the_same_on_a_retry() -> None:
+    codes = [SECRETS.code_for(REQUEST, SUBJECT, n) for n in range(1, 2001)]
     assert all(re.fullmatch(r"[0-9]{6}", c) for c in codes)
-    assert len(set(codes)) > 1990  # random, not a counter or a constant
-    first_digits = {c[0] for c in codes}
-    assert first_digits == set(string.digits)  # leading zeros are kept
+    assert len(set(codes)) > 1990  # each send has its own code: not a counter or a constant
+    assert {c[0] for c in codes} == set(string.digits)  # spread over the digits, leading zeros kept
+    assert SECRETS.code_for(REQUEST, SUBJECT, 7) == codes[6]  # a retried send: the same code
+    assert SECRETS.code_for(REQUEST, "11111111-2222-4333-8444-555555555555", 7) != codes[6]
+    assert JourneySecrets(b"j" * 32).code_for(REQUEST, SUBJECT, 7) != codes[6]  # keyed
 
 
 def test_the_code_hash_is_keyed_and_bound_to_request_and_subject() -> None:
@@ -89,6 +92,14 @@ def test_the_outbox_lists_newest_first_and_filters(tmp_path: Path) -> None:
     (tmp_path / "outbox" / "garbage.json").write_text("{not json")
     assert len(box.entries()) == 3  # a broken file is skipped, not fatal
     assert not list((tmp_path / "outbox").glob(".*.tmp"))  # written atomically
+
+
+def test_a_channel_the_service_does_not_offer_is_undeliverable(tmp_path: Path) -> None:
+    settings = Settings(var_dir=tmp_path, sms_transport="none")
+    with pytest.raises(Undeliverable) as refused:
+        transport_for(settings, "sms").send(Message("sms", "+351912345678", "", "123456"))
+    assert refused.value.code == "UNDELIVERABLE"
+    assert isinstance(transport_for(settings, "email"), Outbox)
 
 
 @pytest.mark.parametrize(("origin", "loopback", "expected"), [

@@ -281,6 +281,13 @@ async def get_request(requestId: str, caller: CallerDep, services: ServicesDep) 
     return JSONResponse({"data": versioning.render("request", body, caller.api_version)})
 
 
+async def _ensure_started(bundle: store.RequestBundle, services: ServicesDep, temporal: TemporalDep) -> None:
+    """Start the request's workflow if the reconciler has not come by yet (an update needs it)."""
+    if bundle.request.workflow_started_at is None:
+        await start_request_workflow(temporal, services.settings.task_queue, bundle)
+        await asyncio.to_thread(store.mark_workflow_started, services.engine, bundle.request.id)
+
+
 @router.delete("/request/{requestId}", response_model=Success, responses=ERRORS)
 async def cancel_request(
     requestId: str, caller: CallerDep, services: ServicesDep, temporal: TemporalDep
@@ -292,9 +299,7 @@ async def cancel_request(
     )
     if bundle is None:
         raise ApiError(404, f"Request {requestId} not found")
-    if bundle.request.workflow_started_at is None:
-        await start_request_workflow(temporal, services.settings.task_queue, bundle)
-        await asyncio.to_thread(store.mark_workflow_started, services.engine, requestId)
+    await _ensure_started(bundle, services, temporal)
     try:
         await asyncio.wait_for(
             request_handle(temporal, requestId).execute_update(
@@ -359,6 +364,7 @@ async def resend_code(
     if bundle is None:
         raise ApiError(404, f"Request {requestId} not found")
     subject_id = _subject_of(bundle, contact, id, internalId)
+    await _ensure_started(bundle, services, temporal)
     try:
         sent = await run_update(temporal, requestId, "resend_otp", ResendOtpInput(subject_id=subject_id),
                                 SendOtpResult)
