@@ -52,9 +52,7 @@ async def outbox_page(services: ServicesDep, to: str | None = None) -> HTMLRespo
     html = TEMPLATES.get_template("outbox.html").render(
         html_lang="en", title="Development outbox", nonce=nonce,
         entries=[{**asdict(e), "parts": _parts(e.text)} for e in entries])
-    return HTMLResponse(html, headers={
-        "Content-Security-Policy": f"default-src 'none'; style-src 'nonce-{nonce}'; frame-ancestors 'none'",
-        "Cache-Control": "no-store", "Referrer-Policy": "no-referrer"})
+    return HTMLResponse(html, headers=_page_headers(nonce))
 
 
 def _page_headers(nonce: str, frame_ancestors: str = "'none'") -> dict[str, str]:
