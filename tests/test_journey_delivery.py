@@ -21,6 +21,11 @@ from tests.live_stack import LiveStack, SmsProvider
 from tests.smtp_server import text_of
 
 
+def fresh_number() -> str:
+    """A valid Portuguese mobile number (+351 91 and seven digits) no other test uses."""
+    return f"+35191{uuid.uuid4().int % 10_000_000:07d}"
+
+
 async def create(live: LiveStack, contact: str, **overrides: Any) -> dict[str, Any]:
     creds = live.new_org()
     resp = await live.api(creds).post("/request", policy_request(contacts=[contact], **overrides))
@@ -41,7 +46,7 @@ async def otp_failed(live: LiveStack, request_id: str) -> dict[str, Any]:
 
 
 async def test_a_code_by_sms_through_the_provider(live: LiveStack) -> None:
-    number = "+3519" + str(uuid.uuid4().int)[:8]
+    number = fresh_number()
     request = await create(live, number, language="SPA")
     for _ in range(200):
         if live.sms.to(number):
@@ -61,7 +66,7 @@ async def test_a_code_by_sms_through_the_provider(live: LiveStack) -> None:
 
 
 async def test_a_number_the_provider_refuses(live: LiveStack) -> None:
-    number = "+3519" + str(uuid.uuid4().int)[:8]
+    number = fresh_number()
     live.sms.answer(number, 400)
     request = await create(live, number)
     payload = await otp_failed(live, request["id"])
