@@ -63,48 +63,40 @@ class WebhookActivities:
                                    non_retryable=True)
         return bundle, api_version_of(orgs.get_organization(self._engine, org_id).api_version)
 
+    def _event(self, org_id: str, request_id: str, fact_key: str, event_type: str,
+               payload: Callable[[RequestBundle, str, str, datetime], dict[str, Any]]) -> CreateEventResult:
+        """The event reporting ``fact_key``, made once: a retry (or a replayed workflow) gets the
+        same event id. ``payload(bundle, api_version, event_id, created_at)`` renders it."""
+        bundle, api_version = self._bundle(org_id, request_id)
+        event, created = store.create_event(self._engine, org_id, fact_key, event_type, request_id,
+                                            lambda event_id, at: payload(bundle, api_version, event_id, at))
+        return CreateEventResult(event_id=event.id, created=created)
+
     @activity.defn(name=ActivityNames.CREATE_CREDENTIAL_EVENT)
     def create_credential_event(self, inp: CreateCredentialEventInput) -> CreateEventResult:
-        """Idempotent on the decision: a retry (or a replayed workflow) gets the same event id."""
-        bundle, api_version = self._bundle(inp.organization_id, inp.request_id)
-
-        def render(event_id: str, at: datetime) -> dict[str, Any]:
-            return credential_event(self._settings, bundle, api_version, event_id, at, inp.subject_id,
-                                    inp.credential_id, inp.accepted, inp.decided_at)
-
-        event, created = store.create_event(self._engine, inp.organization_id,
-                                            f"credential:{inp.decision_id}", "credential",
-                                            inp.request_id, render)
-        return CreateEventResult(event_id=event.id, created=created)
+        """One per decision."""
+        return self._event(
+            inp.organization_id, inp.request_id, f"credential:{inp.decision_id}", "credential",
+            lambda bundle, version, event_id, at: credential_event(
+                self._settings, bundle, version, event_id, at, inp.subject_id, inp.credential_id,
+                inp.accepted, inp.decided_at))
 
     @activity.defn(name=ActivityNames.CREATE_OTP_FAILED_EVENT)
     def create_otp_failed_event(self, inp: CreateOtpFailedEventInput) -> CreateEventResult:
-        """Idempotent on ``otp.failed:<request>:<subject>:<fact>``."""
-        bundle, api_version = self._bundle(inp.organization_id, inp.request_id)
-
-        def render(event_id: str, at: datetime) -> dict[str, Any]:
-            return otp_failed_event(self._settings, bundle, api_version, event_id, at, inp.subject_id,
-                                    inp.code, inp.message)
-
-        event, created = store.create_event(
-            self._engine, inp.organization_id, f"otp.failed:{inp.request_id}:{inp.subject_id}:{inp.fact}",
-            "otp.failed", inp.request_id, render)
-        return CreateEventResult(event_id=event.id, created=created)
+        """One per code that failed (``fact``: undelivered or locked, with the send number)."""
+        return self._event(
+            inp.organization_id, inp.request_id, f"otp.failed:{inp.request_id}:{inp.subject_id}:{inp.fact}",
+            "otp.failed", lambda bundle, version, event_id, at: otp_failed_event(
+                self._settings, bundle, version, event_id, at, inp.subject_id, inp.code, inp.message))
 
     @activity.defn(name=ActivityNames.CREATE_IDENTITY_EVENT)
     def create_identity_event(self, inp: CreateIdentityEventInput) -> CreateEventResult:
-        """Idempotent on ``identity:<request>:<subject>`` (one identity result per subject and
-        request)."""
-        bundle, api_version = self._bundle(inp.organization_id, inp.request_id)
-
-        def render(event_id: str, at: datetime) -> dict[str, Any]:
-            return identity_event(self._settings, bundle, api_version, event_id, at, inp.subject_id,
-                                  inp.success, inp.message, inp.date)
-
-        event, created = store.create_event(
-            self._engine, inp.organization_id, f"identity:{inp.request_id}:{inp.subject_id}",
-            "identity", inp.request_id, render)
-        return CreateEventResult(event_id=event.id, created=created)
+        """One per subject and request (a subject has one identity result in a request)."""
+        return self._event(
+            inp.organization_id, inp.request_id, f"identity:{inp.request_id}:{inp.subject_id}", "identity",
+            lambda bundle, version, event_id, at: identity_event(
+                self._settings, bundle, version, event_id, at, inp.subject_id, inp.success, inp.message,
+                inp.date))
 
     @activity.defn(name=ActivityNames.WEBHOOK_EVENT_STATE)
     def webhook_event_state(self, event_id: str) -> str:
