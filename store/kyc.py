@@ -95,6 +95,18 @@ def prior_identity(engine: Engine, subject_id: str) -> tuple[str, str]:
         return subject.kyc, subject.identity_status
 
 
+def find_subject(engine: Engine, org_id: str, *, contact: str | None = None,
+                 subject_id: str | None = None) -> Subject | None:
+    """The organization's subject with that (normalized) contact, or that id; None for another
+    organization's subject."""
+    with read_session(engine) as session:
+        if contact is not None:
+            return session.exec(select(Subject).where(Subject.organization_id == org_id,
+                                                      Subject.contact == contact)).first()
+        found = session.get(Subject, subject_id) if subject_id else None
+        return found if found is not None and found.organization_id == org_id else None
+
+
 def report_organization_check(engine: Engine, org_id: str, subject_id: str, success: bool) -> list[str]:
     """The organization's own identity check of its subject: the subject's status, and the open
     ORGANIZATION_KYC requests that were waiting for it (their workflows are told next)."""

@@ -22,6 +22,9 @@ from workflows.messages import OTP_PASSED, VerifyOtpInput, VerifyOtpResult
 TEST_OUTBOX = Path(tempfile.gettempdir()) / f"mandatum-test-outbox-{os.getpid()}"
 # the e-mail has the code on a line of its own; an SMS starts with it
 CODE_RE = re.compile(r"^(\d{6})(?:$| is | é | es | est )", re.MULTILINE)
+# the approval link in a message (group 1: its path), and the page session in a step's form
+LINK_RE = re.compile(r"https?://[^\s/]+(/r/[A-Za-z0-9_-]+)")
+SESSION_RE = re.compile(r'name="session" value="([^"]+)"')
 TEST_MASTER_KEY = base64.b64encode(b"k" * 32).decode()  # conftest.MASTER_KEY
 
 

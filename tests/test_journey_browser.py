@@ -4,7 +4,6 @@ server, the hosted page in each language, the iframe inside another origin's pag
 from __future__ import annotations
 
 import asyncio
-import re
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,11 +21,9 @@ from store.audit import OTP_LOCKED
 from store.db import read_session
 from store.tables import AuditRecord, Decision, WebhookEvent
 from tests.helpers import policy_request
-from tests.journey_helpers import code_in
+from tests.journey_helpers import LINK_RE, code_in
 from tests.live_stack import LiveStack, free_port
 from tests.smtp_server import text_of
-
-LINK_RE = re.compile(r"(https?://\S+/r/[A-Za-z0-9_-]+)")
 
 
 async def new_request(live: LiveStack, **overrides: Any) -> tuple[dict[str, Any], str, str]:
@@ -37,7 +34,7 @@ async def new_request(live: LiveStack, **overrides: Any) -> tuple[dict[str, Any]
     assert resp.status_code == 201, resp.text
     message = await live.smtp.wait_for(contact, timeout=20)
     text = text_of(message)
-    [link] = LINK_RE.findall(text)
+    [link] = [m.group(0) for m in LINK_RE.finditer(text)]
     return {**resp.json()["data"], "org": creds, "contact": contact, "subject": message["Subject"]}, \
         code_in(text), link
 

@@ -19,13 +19,10 @@ from store import audit
 from store.db import read_session
 from store.tables import AuditRecord, Subject, WebhookEvent
 from tests.helpers import SignedClient, assert_error_shape, policy_request
-from tests.journey_helpers import code_in, message_for
+from tests.journey_helpers import LINK_RE, SESSION_RE, code_in, message_for
 from tests.test_workflow import refused
 from workflows.ids import webhook_workflow_id
 from workflows.messages import DecisionInput, DecisionResult
-
-LINK_RE = re.compile(r"https://mandatum\.test(/r/[A-Za-z0-9_-]+)")
-SESSION_RE = re.compile(r'name="session" value="([^"]+)"')
 
 
 async def open_request(api: SignedClient, level: str, contact: str = "ana@example.com",

@@ -13,12 +13,9 @@ from sqlalchemy import text
 
 from core.temporal import request_handle
 from tests.helpers import policy_request
-from tests.journey_helpers import code_in
+from tests.journey_helpers import LINK_RE, SESSION_RE, code_in
 from tests.live_stack import LiveStack
 from tests.smtp_server import text_of
-
-LINK_RE = re.compile(r"https?://\S+(/r/[A-Za-z0-9_-]+)")
-SESSION_RE = re.compile(r'name="session" value="([^"]+)"')
 
 
 def standalone(code: str) -> re.Pattern[str]:

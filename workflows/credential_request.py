@@ -28,8 +28,6 @@ with workflow.unsafe.imports_passed_through():
     )
     from workflows.messages import (
         IDENTITY_FAILED,
-        IDENTITY_NOT_REQUIRED,
-        IDENTITY_PASSED,
         IDENTITY_REQUIRED,
         IDENTITY_SOURCES,
         MAX_SENDS,
@@ -58,6 +56,7 @@ with workflow.unsafe.imports_passed_through():
         SendOtpResult,
         VerifyOtpInput,
         VerifyOtpResult,
+        identity_state,
     )
     from workflows.webhook_messages import (
         WEBHOOK_WORKFLOW_TYPE,
@@ -365,10 +364,7 @@ class CredentialRequestWorkflow:
 
     @verify_otp.validator
     def _validate_verify_otp(self, inp: VerifyOtpInput) -> None:
-        self._refuse_when_closed()
-        self._refuse_unknown_subject(inp.subject_id)
-        if not self._journey:
-            raise ApplicationError("This request was created before codes existed", type="no_journey")
+        self._refuse_outside_journey(inp.subject_id)
 
     @workflow.update(name="resend_otp")
     async def resend_otp(self, inp: ResendOtpInput) -> SendOtpResult:
@@ -378,12 +374,8 @@ class CredentialRequestWorkflow:
     @resend_otp.validator
     def _validate_resend_otp(self, inp: ResendOtpInput) -> None:
         """CONTRACT 4: at most ``MAX_SENDS`` codes per subject, at least a minute apart."""
-        self._refuse_when_closed()
-        self._refuse_unknown_subject(inp.subject_id)
-        if not self._journey:
-            raise ApplicationError("This request was created before codes existed", type="no_journey")
-        if all((inp.subject_id, c) in self._decisions for c in self._input.credential_ids):
-            raise ApplicationError("The subject has already decided", type="already_decided")
+        self._refuse_outside_journey(inp.subject_id)
+        self._refuse_when_decided_all(inp.subject_id)
         if self._sends.get(inp.subject_id, 0) >= MAX_SENDS:
             raise ApplicationError(f"At most {MAX_SENDS} codes are sent to a subject",
                                    type="too_many_sends")
@@ -393,6 +385,17 @@ class CredentialRequestWorkflow:
             if wait > 0:
                 raise ApplicationError(f"A new code can be sent in {int(wait) + 1} seconds",
                                        int(wait) + 1, type="too_soon")
+
+    def _refuse_outside_journey(self, subject_id: str) -> None:
+        """A code step needs an open request, a subject of it, and a workflow with the journey."""
+        self._refuse_when_closed()
+        self._refuse_unknown_subject(subject_id)
+        if not self._journey:
+            raise ApplicationError("This request was created before codes existed", type="no_journey")
+
+    def _refuse_when_decided_all(self, subject_id: str) -> None:
+        if all((subject_id, c) in self._decisions for c in self._input.credential_ids):
+            raise ApplicationError("The subject has already decided", type="already_decided")
 
     def _refuse_unknown_subject(self, subject_id: str) -> None:
         if subject_id not in self._input.subject_ids:
@@ -412,10 +415,7 @@ class CredentialRequestWorkflow:
     # --- the subject's journey: identity (KYC) ------------------------------------------------
 
     def _identity_state(self, subject_id: str) -> str:
-        if self._input.security_level not in IDENTITY_SOURCES:
-            return IDENTITY_NOT_REQUIRED
-        found = self._identity.get(subject_id)
-        return IDENTITY_REQUIRED if found is None else IDENTITY_PASSED if found else IDENTITY_FAILED
+        return identity_state(self._input.security_level, self._identity.get(subject_id))
 
     async def _reuse_identity(self, subject_id: str, kyc: str | None, identity_status: str | None) -> None:
         """PLATFORM_KYC reuses an earlier platform success, ORGANIZATION_KYC a check the
@@ -451,8 +451,7 @@ class CredentialRequestWorkflow:
         if inp.subject_id in self._identity:
             raise ApplicationError("The subject's identity result is already recorded",
                                    type="identity_recorded")
-        if all((inp.subject_id, c) in self._decisions for c in self._input.credential_ids):
-            raise ApplicationError("The subject has already decided", type="already_decided")
+        self._refuse_when_decided_all(inp.subject_id)
 
     async def _record_identity(self, inp: IdentityInput) -> None:
         """Store the result and report it (``identity`` event); a failure ends the subject's path:

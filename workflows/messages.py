@@ -164,6 +164,14 @@ IDENTITY_NOT_REQUIRED, IDENTITY_REQUIRED, IDENTITY_PASSED, IDENTITY_FAILED = (
     "not_required", "required", "passed", "failed")
 
 
+def identity_state(security_level: str, passed: bool | None) -> str:
+    """Where a subject stands with the identity check their request's level requires, given the
+    recorded result (None: none yet). The workflow's gate and the page's next step both use it."""
+    if security_level not in IDENTITY_SOURCES:
+        return IDENTITY_NOT_REQUIRED
+    return IDENTITY_REQUIRED if passed is None else IDENTITY_PASSED if passed else IDENTITY_FAILED
+
+
 class IdentityInput(BaseModel):
     """An identity result for a subject: from the platform provider (``platform``), an earlier
     platform success reused (``platform-reuse``) or the organization's own check

@@ -11,7 +11,7 @@ import secrets
 from dataclasses import asdict
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Form, Query
+from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from api.deps import ServicesDep, TemporalDep
@@ -23,7 +23,14 @@ from store import kyc as kyc_store
 from store import orgs, request_queries
 from store.db import run_db
 
-router = APIRouter(include_in_schema=False)
+
+def _development_only(request: Request) -> None:
+    """Every route here: 404 in production, as if it did not exist."""
+    if not request.app.state.services.settings.dev_pages:
+        raise ApiError(404, "Not found")
+
+
+router = APIRouter(include_in_schema=False, dependencies=[Depends(_development_only)])
 URL_RE = re.compile(r"(https?://\S+)")
 
 
@@ -32,21 +39,14 @@ def _parts(text: str) -> list[dict[str, Any]]:
     return [{"text": piece, "link": i % 2 == 1} for i, piece in enumerate(URL_RE.split(text)) if piece]
 
 
-def _check(services: ServicesDep) -> None:
-    if not services.settings.dev_pages:
-        raise ApiError(404, "Not found")
-
-
 @router.get("/dev/outbox.json")
 async def outbox_json(services: ServicesDep, to: str | None = None) -> JSONResponse:
-    _check(services)
     entries = await asyncio.to_thread(outbox_of(services.settings).entries, to)
     return JSONResponse({"data": [asdict(e) for e in entries]}, headers={"Cache-Control": "no-store"})
 
 
 @router.get("/dev/outbox", response_class=HTMLResponse)
 async def outbox_page(services: ServicesDep, to: str | None = None) -> HTMLResponse:
-    _check(services)
     entries = await asyncio.to_thread(outbox_of(services.settings).entries, to)
     nonce = secrets.token_urlsafe(16)
     html = TEMPLATES.get_template("outbox.html").render(
@@ -72,7 +72,6 @@ def _safe_return(services: ServicesDep, url: str) -> str:
 @router.get("/dev/kyc/{check_id}", response_class=HTMLResponse)
 async def kyc_page(check_id: str, services: ServicesDep,
                    return_: Annotated[str, Query(alias="return")] = "") -> HTMLResponse:
-    _check(services)
     check = await run_db(services.engine, kyc_store.get_check, services.engine, check_id)
     if check is None:
         raise ApiError(404, "Identity check not found")
@@ -95,7 +94,6 @@ def _frame_origins(services: ServicesDep, request_id: str) -> list[str]:
 async def kyc_result(check_id: str, services: ServicesDep, temporal: TemporalDep,
                      document: str = Form("pass"), selfie: str = Form("pass"),
                      return_: str = Form("", alias="return")) -> Response:
-    _check(services)
     if await run_db(services.engine, kyc_store.get_check, services.engine, check_id) is None:
         raise ApiError(404, "Identity check not found")
     failed = [name for name, value in (("document", document), ("selfie", selfie)) if value != "pass"]

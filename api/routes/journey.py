@@ -41,8 +41,6 @@ from store.db import run_db, utcnow
 from store.journey import Journey
 from workflows.messages import (
     IDENTITY_FAILED,
-    IDENTITY_NOT_REQUIRED,
-    IDENTITY_PASSED,
     IDENTITY_REQUIRED,
     IDENTITY_SOURCES,
     OTP_EXPIRED,
@@ -58,6 +56,7 @@ from workflows.messages import (
     SendOtpResult,
     VerifyOtpInput,
     VerifyOtpResult,
+    identity_state,
 )
 
 router = APIRouter(include_in_schema=False)
@@ -262,11 +261,7 @@ async def _continue(page: Page, temporal: TemporalDep, session: str) -> HTMLResp
         return _render("ended", page=page, status=410)
     if j.subject.id not in status.otp_passed:
         return _render("otp", page=page, status=403, error=page.t("session_expired"))
-    found = status.identity.get(j.subject.id)
-    if j.request.security_level not in IDENTITY_SOURCES:
-        identity = IDENTITY_NOT_REQUIRED
-    else:
-        identity = IDENTITY_REQUIRED if found is None else IDENTITY_PASSED if found else IDENTITY_FAILED
+    identity = identity_state(j.request.security_level, status.identity.get(j.subject.id))
     return _after_code(page, identity, session)
 
 

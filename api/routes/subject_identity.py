@@ -7,23 +7,21 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter
-from pydantic import BaseModel, ConfigDict, Field
-from sqlmodel import select
+from pydantic import BaseModel, Field
 
 from api.contacts import normalize_contact
 from api.deps import CallerDep, ServicesDep, TemporalDep
 from api.errors import ApiError
 from api.kyc import report_organization_check
 from api.models import ErrorOut, Strict
+from store import kyc as kyc_store
 from store import request_queries as queries
-from store.db import read_session, run_db
-from store.tables import Subject
+from store.db import run_db
 
 router = APIRouter(tags=["subjects"])
 
 
 class IdentityReportIn(Strict):
-    model_config = ConfigDict(extra="forbid")
     contact: str | None = None
     id: str | None = Field(default=None, description="The subject's DID")
     success: bool
@@ -34,17 +32,6 @@ class IdentityReportOut(BaseModel):
     success: bool = True
     identityStatus: str
     requests: list[str] = Field(description="Open ORGANIZATION_KYC requests that took the result")
-
-
-def _find_subject(engine: Any, org_id: str, contact: str | None, did: str | None) -> Subject | None:
-    with read_session(engine) as session:
-        if contact is not None:
-
-            return session.exec(select(Subject).where(Subject.organization_id == org_id,
-                                                      Subject.contact == contact)).first()
-        subject_id = queries.subject_id_from_did(did or "")
-        found = session.get(Subject, subject_id) if subject_id else None
-        return found if found is not None and found.organization_id == org_id else None
 
 
 @router.post("/subject/identity", response_model=IdentityReportOut,
@@ -60,8 +47,9 @@ async def report_identity(body: IdentityReportIn, caller: CallerDep, services: S
             contact, _ = normalize_contact(body.contact)
         except ValueError as exc:
             raise ApiError(400, str(exc)) from exc
-    subject = await run_db(services.engine, _find_subject, services.engine, caller.organization_id,
-                           contact, body.id)
+    subject_id = queries.subject_id_from_did(body.id) if body.id is not None else None
+    subject = await run_db(services.engine, kyc_store.find_subject, services.engine, caller.organization_id,
+                           contact=contact, subject_id=subject_id)
     if subject is None:
         raise ApiError(404, f"No subject of this organization with that {'contact' if contact else 'id'}")
     applied = await report_organization_check(services.engine, temporal, caller.organization_id,
