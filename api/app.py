@@ -12,6 +12,7 @@ from temporalio.client import Client
 from api.auth import Authenticator, SignedRequestMiddleware
 from api.deps import Services
 from api.errors import install_error_handlers
+from api.limits import JsonDepthMiddleware
 from api.routes import (
     actions,
     activity,
@@ -67,6 +68,7 @@ def create_app(settings: Settings | None = None, temporal: Client | None = None)
     app.state.services = services
     app.state.authenticator = Authenticator(services)
     install_error_handlers(app)
+    app.add_middleware(JsonDepthMiddleware)  # inside the signature check: it runs second
     app.add_middleware(SignedRequestMiddleware)
     app.include_router(requests.router)
     app.include_router(actions.router)

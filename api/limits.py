@@ -1,0 +1,97 @@
+"""Limits on a JSON body checked where it enters, before FastAPI decodes it or pydantic sees it.
+
+``JsonDepthMiddleware`` sits right inside the signature middleware (which has buffered the body,
+refused more than 1 MiB and authenticated the caller): a body nested more than ``MAX_JSON_DEPTH``
+levels is a 400 before any route runs, so nothing is stored, started or sent for it. The depth
+of a value is the number of arrays and objects around its innermost part: ``{}`` and ``[1]`` are
+1, ``{"a": [{}]}`` is 3; the request body itself counts.
+
+The check is linear and runs in C for all but malformed or too-deep bodies: strings are blanked
+out, every other byte except brackets dropped, then innermost ``[]`` pairs removed
+``MAX_JSON_DEPTH`` times; a well-formed body within the limit leaves nothing. Only a body that
+leaves something is walked bracket by bracket (it is too deep, or not JSON at all, which FastAPI
+then reports as such).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from api.errors import error_response
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+MAX_JSON_DEPTH = 32
+STRING_RE = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+# objects and arrays alike become [ and ]; everything else but brackets is dropped
+BRACKETS_ONLY = bytes.maketrans(b"{}", b"[]")
+NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def json_depth_exceeds(body: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
+    """True when the JSON text ``body`` nests arrays and objects more than ``limit`` deep."""
+    brackets = STRING_RE.sub(b"", body).translate(BRACKETS_ONLY, NOT_BRACKETS)
+    rest = brackets
+    for _ in range(limit):
+        if not rest:
+            return False
+        shorter = rest.replace(b"[]", b"")
+        if len(shorter) == len(rest):
+            break  # unbalanced: not JSON; measure the opening run below
+        rest = shorter
+    if not rest:
+        return False
+    depth = 0
+    for byte in brackets:
+        depth = depth + 1 if byte == 0x5B else depth - 1
+        if depth > limit:
+            return True
+    return False
+
+
+def _is_form(scope: Scope) -> bool:
+    """HTML form posts (the approval pages) are not JSON; FastAPI reads every other body as JSON."""
+    for name, value in scope.get("headers", []):
+        if name == b"content-type":
+            return value.lower().startswith((b"application/x-www-form-urlencoded", b"multipart/"))
+    return False
+
+
+class JsonDepthMiddleware:
+    def __init__(self, app: ASGIApp, limit: int = MAX_JSON_DEPTH) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] in ("GET", "HEAD", "OPTIONS") or _is_form(scope):
+            await self.app(scope, receive, send)
+            return
+        chunks: list[bytes] = []
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        if json_depth_exceeds(body, self.limit):
+            await error_response(400, [f"body is nested more than {self.limit} levels deep"])(
+                scope, receive, send)
+            return
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if not sent:
+                sent = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)

@@ -1,0 +1,41 @@
+"""Integrator text at our boundaries: what a name may hold, how it is set apart in our messages, and
+how much of a bad value an error message quotes back.
+
+- ``unsafe_characters``: the characters a one-line name may not hold: C0 and C1 controls and DEL,
+  the Unicode line and paragraph separators (U+2028, U+2029) and the bidirectional overrides,
+  embeddings, isolates and marks (U+202A-U+202E, U+2066-U+2069, U+200E, U+200F, U+061C), which
+  can break a line or reorder what a reader sees.
+- ``one_line``: the same text made safe to show inside one of our own texts (each unsafe
+  character replaced, length capped), for use where a message is built, whatever got stored.
+- ``quote_input``: a bad value as an error message quotes it, escaped like ``repr`` and cut to
+  ``limit`` characters of the input with an ellipsis, so a 10 kB value never comes back whole.
+"""
+
+from __future__ import annotations
+
+import re
+
+UNSAFE_RE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
+QUOTE_LIMIT = 100
+ELLIPSIS = "\u2026"
+
+
+def unsafe_characters(value: str) -> list[str]:
+    """The distinct unsafe characters of ``value`` as ``U+XXXX``, in order of appearance."""
+    return list(dict.fromkeys(f"U+{ord(c):04X}" for c in UNSAFE_RE.findall(value)))
+
+
+def one_line(value: str, limit: int) -> str:
+    """``value`` with every unsafe character replaced by a space and at most ``limit`` characters
+    (the last one an ellipsis when cut)."""
+    flat = UNSAFE_RE.sub(" ", value)
+    return flat if len(flat) <= limit else flat[: max(limit - 1, 0)] + ELLIPSIS
+
+
+def quote_input(value: object, limit: int = QUOTE_LIMIT) -> str:
+    """``value`` quoted for an error message: at most ``limit`` characters of it, repr-escaped, with
+    an ellipsis after the quote when it was longer."""
+    text = value if isinstance(value, str) else str(value)
+    if len(text) <= limit:
+        return repr(text)
+    return repr(text[:limit]) + ELLIPSIS

@@ -1,0 +1,100 @@
+"""What POST /request refuses before anything is stored (issue 12): bodies nested too deeply,
+values JCS cannot hold, and error messages that would echo a huge input back."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, func, select
+from temporalio.client import Client
+
+from core.delivery import Outbox
+from store.tables import CredentialRequest
+from tests.helpers import SignedClient, assert_error_shape, policy_request
+from tests.journey_helpers import TEST_OUTBOX
+
+pytestmark = pytest.mark.usefixtures("worker", "no_server_errors")
+
+
+def depth(value: Any) -> int:
+    """Arrays and objects around the innermost part of ``value`` (the value itself counts)."""
+    if isinstance(value, dict):
+        return 1 + max((depth(v) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((depth(v) for v in value), default=0)
+    return 0
+
+
+def document_body(contact: str, fields: list[dict[str, Any]]) -> dict[str, Any]:
+    return policy_request(contacts=[contact], credentials=[{
+        "type": "DOCUMENT", "name": "Contract",
+        "data": [{"label": "Clause", "type": "text", "value": "v", "hidden": False, "fields": fields}]}])
+
+
+def nested_body(contact: str, total_depth: int) -> dict[str, Any]:
+    """A request body whose depth is exactly ``total_depth``, the extra levels inside ``fields``."""
+    inner: Any = "leaf"
+    body = document_body(contact, [{"v": inner}])
+    for i in range(total_depth - depth(body)):
+        inner = [inner] if i % 2 else {"k": inner}
+    body = document_body(contact, [{"v": inner}])
+    assert depth(body) == total_depth
+    return body
+
+
+def stored_requests(engine: Engine, organization_id: str) -> int:
+    with engine.connect() as conn:
+        return int(conn.execute(select(func.count()).select_from(CredentialRequest).where(
+            CredentialRequest.organization_id == organization_id)).scalar_one())
+
+
+async def assert_nothing_happened(api: SignedClient, engine: Engine, temporal: Client, contact: str) -> None:
+    org = api.creds.organization_id
+    assert stored_requests(engine, org) == 0
+    started = [w async for w in temporal.list_workflows(f"MandatumOrganization = '{org}'")]
+    assert started == []
+    assert Outbox(TEST_OUTBOX).entries(to=contact) == []
+
+
+def lines(resp: Any) -> list[str]:
+    message = assert_error_shape(resp, 400)["message"]
+    return [message] if isinstance(message, str) else list(message)
+
+
+# --- item 3: nesting ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("levels", [33, 500])
+async def test_a_body_nested_too_deeply_is_refused_before_anything_is_stored(
+    api: SignedClient, engine: Engine, temporal: Client, levels: int,
+) -> None:
+    contact = f"deep-{secrets.token_hex(4)}@example.com"
+    resp = await api.post("/request", nested_body(contact, levels))
+    assert lines(resp) == ["body is nested more than 32 levels deep"]
+    await assert_nothing_happened(api, engine, temporal, contact)
+
+
+async def test_a_body_nested_32_levels_is_accepted_and_readable(api: SignedClient) -> None:
+    contact = f"deep-{secrets.token_hex(4)}@example.com"
+    body = nested_body(contact, 32)
+    resp = await api.post("/request", body)
+    assert resp.status_code == 201, resp.text
+    got = await api.get(f"/request/{resp.json()['data']['id']}")
+    assert got.status_code == 200, got.text
+    fields = got.json()["data"]["credentials"][0]["data"][0]["fields"]
+    assert fields == body["credentials"][0]["data"][0]["fields"]
+
+
+async def test_nesting_is_measured_outside_strings_only(api: SignedClient) -> None:
+    brackets = "[{" * 100
+    resp = await api.post("/request", policy_request(name=brackets[:200]))
+    assert resp.status_code == 201, resp.text
+    assert resp.json()["data"]["name"] == brackets[:200]
+
+
+async def test_too_deep_raw_text_with_brackets_in_strings_and_escapes(api: SignedClient) -> None:
+    raw = ('{"name": "a\\"[[[[", "contacts": ' + "[" * 40 + '"x@example.com"' + "]" * 40 + "}").encode()
+    json.loads(raw)
+    assert lines(await api.post("/request", raw=raw)) == ["body is nested more than 32 levels deep"]
