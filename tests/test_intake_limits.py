@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 from sqlalchemy import Engine, func, select
+from sqlmodel import col
 from temporalio.client import Client
 
 from core.delivery import Outbox
@@ -48,7 +49,7 @@ def nested_body(contact: str, total_depth: int) -> dict[str, Any]:
 def stored_requests(engine: Engine, organization_id: str) -> int:
     with engine.connect() as conn:
         return int(conn.execute(select(func.count()).select_from(CredentialRequest).where(
-            CredentialRequest.organization_id == organization_id)).scalar_one())
+            col(CredentialRequest.organization_id) == organization_id)).scalar_one())
 
 
 async def assert_nothing_happened(api: SignedClient, engine: Engine, temporal: Client, contact: str) -> None:
@@ -98,3 +99,46 @@ async def test_too_deep_raw_text_with_brackets_in_strings_and_escapes(api: Signe
     raw = ('{"name": "a\\"[[[[", "contacts": ' + "[" * 40 + '"x@example.com"' + "]" * 40 + "}").encode()
     json.loads(raw)
     assert lines(await api.post("/request", raw=raw)) == ["body is nested more than 32 levels deep"]
+
+
+# --- item 2: numbers JCS cannot hold ---------------------------------------------------------------
+
+BIG = 2**53  # 9007199254740992: one past the largest integer an IEEE double holds exactly
+
+
+def with_user_params(contact: str, params: dict[str, Any]) -> dict[str, Any]:
+    body = policy_request(contacts=[contact])
+    body["credentials"][0]["action"]["userParams"] = params
+    return body
+
+
+@pytest.mark.parametrize("number", [BIG, -BIG, 10**40])
+async def test_an_integer_beyond_2_53_in_user_params_is_refused_naming_it(
+    api: SignedClient, engine: Engine, temporal: Client, number: int,
+) -> None:
+    contact = f"big-{secrets.token_hex(4)}@example.com"
+    [line] = lines(await api.post("/request", with_user_params(contact, {"maxAmount": number})))
+    assert line.startswith("credentials.0.action.userParams: maxAmount is "), line
+    assert "2^53-1" in line
+    await assert_nothing_happened(api, engine, temporal, contact)
+
+
+async def test_the_largest_safe_integer_is_accepted(api: SignedClient) -> None:
+    resp = await api.post("/request", with_user_params("ana@example.com", {"maxAmount": BIG - 1}))
+    assert resp.status_code == 201, resp.text
+    assert resp.json()["data"]["credentials"][0]["action"]["userParams"]["maxAmount"] == BIG - 1
+
+
+async def test_numbers_jcs_cannot_hold_anywhere_in_document_fields_are_refused(
+    api: SignedClient, engine: Engine, temporal: Client,
+) -> None:
+    contact = f"big-{secrets.token_hex(4)}@example.com"
+    fields = [{"ok": 1}, {"terms": {"limits": [1, 2.5, -BIG - 5]}}]
+    [line] = lines(await api.post("/request", document_body(contact, fields)))
+    assert line.startswith("credentials.0.data.0.fields: 1.terms.limits.2 is -9007199254740997"), line
+    for raw_number in ("NaN", "Infinity", "-Infinity"):
+        raw = json.dumps(document_body(contact, [{"x": 0}])).replace('{"x": 0}', f'{{"x": {raw_number}}}')
+        [line] = lines(await api.post("/request", raw=raw.encode()))
+        assert line.startswith("credentials.0.data.0.fields: 0.x is "), line
+        assert "RFC 8785" in line
+    await assert_nothing_happened(api, engine, temporal, contact)
