@@ -153,12 +153,20 @@ class ActionRef(Strict):
         return value
 
 
+# What a DOCUMENT may hold: its PDF costs about 13 microseconds of CPU per character (api/pdf.py)
+MAX_DOCUMENT_ITEMS = 50
+MAX_ITEM_VALUE = 5_000
+MAX_DOCUMENT_TEXT = 20_000  # labels and values of all items together
+MAX_ITEM_FIELDS = 50
+
+
 class DataItem(Strict):
     label: Text
     type: Annotated[str, Field(min_length=1, max_length=50)]
-    value: Annotated[str, Field(max_length=10_000)]
+    value: Annotated[str, Field(max_length=MAX_ITEM_VALUE)]
     hidden: bool = False
-    fields: Annotated[list[dict[str, Any]], AfterValidator(reject_non_jcs)] = Field(default_factory=list)
+    fields: Annotated[list[dict[str, Any]], Field(max_length=MAX_ITEM_FIELDS),
+                      AfterValidator(reject_non_jcs)] = Field(default_factory=list)
 
 
 class CredentialIn(Strict):
@@ -171,7 +179,7 @@ class CredentialIn(Strict):
         default_factory=list
     )
     action: ActionRef | None = None
-    data: Annotated[list[DataItem], Field(min_length=1, max_length=100)] | None = None
+    data: Annotated[list[DataItem], Field(min_length=1, max_length=MAX_DOCUMENT_ITEMS)] | None = None
     validFrom: AwareDatetime | None = None
     validUntil: AwareDatetime | None = None
 
@@ -190,6 +198,10 @@ class CredentialIn(Strict):
             raise ValueError("a DOCUMENT credential needs data [{label, type, value, hidden}]")
         if self.type == "DOCUMENT" and self.action is not None:
             raise ValueError("a DOCUMENT credential takes data, not action")
+        text = sum(len(item.label) + len(item.value) for item in self.data or ())
+        if text > MAX_DOCUMENT_TEXT:
+            raise ValueError(f"data holds {text} characters of labels and values; a document holds at "
+                             f"most {MAX_DOCUMENT_TEXT}")
         if self.validFrom and self.validUntil and self.validUntil <= self.validFrom:
             raise ValueError("validUntil must be after validFrom")
         return self

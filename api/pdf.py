@@ -8,12 +8,25 @@ Text: with a Unicode TrueType font (DejaVu Sans, from the system's fonts, e.g. D
 one, the PDF core font Helvetica is used in the Windows-1252 encoding, which holds every letter of
 Portuguese, Spanish and French (ã, ç, ñ, é, œ, «», €...); a character outside it is shown as ``?``.
 Hidden data items are masked with a fixed-length mask (their length is not revealed).
+
+Rendering is CPU work (about 13 microseconds per character of text), so it is bounded three ways:
+a document's text is capped at creation (``api/models.py``), each rendering is kept
+(``Renderer``: keyed by everything the PDF shows, so a status change or a revocation's proof item
+makes a new key and an old PDF is never served for it), and renderings run on their own small
+thread pool, never the default executor the database calls share: at most ``RENDER_WORKERS`` at
+once and ``RENDER_WAITING`` more queued; a caller beyond that gets ``Busy`` (503 with
+``Retry-After``). Concurrent calls for the same key share one rendering.
 """
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
+import json
+from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -38,6 +51,10 @@ STATUS_WORDS = {
     "REVOKED": "revoked by the organization",
 }
 GREY, BLACK = (90, 90, 90), (0, 0, 0)
+RENDER_WORKERS = 2
+RENDER_WAITING = 8
+RETRY_AFTER_SECONDS = 5
+CACHE_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -167,3 +184,70 @@ def render(sheet: CredentialSheet, font: tuple[Path, Path] | Literal["auto"] | N
     out.pdf.ln(4)
     out.line(sheet.verify_hint, size=8, color=GREY)
     return bytes(out.pdf.output())
+
+
+def sheet_key(sheet: CredentialSheet) -> str:
+    """The credential and a digest of everything its PDF shows: equal keys, equal PDFs."""
+    shown = json.dumps(asdict(sheet), sort_keys=True, default=str, ensure_ascii=False)
+    return f"{sheet.credential_id}:{hashlib.sha256(shown.encode()).hexdigest()}"
+
+
+class Busy(Exception):
+    """Every rendering slot and waiting place is taken; retry after ``retry_after`` seconds."""
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__("PDF rendering is busy")
+        self.retry_after = retry_after
+
+
+class Renderer:
+    """Renders each sheet once per process, on a bounded pool of its own (see the module doc)."""
+
+    def __init__(self, workers: int = RENDER_WORKERS, waiting: int = RENDER_WAITING,
+                 cache_bytes: int = CACHE_BYTES) -> None:
+        self._workers, self._admitted_max, self._cache_bytes = workers, workers + waiting, cache_bytes
+        self._executor: ThreadPoolExecutor | None = None
+        self._cache: OrderedDict[str, bytes] = OrderedDict()
+        self._cached_bytes = 0
+        self._inflight: dict[str, asyncio.Future[bytes]] = {}
+        self.renders = 0  # renderings started, for tests and operators
+
+    async def pdf(self, sheet: CredentialSheet) -> bytes:
+        key = sheet_key(sheet)
+        kept = self._cache.get(key)
+        if kept is not None:
+            self._cache.move_to_end(key)
+            return kept
+        running = self._inflight.get(key)
+        if running is None:
+            if len(self._inflight) >= self._admitted_max:
+                raise Busy(RETRY_AFTER_SECONDS)
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(self._workers, thread_name_prefix="mandatum-pdf")
+            # not tied to this caller: one who leaves neither cancels it nor frees its slot early
+            running = asyncio.get_running_loop().run_in_executor(self._executor, _render_now, sheet)
+            self._inflight[key] = running
+            self.renders += 1
+            running.add_done_callback(lambda done: self._settle(key, done))
+        return await asyncio.shield(running)
+
+    def _settle(self, key: str, done: asyncio.Future[bytes]) -> None:
+        self._inflight.pop(key, None)
+        if not done.cancelled() and done.exception() is None:
+            self._keep(key, done.result())
+
+    def _keep(self, key: str, rendered: bytes) -> None:
+        if len(rendered) > self._cache_bytes:
+            return
+        self._cache[key] = rendered
+        self._cached_bytes += len(rendered)
+        while self._cached_bytes > self._cache_bytes:
+            _, dropped = self._cache.popitem(last=False)
+            self._cached_bytes -= len(dropped)
+
+
+def _render_now(sheet: CredentialSheet) -> bytes:
+    return render(sheet)  # looked up at call time, so tests can stand in for it
+
+
+RENDERER = Renderer()

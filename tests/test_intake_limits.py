@@ -133,7 +133,7 @@ async def test_numbers_jcs_cannot_hold_anywhere_in_document_fields_are_refused(
     api: SignedClient, engine: Engine, temporal: Client,
 ) -> None:
     contact = f"big-{secrets.token_hex(4)}@example.com"
-    fields = [{"ok": 1}, {"terms": {"limits": [1, 2.5, -BIG - 5]}}]
+    fields: list[dict[str, Any]] = [{"ok": 1}, {"terms": {"limits": [1, 2.5, -BIG - 5]}}]
     [line] = lines(await api.post("/request", document_body(contact, fields)))
     assert line.startswith("credentials.0.data.0.fields: 1.terms.limits.2 is -9007199254740997"), line
     for raw_number in ("NaN", "Infinity", "-Infinity"):

@@ -33,7 +33,7 @@ from store import revocation, status_lists
 
 router = APIRouter(tags=["credentials"])
 ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": ErrorOut} for code in (400, 401, 404, 409, 413, 429)
+    code: {"model": ErrorOut} for code in (400, 401, 404, 409, 413, 429, 503)
 }
 STATUS_LIST_MEDIA_TYPE = "application/vc"  # VC Data Model 2.0, registered with IANA
 BAD_REFERENCE = ("must be a mandate URN urn:via:credential:<uuid> or a credential id "
@@ -124,7 +124,8 @@ async def get_credential(
     includePdf: Annotated[bool, Query(description="Include a base64 PDF (DOCUMENT credentials)")] = False,
 ) -> Any:
     """A credential of the caller's organization, by its id (24 hex characters) or mandate URN,
-    with the document form in its most updated version and, on request, a PDF rendering."""
+    with the document form in its most updated version and, on request, a PDF rendering (503 with
+    `Retry-After` while the service's PDF renderers are all busy)."""
     reference = _reference(credentialId, "credentialId")
     record = await asyncio.to_thread(
         revocation.find_credential, services.engine, caller.organization_id, reference)
@@ -134,7 +135,11 @@ async def get_credential(
     body: dict[str, Any] = {"credential": entity.model_dump(mode="json"),
                             "w3cCredential": record.credential.document_credential}
     if includePdf and record.credential.resource_type == "DOCUMENT":
-        rendered = await asyncio.to_thread(pdf.render, _sheet(services.settings, record, entity))
+        try:
+            rendered = await pdf.RENDERER.pdf(_sheet(services.settings, record, entity))
+        except pdf.Busy as exc:
+            raise ApiError(503, "PDF rendering is busy; retry shortly",
+                           headers={"Retry-After": str(exc.retry_after)}) from exc
         body["pdf"] = base64.b64encode(rendered).decode("ascii")
     return JSONResponse(versioning.render("credential", body, caller.api_version))
 
