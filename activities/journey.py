@@ -18,6 +18,7 @@ from core import i18n
 from core.delivery import Message, Undeliverable, transport_for
 from core.otp import JourneySecrets, approval_url
 from core.settings import Settings
+from core.text import one_line
 from store import journey as journeys
 from store import kyc as kyc_store
 from store import otp as otp_store
@@ -30,6 +31,33 @@ from workflows.messages import (
     SendOtpResult,
     VerifyOtpResult,
 )
+
+NAME_LIMIT = 120
+ORG_LIMIT = 100
+QUOTES = str.maketrans({c: "'" for c in "\"\u201c\u201d\u201e\u00ab\u00bb"})
+
+
+def quoted_name(name: str) -> str:
+    """An integrator's name as our messages show it: one line (control and bidi characters
+    replaced), at most ``NAME_LIMIT`` characters, quoted, with its own quotation marks made plain
+    apostrophes so it cannot close the quote and go on as our text."""
+    return f"\u201c{one_line(name, NAME_LIMIT).translate(QUOTES)}\u201d"
+
+
+def code_message(channel: str, to: str, language: str | None, organization: str, names: list[str],
+                 code: str, minutes: int, link: str) -> Message:
+    """The message with a subject's code. Integrator text (the credential names) is set apart: each
+    name quoted on a line of its own under a label saying the organization wrote it; the
+    organization's name is made one line too. The checks at creation (api/models.py) already
+    refuse such characters; this holds whatever is stored."""
+    org = one_line(organization, ORG_LIMIT)
+    if channel == "email":
+        what = "\n".join(f"  - {quoted_name(name)}" for name in names)
+        return Message("email", to, i18n.text(language, "email_subject", org=org),
+                       i18n.text(language, "email_body", org=org, what=what, code=code,
+                                 minutes=minutes, link=link))
+    return Message("sms", to, "", i18n.text(language, "sms_body", org=org, code=code, minutes=minutes,
+                                            link=link))
 
 
 class JourneyActivities:
@@ -58,17 +86,11 @@ class JourneyActivities:
         return SendOtpResult(channel=channel, delivered=True, expires_at=expires_at)
 
     def _message(self, journey: journeys.Journey, code: str) -> Message:
-        language = journey.request.language
-        org = journey.organization.name
         link = approval_url(self._settings.public_url, self._secrets, journey.request.id, journey.subject.id)
         minutes = int(otp_store.CODE_LIFETIME.total_seconds() // 60)
-        if journey.channel == "email":
-            what = ", ".join(c.name for c in journey.credentials)
-            return Message("email", journey.subject.contact, i18n.text(language, "email_subject", org=org),
-                           i18n.text(language, "email_body", org=org, what=what, code=code,
-                                     minutes=minutes, link=link))
-        return Message("sms", journey.subject.contact, "",
-                       i18n.text(language, "sms_body", org=org, code=code, minutes=minutes, link=link))
+        return code_message(journey.channel, journey.subject.contact, journey.request.language,
+                            journey.organization.name, [c.name for c in journey.credentials], code,
+                            minutes, link)
 
     @activity.defn(name=ActivityNames.CHECK_OTP)
     def check_otp(self, inp: CheckOtpInput) -> VerifyOtpResult:

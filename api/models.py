@@ -21,7 +21,7 @@ from pydantic import (
 )
 
 from api.contacts import normalize_contact
-from core.text import quote_input
+from core.text import quote_input, unsafe_characters
 
 
 def iso(value: datetime) -> str:
@@ -50,10 +50,21 @@ def _did(value: str) -> str:
     return value
 
 
+def _one_line(value: str) -> str:
+    """Names, labels, tags and references are one line: they end up in our messages and pages,
+    where a line break, a control character or a bidi override could pass for our own text."""
+    reject_nul(value)  # its own message: the decision documented for every string
+    found = unsafe_characters(value)
+    if found:
+        raise ValueError("must be one line without control, line separator or bidi override "
+                         f"characters (found {', '.join(found[:5])})")
+    return value
+
+
 AwareDatetime = Annotated[datetime, AfterValidator(_aware)]
 Did = Annotated[str, AfterValidator(_did)]
-Text = Annotated[str, Field(min_length=1, max_length=200)]
-Ref = Annotated[str, Field(min_length=1, max_length=255)]
+Text = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_one_line)]
+Ref = Annotated[str, Field(min_length=1, max_length=255), AfterValidator(_one_line)]
 
 
 class SecurityLevel(StrEnum):
@@ -162,7 +173,7 @@ MAX_ITEM_FIELDS = 50
 
 class DataItem(Strict):
     label: Text
-    type: Annotated[str, Field(min_length=1, max_length=50)]
+    type: Annotated[str, Field(min_length=1, max_length=50), AfterValidator(_one_line)]
     value: Annotated[str, Field(max_length=MAX_ITEM_VALUE)]
     hidden: bool = False
     fields: Annotated[list[dict[str, Any]], Field(max_length=MAX_ITEM_FIELDS),
@@ -175,7 +186,8 @@ class CredentialIn(Strict):
     scope: Annotated[str, Field(max_length=500)] | None = None
     description: Annotated[str, Field(max_length=2000)] | None = None
     internalId: Ref | None = None
-    tags: Annotated[list[Annotated[str, Field(max_length=100)]], Field(max_length=20)] = Field(
+    tags: Annotated[list[Annotated[str, Field(max_length=100), AfterValidator(_one_line)]],
+                    Field(max_length=20)] = Field(
         default_factory=list
     )
     action: ActionRef | None = None

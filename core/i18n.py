@@ -15,7 +15,8 @@ CATALOG: dict[str, dict[str, str]] = {
     "ENG": {
         # the message with the code
         "email_subject": "{org} asks for your approval",
-        "email_body": ("{org} asks you to review and approve: {what}.\n\n"
+        "email_body": ("{org} asks you to review and approve the following "
+                       "(names as written by {org}):\n\n{what}\n\n"
                        "Your security code:\n\n{code}\n\nIt expires in {minutes} minutes.\n\n"
                        "Open this link to decide:\n{link}\n\n"
                        "If you did not expect this message, ignore it: nothing happens without you."),
@@ -71,7 +72,9 @@ CATALOG: dict[str, dict[str, str]] = {
     },
     "PRT": {
         "email_subject": "{org} pede a sua aprovação",
-        "email_body": ("{org} pede-lhe que analise e aprove: {what}.\n\n"
+        "email_body": ("{org} pede-lhe que analise e aprove o seguinte "
+                       "(nomes tal como escritos por {org}):\n\n"
+                       "{what}\n\n"
                        "O seu código de segurança:\n\n{code}\n\nExpira em {minutes} minutos.\n\n"
                        "Abra este link para decidir:\n{link}\n\n"
                        "Se não esperava esta mensagem, ignore-a: nada acontece sem si."),
@@ -128,7 +131,9 @@ CATALOG: dict[str, dict[str, str]] = {
     },
     "SPA": {
         "email_subject": "{org} solicita su aprobación",
-        "email_body": ("{org} le pide que revise y apruebe: {what}.\n\n"
+        "email_body": ("{org} le pide que revise y apruebe lo siguiente "
+                       "(nombres tal como los escribió {org}):\n\n"
+                       "{what}\n\n"
                        "Su código de seguridad:\n\n{code}\n\nCaduca en {minutes} minutos.\n\n"
                        "Abra este enlace para decidir:\n{link}\n\n"
                        "Si no esperaba este mensaje, ignórelo: nada ocurre sin usted."),
@@ -183,7 +188,9 @@ CATALOG: dict[str, dict[str, str]] = {
     },
     "FRA": {
         "email_subject": "{org} demande votre approbation",
-        "email_body": ("{org} vous demande d'examiner et d'approuver : {what}.\n\n"
+        "email_body": ("{org} vous demande d'examiner et d'approuver ce qui suit "
+                       "(noms tels que rédigés par {org}) :\n\n"
+                       "{what}\n\n"
                        "Votre code de sécurité :\n\n{code}\n\nIl expire dans {minutes} minutes.\n\n"
                        "Ouvrez ce lien pour décider :\n{link}\n\n"
                        "Si vous n'attendiez pas ce message, ignorez-le : rien ne se fait sans vous."),
