@@ -3,6 +3,10 @@
 FastAPI's own validation errors become 400 with one readable line per problem
 (``credentials.0.name is required``); unknown routes, wrong methods, oversized bodies and
 unexpected exceptions get the same shape, and an internal error never leaks its stack trace.
+
+Messages quote at most about 100 characters of any input (``core.text.quote_input`` where a value
+is named, each segment of a field path likewise); as a last guard every message line is cut at
+``MAX_LINE`` characters and a list at ``MAX_LINES`` lines, so no input comes back whole.
 """
 
 from __future__ import annotations
@@ -17,9 +21,13 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
+from core.text import ELLIPSIS, QUOTE_LIMIT, quote_input
+
 log = logging.getLogger("mandatum.api")
 BODY_PARSE_DETAIL = "There was an error parsing the body"
 HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
+MAX_LINE = 400
+MAX_LINES = 100
 
 
 class ApiError(Exception):
@@ -36,7 +44,16 @@ class ApiError(Exception):
         self.extra = extra
 
 
+def _capped(line: str) -> str:
+    return line if len(line) <= MAX_LINE else line[: MAX_LINE - 1] + ELLIPSIS
+
+
 def error_body(status: int, message: str | list[str], **extra: Any) -> dict[str, Any]:
+    if isinstance(message, str):
+        message = _capped(message)
+    else:
+        more = len(message) - MAX_LINES
+        message = [_capped(m) for m in message[:MAX_LINES]] + ([f"and {more} more"] if more > 0 else [])
     return {"statusCode": status, "message": message, "error": HTTPStatus(status).phrase, **extra}
 
 
@@ -47,7 +64,9 @@ def error_response(
 
 
 def _path(loc: tuple[Any, ...]) -> str:
-    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
+    # a member name is input too (an unknown field, a userParams key): quoted and cut when long
+    parts = [str(p) if len(str(p)) <= QUOTE_LIMIT else quote_input(p)
+             for p in loc if p not in ("body", "query", "path", "header")]
     return ".".join(parts) or "body"
 
 

@@ -21,7 +21,7 @@ from pydantic import (
 )
 
 from api.contacts import normalize_contact
-from core.text import quote_input, unsafe_characters
+from core.text import quote_input, shown, unsafe_characters
 
 
 def iso(value: datetime) -> str:
@@ -46,7 +46,7 @@ def _aware(value: datetime) -> datetime:
 
 def _did(value: str) -> str:
     if not DID_RE.match(value):
-        raise ValueError(f"is not a DID: {value!r}")
+        raise ValueError(f"is not a DID: {quote_input(value)}")
     return value
 
 
@@ -152,9 +152,26 @@ class ContactIn(Strict):
     internalId: Ref | None = None
 
 
+# What a DOCUMENT may hold: its PDF costs about 13 microseconds of CPU per character (api/pdf.py)
+MAX_DOCUMENT_ITEMS = 50
+MAX_ITEM_VALUE = 5_000
+MAX_DOCUMENT_TEXT = 20_000  # labels and values of all items together
+MAX_ITEM_FIELDS = 50
+MAX_PARAM_NAME = 100
+
+
+def _param_names(value: dict[str, Any]) -> dict[str, Any]:
+    """Param names are identifiers (CONTRACT 6): a long one is no name and is not echoed whole."""
+    long = [name for name in value if len(name) > MAX_PARAM_NAME]
+    if long:
+        raise ValueError(f"{quote_input(long[0])} is not a param name (at most {MAX_PARAM_NAME} characters)")
+    return value
+
+
 class ActionRef(Strict):
     id: str
-    userParams: Annotated[dict[str, Any], AfterValidator(reject_non_jcs)] = Field(default_factory=dict)
+    userParams: Annotated[dict[str, Any], AfterValidator(_param_names), AfterValidator(reject_non_jcs)] = (
+        Field(default_factory=dict))
 
     @field_validator("id")
     @classmethod
@@ -162,13 +179,6 @@ class ActionRef(Strict):
         if not ACTION_URN_RE.match(value):
             raise ValueError("must be an action URN urn:via:action:<uuid>")
         return value
-
-
-# What a DOCUMENT may hold: its PDF costs about 13 microseconds of CPU per character (api/pdf.py)
-MAX_DOCUMENT_ITEMS = 50
-MAX_ITEM_VALUE = 5_000
-MAX_DOCUMENT_TEXT = 20_000  # labels and values of all items together
-MAX_ITEM_FIELDS = 50
 
 
 class DataItem(Strict):
@@ -257,7 +267,8 @@ class CreateRequestIn(Strict):
                 problems.append(f"contacts.{i}: {exc}")
                 continue
             if contact in seen:
-                problems.append(f"contacts.{i}: {contact} is the same subject as contacts.{seen[contact]}")
+                problems.append(f"contacts.{i}: {shown(contact)} is the same subject as "
+                                f"contacts.{seen[contact]}")
                 continue
             seen[contact] = i
             out.append((contact, kind, internal))

@@ -8,7 +8,9 @@ how much of a bad value an error message quotes back.
 - ``one_line``: the same text made safe to show inside one of our own texts (each unsafe
   character replaced, length capped), for use where a message is built, whatever got stored.
 - ``quote_input``: a bad value as an error message quotes it, escaped like ``repr`` and cut to
-  ``limit`` characters of the input with an ellipsis, so a 10 kB value never comes back whole.
+  ``limit`` characters of the input with an ellipsis, so a 10 kB value never comes back whole;
+  ``shown`` leaves a short plain token (an id, a contact, a type name) as it is and quotes
+  anything else that way.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import re
 
 UNSAFE_RE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\u200e\u200f\u061c]")
 QUOTE_LIMIT = 100
+PLAIN_RE = re.compile(r"[\w@.+:/%-]+", re.ASCII)
 ELLIPSIS = "\u2026"
 
 
@@ -39,3 +42,9 @@ def quote_input(value: object, limit: int = QUOTE_LIMIT) -> str:
     if len(text) <= limit:
         return repr(text)
     return repr(text[:limit]) + ELLIPSIS
+
+
+def shown(value: object, limit: int = QUOTE_LIMIT) -> str:
+    """``value`` as it is when it is a short plain token, else ``quote_input(value, limit)``."""
+    text = value if isinstance(value, str) else str(value)
+    return text if len(text) <= limit and PLAIN_RE.fullmatch(text) else quote_input(text, limit)

@@ -142,3 +142,56 @@ async def test_numbers_jcs_cannot_hold_anywhere_in_document_fields_are_refused(
         assert line.startswith("credentials.0.data.0.fields: 0.x is "), line
         assert "RFC 8785" in line
     await assert_nothing_happened(api, engine, temporal, contact)
+
+
+# --- item 12: error messages quote at most ~100 characters of the input ---------------------------
+
+HUGE = secrets.token_hex(5_000)  # 10,000 characters, no 101 of them in a row may come back
+
+
+def assert_short(resp: Any, status: int = 400) -> list[str]:
+    message = assert_error_shape(resp, status)["message"]
+    found = [message] if isinstance(message, str) else list(message)
+    text = "\n".join(found)
+    assert len(text) < 600, text
+    assert not any(HUGE[i:i + 101] in text for i in range(len(HUGE) - 100)), text
+    return found
+
+
+async def test_a_huge_bad_contact_is_quoted_short(api: SignedClient) -> None:
+    [line] = assert_short(await api.post("/request", policy_request(contacts=[HUGE])))
+    assert line.startswith(f"contacts.0: '{HUGE[:100]}'\u2026 is not an e-mail address"), line
+    assert_short(await api.post("/request", policy_request(contacts=[f"{HUGE[:300]}@example.com"])))
+    request = (await api.post("/request", policy_request())).json()["data"]["id"]
+    assert_short(await api.get(f"/request/link/{request}", params={"contact": HUGE}))
+    assert_short(await api.get(f"/request/link/{request}", params={"contact": "ana@example.com",
+                                                                   "parent": HUGE}))
+
+
+async def test_a_huge_unknown_field_name_or_param_name_is_quoted_short(api: SignedClient) -> None:
+    [line] = assert_short(await api.post("/request", policy_request(**{HUGE: 1})))
+    assert line.endswith("\u2026 is not a known field"), line
+    body = policy_request()
+    body["credentials"][0]["action"]["userParams"] = {HUGE: 1}
+    [line] = assert_short(await api.post("/request", body))
+    assert line.startswith("credentials.0.action.userParams: '"), line
+    assert_short(await api.post("/request", policy_request(authorizedDIDs=[HUGE])))
+    fields = [{HUGE: {"x": BIG}}]
+    assert_short(await api.post("/request", document_body("ana@example.com", fields)))
+
+
+async def test_huge_query_and_path_values_are_quoted_short(api: SignedClient, http: Any) -> None:
+    assert_short(await api.get("/activity", params={"type": HUGE}))
+    assert_short(await api.get("/activity", params={"type": [HUGE[:2_000] + str(i) for i in range(20)]}))
+    assert_short(await http.get(f"/credentials/status/{HUGE}"), 404)
+    assert_short(await http.get(f"/subjects/{HUGE}/did.json"), 404)
+    assert_short(await http.get(f"/orgs/{HUGE}/did.json"), 404)
+
+
+def test_every_message_is_capped_as_a_last_guard() -> None:
+    from api.errors import error_body
+
+    one = error_body(400, "x" * 5_000)["message"]
+    assert len(one) == 400 and one.endswith("\u2026")
+    many = error_body(400, [f"contacts.{i}: bad" for i in range(250)])["message"]
+    assert len(many) == 101 and many[-1] == "and 150 more" and many[0] == "contacts.0: bad"

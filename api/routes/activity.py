@@ -19,6 +19,7 @@ from api.errors import ApiError
 from api.models import ErrorOut
 from api.routes.requests import day_range
 from core.ids import is_object_id
+from core.text import shown
 from store import audit
 from store.audit_queries import ActivityFilter, activity_page
 
@@ -66,7 +67,9 @@ async def list_activity(
     issued, canceled and revoked, VPs issued or refused, verifications allowed or denied."""
     unknown = sorted(set(type or ()) - set(audit.RECORD_TYPES))
     if unknown:
-        raise ApiError(400, f"type {', '.join(unknown)} is not one of {', '.join(audit.RECORD_TYPES)}")
+        named = ", ".join(shown(t) for t in unknown[:5])
+        named += f" and {len(unknown) - 5} more" if len(unknown) > 5 else ""
+        raise ApiError(400, f"type {named} is not one of {', '.join(audit.RECORD_TYPES)}")
     if requestId is not None and not is_object_id(requestId):
         raise ApiError(400, "requestId must be a 24-character lower-case hexadecimal ObjectId")
     if credentialId is not None and "\x00" in credentialId:

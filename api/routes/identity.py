@@ -24,6 +24,7 @@ from api.deps import ServicesDep
 from api.errors import ApiError
 from api.models import ErrorOut
 from core.ids import is_object_id
+from core.text import shown
 from store import keys
 from trust.context import CONTEXT_PATH, context_document
 
@@ -51,7 +52,7 @@ async def organization_did_document(org_id: str, request: Request, services: Ser
         document = await asyncio.to_thread(
             keys.organization_did_document, services.engine, services.cipher, services.settings, org_id)
     if document is None:
-        raise ApiError(404, f"Organization {org_id} not found")
+        raise ApiError(404, f"Organization {shown(org_id)} not found")
     return json_document(request, document, DID_MEDIA_TYPE, DID_CACHE_CONTROL)
 
 
@@ -62,7 +63,7 @@ async def subject_did_document(subject_id: str, request: Request, services: Serv
     document = await asyncio.to_thread(
         keys.did_document_for, services.engine, settings, settings.subject_did(subject_id))
     if document is None:
-        raise ApiError(404, f"Subject {subject_id} not found")
+        raise ApiError(404, f"Subject {shown(subject_id)} not found")
     return json_document(request, document, DID_MEDIA_TYPE, DID_CACHE_CONTROL)
 
 

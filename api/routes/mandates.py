@@ -29,6 +29,7 @@ from api.errors import ApiError
 from api.models import ErrorOut
 from api.models_mandates import CredentialDetailOut, CredentialEntityOut, RevokeAliasIn, RevokeIn, RevokeOut
 from core.settings import Settings
+from core.text import shown
 from store import revocation, status_lists
 
 router = APIRouter(tags=["credentials"])
@@ -55,9 +56,9 @@ async def _revoke(services: ServicesDep, caller: CallerDep, raw_id: str, reason:
             revocation.revoke, services.engine, services.cipher, services.settings,
             caller.organization_id, reference, reason)
     except revocation.NotFound as exc:
-        raise ApiError(404, f"Credential {raw_id} not found") from exc
+        raise ApiError(404, f"Credential {shown(raw_id)} not found") from exc
     except revocation.NotActive as exc:
-        raise ApiError(409, f"Credential {raw_id} is {exc.status}: only an ACTIVE mandate can be "
+        raise ApiError(409, f"Credential {shown(raw_id)} is {exc.status}: only an ACTIVE mandate can be "
                             f"revoked") from exc
     body = RevokeOut(credentialId=done.credential_id, revokedAt=done.revoked_at, receipt=done.receipt)
     return JSONResponse(versioning.render("revocation", body.model_dump(mode="json"), caller.api_version))
@@ -130,7 +131,7 @@ async def get_credential(
     record = await asyncio.to_thread(
         revocation.find_credential, services.engine, caller.organization_id, reference)
     if record is None:
-        raise ApiError(404, f"Credential {credentialId} not found")
+        raise ApiError(404, f"Credential {shown(credentialId)} not found")
     entity = _entity(record)
     body: dict[str, Any] = {"credential": entity.model_dump(mode="json"),
                             "w3cCredential": record.credential.document_credential}
@@ -163,6 +164,6 @@ async def status_list_credential(listId: str, request: Request, services: Servic
         served = await asyncio.to_thread(
             status_lists.served_list, services.engine, services.cipher, services.settings, listId)
     if served is None:
-        raise ApiError(404, f"Status list {listId} not found")
+        raise ApiError(404, f"Status list {shown(listId)} not found")
     return json_document(request, served.document, STATUS_LIST_MEDIA_TYPE,
                          f"public, max-age={status_lists.TTL_SECONDS}", etag=served.etag)

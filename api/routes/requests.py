@@ -34,6 +34,7 @@ from api.views import request_list_item, request_out
 from core.ids import is_object_id
 from core.otp import approval_url
 from core.temporal import request_handle, start_request_workflow
+from core.text import quote_input
 from store import actions as action_store
 from store import guards, orgs
 from store import request_queries as queries
@@ -405,7 +406,7 @@ async def approval_link(
         allowed = (await asyncio.to_thread(orgs.get_organization, services.engine,
                                            caller.organization_id)).frame_origins
         if parent.rstrip("/").lower() not in allowed:
-            raise ApiError(400, f"parent {parent!r} is not one of the organization's allowed iframe origins "
-                                "(mandatum org set-frame-origins)")
+            raise ApiError(400, f"parent {quote_input(parent)} is not one of the organization's allowed "
+                                "iframe origins (mandatum org set-frame-origins)")
         data["iframeUrl"] = f"{url}?{urlencode({'surface': 'iframe', 'parent': parent.rstrip('/').lower()})}"
     return {"data": data}
