@@ -51,7 +51,7 @@ STATUS_WORDS = {
     "REVOKED": "revoked by the organization",
 }
 GREY, BLACK = (90, 90, 90), (0, 0, 0)
-RENDER_WORKERS = 2
+RENDER_WORKERS = 1  # fpdf2 is pure Python: under the GIL a second thread adds no speed, only contention
 RENDER_WAITING = 8
 RETRY_AFTER_SECONDS = 5
 CACHE_BYTES = 64 * 1024 * 1024
