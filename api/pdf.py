@@ -11,8 +11,9 @@ Hidden data items are masked with a fixed-length mask (their length is not revea
 
 Rendering is CPU work (about 13 microseconds per character of text), so it is bounded three ways:
 a document's text is capped at creation (``api/models.py``), each rendering is kept
-(``Renderer``: keyed by everything the PDF shows, so a status change or a revocation's proof item
-makes a new key and an old PDF is never served for it), and renderings run on their own small
+(``Renderer``: in memory and in the database, ``store.pdfs``, under a digest of everything the PDF
+shows, so a status change or a revocation makes a new digest and an old PDF is never served for
+it), and renderings run on their own small
 thread pool, never the default executor the database calls share: at most ``RENDER_WORKERS`` at
 once and ``RENDER_WAITING`` more queued; a caller beyond that gets ``Busy`` (503 with
 ``Retry-After``). Concurrent calls for the same key share one rendering.
@@ -23,8 +24,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
@@ -51,6 +53,7 @@ STATUS_WORDS = {
     "REVOKED": "revoked by the organization",
 }
 GREY, BLACK = (90, 90, 90), (0, 0, 0)
+log = logging.getLogger("mandatum.api.pdf")
 RENDER_WORKERS = 1  # fpdf2 is pure Python: under the GIL a second thread adds no speed, only contention
 RENDER_WAITING = 8
 RETRY_AFTER_SECONDS = 5
@@ -186,10 +189,14 @@ def render(sheet: CredentialSheet, font: tuple[Path, Path] | Literal["auto"] | N
     return bytes(out.pdf.output())
 
 
-def sheet_key(sheet: CredentialSheet) -> str:
-    """The credential and a digest of everything its PDF shows: equal keys, equal PDFs."""
+Load = Callable[[str, str], "bytes | None"]  # (credential id, content digest) -> a kept PDF
+Save = Callable[[str, str, bytes], None]  # (credential id, content digest, PDF)
+
+
+def sheet_digest(sheet: CredentialSheet) -> str:
+    """A digest of everything the PDF shows: equal digests, equal PDFs."""
     shown = json.dumps(asdict(sheet), sort_keys=True, default=str, ensure_ascii=False)
-    return f"{sheet.credential_id}:{hashlib.sha256(shown.encode()).hexdigest()}"
+    return hashlib.sha256(shown.encode()).hexdigest()
 
 
 class Busy(Exception):
@@ -201,7 +208,8 @@ class Busy(Exception):
 
 
 class Renderer:
-    """Renders each sheet once per process, on a bounded pool of its own (see the module doc)."""
+    """Renders each sheet once, on a bounded pool of its own (see the module doc). ``load`` and
+    ``save`` reach the PDFs kept in the database, shared by every process (``store.pdfs``)."""
 
     def __init__(self, workers: int = RENDER_WORKERS, waiting: int = RENDER_WAITING,
                  cache_bytes: int = CACHE_BYTES) -> None:
@@ -212,12 +220,18 @@ class Renderer:
         self._inflight: dict[str, asyncio.Future[bytes]] = {}
         self.renders = 0  # renderings started, for tests and operators
 
-    async def pdf(self, sheet: CredentialSheet) -> bytes:
-        key = sheet_key(sheet)
+    async def pdf(self, sheet: CredentialSheet, load: Load | None = None, save: Save | None = None) -> bytes:
+        digest = sheet_digest(sheet)
+        key = f"{sheet.credential_id}:{digest}"
         kept = self._cache.get(key)
         if kept is not None:
             self._cache.move_to_end(key)
             return kept
+        if key not in self._inflight and load is not None:
+            stored = await asyncio.to_thread(load, sheet.credential_id, digest)
+            if stored is not None:
+                self._keep(key, stored)
+                return stored
         running = self._inflight.get(key)
         if running is None:
             if len(self._inflight) >= self._admitted_max:
@@ -225,7 +239,8 @@ class Renderer:
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(self._workers, thread_name_prefix="mandatum-pdf")
             # not tied to this caller: one who leaves neither cancels it nor frees its slot early
-            running = asyncio.get_running_loop().run_in_executor(self._executor, _render_now, sheet)
+            running = asyncio.get_running_loop().run_in_executor(
+                self._executor, _render_and_save, sheet, digest, save)
             self._inflight[key] = running
             self.renders += 1
             running.add_done_callback(lambda done: self._settle(key, done))
@@ -239,6 +254,8 @@ class Renderer:
     def _keep(self, key: str, rendered: bytes) -> None:
         if len(rendered) > self._cache_bytes:
             return
+        if key in self._cache:
+            return
         self._cache[key] = rendered
         self._cached_bytes += len(rendered)
         while self._cached_bytes > self._cache_bytes:
@@ -246,8 +263,14 @@ class Renderer:
             self._cached_bytes -= len(dropped)
 
 
-def _render_now(sheet: CredentialSheet) -> bytes:
-    return render(sheet)  # looked up at call time, so tests can stand in for it
+def _render_and_save(sheet: CredentialSheet, digest: str, save: Save | None) -> bytes:
+    rendered = render(sheet)  # looked up at call time, so tests can stand in for it
+    if save is not None:
+        try:
+            save(sheet.credential_id, digest, rendered)
+        except Exception:  # the PDF is still good: the next process renders it again
+            log.exception("could not keep the PDF of credential %s", sheet.credential_id)
+    return rendered
 
 
 RENDERER = Renderer()

@@ -376,3 +376,15 @@ class KycCheck(SQLModel, table=True):
     message: str | None = Field(default=None, max_length=500)
     created_at: datetime
     completed_at: datetime | None = None
+
+
+class CredentialPdf(SQLModel, table=True):
+    """The last PDF rendered of a credential (``api.pdf``), under the digest of everything it shows:
+    when what it shows changes (a status, a revocation) the digest does too, so a PDF is served
+    only for the content it was made of; the next rendering replaces the row (migration 0009)."""
+
+    __tablename__ = "credential_pdf"
+    credential_id: str = Field(foreign_key="credential.id", primary_key=True, max_length=24)
+    content_digest: str = Field(max_length=64)
+    pdf: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
+    rendered_at: datetime

@@ -5,6 +5,7 @@ bounded pool of their own, so other requests keep being answered while they are 
 from __future__ import annotations
 
 import asyncio
+import base64
 import math
 import os
 import threading
@@ -13,11 +14,14 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select
+from sqlmodel import col
 
 from api import pdf
 from core.secretbox import SecretCipher
 from core.settings import Settings
+from store.pdfs import kept_pdf
+from store.tables import CredentialPdf
 from tests.conftest import new_org
 from tests.helpers import SignedClient, assert_error_shape, policy_request
 from tests.mandate_helpers import accept_all, create_request
@@ -82,7 +86,7 @@ async def get_pdf(api: SignedClient, ident: str) -> str:
 
 
 async def test_a_pdf_is_rendered_once_and_again_after_a_revocation(
-    api: SignedClient, temporal: Any, counted: list[str],
+    api: SignedClient, temporal: Any, engine: Engine, counted: list[str], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     request = await create_request(api, credentials=[LEASE])
     cred_id = request["credentials"][0]["id"]
@@ -91,6 +95,13 @@ async def test_a_pdf_is_rendered_once_and_again_after_a_revocation(
     assert first == second and counted == [cred_id]
     parallel = await asyncio.gather(*(get_pdf(api, cred_id) for _ in range(6)))
     assert set(parallel) == {first} and counted == [cred_id]
+    # another API process (a renderer with nothing in memory) serves the one kept in the database
+    monkeypatch.setattr(pdf, "RENDERER", pdf.Renderer())
+    assert await get_pdf(api, cred_id) == first and counted == [cred_id]
+    with engine.connect() as conn:
+        [(kept_digest,)] = conn.execute(select(col(CredentialPdf.content_digest)).where(
+            col(CredentialPdf.credential_id) == cred_id)).all()
+    assert kept_pdf(engine, cred_id, kept_digest) == base64.b64decode(first)
 
     revoked = await api.post(f"/credential/{quote(issued['id'], safe='')}/revoke", {"reason": "moved out"})
     assert revoked.status_code == 200, revoked.text
@@ -98,6 +109,9 @@ async def test_a_pdf_is_rendered_once_and_again_after_a_revocation(
     assert counted == [cred_id, cred_id]  # the revocation changed what it shows: rendered anew
     assert "REVOKED" in pdf_text(after) and "reason: moved out" in pdf_text(after)
     assert "REVOKED" not in pdf_text(first)
+    assert await get_pdf(api, cred_id) == after and len(counted) == 2
+    assert kept_pdf(engine, cred_id, kept_digest) is None  # the revoked content has another digest
+    monkeypatch.setattr(pdf, "RENDERER", pdf.Renderer())
     assert await get_pdf(api, cred_id) == after and len(counted) == 2
 
 

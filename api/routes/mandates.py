@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import uuid
+from functools import partial
 from typing import Annotated, Any
 from urllib.parse import unquote
 
@@ -30,7 +31,7 @@ from api.models import ErrorOut
 from api.models_mandates import CredentialDetailOut, CredentialEntityOut, RevokeAliasIn, RevokeIn, RevokeOut
 from core.settings import Settings
 from core.text import shown
-from store import revocation, status_lists
+from store import pdfs, revocation, status_lists
 
 router = APIRouter(tags=["credentials"])
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -137,7 +138,9 @@ async def get_credential(
                             "w3cCredential": record.credential.document_credential}
     if includePdf and record.credential.resource_type == "DOCUMENT":
         try:
-            rendered = await pdf.RENDERER.pdf(_sheet(services.settings, record, entity))
+            rendered = await pdf.RENDERER.pdf(_sheet(services.settings, record, entity),
+                                              partial(pdfs.kept_pdf, services.engine),
+                                              partial(pdfs.keep_pdf, services.engine))
         except pdf.Busy as exc:
             raise ApiError(503, "PDF rendering is busy; retry shortly",
                            headers={"Retry-After": str(exc.retry_after)}) from exc
