@@ -1,0 +1,122 @@
+"""Temporal's own buttons never leave a request wrong (issue 12, item 14).
+
+"Request Cancellation" in the Temporal UI (``temporal workflow cancel``) is recorded by the
+workflow like the API's cancel, by the actor ``temporal``; a terminated workflow (or one that
+timed out or failed) is found by the reconciler, which closes its still PENDING row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine, update
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
+from temporalio.exceptions import CancelledError
+
+from core.settings import Settings
+from core.temporal import repair_closed_once, request_handle, start_request_workflow
+from store import audit
+from store.db import write_session
+from store.tables import CredentialRequest
+from tests.audit_helpers import chain
+from tests.helpers import Credentials, SignedClient, assert_error_shape
+from tests.journey_helpers import message_for
+from tests.test_workflow import create, db_request, get, insert_request
+from tests.webhook_helpers import events_of_request
+from workflows.ids import SA_STATUS
+
+pytestmark = pytest.mark.usefixtures("worker")
+
+
+def audit_of(engine: Engine, org_id: str, request_id: str, kind: str) -> list[Any]:
+    return [r for r in chain(engine, org_id) if r.request_id == request_id and r.type == kind]
+
+
+async def test_a_cancel_requested_in_temporal_is_recorded_like_the_apis(
+    api: SignedClient, temporal: Client, engine: Engine, org: Credentials,
+) -> None:
+    data = await create(api, internalId="ext-temporal-cancel")
+    handle = request_handle(temporal, data["id"])
+    subject = db_request(engine, org.organization_id, data["id"]).subjects[0][1].id
+    await message_for(data["id"], subject)  # the workflow runs and has sent its first code
+
+    await handle.cancel()  # what "Request Cancellation" in the Temporal UI does
+
+    with pytest.raises(WorkflowFailureError) as failure:
+        await asyncio.wait_for(handle.result(), 30)
+    assert isinstance(failure.value.cause, CancelledError)
+    desc = await handle.describe()
+    assert desc.status == WorkflowExecutionStatus.CANCELED
+    assert desc.typed_search_attributes.get(SA_STATUS) == "CANCELED"
+    stored = db_request(engine, org.organization_id, data["id"])
+    assert (stored.request.status, stored.request.canceled_by) == ("CANCELED", "temporal")
+    assert stored.request.canceled_at is not None
+    assert [c.status for c in stored.credentials] == ["CANCELED"]
+    [record] = audit_of(engine, org.organization_id, data["id"], audit.MANDATE_CANCELED)
+    assert record.actor == "temporal" and record.data["canceledBy"] == "temporal"
+    after = await get(api, data["id"])
+    assert after["status"] == "CANCELED" and after["canceledAt"] is not None
+    assert_error_shape(await api.delete(f"/request/{data['id']}"), 409)
+    # the API's cancel makes no webhook event: neither does this one
+    assert events_of_request(engine, org.organization_id, data["id"]) == []
+
+
+async def closed_pending_repaired(temporal: Client, engine: Engine, request_id: str) -> list[str]:
+    """Reconciler passes until the terminated workflow shows in visibility (it lags the close)."""
+    for _ in range(100):
+        repaired = await repair_closed_once(temporal, engine)
+        if request_id in repaired:
+            return repaired
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"request {request_id} was never repaired")
+
+
+async def test_a_terminated_workflow_is_repaired_by_the_reconciler(
+    temporal: Client, engine: Engine, org: Credentials, settings: Settings,
+) -> None:
+    bundle = insert_request(engine, org.organization_id, internal_id="ext-terminated")
+    assert await start_request_workflow(temporal, settings.task_queue, bundle)
+    handle = request_handle(temporal, bundle.request.id)
+    await message_for(bundle.request.id, bundle.subjects[0][1].id)
+    await handle.terminate(reason="an operator's button")
+    assert db_request(engine, org.organization_id, bundle.request.id).request.status == "PENDING"
+
+    await closed_pending_repaired(temporal, engine, bundle.request.id)
+
+    stored = db_request(engine, org.organization_id, bundle.request.id)
+    assert (stored.request.status, stored.request.canceled_by) == ("CANCELED", "temporal")
+    desc = await handle.describe()
+    assert desc.status == WorkflowExecutionStatus.TERMINATED
+    assert stored.request.canceled_at == desc.close_time
+    assert [c.status for c in stored.credentials] == ["CANCELED"]
+    [record] = audit_of(engine, org.organization_id, bundle.request.id, audit.MANDATE_CANCELED)
+    assert record.actor == "temporal" and record.data["workflowStatus"] == "TERMINATED"
+    # a second pass finds the workflow again, but the row is closed: nothing more is written
+    assert bundle.request.id not in await repair_closed_once(temporal, engine)
+    assert len(audit_of(engine, org.organization_id, bundle.request.id, audit.MANDATE_CANCELED)) == 1
+
+
+async def test_a_workflow_terminated_after_the_expiry_is_repaired_as_expired(
+    temporal: Client, engine: Engine, org: Credentials, settings: Settings,
+) -> None:
+    bundle = insert_request(engine, org.organization_id)
+    assert await start_request_workflow(temporal, settings.task_queue, bundle)
+    handle = request_handle(temporal, bundle.request.id)
+    await message_for(bundle.request.id, bundle.subjects[0][1].id)
+    await handle.terminate(reason="an operator's button")
+    closed = (await handle.describe()).close_time
+    assert closed is not None
+    with write_session(engine) as session:  # as if it had been terminated after its expiry
+        session.execute(update(CredentialRequest).where(CredentialRequest.id == bundle.request.id)  # type: ignore[arg-type]
+                        .values(expires_at=closed - timedelta(seconds=1)))
+
+    await closed_pending_repaired(temporal, engine, bundle.request.id)
+
+    stored = db_request(engine, org.organization_id, bundle.request.id)
+    assert (stored.request.status, stored.request.canceled_at) == ("EXPIRED", None)
+    assert [c.status for c in stored.credentials] == ["EXPIRED"]
+    [record] = audit_of(engine, org.organization_id, bundle.request.id, audit.REQUEST_EXPIRED)
+    assert record.actor == "temporal" and record.data["workflowStatus"] == "TERMINATED"
