@@ -8,14 +8,24 @@ timed out or failed) is found by the reconciler, which closes its still PENDING 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
 
 import pytest
 from sqlalchemy import Engine, update
+from temporalio import activity
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
 from temporalio.exceptions import CancelledError
+from temporalio.worker import Worker
 
+from activities.journey import JourneyActivities
+from activities.mandates import MandateActivities
+from activities.requests import RequestActivities
+from activities.webhooks import WebhookActivities
+from core.otp import JourneySecrets
+from core.secretbox import SecretCipher
 from core.settings import Settings
 from core.temporal import repair_closed_once, request_handle, start_request_workflow
 from store import audit
@@ -24,9 +34,20 @@ from store.tables import CredentialRequest
 from tests.audit_helpers import chain
 from tests.helpers import Credentials, SignedClient, assert_error_shape
 from tests.journey_helpers import message_for
-from tests.test_workflow import create, db_request, get, insert_request
+from tests.test_workflow import (
+    Gate,
+    cancel,
+    create,
+    db_request,
+    fresh_queue,
+    get,
+    insert_request,
+    result_of,
+)
 from tests.webhook_helpers import events_of_request
-from workflows.ids import SA_STATUS
+from worker import WORKFLOWS
+from workflows.ids import SA_STATUS, ActivityNames
+from workflows.messages import SendOtpInput, SendOtpResult
 
 pytestmark = pytest.mark.usefixtures("worker")
 
@@ -120,3 +141,62 @@ async def test_a_workflow_terminated_after_the_expiry_is_repaired_as_expired(
     assert [c.status for c in stored.credentials] == ["EXPIRED"]
     [record] = audit_of(engine, org.organization_id, bundle.request.id, audit.REQUEST_EXPIRED)
     assert record.actor == "temporal" and record.data["workflowStatus"] == "TERMINATED"
+
+
+# --- a cancel before the first code went out is not an undeliverable code (item 15) -------------
+
+
+class HeldSends(JourneyActivities):
+    """The real journey activities, with the code's send held until the test releases it."""
+
+    def __init__(self, engine: Engine, settings: Settings) -> None:
+        super().__init__(engine, settings, JourneySecrets(settings.master_key_bytes()))
+        self.gate = Gate()
+
+    @activity.defn(name=ActivityNames.SEND_OTP)
+    def send_otp(self, inp: SendOtpInput) -> SendOtpResult:
+        self.gate.pass_through()
+        return super().send_otp(inp)
+
+
+@pytest.fixture
+async def held_sends(temporal: Client, engine: Engine, settings: Settings,
+                     cipher: SecretCipher) -> AsyncIterator[tuple[str, HeldSends]]:
+    queue = fresh_queue()
+    journey = HeldSends(engine, settings)
+    others = [*RequestActivities(engine).all(), *MandateActivities(engine, cipher, settings).all(),
+              *WebhookActivities(engine, cipher, settings).all()]
+    with ThreadPoolExecutor(max_workers=4) as executor:
+        async with Worker(temporal, task_queue=queue, workflows=WORKFLOWS,
+                          activities=[*journey.all(), *others], activity_executor=executor):
+            try:
+                yield queue, journey
+            finally:
+                journey.gate.release.set()
+
+
+@pytest.mark.parametrize("how", ["api-cancel", "temporal-cancel"])
+async def test_a_cancel_before_the_first_code_went_out_reports_no_failed_code(
+    temporal: Client, engine: Engine, org: Credentials, held_sends: tuple[str, HeldSends], how: str,
+) -> None:
+    queue, journey = held_sends
+    bundle = insert_request(engine, org.organization_id)
+    assert await start_request_workflow(temporal, queue, bundle)
+    handle = request_handle(temporal, bundle.request.id)
+    await journey.gate.wait_entered()  # the first send is under way and cannot finish
+
+    if how == "api-cancel":
+        await cancel(handle, by="apiKey:k1")
+        assert (await result_of(handle)).status == "CANCELED"
+    else:
+        await handle.cancel()
+        with pytest.raises(WorkflowFailureError):
+            await asyncio.wait_for(handle.result(), 30)
+    journey.gate.release.set()
+
+    assert db_request(engine, org.organization_id, bundle.request.id).request.status == "CANCELED"
+    assert [e.event_type for e in events_of_request(engine, org.organization_id, bundle.request.id)] == []
+    history = await handle.fetch_history()
+    scheduled = [e.activity_task_scheduled_event_attributes.activity_type.name for e in history.events
+                 if e.HasField("activity_task_scheduled_event_attributes")]
+    assert ActivityNames.CREATE_OTP_FAILED_EVENT not in scheduled

@@ -16,7 +16,12 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributePair, WorkflowIDReusePolicy
-from temporalio.exceptions import ActivityError, ApplicationError, WorkflowAlreadyStartedError
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    CancelledError,
+    WorkflowAlreadyStartedError,
+)
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
@@ -74,6 +79,7 @@ ISSUANCE_PATCH = "issue-on-acceptance"
 WEBHOOK_PATCH = "webhook-events"
 JOURNEY_PATCH = "subject-journey"
 TEMPORAL_CANCEL_PATCH = "temporal-cancel"
+QUIET_CANCEL_PATCH = "canceled-send-not-undeliverable"
 TEMPORAL_ACTOR = "temporal"  # who canceled a request whose workflow an operator canceled in Temporal
 SEND_RETRY = RetryPolicy(initial_interval=timedelta(seconds=2), maximum_interval=timedelta(minutes=1),
                          maximum_attempts=8)
@@ -378,7 +384,12 @@ class CredentialRequestWorkflow:
                 result_type=SendOtpResult, start_to_close_timeout=timedelta(seconds=60),
                 retry_policy=SEND_RETRY, summary=f"code {number} to subject {subject_id}",
             )
-        except ActivityError:  # the transport kept failing: the subject has no code
+        except ActivityError as err:
+            if isinstance(err.cause, CancelledError) and workflow.patched(QUIET_CANCEL_PATCH):
+                # the request closed while the send was under way (or before it ran): that is
+                # not a contact the code cannot reach, so no ``otp.failed`` event
+                raise asyncio.CancelledError("the request closed before the code was sent") from err
+            # the transport kept failing: the subject has no code
             sent = SendOtpResult(channel="unknown", delivered=False, error_code="UNDELIVERABLE",
                                  error_message="The code could not be sent")
         if sent.delivered:
