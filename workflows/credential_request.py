@@ -37,6 +37,7 @@ with workflow.unsafe.imports_passed_through():
         IDENTITY_FAILED,
         IDENTITY_REQUIRED,
         IDENTITY_SOURCES,
+        ISSUANCE_FAILED,
         MAX_SENDS,
         OTP_LOCKED_NOW,
         OTP_PASSED,
@@ -80,6 +81,7 @@ WEBHOOK_PATCH = "webhook-events"
 JOURNEY_PATCH = "subject-journey"
 TEMPORAL_CANCEL_PATCH = "temporal-cancel"
 QUIET_CANCEL_PATCH = "canceled-send-not-undeliverable"
+ISSUANCE_FAILURE_PATCH = "issuance-failure-ends"
 TEMPORAL_ACTOR = "temporal"  # who canceled a request whose workflow an operator canceled in Temporal
 SEND_RETRY = RetryPolicy(initial_interval=timedelta(seconds=2), maximum_interval=timedelta(minutes=1),
                          maximum_attempts=8)
@@ -327,6 +329,14 @@ class CredentialRequestWorkflow:
                 result_type=IssueCredentialResult, start_to_close_timeout=timedelta(seconds=30),
                 retry_policy=DB_WRITE_RETRY, summary=f"issue {credential_id}",
             )
+        except ActivityError as err:
+            self._issued[credential_id] = None
+            if (isinstance(err.cause, ApplicationError) and err.cause.type == ISSUANCE_FAILED
+                    and workflow.patched(ISSUANCE_FAILURE_PATCH)):
+                # the credential is FAILED (with its audit record); the decision stands, and its
+                # ``credential`` event tells the integrator (the credential's status is FAILED)
+                return None
+            raise
         except BaseException:
             self._issued[credential_id] = None
             raise
