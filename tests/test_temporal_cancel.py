@@ -45,7 +45,7 @@ from tests.test_workflow import (
     result_of,
 )
 from tests.webhook_helpers import events_of_request
-from worker import WORKFLOWS
+from worker import WORKFLOWS, build_worker
 from workflows.ids import SA_STATUS, ActivityNames
 from workflows.messages import SendOtpInput, SendOtpResult
 
@@ -200,3 +200,24 @@ async def test_a_cancel_before_the_first_code_went_out_reports_no_failed_code(
     scheduled = [e.activity_task_scheduled_event_attributes.activity_type.name for e in history.events
                  if e.HasField("activity_task_scheduled_event_attributes")]
     assert ActivityNames.CREATE_OTP_FAILED_EVENT not in scheduled
+
+
+async def test_a_cancel_sent_while_no_worker_runs_reports_no_failed_code(
+    temporal: Client, engine: Engine, settings: Settings, org: Credentials,
+) -> None:
+    """The request is canceled while the worker is down: the cancel reaches the workflow with its
+    start, before its first code was sent (the send is canceled before it ever ran)."""
+    queue = fresh_queue()
+    bundle = insert_request(engine, org.organization_id)
+    assert await start_request_workflow(temporal, queue, bundle)
+    handle = request_handle(temporal, bundle.request.id)
+    pending = asyncio.create_task(cancel(handle, by="apiKey:k1"))
+    await asyncio.sleep(1)  # (not a race: earlier or later, no otp.failed event may follow)
+
+    with ThreadPoolExecutor(max_workers=4) as executor:
+        async with build_worker(temporal, engine, queue, executor, settings):
+            await pending
+            assert (await result_of(handle)).status == "CANCELED"
+
+    assert events_of_request(engine, org.organization_id, bundle.request.id) == []
+    assert db_request(engine, org.organization_id, bundle.request.id).request.status == "CANCELED"
