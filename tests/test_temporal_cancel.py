@@ -27,9 +27,9 @@ from activities.webhooks import WebhookActivities
 from core.otp import JourneySecrets
 from core.secretbox import SecretCipher
 from core.settings import Settings
-from core.temporal import repair_closed_once, request_handle, start_request_workflow
+from core.temporal import reconcile_forever, repair_closed_once, request_handle, start_request_workflow
 from store import audit
-from store.db import write_session
+from store.db import utcnow, write_session
 from store.tables import CredentialRequest
 from tests.audit_helpers import chain
 from tests.helpers import Credentials, SignedClient, assert_error_shape
@@ -44,7 +44,7 @@ from tests.test_workflow import (
     insert_request,
     result_of,
 )
-from tests.webhook_helpers import events_of_request
+from tests.webhook_helpers import events_of_request, wait_for
 from worker import WORKFLOWS, build_worker
 from workflows.ids import SA_STATUS, ActivityNames
 from workflows.messages import SendOtpInput, SendOtpResult
@@ -86,9 +86,10 @@ async def test_a_cancel_requested_in_temporal_is_recorded_like_the_apis(
 
 
 async def closed_pending_repaired(temporal: Client, engine: Engine, request_id: str) -> list[str]:
-    """Reconciler passes until the terminated workflow shows in visibility (it lags the close)."""
+    """Reconciler passes until the terminated workflow shows in visibility (it lags the close);
+    the passes look at the last minute's closes, as the reconciler's later passes do."""
     for _ in range(100):
-        repaired = await repair_closed_once(temporal, engine)
+        repaired = await repair_closed_once(temporal, engine, utcnow() - timedelta(minutes=1))
         if request_id in repaired:
             return repaired
         await asyncio.sleep(0.1)
@@ -221,3 +222,22 @@ async def test_a_cancel_sent_while_no_worker_runs_reports_no_failed_code(
 
     assert events_of_request(engine, org.organization_id, bundle.request.id) == []
     assert db_request(engine, org.organization_id, bundle.request.id).request.status == "CANCELED"
+
+
+async def test_the_worker_reconciler_repairs_a_terminated_workflow(
+    temporal: Client, engine: Engine, org: Credentials, settings: Settings,
+) -> None:
+    """The loop the worker runs (``reconcile_forever``) includes the repair."""
+    bundle = insert_request(engine, org.organization_id)
+    assert await start_request_workflow(temporal, settings.task_queue, bundle)
+    handle = request_handle(temporal, bundle.request.id)
+    await message_for(bundle.request.id, bundle.subjects[0][1].id)
+    await handle.terminate(reason="an operator's button")
+    loop = asyncio.create_task(reconcile_forever(temporal, engine, settings.task_queue,
+                                                 timedelta(milliseconds=100), timedelta(seconds=10)))
+    try:
+        await wait_for(lambda: db_request(engine, org.organization_id, bundle.request.id)
+                       .request.status == "CANCELED")
+    finally:
+        loop.cancel()
+    assert db_request(engine, org.organization_id, bundle.request.id).request.canceled_by == "temporal"
