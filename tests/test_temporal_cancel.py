@@ -31,16 +31,21 @@ from core.temporal import reconcile_forever, repair_closed_once, request_handle,
 from store import audit
 from store.db import utcnow, write_session
 from store.tables import CredentialRequest
+from tests import test_workflow
 from tests.audit_helpers import chain
 from tests.helpers import Credentials, SignedClient, assert_error_shape
 from tests.journey_helpers import message_for
 from tests.test_workflow import (
+    UPDATE_TIMEOUT,
     Gate,
+    GatedActivities,
     cancel,
     create,
     db_request,
+    decide,
     fresh_queue,
     get,
+    history_has,
     insert_request,
     result_of,
 )
@@ -50,6 +55,8 @@ from workflows.ids import SA_STATUS, ActivityNames
 from workflows.messages import SendOtpInput, SendOtpResult
 
 pytestmark = pytest.mark.usefixtures("worker")
+# the gated activities of the workflow tests (their fixtures, by name)
+gated, executor = test_workflow.gated, test_workflow.executor
 
 
 def audit_of(engine: Engine, org_id: str, request_id: str, kind: str) -> list[Any]:
@@ -167,9 +174,9 @@ async def held_sends(temporal: Client, engine: Engine, settings: Settings,
     journey = HeldSends(engine, settings)
     others = [*RequestActivities(engine).all(), *MandateActivities(engine, cipher, settings).all(),
               *WebhookActivities(engine, cipher, settings).all()]
-    with ThreadPoolExecutor(max_workers=4) as executor:
+    with ThreadPoolExecutor(max_workers=4) as pool:
         async with Worker(temporal, task_queue=queue, workflows=WORKFLOWS,
-                          activities=[*journey.all(), *others], activity_executor=executor):
+                          activities=[*journey.all(), *others], activity_executor=pool):
             try:
                 yield queue, journey
             finally:
@@ -215,8 +222,8 @@ async def test_a_cancel_sent_while_no_worker_runs_reports_no_failed_code(
     pending = asyncio.create_task(cancel(handle, by="apiKey:k1"))
     await asyncio.sleep(1)  # (not a race: earlier or later, no otp.failed event may follow)
 
-    with ThreadPoolExecutor(max_workers=4) as executor:
-        async with build_worker(temporal, engine, queue, executor, settings):
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        async with build_worker(temporal, engine, queue, pool, settings):
             await pending
             assert (await result_of(handle)).status == "CANCELED"
 
@@ -241,3 +248,32 @@ async def test_the_worker_reconciler_repairs_a_terminated_workflow(
     finally:
         loop.cancel()
     assert db_request(engine, org.organization_id, bundle.request.id).request.canceled_by == "temporal"
+
+
+async def test_a_cancel_in_temporal_stores_a_decision_in_flight_first(
+    temporal: Client, engine: Engine, org: Credentials, gated: tuple[str, GatedActivities],
+) -> None:
+    """The operator's cancel cannot be refused like the API's (409 once a subject decided): the
+    decision under way is stored first, then the request is canceled; a rejected credential stays
+    REJECTED."""
+    queue, acts = gated
+    bundle = insert_request(engine, org.organization_id, contacts=("ana@example.com", "bea@example.com"))
+    assert await start_request_workflow(temporal, queue, bundle)
+    handle = request_handle(temporal, bundle.request.id)
+    ana, credential = bundle.subjects[0][1].id, bundle.credentials[0].id
+    decision = asyncio.create_task(decide(handle, ana, credential, accept=False))
+    await acts.decision.wait_entered()
+
+    await handle.cancel()
+    await history_has(handle, "workflow_execution_cancel_requested_event_attributes", UPDATE_TIMEOUT)
+    assert db_request(engine, org.organization_id, bundle.request.id).request.status == "PENDING"
+    acts.decision.release.set()
+
+    assert (await decision).request_status == "PENDING"
+    with pytest.raises(WorkflowFailureError):
+        await asyncio.wait_for(handle.result(), 30)
+    stored = db_request(engine, org.organization_id, bundle.request.id)
+    assert (stored.request.status, stored.request.canceled_by) == ("CANCELED", "temporal")
+    assert [c.status for c in stored.credentials] == ["REJECTED"]
+    kinds = [r.type for r in chain(engine, org.organization_id) if r.request_id == bundle.request.id]
+    assert kinds[-2:] == [audit.DECISION_REJECT, audit.MANDATE_CANCELED]
