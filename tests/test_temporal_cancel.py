@@ -277,3 +277,25 @@ async def test_a_cancel_in_temporal_stores_a_decision_in_flight_first(
     assert [c.status for c in stored.credentials] == ["REJECTED"]
     kinds = [r.type for r in chain(engine, org.organization_id) if r.request_id == bundle.request.id]
     assert kinds[-2:] == [audit.DECISION_REJECT, audit.MANDATE_CANCELED]
+
+
+async def test_a_cancel_in_temporal_while_no_worker_runs(
+    temporal: Client, engine: Engine, settings: Settings, org: Credentials,
+) -> None:
+    """Requested before the workflow's first task ran: delivered with the start, it is recorded all
+    the same (and the first code's send, canceled, is not an undeliverable code)."""
+    queue = fresh_queue()
+    bundle = insert_request(engine, org.organization_id)
+    assert await start_request_workflow(temporal, queue, bundle)
+    handle = request_handle(temporal, bundle.request.id)
+    await handle.cancel()
+
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        async with build_worker(temporal, engine, queue, pool, settings):
+            with pytest.raises(WorkflowFailureError):
+                await asyncio.wait_for(handle.result(), 30)
+
+    stored = db_request(engine, org.organization_id, bundle.request.id)
+    assert (stored.request.status, stored.request.canceled_by) == ("CANCELED", "temporal")
+    assert (await handle.describe()).typed_search_attributes.get(SA_STATUS) == "CANCELED"
+    assert events_of_request(engine, org.organization_id, bundle.request.id) == []
