@@ -14,7 +14,7 @@ from core.secretbox import SecretCipher
 from core.settings import Settings
 from store import mandates
 from workflows.ids import ActivityNames
-from workflows.messages import IssueCredentialInput, IssueCredentialResult
+from workflows.messages import ISSUANCE_FAILED, IssueCredentialInput, IssueCredentialResult
 
 
 class MandateActivities:
@@ -29,6 +29,10 @@ class MandateActivities:
             issued = mandates.issue(self._engine, self._cipher, self._settings, inp.credential_id)
         except mandates.NotIssuable as exc:  # the state says no: retrying cannot change that
             raise ApplicationError(str(exc), type="not_issuable", non_retryable=True) from exc
+        except mandates.IssuanceFailed as exc:  # nor can it change the stored content
+            mandates.record_issuance_failure(self._engine, inp.credential_id, exc.reason)
+            raise ApplicationError(f"credential {inp.credential_id} cannot be issued: {exc.reason}",
+                                   type=ISSUANCE_FAILED, non_retryable=True) from exc
         crash_point("issue:after-commit")
         return IssueCredentialResult(credential_id=issued.credential_id, mandate_id=issued.mandate_id,
                                      newly_issued=issued.newly_issued)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from datetime import timedelta
+import re
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Engine
 from temporalio.client import Client, WorkflowHandle
@@ -18,11 +19,18 @@ from store import request_queries as queries
 from store import requests as store
 from store.db import utcnow
 from workflows.credential_request import CredentialRequestWorkflow, search_attributes_for
-from workflows.ids import request_workflow_id
+from workflows.ids import request_id_from_workflow_id, request_workflow_id
 from workflows.messages import CredentialRequestInput
 
 log = logging.getLogger("mandatum.temporal")
 SERVER_DOWN = (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED)
+# request workflows that closed while their search attribute still says PENDING: every way a
+# workflow ends by itself (completed, expired, canceled through the API or in Temporal) sets it first,
+# so these were terminated, timed out or failed, and their request rows may say PENDING for ever
+CLOSED_BUT_PENDING = ('WorkflowType="CredentialRequest" AND MandatumStatus="PENDING" '
+                      'AND ExecutionStatus!="Running"')
+VISIBILITY_LAG = timedelta(minutes=1)  # how far a pass looks back before the previous one began
+REQUEST_ID = re.compile(r"^[0-9a-f]{24}$")
 
 
 async def build_client(settings: Settings) -> Client:
@@ -91,12 +99,59 @@ async def reconcile_once(
     return started
 
 
+def _visibility_time(at: datetime) -> str:
+    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+async def repair_closed_once(
+    client: Client, engine: Engine, closed_since: datetime | None = None,
+) -> list[str]:
+    """Close the rows of requests whose workflow closed without recording an outcome (terminated
+    in the Temporal UI, timed out, failed): CANCELED, or EXPIRED when past the expiry, with an audit
+    record by ``temporal`` (``store.requests.repair_closed_workflow``); returns their ids.
+
+    The cost is one visibility query over the workflows that closed since ``closed_since`` with
+    their status still PENDING: after the first pass (every retained one) only those of the last
+    interval, and a normal end never matches."""
+    query = CLOSED_BUT_PENDING
+    if closed_since is not None:
+        query += f' AND CloseTime >= "{_visibility_time(closed_since)}"'
+    repaired: list[str] = []
+    failed: list[str] = []
+    async for execution in client.list_workflows(query, page_size=200):
+        try:
+            request_id = request_id_from_workflow_id(execution.id)
+        except ValueError:
+            continue
+        if not REQUEST_ID.fullmatch(request_id) or execution.close_time is None:
+            continue  # not a workflow this service started
+        status = execution.status.name if execution.status is not None else "CLOSED"
+        try:
+            outcome = await asyncio.to_thread(store.repair_closed_workflow, engine, request_id,
+                                              execution.close_time, status)
+        except Exception:  # one failing request must not hold back the others
+            log.exception("reconciler could not repair request %s", request_id)
+            failed.append(request_id)
+            continue
+        if outcome is not None:
+            log.warning("request %s: its workflow ended %s without recording an outcome; recorded %s",
+                        request_id, status, outcome)
+            repaired.append(request_id)
+    if failed:  # so the next pass looks at them again
+        raise RuntimeError(f"requests not repaired: {', '.join(failed)}")
+    return repaired
+
+
 async def reconcile_forever(
     client: Client, engine: Engine, task_queue: str, interval: timedelta, grace: timedelta
 ) -> None:
+    closed_since: datetime | None = None  # the first pass looks at every retained closed workflow
     while True:
+        began = utcnow()
         try:
             await reconcile_once(client, engine, task_queue, grace)
+            await repair_closed_once(client, engine, closed_since)
+            closed_since = began - VISIBILITY_LAG
         except Exception:
             log.exception("reconciler pass failed; trying again")
         await asyncio.sleep(interval.total_seconds())

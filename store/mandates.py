@@ -37,10 +37,13 @@ from store.tables import (
 )
 from trust import credentials as vc
 from trust import jcs
+from trust.eddsa_jcs import MalformedProof
+from trust.jcs import CanonicalizationError
 from trust.keys import Ed25519KeyPair
 
 OPEN_STATES = ("DRAFT", "PENDING")
 ACTIVE = "ACTIVE"
+FAILED = "FAILED"  # every subject accepted, but the content can never be signed
 REVOCATION = "revocation"
 STATUS_LIST_LENGTH = 131_072  # 16 KiB: the Bitstring Status List minimum, for herd privacy
 STRIDE = 40_503  # odd, so n -> n * STRIDE mod 2**17 is a permutation
@@ -56,6 +59,19 @@ class Issued:
 
 class NotIssuable(Exception):
     """The credential cannot be issued (not every subject accepted, or it is no longer open)."""
+
+
+class IssuanceFailed(Exception):
+    """The credential's stored content cannot be signed (a value JCS cannot hold, a malformed
+    item): no retry can change that. ``reason`` is a fixed code, never a stored value."""
+
+    def __init__(self, credential_id: str, reason: str) -> None:
+        super().__init__(f"credential {credential_id} cannot be issued: {reason}")
+        self.reason = reason
+
+
+# what signing raises for content that can never be signed (CanonicalizationError is a ValueError)
+UNSIGNABLE = (ValueError, TypeError, OverflowError, RecursionError, MalformedProof)
 
 
 def issue(engine: Engine, cipher: SecretCipher, settings: Settings, credential_id: str,
@@ -76,8 +92,12 @@ def issue(engine: Engine, cipher: SecretCipher, settings: Settings, credential_i
         assert request is not None
         grantors, evidences = _acceptances(session, settings, request, cred)
         list_id, index = _allocate_status_entry(session, now)
-        _sign_into(cred, settings, issuer_key, request, grantors, evidences,
-                   _status_entry(settings, list_id, index), _action_name(session, cred), now)
+        try:
+            _sign_into(cred, settings, issuer_key, request, grantors, evidences,
+                       _status_entry(settings, list_id, index), _action_name(session, cred), now)
+        except UNSIGNABLE as exc:  # the transaction rolls back: no status entry is spent
+            reason = "not_canonicalizable" if isinstance(exc, CanonicalizationError) else "malformed_content"
+            raise IssuanceFailed(cred.id, reason) from exc
         cred.status_list_id, cred.status_list_index = list_id, index
         cred.status, cred.issued_at = ACTIVE, now
         session.add(cred)
@@ -91,6 +111,30 @@ def issue(engine: Engine, cipher: SecretCipher, settings: Settings, credential_i
                 "actionId": action.get("id"), "actionVersion": action.get("version"),
                 "userParams": action.get("userParams"), "credential": cred.w3c_credential}), now)
         return Issued(cred.id, cred.mandate_id, cred.resource_type, newly_issued=True)
+
+
+def record_issuance_failure(engine: Engine, credential_id: str, reason: str,
+                            now: datetime | None = None) -> bool:
+    """Mark an accepted credential that can never be signed ``FAILED``, with its
+    ``MANDATE_ISSUANCE_FAILED`` audit record, once; False when it is no longer open (failed
+    already, or issued)."""
+    key = audit.signer(engine)
+    now = now or utcnow()
+    with write_session(engine) as session:
+        cred = session.exec(select(Credential).where(Credential.id == credential_id)
+                            .with_for_update()).one_or_none()
+        if cred is None or cred.status not in OPEN_STATES or cred.mandate_id is not None:
+            return False
+        request = session.get(CredentialRequest, cred.request_id)
+        assert request is not None
+        cred.status = FAILED
+        session.add(cred)
+        session.flush()
+        audit.append(session.connection(), key, audit.Entry(
+            audit.MANDATE_ISSUANCE_FAILED, request.organization_id, request_id=request.id,
+            credential_id=cred.id, data={"credentialId": cred.id, "resourceType": cred.resource_type,
+                                         "reason": reason}), now)
+        return True
 
 
 def _acceptances(session: Session, settings: Settings, request: CredentialRequest,

@@ -8,7 +8,7 @@ started is picked up by the worker's reconciler, so a crash between the two neve
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Engine, update
@@ -322,3 +322,37 @@ def record_decision(
                   "contact": subject.contact if subject else None, "credentialId": credential_id,
                   "accepted": accepted, "channel": channel, "surface": surface,
                   "decidedAt": at.isoformat(), **({"reason": reason} if reason else {})}))
+
+
+TEMPORAL_ACTOR = "temporal"
+
+
+def repair_closed_workflow(engine: Engine, request_id: str, closed_at: datetime,
+                           workflow_status: str) -> str | None:
+    """Close a request whose workflow ended without recording an outcome (terminated, timed out,
+    failed, or canceled by a version that did not record it): EXPIRED when its expiry has passed
+    at ``closed_at``, else CANCELED at ``closed_at``, with an audit record by ``temporal``. Returns
+    the new status; None when the row no longer says PENDING (repaired already, or recorded)."""
+    key = audit.signer(engine)
+    with write_session(engine) as session:
+        req = session.get(CredentialRequest, request_id, with_for_update=True)
+        if req is None or req.status != RequestStatus.PENDING:
+            return None
+        data = {"requestId": request_id, "workflowStatus": workflow_status,
+                "workflowClosedAt": closed_at.isoformat()}
+        expires_at = req.expires_at if req.expires_at.tzinfo else req.expires_at.replace(tzinfo=UTC)
+        if closed_at >= expires_at:
+            req.status = RequestStatus.EXPIRED
+            _close_open_credentials(session, request_id, "EXPIRED")
+            entry = audit.Entry(audit.REQUEST_EXPIRED, req.organization_id, request_id=request_id,
+                                actor=TEMPORAL_ACTOR, data=data)
+        else:
+            req.canceled_at, req.canceled_by = closed_at, TEMPORAL_ACTOR
+            req.status = RequestStatus.CANCELED
+            _close_open_credentials(session, request_id, "CANCELED")
+            entry = audit.Entry(audit.MANDATE_CANCELED, req.organization_id, request_id=request_id,
+                                actor=TEMPORAL_ACTOR, data={**data, "canceledBy": TEMPORAL_ACTOR,
+                                                            "canceledAt": closed_at.isoformat()})
+        session.flush()
+        audit.append(session.connection(), key, entry)
+        return req.status

@@ -50,8 +50,11 @@ async def test_history_replays(path: Path) -> None:
     replayer = Replayer(workflows=[CredentialRequestWorkflow], data_converter=pydantic_data_converter)
     result = await replayer.replay_workflow(history)
     assert result.replay_failure is None
-    completed = history.events[-1].workflow_execution_completed_event_attributes
-    [payload] = completed.result.payloads
+    last = history.events[-1]
+    if last.HasField("workflow_execution_canceled_event_attributes"):  # canceled in Temporal
+        assert EXPECTED[path.stem] == "CANCELED"
+        return
+    [payload] = last.workflow_execution_completed_event_attributes.result.payloads
     assert json.loads(payload.data)["status"] == EXPECTED[path.stem]
 
 

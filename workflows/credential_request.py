@@ -10,11 +10,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Coroutine
 from datetime import datetime, timedelta
+from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy, SearchAttributePair, WorkflowIDReusePolicy
-from temporalio.exceptions import ActivityError, ApplicationError, WorkflowAlreadyStartedError
+from temporalio.exceptions import (
+    ActivityError,
+    ApplicationError,
+    CancelledError,
+    WorkflowAlreadyStartedError,
+)
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
@@ -30,6 +37,7 @@ with workflow.unsafe.imports_passed_through():
         IDENTITY_FAILED,
         IDENTITY_REQUIRED,
         IDENTITY_SOURCES,
+        ISSUANCE_FAILED,
         MAX_SENDS,
         OTP_LOCKED_NOW,
         OTP_PASSED,
@@ -71,6 +79,10 @@ PENDING, COMPLETED, CANCELED, EXPIRED = "PENDING", "COMPLETED", "CANCELED", "EXP
 ISSUANCE_PATCH = "issue-on-acceptance"
 WEBHOOK_PATCH = "webhook-events"
 JOURNEY_PATCH = "subject-journey"
+TEMPORAL_CANCEL_PATCH = "temporal-cancel"
+QUIET_CANCEL_PATCH = "canceled-send-not-undeliverable"
+ISSUANCE_FAILURE_PATCH = "issuance-failure-ends"
+TEMPORAL_ACTOR = "temporal"  # who canceled a request whose workflow an operator canceled in Temporal
 SEND_RETRY = RetryPolicy(initial_interval=timedelta(seconds=2), maximum_interval=timedelta(minutes=1),
                          maximum_attempts=8)
 DB_WRITE_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1),
@@ -130,6 +142,9 @@ class CredentialRequestWorkflow:
         # identity checks the security level requires: subject -> passed, and their event ids
         self._identity: dict[str, bool] = {}
         self._identity_events: dict[str, str] = {}
+        # a cancel requested through Temporal (UI, CLI) is recorded like the API's cancel; histories
+        # recorded before that replay without it
+        self._temporal_cancel = workflow.patched(TEMPORAL_CANCEL_PATCH)
 
     @workflow.run
     async def run(self, inp: CredentialRequestInput) -> CredentialRequestResult:
@@ -138,6 +153,7 @@ class CredentialRequestWorkflow:
         sending = (asyncio.create_task(self._send_codes(inp.subject_ids), name="send codes")
                    if self._journey else None)
         remaining = inp.expires_at - workflow.now()
+        canceled_in_temporal = False
         try:
             await workflow.wait_condition(
                 lambda: self._outcome is not None,
@@ -146,7 +162,30 @@ class CredentialRequestWorkflow:
             )
         except TimeoutError:
             pass
-        if self._outcome is None:  # a timer firing with an update in the same task: the update won
+        except asyncio.CancelledError:
+            if not self._temporal_cancel:
+                raise
+            # an operator canceled the workflow (Temporal UI, `temporal workflow cancel`): unless
+            # an update already claimed the outcome, the request is canceled like through the API
+            canceled_in_temporal = self._outcome is None
+            if canceled_in_temporal:
+                self._outcome = CANCELED
+        if not self._temporal_cancel:
+            await self._close(sending)
+            return CredentialRequestResult(request_id=inp.request_id, status=self._status)
+        await self._uncancellable(self._close(sending, canceled_in_temporal))
+        if canceled_in_temporal:  # the workflow ends as the operator asked: canceled
+            raise asyncio.CancelledError("canceled in Temporal: the request is recorded CANCELED")
+        return CredentialRequestResult(request_id=inp.request_id, status=self._status)
+
+    async def _close(self, sending: asyncio.Task[None] | None, canceled_in_temporal: bool = False) -> None:
+        """Record the outcome nothing claimed (the expiry, or a cancel requested in Temporal), stop
+        the sends and let the updates under way finish."""
+        if canceled_in_temporal:
+            # decisions accepted before the cancel are stored first, as before an expiry
+            await workflow.wait_condition(workflow.all_handlers_finished)
+            await self._record_cancel(TEMPORAL_ACTOR)
+        elif self._outcome is None:  # a timer firing with an update in the same task: the update won
             await self._expire()
         if sending is not None and not sending.done():
             sending.cancel()
@@ -154,7 +193,19 @@ class CredentialRequestWorkflow:
         if sending is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await sending
-        return CredentialRequestResult(request_id=inp.request_id, status=self._status)
+
+    @staticmethod
+    async def _uncancellable(work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` to its end even when the workflow is canceled meanwhile (a cancel arriving
+        once the outcome is claimed changes nothing: the outcome is still recorded)."""
+        task = asyncio.create_task(work)
+        while True:
+            try:
+                await asyncio.shield(task)
+                return
+            except asyncio.CancelledError:
+                if task.cancelled():
+                    raise
 
     async def _send_codes(self, subject_ids: list[str]) -> None:
         await asyncio.gather(*(self._send_code(subject) for subject in subject_ids))
@@ -177,15 +228,20 @@ class CredentialRequestWorkflow:
     @workflow.update(name="cancel")
     async def cancel(self, inp: CancelInput) -> CancelResult:
         self._outcome = CANCELED
+        return CancelResult(canceled_at=await self._record_cancel(inp.canceled_by))
+
+    async def _record_cancel(self, canceled_by: str) -> datetime:
+        """The cancellation's write (status, time, canceler, its audit record), then the search
+        attribute; the same for the API's cancel and a cancel requested in Temporal."""
         at = workflow.now()
         await record(
             ActivityNames.RECORD_CANCELLATION,
             RecordCancellationInput(request_id=self._input.request_id, canceled_at=at,
-                                    canceled_by=inp.canceled_by),
+                                    canceled_by=canceled_by),
         )
         self._canceled_at = at
         self._set_status(CANCELED)
-        return CancelResult(canceled_at=at)
+        return at
 
     @cancel.validator
     def _validate_cancel(self, inp: CancelInput) -> None:
@@ -273,6 +329,14 @@ class CredentialRequestWorkflow:
                 result_type=IssueCredentialResult, start_to_close_timeout=timedelta(seconds=30),
                 retry_policy=DB_WRITE_RETRY, summary=f"issue {credential_id}",
             )
+        except ActivityError as err:
+            self._issued[credential_id] = None
+            if (isinstance(err.cause, ApplicationError) and err.cause.type == ISSUANCE_FAILED
+                    and workflow.patched(ISSUANCE_FAILURE_PATCH)):
+                # the credential is FAILED (with its audit record); the decision stands, and its
+                # ``credential`` event tells the integrator (the credential's status is FAILED)
+                return None
+            raise
         except BaseException:
             self._issued[credential_id] = None
             raise
@@ -330,7 +394,12 @@ class CredentialRequestWorkflow:
                 result_type=SendOtpResult, start_to_close_timeout=timedelta(seconds=60),
                 retry_policy=SEND_RETRY, summary=f"code {number} to subject {subject_id}",
             )
-        except ActivityError:  # the transport kept failing: the subject has no code
+        except ActivityError as err:
+            if isinstance(err.cause, CancelledError) and workflow.patched(QUIET_CANCEL_PATCH):
+                # the request closed while the send was under way (or before it ran): that is
+                # not a contact the code cannot reach, so no ``otp.failed`` event
+                raise asyncio.CancelledError("the request closed before the code was sent") from err
+            # the transport kept failing: the subject has no code
             sent = SendOtpResult(channel="unknown", delivered=False, error_code="UNDELIVERABLE",
                                  error_message="The code could not be sent")
         if sent.delivered:

@@ -99,6 +99,10 @@ class IssueCredentialInput(BaseModel):
     credential_id: str
 
 
+# the issuance activity's error type for a credential that can never be signed (it is FAILED)
+ISSUANCE_FAILED = "issuance_failed"
+
+
 class IssueCredentialResult(BaseModel):
     credential_id: str
     mandate_id: str

@@ -13,7 +13,9 @@ issuance existed (no ``issue-on-acceptance`` patch marker): they prove that work
 still replay, so keep them; ``decide_then_issue`` is a run with issuance (recorded before webhook
 events: no ``webhook-events`` marker), ``decide_then_events`` one with a ``credential`` event and
 its delivery workflow (a child) per decision (recorded before the subject's journey: no codes);
-``journey_with_identity`` one with codes, identity checks and their events.
+``journey_with_identity`` one with codes, identity checks and their events; ``cancel_in_temporal``
+a cancel requested in Temporal (the workflow ends canceled, with no result: test_replay reads its
+status from EXPECTED), ``issuance_failed`` an acceptance whose issuance fails for good.
 
 No secrets go in: the workflow input carries opaque ids only (no contact, no key material), the
 canceler is a made-up key id, and worker identities (process id and host name, also in sticky
@@ -34,9 +36,10 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine
-from temporalio.client import Client, WorkflowHandle
+from sqlalchemy import Engine, update
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
 from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.exceptions import CancelledError
 from temporalio.testing import WorkflowEnvironment
 
 from core.otp import JourneySecrets
@@ -45,7 +48,8 @@ from core.settings import Environment, Settings
 from core.temporal import request_handle, start_request_workflow
 from store import audit, orgs
 from store import requests as store
-from store.db import make_engine, migrate
+from store.db import make_engine, migrate, write_session
+from store.tables import Credential
 from tests.journey_helpers import code_in, message_for
 from worker import build_worker
 from workflows.ids import SA_INTERNAL_ID, SA_ORGANIZATION, SA_SECURITY_LEVEL, SA_STATUS
@@ -72,6 +76,8 @@ EXPECTED = {
     "decide_then_issue": "COMPLETED",
     "decide_then_events": "COMPLETED",
     "journey_with_identity": "COMPLETED",
+    "cancel_in_temporal": "CANCELED",
+    "issuance_failed": "COMPLETED",
 }
 # where the scenarios' worker writes its messages, and the keys of its codes (set in main)
 JOURNEY: dict[str, Any] = {}
@@ -201,6 +207,38 @@ async def journey_with_identity(client: Client, engine: Engine, queue: str,
     return handle
 
 
+async def cancel_in_temporal(client: Client, engine: Engine, queue: str,
+                             org_id: str) -> WorkflowHandle[Any, Any]:
+    """An operator's "Request Cancellation" in the Temporal UI once the code is out (the
+    "temporal-cancel" patch): the workflow records the cancel by ``temporal`` and ends canceled."""
+    bundle = insert(engine, org_id, 1, 1, timedelta(days=30))
+    handle = await started(client, queue, bundle)
+    await message_for(bundle.request.id, bundle.subjects[0][1].id, outbox=JOURNEY["outbox"],
+                      secrets=JOURNEY["secrets"])
+    await handle.cancel()
+    return handle
+
+
+async def issuance_failed(client: Client, engine: Engine, queue: str,
+                          org_id: str) -> WorkflowHandle[Any, Any]:
+    """The one subject accepts a credential whose stored content JCS cannot hold (written around the
+    API): issuance fails for good ("issuance-failure-ends"), the decision's event still goes out
+    and the request completes."""
+    bundle = insert(engine, org_id, 1, 1, timedelta(days=30))
+    request_id, subject, cred = bundle.request.id, bundle.subjects[0][1].id, bundle.credentials[0].id
+    with write_session(engine) as session:
+        session.execute(update(Credential).where(Credential.id == cred)  # type: ignore[arg-type]
+                        .values(action={"id": "history-action", "version": "history-version",
+                                        "userParams": {"maxAmount": 2**60}}))
+    handle = await started(client, queue, bundle)
+    code = code_in((await message_for(request_id, subject, outbox=JOURNEY["outbox"],
+                                      secrets=JOURNEY["secrets"])).text)
+    assert await confirm(handle, request_id, subject, code) == "passed"
+    result = await decide(handle, subject, cred, True)
+    assert result.mandate_id is None and result.request_status == "COMPLETED", result
+    return handle
+
+
 SCENARIOS: dict[str, Scenario] = {
     "cancel": cancel_path,
     "decide_then_complete": decide_then_complete,
@@ -209,7 +247,19 @@ SCENARIOS: dict[str, Scenario] = {
     "decide_then_issue": decide_then_issue,
     "decide_then_events": decide_then_events,
     "journey_with_identity": journey_with_identity,
+    "cancel_in_temporal": cancel_in_temporal,
+    "issuance_failed": issuance_failed,
 }
+
+
+async def final_result(handle: WorkflowHandle[Any, Any]) -> dict[str, Any]:
+    """The workflow's result; a workflow canceled in Temporal has none: its status is CANCELED."""
+    try:
+        return dict(await asyncio.wait_for(handle.result(), 30))
+    except WorkflowFailureError as err:
+        if not isinstance(err.cause, CancelledError):
+            raise
+        return {"status": "CANCELED"}
 
 
 def scrub(value: Any) -> Any:
@@ -258,7 +308,7 @@ async def main(names: list[str]) -> None:
                 async with build_worker(env.client, engine, queue, executor, settings):
                     for name in names:
                         handle = await SCENARIOS[name](env.client, engine, queue, org.id)
-                        result = await asyncio.wait_for(handle.result(), 30)
+                        result = await final_result(handle)
                         assert result["status"] == EXPECTED[name], (name, result)
                         history = (await handle.fetch_history()).to_json_dict()
                         path = HERE / f"{name}.json"
