@@ -24,7 +24,7 @@ from core.secretbox import SecretCipher
 from core.settings import Settings, get_settings
 from core.temporal import build_client, reconcile_forever
 from store import audit
-from store.db import make_engine
+from store.db import keep_files_private, make_engine
 from store.guards import purge_expired
 from workflows.credential_request import CredentialRequestWorkflow
 from workflows.webhook_delivery import WebhookDeliveryWorkflow
@@ -62,6 +62,7 @@ async def _purge_forever(engine: Engine, settings: Settings) -> None:
 
 async def main(settings: Settings | None = None) -> None:
     settings = settings or get_settings()
+    keep_files_private(settings.var_dir)
     settings.master_key_bytes()
     engine = make_engine(settings.sqlalchemy_url)
     audit.use_service_key(engine, SecretCipher(settings.master_key_bytes()), settings)

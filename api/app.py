@@ -11,7 +11,9 @@ from temporalio.client import Client
 
 from api.auth import Authenticator, SignedRequestMiddleware
 from api.deps import Services
+from api.docs_ui import install_docs
 from api.errors import install_error_handlers
+from api.headers import SecurityHeadersMiddleware
 from api.routes import (
     actions,
     activity,
@@ -25,10 +27,10 @@ from api.routes import (
     subject_identity,
 )
 from core.secretbox import SecretCipher
-from core.settings import Settings, get_settings
+from core.settings import Environment, Settings, get_settings
 from core.temporal import build_client
 from store import audit
-from store.db import make_engine
+from store.db import keep_files_private, make_engine
 
 log = logging.getLogger("mandatum.api")
 
@@ -49,6 +51,7 @@ applies. Errors are `{statusCode, message, error}`; validation failures are 400.
 def create_app(settings: Settings | None = None, temporal: Client | None = None) -> FastAPI:
     """The app; ``temporal`` may be given (tests), otherwise it connects in the lifespan."""
     settings = settings or get_settings()
+    keep_files_private(settings.var_dir)
     engine = make_engine(settings.sqlalchemy_url)
     services = Services(settings=settings, engine=engine,
                         cipher=SecretCipher(settings.master_key_bytes()), temporal=temporal)
@@ -63,11 +66,15 @@ def create_app(settings: Settings | None = None, temporal: Client | None = None)
         yield
         engine.dispose()
 
-    app = FastAPI(title="Mandatum", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
+    production = settings.environment is Environment.PRODUCTION
+    app = FastAPI(title="Mandatum", version="0.1.0", description=DESCRIPTION, lifespan=lifespan,
+                  docs_url=None, redoc_url=None)
     app.state.services = services
     app.state.authenticator = Authenticator(services)
-    install_error_handlers(app)
+    install_error_handlers(app, hsts=production)
     app.add_middleware(SignedRequestMiddleware)
+    app.add_middleware(SecurityHeadersMiddleware, hsts=production)  # outermost: every answer
+    install_docs(app)
     app.include_router(requests.router)
     app.include_router(actions.router)
     app.include_router(presentations.router)

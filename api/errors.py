@@ -17,6 +17,8 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
+from api.headers import security_headers
+
 log = logging.getLogger("mandatum.api")
 BODY_PARSE_DETAIL = "There was an error parsing the body"
 HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
@@ -89,7 +91,7 @@ def allowed_methods(request: Request) -> list[str]:
     return allowed
 
 
-def install_error_handlers(app: FastAPI) -> None:
+def install_error_handlers(app: FastAPI, hsts: bool = False) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
         return error_response(exc.status, exc.message, exc.headers, **exc.extra)
@@ -124,4 +126,5 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def _internal(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error on %s %s", request.method, request.url.path)
-        return error_response(500, "Internal error; it has been logged")
+        # answered by Starlette's outermost middleware, past api.headers: add its headers here
+        return error_response(500, "Internal error; it has been logged", security_headers(hsts))
