@@ -12,6 +12,7 @@ directory 0700), and the SQLite file is made 0600 before SQLite opens it, so its
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import stat
 import threading
@@ -70,7 +71,11 @@ def restrict(path: Path, mode: int) -> None:
 def _private_sqlite_file(database: str) -> None:
     path = Path(database)
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    os.close(os.open(path, os.O_WRONLY | os.O_CREAT, 0o600))  # an empty file is an empty database
+    # an empty file is an empty database. Never open one that exists: closing any descriptor of
+    # a file drops every POSIX lock this process holds on it, and SQLite's connections of this
+    # process rely on theirs (without them another process's last close deletes the WAL in use)
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     for name in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
         if name.exists():
             restrict(name, 0o600)
