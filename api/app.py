@@ -60,9 +60,11 @@ def create_app(settings: Settings | None = None, temporal: Client | None = None)
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         if services.temporal is None:
-            services.temporal = await build_client(settings)
-        log.info("API ready: Temporal at %s, database %s", settings.temporal_address,
-                 engine.url.render_as_string(hide_password=True))
+            # lazy: the API starts (and serves what needs no Temporal) while Temporal is down, and
+            # connects on the first call that needs it; until then those calls answer 503
+            services.temporal = await build_client(settings, lazy=True)
+        log.info("API ready: Temporal at %s (connected on first use), database %s",
+                 settings.temporal_address, engine.url.render_as_string(hide_password=True))
         yield
         engine.dispose()
 
