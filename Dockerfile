@@ -17,12 +17,15 @@ COPY activities ./activities
 COPY store ./store
 COPY core ./core
 COPY cli ./cli
+COPY trust ./trust
+COPY policy ./policy
 COPY worker.py ./
 
 RUN pip install . \
     && useradd --system --uid 10001 --home-dir /app --shell /usr/sbin/nologin mandatum \
     && mkdir -p /app/var \
-    && chown mandatum /app/var
+    && chown mandatum /app/var \
+    && chmod 0700 /app/var
 
 USER mandatum
 ENV MANDATUM_ENVIRONMENT=production \

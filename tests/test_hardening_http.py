@@ -112,6 +112,27 @@ async def test_real_uvicorn_sends_no_server_banner(
         await proc.wait()
 
 
+def test_every_uvicorn_we_start_has_no_server_header() -> None:
+    """uvicorn adds ``server: uvicorn`` itself, past any middleware: each command line turns it off
+    (the image's, the compose file's, the dev stack's; the browser tests' server is checked live)."""
+    dockerfile = (PROJECT / "Dockerfile").read_text()
+    compose = (PROJECT / "docker-compose.yml").read_text()
+    stack_cmd = api_command(Settings())
+    commands = [line for line in [*dockerfile.splitlines(), *compose.split("command:")] if "uvicorn" in line]
+    assert len(commands) >= 2 and "--no-server-header" in stack_cmd
+    assert all("--no-server-header" in command for command in commands), commands
+    assert "server_header=False" in (PROJECT / "tests" / "live_stack.py").read_text()
+    # and the image holds every package pyproject installs (pip install . fails otherwise)
+    packages = {name.split(".")[0] for name in re.findall(r'"([a-z_.]+)"', pyproject_packages())}
+    copied = set(re.findall(r"^COPY (\w+) \./\1$", dockerfile, re.MULTILINE))
+    assert packages <= copied, packages - copied
+
+
+def pyproject_packages() -> str:
+    text = (PROJECT / "pyproject.toml").read_text()
+    return text.split("packages = [", 1)[1].split("]", 1)[0]
+
+
 def _mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
