@@ -17,16 +17,19 @@ COPY activities ./activities
 COPY store ./store
 COPY core ./core
 COPY cli ./cli
+COPY trust ./trust
+COPY policy ./policy
 COPY worker.py ./
 
 RUN pip install . \
     && useradd --system --uid 10001 --home-dir /app --shell /usr/sbin/nologin mandatum \
     && mkdir -p /app/var \
-    && chown mandatum /app/var
+    && chown mandatum /app/var \
+    && chmod 0700 /app/var
 
 USER mandatum
 ENV MANDATUM_ENVIRONMENT=production \
     MANDATUM_VAR_DIR=/app/var
 
 EXPOSE 8000
-CMD ["uvicorn", "api.app:create_app", "--factory", "--host", "0.0.0.0", "--port", "8000", "--no-access-log"]
+CMD ["uvicorn", "api.app:create_app", "--factory", "--host", "0.0.0.0", "--port", "8000", "--no-access-log", "--no-server-header"]

@@ -1,7 +1,8 @@
 """The worker: settings -> Temporal client -> Worker(workflows, activity instances).
 
 It also runs the reconciler that starts workflows for stored requests whose start was lost, and
-periodically purges expired replay and idempotency entries.
+periodically purges expired replay and idempotency entries. It starts without Temporal: it
+connects with a growing wait between attempts (core.temporal.connect_with_backoff), logging each.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from activities.webhooks import WebhookActivities
 from core.otp import JourneySecrets
 from core.secretbox import SecretCipher
 from core.settings import Settings, get_settings
-from core.temporal import build_client, reconcile_forever
+from core.temporal import connect_with_backoff, reconcile_forever
 from store import audit
-from store.db import make_engine
+from store.db import keep_files_private, make_engine
 from store.guards import purge_expired
 from workflows.credential_request import CredentialRequestWorkflow
 from workflows.webhook_delivery import WebhookDeliveryWorkflow
@@ -60,32 +61,37 @@ async def _purge_forever(engine: Engine, settings: Settings) -> None:
         await asyncio.sleep(60)
 
 
-async def main(settings: Settings | None = None) -> None:
+async def main(settings: Settings | None = None, stop: asyncio.Event | None = None) -> None:
+    """Run until SIGINT or SIGTERM (or until ``stop`` is set, when given)."""
     settings = settings or get_settings()
+    keep_files_private(settings.var_dir)
     settings.master_key_bytes()
     engine = make_engine(settings.sqlalchemy_url)
     audit.use_service_key(engine, SecretCipher(settings.master_key_bytes()), settings)
-    client = await build_client(settings)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    with ThreadPoolExecutor(max_workers=16) as executor:
-        worker = build_worker(client, engine, settings.task_queue, executor, settings)
-        background = [
-            asyncio.create_task(reconcile_forever(client, engine, settings.task_queue,
-                                                  settings.reconcile_interval,
-                                                  settings.reconcile_grace)),
-            asyncio.create_task(_purge_forever(engine, settings)),
-        ]
-        async with worker:
-            log.info("worker polling task queue %s on %s", settings.task_queue,
-                     settings.temporal_address)
-            await stop.wait()
-            log.info("worker stopping")
+    if stop is None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+    background = [asyncio.create_task(_purge_forever(engine, settings))]  # needs no Temporal
+    try:
+        client = await connect_with_backoff(settings, stop)
+        if client is None:
+            return
+        with ThreadPoolExecutor(max_workers=16) as executor:
+            worker = build_worker(client, engine, settings.task_queue, executor, settings)
+            background.append(asyncio.create_task(reconcile_forever(
+                client, engine, settings.task_queue, settings.reconcile_interval, settings.reconcile_grace)))
+            async with worker:
+                log.info("worker polling task queue %s on %s", settings.task_queue,
+                         settings.temporal_address)
+                await stop.wait()
+                log.info("worker stopping")
+    finally:
         for task in background:
             task.cancel()
-    engine.dispose()
+        await asyncio.gather(*background, return_exceptions=True)
+        engine.dispose()
 
 
 if __name__ == "__main__":

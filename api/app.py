@@ -11,7 +11,9 @@ from temporalio.client import Client
 
 from api.auth import Authenticator, SignedRequestMiddleware
 from api.deps import Services
+from api.docs_ui import install_docs
 from api.errors import install_error_handlers
+from api.headers import SecurityHeadersMiddleware
 from api.limits import JsonDepthMiddleware
 from api.routes import (
     actions,
@@ -26,10 +28,10 @@ from api.routes import (
     subject_identity,
 )
 from core.secretbox import SecretCipher
-from core.settings import Settings, get_settings
+from core.settings import Environment, Settings, get_settings
 from core.temporal import build_client
 from store import audit
-from store.db import make_engine
+from store.db import keep_files_private, make_engine
 
 log = logging.getLogger("mandatum.api")
 
@@ -50,6 +52,7 @@ applies. Errors are `{statusCode, message, error}`; validation failures are 400.
 def create_app(settings: Settings | None = None, temporal: Client | None = None) -> FastAPI:
     """The app; ``temporal`` may be given (tests), otherwise it connects in the lifespan."""
     settings = settings or get_settings()
+    keep_files_private(settings.var_dir)
     engine = make_engine(settings.sqlalchemy_url)
     services = Services(settings=settings, engine=engine,
                         cipher=SecretCipher(settings.master_key_bytes()), temporal=temporal)
@@ -58,18 +61,24 @@ def create_app(settings: Settings | None = None, temporal: Client | None = None)
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         if services.temporal is None:
-            services.temporal = await build_client(settings)
-        log.info("API ready: Temporal at %s, database %s", settings.temporal_address,
-                 engine.url.render_as_string(hide_password=True))
+            # lazy: the API starts (and serves what needs no Temporal) while Temporal is down, and
+            # connects on the first call that needs it; until then those calls answer 503
+            services.temporal = await build_client(settings, lazy=True)
+        log.info("API ready: Temporal at %s (connected on first use), database %s",
+                 settings.temporal_address, engine.url.render_as_string(hide_password=True))
         yield
         engine.dispose()
 
-    app = FastAPI(title="Mandatum", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
+    production = settings.environment is Environment.PRODUCTION
+    app = FastAPI(title="Mandatum", version="0.1.0", description=DESCRIPTION, lifespan=lifespan,
+                  docs_url=None, redoc_url=None)
     app.state.services = services
     app.state.authenticator = Authenticator(services)
-    install_error_handlers(app)
+    install_error_handlers(app, hsts=production)
     app.add_middleware(JsonDepthMiddleware)  # inside the signature check: it runs second
     app.add_middleware(SignedRequestMiddleware)
+    app.add_middleware(SecurityHeadersMiddleware, hsts=production)  # outermost: every answer
+    install_docs(app)
     app.include_router(requests.router)
     app.include_router(actions.router)
     app.include_router(presentations.router)

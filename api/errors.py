@@ -20,7 +20,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
+from temporalio.service import RPCError
 
+from api.headers import security_headers
+from core.temporal import temporal_unavailable
 from core.text import ELLIPSIS, QUOTE_LIMIT, quote_input
 
 log = logging.getLogger("mandatum.api")
@@ -28,6 +31,8 @@ BODY_PARSE_DETAIL = "There was an error parsing the body"
 HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 MAX_LINE = 400
 MAX_LINES = 100
+TEMPORAL_UNAVAILABLE = "The workflow service is unreachable at the moment; retry shortly"
+TEMPORAL_RETRY_AFTER = "5"
 
 
 class ApiError(Exception):
@@ -108,7 +113,7 @@ def allowed_methods(request: Request) -> list[str]:
     return allowed
 
 
-def install_error_handlers(app: FastAPI) -> None:
+def install_error_handlers(app: FastAPI, hsts: bool = False) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
         return error_response(exc.status, exc.message, exc.headers, **exc.extra)
@@ -140,7 +145,19 @@ def install_error_handlers(app: FastAPI) -> None:
             headers["Allow"] = ", ".join(allowed_methods(request)) or headers.get("Allow", "")
         return error_response(exc.status_code, message, headers or None)
 
+    # Temporal unreachable (a lazy client that cannot connect raises RuntimeError, a lost server
+    # RPCError UNAVAILABLE): 503 with Retry-After, handled inside the app; anything else of those
+    # types is an internal error like any other
+    @app.exception_handler(RPCError)
+    @app.exception_handler(RuntimeError)
+    async def _temporal(request: Request, exc: Exception) -> JSONResponse:
+        if not temporal_unavailable(exc):
+            return await _internal(request, exc)
+        log.warning("Temporal unreachable on %s %s: %s", request.method, request.url.path, str(exc)[:300])
+        return error_response(503, TEMPORAL_UNAVAILABLE, {"Retry-After": TEMPORAL_RETRY_AFTER})
+
     @app.exception_handler(Exception)
     async def _internal(request: Request, exc: Exception) -> JSONResponse:
         log.exception("unhandled error on %s %s", request.method, request.url.path)
-        return error_response(500, "Internal error; it has been logged")
+        # answered by Starlette's outermost middleware, past api.headers: add its headers here
+        return error_response(500, "Internal error; it has been logged", security_headers(hsts))

@@ -10,7 +10,7 @@ from temporalio.client import Client, WorkflowUpdateFailedError, WorkflowUpdateR
 from temporalio.exceptions import ApplicationError
 from temporalio.service import RPCError, RPCStatusCode
 
-from core.temporal import request_handle
+from core.temporal import request_handle, temporal_unavailable
 
 T = TypeVar("T")
 UPDATE_TIMEOUT_SECONDS = 15.0
@@ -26,7 +26,7 @@ class Refused(Exception):
 
 
 class Unavailable(Exception):
-    """No worker answered in time; the update may still be applied."""
+    """No worker answered in time (the update may still be applied), or Temporal is unreachable."""
 
 
 async def run_update(temporal: Client, request_id: str, name: str, arg: Any, result_type: type[T]) -> T:
@@ -44,4 +44,10 @@ async def run_update(temporal: Client, request_id: str, name: str, arg: Any, res
     except RPCError as exc:
         if exc.status == RPCStatusCode.NOT_FOUND:  # the workflow has finished
             raise Refused("not_active", "The request is no longer open") from exc
+        if temporal_unavailable(exc):
+            raise Unavailable() from exc
+        raise
+    except RuntimeError as exc:  # a lazy client that cannot connect
+        if temporal_unavailable(exc):
+            raise Unavailable() from exc
         raise

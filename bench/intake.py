@@ -42,7 +42,7 @@ from api.signing import sign
 from bench.measure import TARGET_RATIO, Phase, report
 from bench.profile import Profiler, summarize
 from cli.devstack import publish_example_action
-from cli.stack import Stack, local_settings
+from cli.stack import Stack
 from core.ids import new_object_id
 from core.secretbox import SecretCipher
 from core.settings import Environment, Settings
@@ -218,11 +218,11 @@ async def main_async(args: argparse.Namespace, var_dir: Path, database_url: str)
 
 def local_stack_settings(var_dir: Path, database_url: str) -> Settings:
     """The ``make run`` settings on free ports in ``var_dir`` (a benchmark's own stack)."""
-    return local_settings(Settings(
+    return Settings(  # the public URL follows the API port, as for `make run`
         environment=Environment.DEVELOPMENT, var_dir=var_dir, database_url=database_url,
         temporal_address=f"127.0.0.1:{free_port()}", temporal_ui_port=free_port(),
         api_port=free_port(),
-    ))
+    )
 
 
 async def run_on_stack(stack: Stack, kind: str,

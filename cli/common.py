@@ -12,7 +12,7 @@ from sqlalchemy import Engine, inspect
 from core.secretbox import SecretCipher
 from core.settings import Settings, get_settings
 from store import audit
-from store.db import make_engine
+from store.db import keep_files_private, make_engine
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 
@@ -23,6 +23,7 @@ def context() -> tuple[Settings, Engine, SecretCipher]:
         cipher = SecretCipher(settings.master_key_bytes())
     except ValueError as exc:  # pydantic's ValidationError is one
         fail(f"invalid configuration: {exc}")
+    keep_files_private(settings.var_dir)
     engine = make_engine(settings.sqlalchemy_url)
     if not inspect(engine).has_table("organization"):
         fail("the database has no schema yet: run `mandatum db upgrade` first")

@@ -22,14 +22,12 @@ from cli.stack import (
     Interrupted,
     Stack,
     StartupError,
-    browsable,
-    local_settings,
     log_tail,
 )
 from core.secretbox import SecretCipher
-from core.settings import Settings, get_settings
+from core.settings import Settings, browsable, get_settings
 from store import actions, orgs
-from store.db import make_engine, migrate
+from store.db import keep_files_private, make_engine, migrate
 
 # The action the README's walkthrough (and the test suite's organizations) use: rent payments up to
 # an amount the subject approves, to payees the subject lists.
@@ -102,13 +100,12 @@ def banner(settings: Settings, organization: str) -> str:
 
 
 async def run(settings: Settings) -> int:
-    settings = local_settings(settings)
     stack = Stack(settings)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         loop.add_signal_handler(sig, stack.on_signal)
     try:
-        settings.var_dir.mkdir(parents=True, exist_ok=True)
+        keep_files_private(settings.var_dir)  # the logs, the databases, the outbox: 0600 in a 0700 var/
         settings.master_key_bytes()  # made once under var/ in development
         await asyncio.to_thread(migrate, settings.sqlalchemy_url)
         organization = await asyncio.to_thread(bootstrap_dev_org, settings)

@@ -18,7 +18,7 @@ from core.secretbox import SecretCipher
 from core.settings import Settings, get_settings
 from store import keys as signing_keys
 from store import orgs
-from store.db import migrate
+from store.db import keep_files_private, migrate
 from trust.did import key_id
 
 app = typer.Typer(help="Administer a Mandatum installation.", no_args_is_help=True)
@@ -36,6 +36,13 @@ app.add_typer(action_app, name="action")
 app.add_typer(webhook_app, name="webhook")
 app.add_typer(audit_app, name="audit")
 register_org_settings(org_app)
+
+
+@app.callback()
+def _private_files() -> None:
+    """Whatever a command writes (a SQLite database, its WAL, the development master key) is the
+    owner's only."""
+    keep_files_private()
 
 
 @db_app.command("upgrade")

@@ -25,8 +25,9 @@ from temporalio.api.taskqueue.v1 import TaskQueue
 from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 
-from core.settings import Settings
+from core.settings import Settings, browsable
 from core.temporal import build_client
+from store.db import restrict
 from workflows.ids import SEARCH_ATTRIBUTES
 
 BIN = Path(sys.executable).parent
@@ -65,20 +66,7 @@ def worker_command() -> list[str]:
 def api_command(settings: Settings, workers: int = 1) -> list[str]:
     return [sys.executable, "-m", "uvicorn", "api.app:create_app", "--factory",
             "--host", settings.api_host, "--port", str(settings.api_port), "--workers", str(workers),
-            "--no-access-log", "--timeout-graceful-shutdown", "5"]
-
-
-def browsable(host: str) -> str:
-    """A host to print in a URL: a wildcard bind address is reached through localhost."""
-    return "localhost" if host in ("", "0.0.0.0", "::") else host  # noqa: S104 - compared, not bound
-
-
-def local_settings(settings: Settings) -> Settings:
-    """The public URL (and so the DIDs) follows the API port unless MANDATUM_PUBLIC_URL is set."""
-    if "MANDATUM_PUBLIC_URL" in os.environ:
-        return settings
-    url = f"http://{browsable(settings.api_host)}:{settings.api_port}"
-    return settings.model_copy(update={"public_url": url})
+            "--no-access-log", "--no-server-header", "--timeout-graceful-shutdown", "5"]
 
 
 def child_env(settings: Settings) -> dict[str, str]:
@@ -195,7 +183,11 @@ class Stack:
         return self.settings.var_dir / "log"
 
     async def _spawn(self, name: str, cmd: list[str], echo: bool) -> Child:
+        self.log_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        restrict(self.log_dir, 0o700)
         log = self.log_dir / f"{name}.log"
+        os.close(os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))  # whatever the umask
+        restrict(log, 0o600)
         with log.open("ab") as sink:
             sink.write(f"\n--- {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(cmd)}\n".encode())
         proc = await asyncio.create_subprocess_exec(
@@ -256,7 +248,6 @@ class Stack:
     async def start(self) -> None:
         """Start all three and return once each answers; StartupError says what failed."""
         check_ports_free(self.settings)
-        self.log_dir.mkdir(parents=True, exist_ok=True)
         temporal = await self._spawn("temporal", temporal_command(self.settings), echo=False)
         await self._until(temporal, f"serving on {self.settings.temporal_address} with the "
                           "search attributes registered", self._temporal_ready)

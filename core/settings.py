@@ -2,8 +2,14 @@
 
 ``DATABASE_URL`` is also read without the prefix because that is what every hosting platform
 sets; ``MANDATUM_DATABASE_URL``, when set too, wins, being the more specific. In production the
-service refuses to start with a missing or placeholder master key or without a database URL, and
-a master key that is given must be base64 of 32 bytes in every environment.
+service refuses to start with a missing, placeholder or low-entropy master key (a repeated byte,
+few distinct bytes, printable text), a public URL that is not ``https``, without a database URL, or
+on SQLite unless ``MANDATUM_SQLITE_SINGLE_NODE=true`` says the installation is one machine; a master
+key that is given must be base64 of 32 bytes in every environment.
+
+``MANDATUM_PUBLIC_URL``, when not set, is derived from the API's host and port
+(``public_url_for``), so ``make run``, its children and every ``mandatum`` command agree on the
+service's DIDs for a stack on any port.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ from trust.context import context_url
 log = logging.getLogger("mandatum.settings")
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PLACEHOLDER_SECRETS = {"", "changeme", "change-me", "secret", "placeholder"}
+MIN_DISTINCT_KEY_BYTES = 16  # 32 random bytes have about 30 distinct values; fewer than 16 is never luck
 
 
 class Environment(StrEnum):
@@ -51,7 +58,10 @@ class Settings(BaseSettings):
     api_port: int = 8000
     temporal_namespace: str = "default"
     task_queue: str = "mandatum"
-    public_url: str = "http://127.0.0.1:8000"
+    public_url: str = Field(default="", description="where the service is reached; empty means "
+                            "http://<api_host>:<api_port> (development)")
+    sqlite_single_node: bool = Field(default=False, description="production on SQLite: the operator "
+                                     "states the installation is one machine (no replicas)")
     master_key: SecretStr | None = Field(
         default=None, description="base64 of 32 random bytes; encrypts stored secrets"
     )
@@ -94,20 +104,29 @@ class Settings(BaseSettings):
     @model_validator(mode="after")
     def _refuse_placeholders(self) -> Settings:
         key = self.master_key.get_secret_value() if self.master_key else ""
-        if self.environment is Environment.PRODUCTION:
-            if key.strip().lower() in PLACEHOLDER_SECRETS:
-                raise ValueError("MANDATUM_MASTER_KEY must be set to a real key in production")
-            if not self.database_url.strip():
-                raise ValueError("DATABASE_URL must be set in production")
+        production = self.environment is Environment.PRODUCTION
+        if production and key.strip().lower() in PLACEHOLDER_SECRETS:
+            raise ValueError("MANDATUM_MASTER_KEY must be set to a real key in production")
+        if self.master_key is not None:
+            raw = _decode_master_key(key)  # fail at start, not at the first secret to decrypt
+            weakness = _master_key_weakness(raw)
+            if weakness and production:
+                raise ValueError(f"MANDATUM_MASTER_KEY {weakness}: use base64 of 32 random bytes "
+                                 "(e.g. `openssl rand -base64 32`) in production")
+        if not self.public_url.strip():
+            self.public_url = public_url_for(self.api_host, self.api_port)
+        self.public_url = _checked_public_url(self.public_url, self.environment)
+        if production and not self.database_url.strip():
+            raise ValueError("DATABASE_URL must be set in production")
+        if production and self.sqlalchemy_url.startswith("sqlite") and not self.sqlite_single_node:
+            raise ValueError("SQLite serves one machine only: set DATABASE_URL to PostgreSQL, or "
+                             "MANDATUM_SQLITE_SINGLE_NODE=true for a single-node installation")
         if self.sms_transport == "http" and not self.sms_url.strip():
             raise ValueError("MANDATUM_SMS_URL must be set when MANDATUM_SMS_TRANSPORT=http")
-        if self.master_key is not None:
-            _decode_master_key(key)  # fail at start, not at the first secret to decrypt
-        if self.environment is Environment.PRODUCTION and "outbox" in (self.email_transport,
-                                                                       self.sms_transport):
+        if production and "outbox" in (self.email_transport, self.sms_transport):
             raise ValueError("the development outbox holds codes in files: set MANDATUM_EMAIL_"
                              "TRANSPORT=smtp and MANDATUM_SMS_TRANSPORT=http in production")
-        if self.environment is Environment.PRODUCTION and self.kyc_provider == "development":
+        if production and self.kyc_provider == "development":
             raise ValueError("the development KYC provider approves anyone: set "
                              "MANDATUM_KYC_PROVIDER to a real provider (or none) in production")
         return self
@@ -158,6 +177,50 @@ class Settings(BaseSettings):
                         "and key, so keep it with the data; production requires "
                         "MANDATUM_MASTER_KEY instead", path)
         return _decode_master_key(path.read_text().strip(), source=str(path))
+
+
+def browsable(host: str) -> str:
+    """A host to put in a URL: a wildcard bind address is reached through localhost."""
+    return "localhost" if host in ("", "0.0.0.0", "::") else host  # noqa: S104 - compared, not bound
+
+
+def public_url_for(api_host: str, api_port: int) -> str:
+    """The public URL of a service nobody gave one: where its API listens (development)."""
+    host = browsable(api_host)
+    return f"http://{f'[{host}]' if ':' in host else host}:{api_port}"
+
+
+def _checked_public_url(value: str, environment: Environment) -> str:
+    """The public URL as an origin (``scheme://host[:port]``): it names our DIDs and every link we
+    send, so anything else (credentials, a path, a query, a fragment, a stray character) is refused
+    here rather than copied into a DID, a message or a header."""
+    url = value.strip().rstrip("/")
+    try:
+        parts = urlsplit(url)
+        port_ok = parts.port is None or parts.port > 0  # .port raises on a port that is not one
+    except ValueError as exc:
+        raise ValueError(f"MANDATUM_PUBLIC_URL is not a URL: {value!r}") from exc
+    stray = "#" in url or "?" in url or any(ch.isspace() or not ch.isprintable() for ch in url)
+    if (stray or not port_ok or parts.scheme not in ("http", "https") or not parts.hostname
+            or parts.username is not None or parts.password is not None or parts.path or parts.query
+            or parts.fragment):
+        raise ValueError("MANDATUM_PUBLIC_URL must be an origin like https://mandatum.example.com "
+                         f"(no path, query, credentials or fragment), not {value!r}")
+    if environment is Environment.PRODUCTION and parts.scheme != "https":
+        raise ValueError(f"MANDATUM_PUBLIC_URL must be https in production, not {value!r}")
+    return url
+
+
+def _master_key_weakness(raw: bytes) -> str | None:
+    """Why 32 bytes are not a random key (None when nothing shows): few distinct values (all zeros,
+    a repeated byte, a short pattern) or printable text of the right length, which is a password
+    someone typed, not key material."""
+    distinct = len(set(raw))
+    if distinct < MIN_DISTINCT_KEY_BYTES:
+        return f"has only {distinct} distinct byte values"
+    if all(0x20 <= b < 0x7F for b in raw):
+        return "is printable text, not random bytes"
+    return None
 
 
 def _decode_master_key(value: str, source: str = "MANDATUM_MASTER_KEY") -> bytes:

@@ -1,4 +1,9 @@
-"""The Temporal client every process uses, and starting request workflows idempotently."""
+"""The Temporal client every process uses, and starting request workflows idempotently.
+
+Temporal may be down when a process starts, or go away later. The API's client is lazy (it
+connects on its first call, and again on the next call after a failure), and the worker connects
+with ``connect_with_backoff``; ``temporal_unavailable`` tells such a failure from any other, so the
+API answers 503 with ``Retry-After`` instead of 500."""
 
 from __future__ import annotations
 
@@ -31,14 +36,51 @@ CLOSED_BUT_PENDING = ('WorkflowType="CredentialRequest" AND MandatumStatus="PEND
                       'AND ExecutionStatus!="Running"')
 VISIBILITY_LAG = timedelta(minutes=1)  # how far a pass looks back before the previous one began
 REQUEST_ID = re.compile(r"^[0-9a-f]{24}$")
+# what the SDK raises when a (lazy) client cannot open its connection (temporalio bridge client.rs)
+CONNECT_FAILED = "Failed client connect"
+CONNECT_BACKOFF = (1.0, 30.0)  # first and longest wait between the worker's connection attempts
 
 
-async def build_client(settings: Settings) -> Client:
+async def build_client(settings: Settings, lazy: bool = False) -> Client:
+    """The client, with the pydantic data converter. ``lazy`` connects on the first call instead
+    of now (and retries on each later call until it succeeds): the API starts without Temporal."""
     return await Client.connect(
         settings.temporal_address,
         namespace=settings.temporal_namespace,
         data_converter=pydantic_data_converter,
+        lazy=lazy,
     )
+
+
+def temporal_unavailable(exc: BaseException) -> bool:
+    """``exc`` says Temporal could not be reached (not that it refused something)."""
+    if isinstance(exc, RPCError):
+        return exc.status in SERVER_DOWN
+    return isinstance(exc, RuntimeError) and str(exc).startswith(CONNECT_FAILED)
+
+
+async def connect_with_backoff(settings: Settings, stop: asyncio.Event | None = None,
+                               backoff: tuple[float, float] = CONNECT_BACKOFF) -> Client | None:
+    """Connect, waiting longer after each failure (doubling up to ``backoff[1]`` seconds) and
+    saying so in the log; None when ``stop`` is set first."""
+    delay, longest = backoff
+    stop = stop or asyncio.Event()
+    while not stop.is_set():
+        try:
+            client = await build_client(settings)
+        except RuntimeError as exc:
+            if not temporal_unavailable(exc):
+                raise
+            log.warning("Temporal at %s is unreachable (%s); trying again in %.0f s",
+                        settings.temporal_address, str(exc)[:300], delay)
+        else:
+            log.info("connected to Temporal at %s", settings.temporal_address)
+            return client
+        try:
+            await asyncio.wait_for(stop.wait(), delay)
+        except TimeoutError:
+            delay = min(delay * 2, longest)
+    return None
 
 
 def workflow_input(bundle: store.RequestBundle) -> CredentialRequestInput:

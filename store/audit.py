@@ -216,7 +216,7 @@ class ChainCheck:
 
 
 def _problem(row: Any, expected_seq: int, prev_hash: str | None, resolver: Any,
-             issuer_did: str) -> str | None:
+             issuer_did: str, earlier_issuer: Callable[[str], bool]) -> str | None:
     if row.seq != expected_seq:
         return (f"seq {row.seq} where {expected_seq} was expected: a record before it is missing, "
                 f"or the records were reordered")
@@ -226,7 +226,7 @@ def _problem(row: Any, expected_seq: int, prev_hash: str | None, resolver: Any,
     if record_hash(document) != row.hash:
         return "its content does not match its hash (the record was edited)"
     method = str((row.proof or {}).get("verificationMethod", ""))
-    if method.split("#", 1)[0] != issuer_did:
+    if method.split("#", 1)[0] != issuer_did and not earlier_issuer(method):
         return f"signed by {method or 'nobody'}, not by the service {issuer_did}"
     try:
         verify_document(document, resolver, proof_purpose=ASSERTION_METHOD)
@@ -236,12 +236,14 @@ def _problem(row: Any, expected_seq: int, prev_hash: str | None, resolver: Any,
 
 
 def check_chain(rows: Iterator[Any], head: Any, organization_id: str, resolver: Any,
-                issuer_did: str) -> ChainCheck:
-    """Walk one organization's records in ``seq`` order against its head."""
+                issuer_did: str, earlier_issuer: Callable[[str], bool] = lambda _: False) -> ChainCheck:
+    """Walk one organization's records in ``seq`` order against its head. ``earlier_issuer`` says
+    whether a verification method that is not under ``issuer_did`` is still the service's (one of
+    its keys under an earlier public URL); ``resolver`` must then resolve it."""
     count, prev_hash, last_seq = 0, None, 0
     for row in rows:
         count += 1
-        problem = _problem(row, last_seq + 1, prev_hash, resolver, issuer_did)
+        problem = _problem(row, last_seq + 1, prev_hash, resolver, issuer_did, earlier_issuer)
         if problem is not None:
             return ChainCheck(organization_id, count, Broken(organization_id, row.id, row.seq, problem))
         prev_hash, last_seq = row.hash, row.seq

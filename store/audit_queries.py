@@ -1,5 +1,12 @@
 """Reading the audit trail: a page of an organization's records (``GET /activity``) and the check
-of every chain (``mandatum audit verify``)."""
+of every chain (``mandatum audit verify``).
+
+A record's proof names its key as ``<service DID>#<public key multibase>``, and the service DID
+comes from the public URL at the time of signing. A service that moved (another port in
+development, a new host name) keeps its keys, so the check accepts a proof under an earlier
+service DID (a bare ``did:web:<host>``, no path) when the key is one of the service's own, current
+or retired, and the signature verifies under it. Organization keys, foreign keys and DIDs with a
+path (``:orgs:…``) are still refused."""
 
 from __future__ import annotations
 
@@ -7,6 +14,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from sqlalchemy import Engine, func, select
@@ -15,8 +23,9 @@ from sqlmodel import col
 from core.settings import Settings
 from store.audit import ChainCheck, check_chain
 from store.db import read_session
-from store.keys import did_resolver
+from store.keys import SERVICE_OWNER, did_document_for, list_signing_keys
 from store.tables import AuditHead, AuditRecord
+from trust.did import Resolver, did_document, key_id
 
 _R = AuditRecord.__table__  # type: ignore[attr-defined]
 _H = AuditHead.__table__  # type: ignore[attr-defined]
@@ -77,13 +86,47 @@ def _rows_in_order(engine: Engine, org_id: str) -> Any:
         after = batch[-1].seq
 
 
+def _bare_did_web(did: str) -> bool:
+    """A did:web naming a host only (``did:web:example.com``, ``did:web:127.0.0.1%3A8001``)."""
+    host = did.removeprefix("did:web:")
+    return did.startswith("did:web:") and bool(host) and ":" not in host and "#" not in host
+
+
+@dataclass(frozen=True)
+class ServiceKeys:
+    """The service's public keys (current and retired) and the DIDs they may appear under."""
+
+    service_did: str
+    multikeys: frozenset[str]
+
+    def earlier_method(self, method: str) -> bool:
+        """``method`` is one of our keys under an earlier public URL of this service."""
+        did, _, multikey = method.partition("#")
+        return (did != self.service_did and _bare_did_web(did) and multikey in self.multikeys
+                and method == key_id(did, multikey))
+
+    def earlier_document(self, did: str) -> dict[str, Any] | None:
+        if did == self.service_did or not _bare_did_web(did):
+            return None
+        return did_document(did, sorted(self.multikeys))
+
+
+def _resolver(engine: Engine, settings: Settings, ours: ServiceKeys) -> Resolver:
+    """Our DIDs as published now, and the service's keys under its earlier DIDs."""
+    def fetch(did: str, fresh: bool = False) -> dict[str, Any] | None:
+        return did_document_for(engine, settings, did, fresh=fresh) or ours.earlier_document(did)
+    return Resolver(fetch, fetch_fresh=partial(fetch, fresh=True))
+
+
 def verify_chains(engine: Engine, settings: Settings, org_id: str | None = None) -> list[ChainCheck]:
     """Check the chain of one organization, or of every organization that has records."""
-    resolver = did_resolver(engine, settings)
+    ours = ServiceKeys(settings.service_did,
+                       frozenset(k.public_multikey for k in list_signing_keys(engine, SERVICE_OWNER)))
+    resolver = _resolver(engine, settings, ours)
     checks = []
     for org in _organizations(engine, org_id):
         with engine.connect() as conn:
             head = conn.execute(select(_H).where(_H.c.organization_id == org)).first()
         checks.append(check_chain(_rows_in_order(engine, org), head, org, resolver,
-                                  settings.service_did))
+                                  settings.service_did, ours.earlier_method))
     return checks

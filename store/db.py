@@ -3,11 +3,18 @@
 SQLite is shared by several processes (API, worker), so it runs in WAL mode with a busy timeout,
 and write transactions start with ``BEGIN IMMEDIATE``: a deferred transaction that reads and then
 writes can fail at once with "database is locked" when another process wrote in between.
+
+Files are the owner's only: every process starts with ``keep_files_private`` (umask 0o077, the data
+directory 0700), and the SQLite file is made 0600 before SQLite opens it, so its ``-wal`` and
+``-shm`` (which SQLite creates with the database's mode) are 0600 too, whatever the umask.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import stat
 import threading
 import weakref
 from collections.abc import Callable, Iterator
@@ -40,14 +47,48 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+PRIVATE_UMASK = 0o077
+
+
+def keep_files_private(var_dir: Path | None = None) -> None:
+    """From now on this process creates files 0600 and directories 0700 (the database, its WAL,
+    logs, the outbox: personal data and secrets), and ``var_dir`` is made 0700. Called first by the
+    API, the worker, every ``mandatum`` command and ``make run``."""
+    os.umask(PRIVATE_UMASK)
+    if var_dir is not None:
+        var_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        restrict(var_dir, 0o700)
+
+
+def restrict(path: Path, mode: int) -> None:
+    """Take group and other access away from a file or directory of ours made before (by an older
+    version, or a wider umask). Never on a shared directory (sticky bit, like /tmp) or another's."""
+    info = path.stat()
+    if info.st_uid == os.geteuid() and not info.st_mode & stat.S_ISVTX and stat.S_IMODE(info.st_mode) & 0o077:
+        path.chmod(mode)
+
+
+def _private_sqlite_file(database: str) -> None:
+    path = Path(database)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    # an empty file is an empty database. Never open one that exists: closing any descriptor of
+    # a file drops every POSIX lock this process holds on it, and SQLite's connections of this
+    # process rely on theirs (without them another process's last close deletes the WAL in use)
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    for name in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        if name.exists():
+            restrict(name, 0o600)
+
+
 def make_engine(url: str, **kwargs: Any) -> Engine:
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
         kwargs.setdefault("pool_size", 20)
         kwargs.setdefault("max_overflow", 20)
         return create_engine(url, pool_pre_ping=True, **kwargs)
-    if parsed.database and parsed.database != ":memory:":
-        Path(parsed.database).parent.mkdir(parents=True, exist_ok=True)
+    if parsed.database and parsed.database != ":memory:" and not parsed.database.startswith("file:"):
+        _private_sqlite_file(parsed.database)
     engine = create_engine(
         url, connect_args={"check_same_thread": False, "timeout": 30}, pool_size=20, **kwargs
     )

@@ -110,7 +110,7 @@ async def live(db_url: str, engine: Engine, settings: Settings, temporal: Client
         async with build_worker(temporal, engine, stack_settings.task_queue, executor, stack_settings):
             app = create_app(stack_settings, temporal=temporal)
             server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
-                                                   access_log=False))
+                                                   access_log=False, server_header=False))
             serving = asyncio.create_task(server.serve())
             while not server.started:
                 if serving.done():

@@ -20,7 +20,7 @@ from core import ids
 from core.secretbox import SecretCipher, hash_api_key
 from core.settings import Environment, Settings
 
-GOOD_KEY = base64.b64encode(b"m" * 32).decode()
+GOOD_KEY = base64.b64encode(bytes(range(200, 232))).decode()  # 32 distinct, not text
 UUID4_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
 
 
@@ -28,7 +28,8 @@ UUID4_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[
 def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """Settings read the environment: these tests decide every value themselves."""
     for name in ("DATABASE_URL", "MANDATUM_DATABASE_URL", "MANDATUM_MASTER_KEY", "MANDATUM_ENVIRONMENT",
-                 "MANDATUM_PUBLIC_URL", "MANDATUM_VAR_DIR"):
+                 "MANDATUM_PUBLIC_URL", "MANDATUM_VAR_DIR", "MANDATUM_API_HOST", "MANDATUM_API_PORT",
+                 "MANDATUM_SQLITE_SINGLE_NODE"):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -116,17 +117,19 @@ def test_subject_uuid_is_v4() -> None:
 
 
 def _production(**kw: object) -> Settings:
-    values: dict[str, object] = {"environment": Environment.PRODUCTION,
-                                 "database_url": "postgresql://db/mandatum", "master_key": GOOD_KEY,
-                                 "email_transport": "smtp", "sms_transport": "http",
-                                 "sms_url": "https://sms.example/send", "kyc_provider": "none"}
-    values.update(kw)
-    return Settings(**values)  # type: ignore[arg-type]
+    return Settings(**{**_production_values(), **kw})  # type: ignore[arg-type]
+
+
+def _production_values() -> dict[str, object]:
+    return {"environment": Environment.PRODUCTION, "database_url": "postgresql://db/mandatum",
+            "master_key": GOOD_KEY, "email_transport": "smtp", "sms_transport": "http",
+            "sms_url": "https://sms.example/send", "kyc_provider": "none",
+            "public_url": "https://mandatum.example"}
 
 
 def test_production_accepts_real_values(tmp_path: Path) -> None:
     settings = _production(var_dir=tmp_path)
-    assert settings.master_key_bytes() == b"m" * 32
+    assert settings.master_key_bytes() == bytes(range(200, 232))
     assert settings.sqlalchemy_url == "postgresql+psycopg://db/mandatum"
     assert not (tmp_path / "master.key").exists()
 
@@ -172,6 +175,7 @@ def test_production_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("MANDATUM_SMS_URL", "https://sms.example/send")
     monkeypatch.setenv("MANDATUM_KYC_PROVIDER", "none")
     monkeypatch.setenv("MANDATUM_MASTER_KEY", GOOD_KEY)
+    monkeypatch.setenv("MANDATUM_PUBLIC_URL", "https://mandatum.example")
     with pytest.raises(ValidationError, match="DATABASE_URL"):
         Settings()
     monkeypatch.setenv("DATABASE_URL", "postgres://u@h/d")
@@ -179,6 +183,72 @@ def test_production_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> No
     monkeypatch.setenv("MANDATUM_MASTER_KEY", "changeme")
     with pytest.raises(ValidationError, match="MANDATUM_MASTER_KEY"):
         Settings()
+
+
+# --- Settings: production hardening (weak keys, plain http, SQLite) ------------------------------
+
+
+@pytest.mark.parametrize(("raw", "why"), [
+    (bytes(32), "1 distinct byte"),
+    (b"\xa7" * 32, "1 distinct byte"),
+    (bytes([0, 255]) * 16, "2 distinct byte"),
+    (bytes(range(128, 143)) * 2 + b"\x80\x81", "15 distinct byte"),
+    (b"kX9#pQ2$vB7!mN4@zR8%wT1^yL6&hJ3*", "printable text"),  # a typed password
+    (bytes(range(0x30, 0x50)), "printable text"),  # 32 distinct bytes, still typed text
+])
+def test_production_refuses_a_master_key_with_little_entropy(raw: bytes, why: str) -> None:
+    key = base64.b64encode(raw).decode()
+    with pytest.raises(ValidationError, match=r"MANDATUM_MASTER_KEY (has only|is printable)") as err:
+        _production(master_key=key)
+    assert why.replace(" byte", "") in str(err.value)
+    # development and tests keep working with simple keys (the test suite's is b"k" * 32)
+    assert Settings(environment=Environment.TEST, master_key=key).master_key_bytes() == raw
+
+
+@pytest.mark.parametrize("url", ["http://mandatum.example", "http://127.0.0.1:8000", ""])
+def test_production_refuses_a_public_url_that_is_not_https(url: str) -> None:
+    with pytest.raises(ValidationError, match="MANDATUM_PUBLIC_URL must be https in production"):
+        _production(public_url=url)
+    assert _production(public_url="https://mandatum.example:8443").public_url == "https://mandatum.example:8443"
+
+
+@pytest.mark.parametrize("url", [
+    "https://mandatum.example/path", "https://user:pw@mandatum.example", "https://mandatum.example?x=1",
+    "https://mandatum.example#frag", "javascript:alert(1)", "https://", "https://mandatum.example:99999",
+    "https://mandatum.example\r\nSet-Cookie: a=b", "https://mandatum.example/\"><script>",
+])
+def test_a_public_url_that_is_not_an_origin_is_refused_everywhere(url: str) -> None:
+    for environment in (Environment.DEVELOPMENT, Environment.PRODUCTION):
+        with pytest.raises(ValidationError, match="MANDATUM_PUBLIC_URL"):
+            Settings(**{**_production_values(), "environment": environment, "public_url": url})  # type: ignore[arg-type]
+
+
+def test_production_refuses_sqlite_unless_declared_single_node(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'mandatum.db'}"
+    with pytest.raises(ValidationError, match="MANDATUM_SQLITE_SINGLE_NODE"):
+        _production(database_url=url)
+    assert _production(database_url=url, sqlite_single_node=True).sqlalchemy_url == url
+
+
+def test_production_reads_the_single_node_setting(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name, value in _production_values().items():
+        monkeypatch.setenv(f"MANDATUM_{name.upper()}", str(value))
+    monkeypatch.setenv("MANDATUM_DATABASE_URL", f"sqlite:///{tmp_path / 'm.db'}")
+    with pytest.raises(ValidationError, match="SQLite serves one machine only"):
+        Settings()
+    monkeypatch.setenv("MANDATUM_SQLITE_SINGLE_NODE", "true")
+    assert Settings().sqlite_single_node
+
+
+def test_the_public_url_follows_the_api_port_when_not_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What ``make run`` gives its children is what every ``mandatum`` command derives alone."""
+    monkeypatch.setenv("MANDATUM_API_PORT", "8123")
+    assert Settings().public_url == "http://127.0.0.1:8123"
+    assert Settings().service_did == "did:web:127.0.0.1%3A8123"
+    monkeypatch.setenv("MANDATUM_API_HOST", "0.0.0.0")  # noqa: S104 - a setting, not a bind
+    assert Settings().public_url == "http://localhost:8123"
+    monkeypatch.setenv("MANDATUM_PUBLIC_URL", "https://mandatum.example/")
+    assert Settings().public_url == "https://mandatum.example"
 
 
 def test_database_url_prefers_the_project_variable(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -29,11 +29,12 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from temporalio.service import RPCError
 
 from api.deps import ServicesDep, TemporalDep
+from api.errors import TEMPORAL_RETRY_AFTER
 from api.journey import Refused, Unavailable, run_update
 from core import i18n
 from core.kyc import provider_for
 from core.otp import mask_contact
-from core.temporal import request_handle
+from core.temporal import request_handle, temporal_unavailable
 from store import journey as journeys
 from store import kyc as kyc_store
 from store import webhooks as webhook_store
@@ -229,7 +230,7 @@ async def submit_code(token: str, services: ServicesDep, temporal: TemporalDep,
     except Refused:
         return _render("ended", page=page, status=410)
     except Unavailable:
-        return _render("unavailable", page=page, status=503)
+        return _unavailable(page)
     if checked.outcome == OTP_PASSED:
         return _after_code(page, checked.identity, services.journey.session_for(token))
     error = {
@@ -240,6 +241,13 @@ async def submit_code(token: str, services: ServicesDep, temporal: TemporalDep,
         OTP_NO_CODE: page.t("otp_no_code"),
     }.get(checked.outcome, page.t("otp_no_code"))
     return _render("otp", page=page, status=400 if checked.outcome == OTP_WRONG else 403, error=error)
+
+
+def _unavailable(page: Page) -> HTMLResponse:
+    """Temporal unreachable or no worker in time: the "try again" page, 503 with Retry-After."""
+    response = _render("unavailable", page=page, status=503)
+    response.headers["Retry-After"] = TEMPORAL_RETRY_AFTER
+    return response
 
 
 def _after_code(page: Page, identity: str, session: str, error: str | None = None) -> HTMLResponse:
@@ -257,7 +265,11 @@ async def _continue(page: Page, temporal: TemporalDep, session: str) -> HTMLResp
     j = page.journey
     try:
         status = await request_handle(temporal, j.request.id).query("status", result_type=RequestStatusView)
-    except RPCError:
+    except (RPCError, RuntimeError) as exc:
+        if temporal_unavailable(exc):
+            return _unavailable(page)
+        if isinstance(exc, RuntimeError):
+            raise
         return _render("ended", page=page, status=410)
     if j.subject.id not in status.otp_passed:
         return _render("otp", page=page, status=403, error=page.t("session_expired"))
@@ -319,7 +331,7 @@ async def resend_code(token: str, services: ServicesDep, temporal: TemporalDep,
             return _render("otp", page=page, status=429, error=page.t("resend_limit"))
         return _render("ended", page=page, status=410)
     except Unavailable:
-        return _render("unavailable", page=page, status=503)
+        return _unavailable(page)
     if not sent.delivered:
         return _render("otp", page=page, status=502, error=page.t("otp_no_code"))
     return _render("otp", page=page, notice=page.t("resent"))
@@ -356,7 +368,7 @@ async def decide(token: str, request: Request, services: ServicesDep, temporal: 
                 return await _continue(page, temporal, session)
             return _render("ended", page=page, status=410)
         except Unavailable:
-            return _render("unavailable", page=page, status=503)
+            return _unavailable(page)
         decision_ids.append(result.decision_id)
     reloaded = await run_db(services.engine, journeys.load_journey, services.engine, j.request.id,
                             j.subject.id)
