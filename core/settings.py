@@ -159,6 +159,10 @@ class Settings(BaseSettings):
                         "MANDATUM_MASTER_KEY instead", path)
         return _decode_master_key(path.read_text().strip(), source=str(path))
 
+    # webhook receivers on loopback addresses (core.egress): allowed outside production unless
+    # false; production never allows them (only https to global addresses)
+    webhook_allow_loopback: bool | None = None
+
 
 def _decode_master_key(value: str, source: str = "MANDATUM_MASTER_KEY") -> bytes:
     try:
