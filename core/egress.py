@@ -36,6 +36,7 @@ Resolver = Callable[[str, int], Sequence[str]]
 """``(host, port)`` → the numeric addresses the host name resolves to; socket.gaierror when none."""
 
 URL_MAX = 2048
+MAX_ADDRESSES = 2  # tried per attempt: 2 connect timeouts of 10 s stay within the 30 s attempt
 NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 # IANA special-purpose ranges that are not globally reachable but that the ipaddress tables of
 # older Python versions (3.11) still call global
@@ -194,11 +195,12 @@ def pinned_request(url: httpx.URL, address: IPAddress) -> tuple[httpx.URL, dict[
 def post_pinned(url: httpx.URL, addresses: Sequence[IPAddress], content: bytes,
                 headers: Mapping[str, str], timeout: float) -> httpx.Response:
     """One POST to the first of ``addresses`` that accepts a connection (the next one only when
-    connecting fails), never following a redirect, ignoring proxy settings of the environment."""
-    verify = ssl.create_default_context()
-    with httpx.Client(timeout=timeout, follow_redirects=False, trust_env=False, verify=verify) as client:
+    connecting fails, at most ``MAX_ADDRESSES`` tried so an attempt ends within its activity's
+    timeout), never following a redirect, ignoring proxy settings of the environment (a proxy
+    would connect wherever it resolves the name). The certificate is verified against the name."""
+    with httpx.Client(timeout=timeout, follow_redirects=False, trust_env=False) as client:
         last: httpx.HTTPError | None = None
-        for address in addresses:
+        for address in addresses[:MAX_ADDRESSES]:
             target, host, extensions = pinned_request(url, address)
             try:
                 return client.post(target, content=content, headers={**headers, **host},

@@ -318,3 +318,19 @@ def test_tls_goes_to_the_address_with_the_name_as_sni_and_verifies_the_certifica
         listener.close()
     assert seen == ["hooks.example.test"]
     assert describe_failure(failed.value) == "TLS handshake failed"
+
+
+def test_a_refused_address_gives_way_to_the_next_checked_one(
+    engine: Engine, cipher: SecretCipher, settings: Settings, org: Credentials,
+) -> None:
+    """The receiver listens on 127.0.0.1 only: 127.0.0.2 refuses, and the next address the name
+    resolved to (checked with it) is tried."""
+    with receiving(lambda n: 200) as receiver:
+        port = receiver.url.split(":")[2].split("/")[0]
+        policy = EgressPolicy.of(settings, FakeResolver({"two.example.test": ["127.0.0.2", "127.0.0.1"]}))
+        url = f"http://two.example.test:{port}/h"
+        store.set_config(engine, cipher, org.organization_id, hook(url), policy)
+        event = create_test_event(engine, settings, org.organization_id)
+        _deliver(WebhookActivities(engine, cipher, settings, policy), event.id)
+        assert [d.host for d in receiver.deliveries] == [f"two.example.test:{port}"]
+    assert store.get_event(engine, event.id).state == "delivered"
