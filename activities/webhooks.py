@@ -19,6 +19,7 @@ from activities.webhook_payloads import (
     otp_failed_event,
     sample_event,
 )
+from core.egress import EgressPolicy, UrlNotAllowed, describe_failure, post_pinned
 from core.faults import crash_point
 from core.secretbox import SecretCipher
 from core.settings import Settings
@@ -53,8 +54,10 @@ def create_test_event(engine: Engine, settings: Settings, org_id: str) -> Webhoo
 
 
 class WebhookActivities:
-    def __init__(self, engine: Engine, cipher: SecretCipher, settings: Settings) -> None:
+    def __init__(self, engine: Engine, cipher: SecretCipher, settings: Settings,
+                 egress: EgressPolicy | None = None) -> None:
         self._engine, self._cipher, self._settings = engine, cipher, settings
+        self._egress = egress or EgressPolicy.of(settings)
 
     def _bundle(self, org_id: str, request_id: str) -> tuple[RequestBundle, str]:
         bundle = queries.get_request(self._engine, org_id, request_id)
@@ -105,7 +108,12 @@ class WebhookActivities:
     @activity.defn(name=ActivityNames.DELIVER_WEBHOOK)
     def deliver_webhook(self, inp: DeliverWebhookInput) -> DeliveryResult:
         """One POST. A 2xx is delivered; a 410 fails for good; anything else is left to the retry
-        policy. Every attempt's outcome is written before the activity answers."""
+        policy. Every attempt's outcome is written before the activity answers.
+
+        The URL's host is resolved and every address checked on each attempt, and the POST goes
+        to a checked address (``core.egress``); an address that is not allowed is an attempt that
+        failed with "address not allowed", nothing sent. The stored error is a fixed phrase per
+        kind of failure, never what the other end answered."""
         event = store.get_event(self._engine, inp.event_id)
         if event.state == store.DELIVERED:  # an attempt that died after recording its success
             return DeliveryResult(event_id=event.id, state=store.DELIVERED, status_code=event.last_status)
@@ -119,13 +127,15 @@ class WebhookActivities:
         status: int | None = None
         error: str | None = None
         try:
-            response = httpx.post(config.url, content=body, headers=headers,
-                                  timeout=HTTP_TIMEOUT.total_seconds(), follow_redirects=False)
+            url, addresses = self._egress.resolve_checked(config.url)
+            response = post_pinned(url, addresses, body, headers, HTTP_TIMEOUT.total_seconds())
             status = response.status_code
             if not 200 <= status < 300:
                 error = f"HTTP {status}"
+        except UrlNotAllowed as exc:
+            error = str(exc)
         except httpx.HTTPError as exc:
-            error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            error = describe_failure(exc)
         crash_point("webhook:after-post")
         delivered = error is None
         info = activity.info()

@@ -15,6 +15,7 @@ from typing import Annotated
 import typer
 
 from cli.common import JsonOpt, context, emit, fail
+from core.egress import EgressPolicy
 from core.settings import Settings
 from store import webhooks as store
 from store.orgs import NotFound
@@ -29,7 +30,8 @@ OrgOpt = Annotated[str, typer.Option("--org", help="Organization id.")]
 @webhook_app.command("set")
 def webhook_set(
     org: OrgOpt,
-    url: Annotated[str, typer.Option("--url", help="The receiver's http(s) URL.")],
+    url: Annotated[str, typer.Option(
+        "--url", help="The receiver's URL (production: https, to a public address).")],
     signature_secret: Annotated[str | None, typer.Option(
         "--signature-secret", help="HMAC key of X-Signature (generated when new and omitted).")] = None,
     encryption_secret: Annotated[str | None, typer.Option(
@@ -39,7 +41,7 @@ def webhook_set(
 ) -> None:
     """Set the webhook. Omitted secrets keep their current value, or are generated for a new webhook
     and printed once (they are never shown again)."""
-    _, engine, cipher = context()
+    app_settings, engine, cipher = context()
     current = store.get_config(engine, cipher, org)
     generated: dict[str, object] = {}
 
@@ -60,7 +62,7 @@ def webhook_set(
         salt=pick(salt, current.salt if current else None, "salt", store.new_salt()),
     )
     try:
-        store.set_config(engine, cipher, org, settings)
+        store.set_config(engine, cipher, org, settings, EgressPolicy.of(app_settings))
     except (NotFound, ValueError) as exc:
         fail(str(exc))
     typer.echo(f"webhook of organization {org} set: {url}")

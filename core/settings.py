@@ -178,6 +178,10 @@ class Settings(BaseSettings):
                         "MANDATUM_MASTER_KEY instead", path)
         return _decode_master_key(path.read_text().strip(), source=str(path))
 
+    # webhook receivers on loopback addresses (core.egress): allowed outside production unless
+    # false; production never allows them (only https to global addresses)
+    webhook_allow_loopback: bool | None = None
+
 
 def browsable(host: str) -> str:
     """A host to put in a URL: a wildcard bind address is reached through localhost."""

@@ -5,9 +5,15 @@ organization's VP lifetime), the signatures, and one insert of the ``presentatio
 verification later consumes (``store.verifications``). What it refuses, in this order:
 
 - an unknown mandate id (``MandateNotFound``, 404);
+- another organization's mandate that does not list the caller's organization DID in its
+  ``authorizedDIDs``: unknown too (``MandateNotFound``, 404, CONTRACT 2: never reveal that another
+  organization's resource exists). An organization the mandate lists is a party to it (CONTRACT 3:
+  ``authorizedDIDs`` names the agents and verifiers it may be shown to), so it gets the VP;
 - a DOCUMENT credential (``NotAMandate``, 400): only mandates are presented. For another
   organization than its own it is unknown (404): it has no ``authorizedDIDs`` to let anyone see it;
-- a caller whose organization DID is not in the mandate's ``authorizedDIDs`` (``NotAuthorized``, 403);
+- the mandate's own organization when its DID is not in the ``authorizedDIDs`` (``NotAuthorized``,
+  403; the service always lists it, so only a mandate issued under another service DID, e.g.
+  before the public URL changed, gets there);
 - a revoked mandate (``MandateRevoked``, 400 with reason ``credential_revoked``);
 - an issued mandate in any other state than ACTIVE (``MandateNotActive``, 409). Credentials that
   are not issued yet have no mandate URN, so asking for one is a 404.
@@ -235,12 +241,13 @@ def bound_verifiers(vp: Mapping[str, Any]) -> list[str] | None:
 def _checked(found: _Mandate | None, mandate_id: str, caller_did: str, owner_did: str) -> _Mandate:
     if found is None:
         raise MandateNotFound(f"Mandate {mandate_id} not found")
+    listed = found.resource_type == "POLICY" and caller_did in authorized_dids(found.w3c)
+    if caller_did != owner_did and not listed:  # another organization's, and not shown to this one
+        raise MandateNotFound(f"Mandate {mandate_id} not found")
     if found.resource_type != "POLICY":
-        if caller_did != owner_did:
-            raise MandateNotFound(f"Mandate {mandate_id} not found")
         raise NotAMandate(f"Credential {mandate_id} is a {found.resource_type} credential, not a "
                           f"mandate: only mandates are presented")
-    if caller_did not in authorized_dids(found.w3c):
+    if not listed:
         raise NotAuthorized("Your organization is not among the mandate's authorizedDIDs")
     if found.revoked:
         raise MandateRevoked(f"Mandate {mandate_id} is revoked")

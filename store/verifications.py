@@ -18,12 +18,15 @@ or its credential is not that VP's mandate, not issued by us, or pins an unknown
 A VP expired at the time of the call is still checked for its signatures first: the proof is
 verified as of its own expiry, so a tampered expired VP reports the signature, not the expiry.
 
-Single use: every verification that gets past steps 1 and 2 for a VP we issued runs ``UPDATE
-presentation SET used_at ... WHERE id = :id AND used_at IS NULL`` in the transaction that records
-it; exactly one such statement can change the row (PostgreSQL re-checks the condition after a
-concurrent writer commits; SQLite writes are serial). The reason still follows the order (an
-expired replay reports ``expired``); a verification that reached step 7 and did not change the row
-reports ``vp_already_used``, with no evaluations.
+Single use: every verification that gets past steps 1 and 2 for a VP we issued, made by a
+verifier the VP may be shown to (its organization DID in the mandate's ``authorizedDIDs`` and, when
+the VP is bound, in its ``proof.domain``), runs ``UPDATE presentation SET used_at ... WHERE id =
+:id AND used_at IS NULL`` in the transaction that records it; a verifier the VP may not be shown
+to gets its denial, receipt and audit record, and the VP stays usable by its holder (otherwise
+anyone who saw a VP in transit could burn it). Exactly one such statement can change the row
+(PostgreSQL re-checks the condition after a concurrent writer commits; SQLite writes are serial).
+The reason still follows the order (an expired replay reports ``expired``); a verification that
+reached step 7 and did not change the row reports ``vp_already_used``, with no evaluations.
 """
 from __future__ import annotations
 
@@ -106,7 +109,8 @@ class _Outcome:
     credential_id: str = ""
     presentation_id: str | None = None
     request_id: str | None = None
-    consume: bool = False  # past the signature checks, on a VP that is still unused
+    consume: bool = False  # past the signature checks, on a VP still unused, by a verifier it may
+    # be shown to
     at_single_use: bool = False  # every check before single use passed
     reason: str | None = None
     detail: str | None = None
@@ -187,7 +191,10 @@ def _check(engine: Engine, settings: Settings, vp: Mapping[str, Any],
         return out.deny("vp_proof_invalid", f"not a well-formed presentation ({type(exc).__name__})")
     if row is None or credential.get("id") != row.mandate_id:
         return out.deny("credential_not_found")
-    out.consume, out.request_id = row.used_at is None, row.request_id
+    bound = bound_verifiers(vp)
+    authorized = verifier_did in authorized_dids(credential)
+    in_domain = bound is None or verifier_did in bound
+    out.consume, out.request_id = row.used_at is None and authorized and in_domain, row.request_id
     pin = action_pin(credential)
     spec = _pinned_spec(engine, pin.get("version")) if pin is not None else None
     if credential.get("issuer") != settings.service_did or (pin is not None and spec is None):
@@ -197,10 +204,9 @@ def _check(engine: Engine, settings: Settings, vp: Mapping[str, Any],
         return out.deny(reason)
     if row.status != ACTIVE or row.revoked_at is not None:
         return out.deny("credential_revoked")
-    if verifier_did not in authorized_dids(credential):
+    if not authorized:
         return out.deny("verifier_not_authorized")
-    bound = bound_verifiers(vp)
-    if bound is not None and verifier_did not in bound:
+    if not in_domain:
         return out.deny("vp_domain_mismatch")
     out.at_single_use = True
     if row.used_at is not None:

@@ -15,12 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
-from urllib.parse import urlsplit
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
+from core.egress import EgressPolicy
 from core.ids import urn
 from core.secretbox import SecretCipher
 from store.db import read_session, utcnow, write_session
@@ -51,12 +51,8 @@ def new_salt() -> str:
     return secrets.token_hex(16)
 
 
-def _check(settings: WebhookSettings) -> None:
-    parts = urlsplit(settings.url)
-    if parts.scheme not in {"http", "https"} or not parts.netloc:
-        raise ValueError("the webhook URL must be an http or https URL")
-    if len(settings.url) > 2048:
-        raise ValueError("the webhook URL must be at most 2048 characters")
+def _check(settings: WebhookSettings, policy: EgressPolicy) -> None:
+    policy.check_url(settings.url)  # UrlNotAllowed is a ValueError
     if not settings.signature_secret:
         raise ValueError("the signature secret must not be empty")
     try:
@@ -68,8 +64,11 @@ def _check(settings: WebhookSettings) -> None:
         raise ValueError("the salt must be 1 to 255 characters")
 
 
-def set_config(engine: Engine, cipher: SecretCipher, org_id: str, settings: WebhookSettings) -> None:
-    _check(settings)
+def set_config(engine: Engine, cipher: SecretCipher, org_id: str, settings: WebhookSettings,
+               policy: EgressPolicy) -> None:
+    """Store the webhook; ValueError for a URL ``policy`` refuses (``core.egress``: shape, scheme,
+    and the addresses it leads to) or secrets of the wrong form."""
+    _check(settings, policy)
     with write_session(engine) as session:
         if session.get(Organization, org_id) is None:
             raise NotFound(f"organization {org_id} not found")

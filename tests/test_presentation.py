@@ -19,6 +19,7 @@ from store import presentations
 from store.db import read_session, utcnow, write_session
 from store.keys import did_resolver
 from store.tables import Credential, Presentation
+from tests.audit_helpers import chain
 from tests.conftest import new_org
 from tests.helpers import SignedClient, assert_error_shape
 from tests.mandate_helpers import issued_mandate
@@ -152,14 +153,36 @@ def test_the_lifetime_command(
     assert get_organization(engine, org.organization_id).presentation_minutes == 60
 
 
-async def test_only_authorized_organizations_get_a_vp(
+async def test_another_organizations_mandate_is_unknown_unless_it_lists_the_caller(
     api: SignedClient, http: Any, temporal: Any, engine: Engine, cipher: SecretCipher,
     settings: Settings,
 ) -> None:
+    """CONTRACT 2: another organization's resource is a 404, never a 403 that says it exists; an
+    organization the mandate lists in its authorizedDIDs is a party to it and gets the VP."""
     agent, stranger = (SignedClient(http, new_org(engine, cipher, settings)) for _ in range(2))
     mandate = await issued_mandate(api, temporal, authorizedDIDs=[agent.creds.did])
-    body = assert_error_shape(await present(stranger, mandate["id"]), 403)
-    assert "authorizedDIDs" in body["message"]
+    unknown_id = "urn:via:credential:5d7f0e59-1b8f-4c55-9a3e-0e3f1c2b4a6d"
+    unknown = assert_error_shape(await present(stranger, unknown_id), 404)
+    for alias in (False, True):
+        body = assert_error_shape(await present(stranger, mandate["id"], alias=alias), 404)
+        assert body == {**unknown, "message": unknown["message"].replace(unknown_id, mandate["id"])}
+        assert "reason" not in body
+    # what the stranger's own audit trail says is what an unknown mandate gets: nothing more
+    denied = [r for r in chain(engine, stranger.creds.organization_id) if r.type == "VP_ISSUE_DENIED"]
+    assert [(r.credential_id, r.request_id, r.data["reason"]) for r in denied] == [
+        (unknown_id, None, "credential_not_found"), (mandate["id"], None, "credential_not_found"),
+        (mandate["id"], None, "credential_not_found")]
+    revoke_in_db(engine, mandate["id"])  # nor does its state show through
+    assert assert_error_shape(await present(stranger, mandate["id"]), 404)["message"].endswith("not found")
+    assert assert_error_shape(await present(agent, mandate["id"]), 400)["reason"] == "credential_revoked"
+
+
+async def test_an_organization_the_mandate_lists_gets_a_vp_held_by_the_mandates_organization(
+    api: SignedClient, http: Any, temporal: Any, engine: Engine, cipher: SecretCipher,
+    settings: Settings,
+) -> None:
+    agent = SignedClient(http, new_org(engine, cipher, settings))
+    mandate = await issued_mandate(api, temporal, authorizedDIDs=[agent.creds.did])
     vp = (await presented(agent, mandate["id"]))["presentation"]
     assert vp["holder"] == api.creds.did  # the mandate's organization holds it, whoever asked
     assert vp["proof"]["verificationMethod"].startswith(api.creds.did + "#")

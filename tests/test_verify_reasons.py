@@ -15,10 +15,11 @@ from core.settings import Settings
 from store import keys, presentations
 from store.db import read_session, utcnow
 from store.tables import Presentation
+from tests.audit_helpers import chain
 from tests.conftest import new_org
 from tests.helpers import SignedClient
 from tests.test_presentation import revoke_in_db
-from tests.test_verify import GOOD, checked, new_vp, verify
+from tests.test_verify import GOOD, checked, new_vp, stored, verify
 from trust import credentials as vc
 from trust.did import key_id
 from trust.eddsa_jcs import parse_datetime
@@ -188,10 +189,42 @@ async def test_verifier_access(
     _, for_bank = await new_vp(api, temporal, target=bank.creds.did, authorizedDIDs=dids)
     body = checked(await verify(bank, for_bank, GOOD), engine, settings)
     assert body["receipt"]["verifier"] == bank.creds.did
-    # the stranger's denied attempt got past the signatures: it used the VP up (CONTRACT 5)
-    checked(await verify(shop, vp, GOOD), engine, settings, "vp_already_used")
     _, unbound = await new_vp(api, temporal, authorizedDIDs=dids)
     checked(await verify(shop, unbound, GOOD), engine, settings)  # any authorized verifier
+
+
+def _used(engine: Engine, presentation_id: str) -> tuple[Any, Any]:
+    with read_session(engine) as session:
+        row = session.get(Presentation, presentation_id)
+    assert row is not None
+    return row.used_at, row.used_by
+
+
+async def test_a_verifier_the_vp_may_not_be_shown_to_does_not_use_it_up(
+    api: SignedClient, http: Any, temporal: Any, engine: Engine, cipher: SecretCipher, settings: Settings,
+) -> None:
+    """A VP is spent only by a verifier it may be shown to: another organization's attempt (not
+    in authorizedDIDs, or not the verifier a bound VP names) is denied, with its receipt, its
+    stored verification and its audit record, and the holder's verifier can still use the VP."""
+    bank, shop, stranger = (SignedClient(http, new_org(engine, cipher, settings)) for _ in range(3))
+    dids = [bank.creds.did, shop.creds.did]
+    _, vp = await new_vp(api, temporal, authorizedDIDs=dids)
+    denied = checked(await verify(stranger, vp, GOOD), engine, settings, "verifier_not_authorized")
+    assert denied["receipt"]["verifier"] == stranger.creds.did
+    assert _used(engine, vp["id"]) == (None, None)
+    assert stored(engine, denied["receipt"]["id"]).organization_id == stranger.creds.organization_id
+    [record] = [r for r in chain(engine, stranger.creds.organization_id) if r.type == "VERIFY_DENY"]
+    assert record.data["reason"] == "verifier_not_authorized" and record.data["receipt"] == denied["receipt"]
+    checked(await verify(shop, vp, GOOD), engine, settings)  # still the holder's to use
+    assert _used(engine, vp["id"])[1] == shop.creds.organization_id
+    checked(await verify(stranger, vp, GOOD), engine, settings, "verifier_not_authorized")  # order kept
+    checked(await verify(bank, vp, GOOD), engine, settings, "vp_already_used")
+
+    _, bound = await new_vp(api, temporal, target=bank.creds.did, authorizedDIDs=dids)
+    checked(await verify(shop, bound, GOOD), engine, settings, "vp_domain_mismatch")
+    assert _used(engine, bound["id"]) == (None, None)
+    checked(await verify(bank, bound, GOOD), engine, settings)
+    assert _used(engine, bound["id"])[1] == bank.creds.organization_id
 
 
 @pytest.mark.parametrize(("execution", "words"), [

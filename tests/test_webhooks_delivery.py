@@ -20,7 +20,7 @@ from core.settings import Settings
 from store import webhooks as store
 from tests.conftest import MASTER_KEY
 from tests.helpers import Credentials
-from tests.webhook_helpers import configure, deliver
+from tests.webhook_helpers import LOCAL, configure, deliver
 from tests.webhook_receiver import ENCRYPTION_SECRET, SALT, SIGNATURE_SECRET, receiving
 from workflows.webhook_messages import DeliveryResult
 
@@ -108,8 +108,8 @@ def test_settings_are_checked_and_secrets_stored_encrypted(
                 store.WebhookSettings(good.url, "", ENCRYPTION_SECRET, SALT),
                 store.WebhookSettings(good.url, SIGNATURE_SECRET, ENCRYPTION_SECRET, "")]:
         with pytest.raises(ValueError):
-            store.set_config(engine, cipher, org.organization_id, bad)
-    store.set_config(engine, cipher, org.organization_id, good)
+            store.set_config(engine, cipher, org.organization_id, bad, LOCAL)
+    store.set_config(engine, cipher, org.organization_id, good, LOCAL)
     row = store.config_row(engine, org.organization_id)
     assert row is not None and SIGNATURE_SECRET.encode() not in row.signature_secret_ciphertext
     assert ENCRYPTION_SECRET.encode() not in row.encryption_secret_ciphertext

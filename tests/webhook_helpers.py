@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import Engine
 from temporalio.client import Client, WorkflowHandle
 
+from core.egress import EgressPolicy
 from core.secretbox import SecretCipher
 from core.webhooks import start_delivery
 from store import webhooks as store
@@ -16,11 +17,14 @@ from store.tables import WebhookEvent
 from tests.webhook_receiver import ENCRYPTION_SECRET, SALT, SIGNATURE_SECRET, Receiver
 from workflows.ids import webhook_workflow_id
 
+# outside production: the test receivers listen on 127.0.0.1 over http
+LOCAL = EgressPolicy(https_only=False, allow_loopback=True)
+
 
 def configure(engine: Engine, cipher: SecretCipher, org_id: str, receiver: Receiver) -> None:
     store.set_config(engine, cipher, org_id, store.WebhookSettings(
         url=receiver.url, signature_secret=SIGNATURE_SECRET, encryption_secret=ENCRYPTION_SECRET,
-        salt=SALT))
+        salt=SALT), LOCAL)
 
 
 async def deliver(client: Client, queue: str, event_id: str) -> WorkflowHandle[Any, Any]:

@@ -41,6 +41,7 @@ class Delivery:
     content_type: str
     event: dict[str, Any] | None  # None when the body did not decrypt
     key_order: list[str]
+    host: str = ""  # the Host header
 
 
 def decrypt(raw_body: bytes, encryption_secret: str = ENCRYPTION_SECRET, salt: str = SALT) -> tuple[
@@ -81,7 +82,8 @@ class Receiver:
                 webhook_id=headers.get("Webhook-Id", ""), timestamp_ms=int(timestamp or 0),
                 received_at=time.time(), raw_body=raw,
                 signature_ok=signature_ok(raw, timestamp, headers.get("X-Signature", "")),
-                content_type=headers.get("Content-Type", ""), event=event, key_order=order))
+                content_type=headers.get("Content-Type", ""), event=event, key_order=order,
+                host=headers.get("Host", "")))
             return self.answer(len(self.deliveries))
 
     def count(self) -> int:

@@ -73,10 +73,13 @@ async def create_presentation(mandateId: str, caller: CallerDep, services: Servi
                               body: PresentationIn | None = None) -> Any:
     """A fresh, short-lived, single-use VP of a mandate, with its `PRESENTATION_ISSUED` receipt.
 
-    The caller's organization must be in the mandate's `authorizedDIDs` (403). An unknown or not yet
-    issued mandate is 404, a DOCUMENT credential 400, a revoked mandate 400 with reason
-    `credential_revoked`, an issued mandate in another state than ACTIVE 409. The validity window
-    is judged by verify, not here. `targetVerifier` binds the VP to one verifier (`proof.domain`). The VP
+    The mandate is the caller's organization's, or lists the caller's organization DID in its
+    `authorizedDIDs`; another organization's mandate that does not list the caller is 404, like an
+    unknown or not yet issued one (CONTRACT 2: never reveal that it exists). The mandate's own
+    organization missing from its `authorizedDIDs` is 403. A DOCUMENT credential is 400, a revoked
+    mandate 400 with reason `credential_revoked`, an issued mandate in another state than ACTIVE
+    409. The validity window is judged by verify, not here. `targetVerifier` binds the VP to one
+    verifier (`proof.domain`). The VP
     lives for the mandate organization's presentation lifetime (5 minutes unless set, 1 to 60).
     """
     return await _present(mandateId, body, caller, services)
@@ -96,7 +99,10 @@ async def verify_presentation(body: VerifyIn, caller: CallerDep, services: Servi
 
     200 `allow` or 403 `deny` with a `reason`, both with the per-rule `evaluations` and a signed
     receipt. A VP is used up by the first verification that gets past its signature checks,
-    whatever it decides. A body that is not a JSON object with a `presentation` object is a 400.
+    whatever it decides, made by a verifier the VP may be shown to (in the mandate's
+    `authorizedDIDs` and, for a bound VP, its `proof.domain`): another verifier's attempt is
+    denied and recorded, and leaves the VP to its holder. A body that is not a JSON object with a
+    `presentation` object is a 400.
     """
     verdict = await run_db(
         services.engine, verifications.verify, services.engine, services.cipher, services.settings,
