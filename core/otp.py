@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import re
 import time
 import uuid
 from dataclasses import dataclass
@@ -40,8 +41,17 @@ def _b64(raw: bytes) -> str:
     return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
 
-def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+_LINK_TOKEN = re.compile(rf"[A-Za-z0-9_-]{{{len(_b64(bytes(_LINK_BYTES)))}}}")
+
+
+def _strict_unb64(text: str) -> bytes | None:
+    """The bytes of ``text`` if it is exactly how ``_b64`` spells them, else None: one spelling per
+    value (no padding, no ``+``/``/``, no other character, no stray bits in the last character),
+    so a token can be compared, logged and rate-limited as the one string it is."""
+    if not _LINK_TOKEN.fullmatch(text):
+        return None
+    raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    return raw if _b64(raw) == text else None
 
 
 @dataclass(frozen=True)
@@ -86,13 +96,8 @@ class JourneySecrets:
 
     def parse_link_token(self, token: str) -> LinkTarget | None:
         """The (request, subject) a token names, or None for anything not made by ``link_token``."""
-        if len(token) > 64:
-            return None
-        try:
-            raw = _unb64(token)
-        except ValueError:
-            return None
-        if len(raw) != _LINK_BYTES:
+        raw = _strict_unb64(token)
+        if raw is None or len(raw) != _LINK_BYTES:
             return None
         ids, mac = raw[:28], raw[28:]
         if not hmac.compare_digest(mac, self._link_mac(ids)):

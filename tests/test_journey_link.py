@@ -3,6 +3,8 @@ embed (CONTRACT 4 style selectors: exactly one of contact, id, internalId)."""
 
 from __future__ import annotations
 
+from urllib.parse import quote
+
 import httpx
 from sqlalchemy import Engine
 
@@ -10,6 +12,7 @@ from store import orgs
 from tests.helpers import SignedClient, assert_error_shape, policy_request
 from tests.journey_helpers import message_for
 from tests.test_get_credential import LEASE, SECRET
+from tests.test_journey_units import _spellings_of
 
 
 async def test_the_link_is_the_one_in_the_message(api: SignedClient, http: httpx.AsyncClient,
@@ -53,3 +56,17 @@ async def test_a_document_shows_its_visible_fields_only(api: SignedClient, http:
                   "Rua da Conceição 1, Lisboa", "Renda mensal", "1 250 €", "Documento"):
         assert shown in page.text, shown
     assert "IBAN" not in page.text and SECRET not in page.text  # a hidden field stays hidden
+
+
+async def test_only_the_canonical_spelling_of_a_link_opens_the_page(api: SignedClient,
+                                                                    http: httpx.AsyncClient) -> None:
+    created = await api.post("/request", policy_request(contacts=["dora@example.com"]))
+    assert created.status_code == 201, created.text
+    request_id = created.json()["data"]["id"]
+    url = (await api.get(f"/request/link/{request_id}", params={"contact": "dora@example.com"})
+           ).json()["data"]["url"]
+    token = url.rsplit("/", 1)[1]
+    assert (await http.get(f"/r/{token}")).status_code == 200
+    for other in _spellings_of(token):
+        page = await http.get("/r/" + quote(other, safe=""))
+        assert page.status_code == 404, (other, page.status_code)

@@ -50,6 +50,27 @@ def test_a_link_names_its_subject_and_cannot_be_forged() -> None:
         assert SECRETS.parse_link_token(bad) is None, bad
 
 
+def _spellings_of(token: str) -> list[str]:
+    """Other spellings that a lenient base64 decoder reads as the same bytes as ``token``."""
+    last = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".index(token[-1])
+    stray_bits = [token[:-1] + "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"[last ^ b]
+                  for b in (1, 2, 3)]  # the last character carries 2 bits beyond the 44 bytes
+    standard = token.replace("-", "+").replace("_", "/")
+    return [*stray_bits, token + "=", token + "==", token + "!!", token + " ", " " + token, token + "\n",
+            token.upper() if token.upper() != token else token.lower(), standard if standard != token else "",
+            token[:20] + "=" + token[20:]]
+
+
+def test_a_link_token_has_exactly_one_spelling() -> None:
+    tokens = [SECRETS.link_token(REQUEST, f"4e487b20-6a5a-4e0d-9d73-c172efcb2c{n:02x}") for n in range(40)]
+    with_dash = next(t for t in tokens if "-" in t or "_" in t)  # so the + and / spelling differs
+    for token in {tokens[0], with_dash}:
+        assert SECRETS.parse_link_token(token) is not None
+        for other in _spellings_of(token):
+            assert other != token
+            assert SECRETS.parse_link_token(other) is None, other
+
+
 def test_page_sessions_expire_and_belong_to_one_link() -> None:
     token = SECRETS.link_token(REQUEST, SUBJECT)
     other = SECRETS.link_token(REQUEST, "11111111-2222-4333-8444-555555555555")
