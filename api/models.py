@@ -20,6 +20,7 @@ from pydantic import (
 
 from api.contacts import normalize_contact
 from api.limits import reject_non_jcs
+from core.origins import BadOrigin, check_url
 from core.text import quote_input, shown, unsafe_characters
 
 
@@ -209,9 +210,14 @@ class CreateRequestIn(Strict):
     @field_validator("redirectUrl")
     @classmethod
     def _url(cls, value: str | None) -> str | None:
-        if value is not None and not re.match(r"^https?://[^\s/]+(/\S*)?$", value):
-            raise ValueError("must be an absolute http(s) URL")
-        return value
+        """A well-formed https URL (http on a local host is refused in production by the route,
+        which knows the environment), kept with its origin in canonical form (core.origins)."""
+        if value is None:
+            return None
+        try:
+            return check_url(value, allow_loopback_http=True)
+        except BadOrigin as exc:
+            raise ValueError(str(exc)) from exc
 
     def normalized_contacts(self) -> tuple[list[tuple[str, str, str | None]], list[str]]:
         """(contact, kind, internalId) per contact, and a message per contact that is not valid."""

@@ -10,13 +10,14 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from urllib.parse import urlsplit
 
 from sqlalchemy import Engine
 from sqlmodel import col, select
 
 from core.ids import new_object_id
+from core.origins import BadOrigin, check_origin
 from core.secretbox import SecretCipher, hash_api_key
+from core.text import quote_input
 from store.db import read_session, utcnow, write_session
 from store.tables import ApiKey, Organization
 
@@ -114,25 +115,18 @@ def set_request_rate(engine: Engine, org_id: str, per_minute: int) -> None:
 
 
 MAX_FRAME_ORIGINS = 10
-LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "::1")
 
 
 def check_frame_origin(value: str, allow_loopback_http: bool) -> str:
     """An origin that may embed the approval page: ``https://host[:port]`` exactly (no path, no
-    credentials), or, outside production, ``http://`` on a loopback host for local development.
-    Returned lower-cased, as browsers serialize origins."""
-    origin = value.strip().lower().rstrip("/")
+    credentials, no wildcard or CSP syntax), or, outside production, ``http://`` on a loopback
+    host for local development. Returned in the canonical form browsers serialize origins in
+    (``core.origins``; the pages check it again where they build ``frame-ancestors``)."""
     try:
-        parts = urlsplit(origin)
-        parts.port  # noqa: B018 (raises ValueError on a bad port)
-    except ValueError as exc:
-        raise ValueError(f"{value!r} is not an origin") from exc
-    plain = (parts.hostname and not parts.path and not parts.query and not parts.fragment
-             and parts.username is None and f"{parts.scheme}://{parts.netloc}" == origin)
-    loopback = allow_loopback_http and parts.scheme == "http" and parts.hostname in LOOPBACK_HOSTS
-    if not plain or not (parts.scheme == "https" or loopback):
-        raise ValueError(f"{value!r} is not an HTTPS origin (https://host or https://host:port, no path)")
-    return origin
+        return check_origin(value, allow_loopback_http)
+    except BadOrigin as exc:
+        raise ValueError(f"{quote_input(value)} is not an HTTPS origin (https://host or "
+                         f"https://host:port, nothing else): {exc}") from exc
 
 
 def set_frame_origins(engine: Engine, org_id: str, origins: list[str],

@@ -19,6 +19,7 @@ from api.errors import ApiError
 from api.kyc import complete_check
 from api.routes.journey import TEMPLATES
 from core.delivery import outbox_of
+from core.origins import header_origins
 from store import kyc as kyc_store
 from store import orgs, request_queries
 from store.db import run_db
@@ -82,7 +83,8 @@ async def kyc_page(check_id: str, services: ServicesDep,
         done=None if check.status == kyc_store.PENDING else check.status.lower())
     # shown inside the approval iframe too: the same origins may frame it
     origins = await run_db(services.engine, _frame_origins, services, check.request_id)
-    return HTMLResponse(html, headers=_page_headers(nonce, " ".join(origins) or "'none'"))
+    allowed = header_origins(origins, services.settings.dev_pages)  # checked again for the header
+    return HTMLResponse(html, headers=_page_headers(nonce, " ".join(allowed) or "'none'"))
 
 
 def _frame_origins(services: ServicesDep, request_id: str) -> list[str]:

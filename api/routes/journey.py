@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -33,6 +33,7 @@ from api.errors import TEMPORAL_RETRY_AFTER
 from api.journey import Refused, Unavailable, run_update
 from core import i18n
 from core.kyc import provider_for
+from core.origins import header_origins, origin_of_url, safe_url
 from core.otp import mask_contact
 from core.temporal import request_handle, temporal_unavailable
 from store import journey as journeys
@@ -78,6 +79,7 @@ class Page:
     surface: str
     parent: str | None  # the iframe's parent origin, one of the organization's allowed origins
     form_targets: list[str] = field(default_factory=list)  # see _headers
+    redirect_url: str | None = None  # the hosted page's redirectUrl, checked again (core.origins)
 
     @property
     def base(self) -> str:
@@ -85,11 +87,6 @@ class Page:
 
     def t(self, key: str, **values: object) -> str:
         return i18n.text(self.lang, key, **values)
-
-
-def origin_of(url: str) -> str | None:
-    parts = urlsplit(url)
-    return f"{parts.scheme}://{parts.netloc}" if parts.scheme in ("http", "https") and parts.netloc else None
 
 
 def _headers(nonce: str, frame_ancestors: str, form_targets: list[str] | None = None) -> dict[str, str]:
@@ -159,13 +156,16 @@ async def _page(services: ServicesDep, token: str, lang: str | None, surface: st
         return _render("invalid", lang=lang or i18n.DEFAULT_LANGUAGE, status=404)
     language = i18n.language_of(lang if lang in i18n.CATALOG else journey.request.language)
     kind = IFRAME if surface == IFRAME else HOSTED
-    if kind == IFRAME and (not parent or parent not in journey.organization.frame_origins):
+    local = services.settings.dev_pages  # http on a loopback host is allowed outside production
+    allowed = header_origins(journey.organization.frame_origins, local)  # checked again for the header
+    if kind == IFRAME and (not parent or parent not in allowed):
         # the browser refuses to show it anyway (frame-ancestors 'none'); say why to a direct visit
         return _render("invalid", lang=language, status=403)
-    targets = [origin_of(journey.request.redirect_url or "") if kind == HOSTED else None,
+    redirect = safe_url(journey.request.redirect_url, local) if kind == HOSTED else None  # the parent leads
+    targets = [origin_of_url(redirect, local),
                (provider := provider_for(services.settings)) and provider.origin]
     page = Page(token, journey, language, kind, parent if kind == IFRAME else None,
-                sorted({t for t in targets if t}))
+                sorted({t for t in targets if t}), redirect)
     if journey.request.status != "PENDING" or journey.request.canceled_at is not None:
         if not journey.open_credentials and journey.decided:
             return _done(page)
@@ -194,8 +194,7 @@ def _done(page: Page, post_message: list[dict[str, Any]] | None = None) -> HTMLR
     message = None
     if post_message and page.surface == IFRAME and page.parent:
         message = {"payloads": post_message, "targetOrigin": page.parent}
-    redirect = page.journey.request.redirect_url if page.surface == HOSTED else None  # the parent leads
-    return _render("done", page=page, approved=approved, declined=declined, redirect_url=redirect,
+    return _render("done", page=page, approved=approved, declined=declined, redirect_url=page.redirect_url,
                    post_message=message)
 
 
@@ -373,8 +372,8 @@ async def decide(token: str, request: Request, services: ServicesDep, temporal: 
     reloaded = await run_db(services.engine, journeys.load_journey, services.engine, j.request.id,
                             j.subject.id)
     page.journey = reloaded or j
-    if page.surface == HOSTED and j.request.redirect_url:
-        return RedirectResponse(j.request.redirect_url, status_code=303,
+    if page.redirect_url:
+        return RedirectResponse(page.redirect_url, status_code=303,
                                 headers={"Referrer-Policy": "no-referrer", "Cache-Control": "no-store"})
     events = await asyncio.gather(*(run_db(services.engine, webhook_store.event_by_fact, services.engine,
                                            f"credential:{d}") for d in decision_ids))

@@ -32,6 +32,7 @@ from api.models import (
 )
 from api.views import request_list_item, request_out
 from core.ids import is_object_id
+from core.origins import BadOrigin, check_origin, check_url, header_origins
 from core.otp import approval_url
 from core.temporal import request_handle, start_request_workflow
 from core.text import quote_input
@@ -102,6 +103,11 @@ async def _validated(body: CreateRequestIn, caller: CallerDep,
                      services: ServicesDep) -> store.NewRequest:
     """The request to store, or a 400 listing every contact and action problem at once."""
     contacts, problems = body.normalized_contacts()
+    if body.redirectUrl is not None and not services.settings.dev_pages:
+        try:  # the model checked its shape; production also refuses http on a local host
+            check_url(body.redirectUrl, allow_loopback_http=False)
+        except BadOrigin as exc:
+            problems.append(f"redirectUrl: {exc}")
     pinned: dict[int, dict[str, Any]] = {}
     action_problems: list[str] = []
     if any(c.action is not None for c in body.credentials):
@@ -403,10 +409,15 @@ async def approval_link(
     url = approval_url(services.settings.public_url, services.journey, requestId, subject_id)
     data: dict[str, str] = {"url": url}
     if parent is not None:
-        allowed = (await asyncio.to_thread(orgs.get_organization, services.engine,
-                                           caller.organization_id)).frame_origins
-        if parent.rstrip("/").lower() not in allowed:
+        stored = (await asyncio.to_thread(orgs.get_organization, services.engine,
+                                          caller.organization_id)).frame_origins
+        local = services.settings.dev_pages
+        try:
+            origin = check_origin(parent, local)
+        except BadOrigin:
+            origin = None
+        if origin is None or origin not in header_origins(stored, local):
             raise ApiError(400, f"parent {quote_input(parent)} is not one of the organization's allowed "
                                 "iframe origins (mandatum org set-frame-origins)")
-        data["iframeUrl"] = f"{url}?{urlencode({'surface': 'iframe', 'parent': parent.rstrip('/').lower()})}"
+        data["iframeUrl"] = f"{url}?{urlencode({'surface': 'iframe', 'parent': origin})}"
     return {"data": data}
