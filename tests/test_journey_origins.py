@@ -5,6 +5,7 @@ again where the header is built, so a value stored around the checks never reach
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
@@ -19,6 +20,7 @@ from store.tables import CredentialRequest, Organization
 from tests.helpers import SignedClient, assert_error_shape, policy_request
 from tests.journey_helpers import code_in, message_for
 from tests.test_cli import Cli, cli  # noqa: F401 (the fixture)
+from tests.test_get_credential import LEASE, SECRET
 
 HOSTILE_ORIGINS = [
     "https://*", "https://*.example.com", "https://a.example; sandbox allow-scripts",
@@ -136,3 +138,34 @@ async def test_a_stored_hostile_redirect_url_never_reaches_a_header(
                            data={"session": session_value, f"decision-{credential_id}": "accept"})
     assert done.status_code == 200, (done.status_code, done.headers.get("location"))
     assert "location" not in done.headers and "a.example" not in done.text
+
+
+@pytest.mark.parametrize("surface", ["hosted", "iframe"])
+async def test_hidden_document_items_never_reach_the_subjects_browser(
+        api: SignedClient, http: httpx.AsyncClient, engine: Engine, surface: str) -> None:
+    parent = "https://app.example.com"
+    orgs.set_frame_origins(engine, api.creds.organization_id, [parent], False)
+    request_id, path = await _link(api, credentials=[LEASE])
+    framing = {"surface": "iframe", "parent": parent} if surface == "iframe" else {}
+    pages = [await http.get(path, params=framing)]
+    subject = (await api.get(f"/request/{request_id}")).json()["data"]["subjects"][0]["id"]
+    code = code_in((await message_for(request_id, subject.rsplit(":", 1)[1])).text)
+    pages.append(await http.post(f"{path}/otp", data={"code": code, **framing}))
+    session_value = pages[-1].text.split('name="session" value="', 1)[1].split('"', 1)[0]
+    credential_id = pages[-1].text.split('name="decision-', 1)[1].split('"', 1)[0]
+    pages.append(await http.post(f"{path}/decide", data={
+        "session": session_value, f"decision-{credential_id}": "accept", **framing}))
+    pages.append(await http.get(path, params=framing))  # the page once the request is complete
+    assert [p.status_code for p in pages] == [200, 200, 200, 200], [p.text[:300] for p in pages]
+    for page in pages:
+        assert SECRET not in page.text and "IBAN" not in page.text
+    if surface == "iframe":  # the parent still learns what was decided, by id
+        posted = json.loads(pages[2].text.split('id="mandatum-event"', 1)[1].split(">", 1)[1]
+                            .split("</script>", 1)[0])
+        (payload,) = posted["payloads"]
+        assert payload["eventType"] == "credential" and payload["decision"]["action"] == "accept"
+        assert payload["credential"]["status"] == "ACTIVE"
+        assert set(payload["credential"]) == {"id", "resourceType", "status", "name", "internalId"}
+        # the signed webhook event keeps the whole credential for the integrator
+        event = (await api.get(f"/request/{request_id}")).json()["data"]["credentials"][0]
+        assert SECRET in json.dumps(event)

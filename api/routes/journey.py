@@ -4,8 +4,9 @@ the same flow inside an integrator's iframe (SPEC.md, CONTRACT 8).
 Server-rendered HTML forms, so every step works without JavaScript: the code, then the decision.
 Each step is a POST whose answer is the next page; after the code is accepted, the page session
 (``core.otp``) rides along in a hidden field, so no cookie is needed (iframes of another site lose
-them). Only the iframe's last page runs a script: it posts the ``credential`` event payloads to the
-parent window, targeted at the allow-listed origin the integrator named.
+them). Only the iframe's last page runs a script: it posts the ``credential`` events, cut down to
+the credential's id and status (``for_the_browser``: no document data reaches the browser), to
+the parent window, targeted at the allow-listed origin the integrator named.
 
 Every answer has a strict Content-Security-Policy (scripts and styles only with the page's nonce;
 ``frame-ancestors 'none'`` for the hosted page, the organization's allowed origin for the iframe),
@@ -377,4 +378,18 @@ async def decide(token: str, request: Request, services: ServicesDep, temporal: 
                                 headers={"Referrer-Policy": "no-referrer", "Cache-Control": "no-store"})
     events = await asyncio.gather(*(run_db(services.engine, webhook_store.event_by_fact, services.engine,
                                            f"credential:{d}") for d in decision_ids))
-    return _done(page, [e.payload for e in events if e is not None])
+    return _done(page, [for_the_browser(e.payload) for e in events if e is not None])
+
+
+# what of a credential the iframe's last page posts to the parent: nothing of its content (a
+# document's hidden items are in its data and in its signed form, which cannot be redacted)
+BROWSER_CREDENTIAL = ("id", "resourceType", "status", "name", "internalId")
+
+
+def for_the_browser(payload: dict[str, Any]) -> dict[str, Any]:
+    """The ``credential`` event as the subject's browser may hold it: the event's own members and
+    decision, the credential's id, type, status, name and internal id. The content (``data``,
+    ``w3cCredential``, ``action``, other subjects' ``decisions``) reaches the integrator by the
+    signed webhook and ``GET /request`` only."""
+    credential = payload.get("credential") or {}
+    return {**payload, "credential": {k: credential[k] for k in BROWSER_CREDENTIAL if k in credential}}
