@@ -162,7 +162,7 @@ class SignedRequestMiddleware:
             limit = services.settings.max_body_bytes
             await error_response(413, f"Body larger than {limit} bytes")(scope, receive, send)
             return
-        replay = _replay(body, receive)
+        replay = replay_body(body, receive)
         path: str = scope["path"]
         if path == "/" or path.startswith(PUBLIC_PREFIXES):
             await self.app(scope, replay, send)
@@ -185,7 +185,7 @@ class SignedRequestMiddleware:
         await self.app(scope, replay, send_with_version)
 
 
-def _replay(body: bytes, downstream: Receive) -> Receive:
+def replay_body(body: bytes, downstream: Receive) -> Receive:
     """The buffered body once, then the real channel (which only reports a disconnect)."""
     sent = False
 

@@ -23,6 +23,7 @@ from typing import Any
 
 import rfc8785
 
+from api.auth import replay_body
 from api.errors import error_response
 from core.text import quote_input
 
@@ -90,16 +91,7 @@ class JsonDepthMiddleware:
             await error_response(400, [f"body is nested more than {self.limit} levels deep"])(
                 scope, receive, send)
             return
-        sent = False
-
-        async def replay() -> Message:
-            nonlocal sent
-            if not sent:
-                sent = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
+        await self.app(scope, replay_body(body, receive), send)
 
 
 def _key(key: object) -> str:
