@@ -51,6 +51,7 @@ STATUS_WORDS = {
     "CANCELED": "the request was canceled before a decision",
     "EXPIRED": "no decision before the request expired",
     "REVOKED": "revoked by the organization",
+    "FAILED": "accepted, but it could not be issued; nothing was issued",
 }
 GREY, BLACK = (90, 90, 90), (0, 0, 0)
 log = logging.getLogger("mandatum.api.pdf")

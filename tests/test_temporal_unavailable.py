@@ -106,6 +106,10 @@ async def test_api_and_worker_run_without_temporal_and_recover(
                 assert any(r.name == "mandatum.temporal" and "trying again in" in r.getMessage()
                            for r in caplog.records), "the worker says it is waiting for Temporal"
                 assert not worker_run.done()
+                # an outage is expected: one warning per creation, no error with a stack trace
+                assert not [r for r in caplog.records if r.name.startswith("mandatum.api")
+                            and r.levelno >= logging.ERROR], "an outage is logged as an error"
+                assert any("Temporal is unreachable" in r.getMessage() for r in caplog.records)
 
                 # Temporal comes up where the settings point: the worker connects, its reconciler
                 # starts the stored request's workflow, and the same API process cancels it

@@ -34,7 +34,7 @@ from api.views import request_list_item, request_out
 from core.ids import is_object_id
 from core.origins import BadOrigin, check_origin, check_url, header_origins
 from core.otp import approval_url
-from core.temporal import request_handle, start_request_workflow
+from core.temporal import request_handle, start_request_workflow, temporal_unavailable
 from core.text import quote_input
 from store import actions as action_store
 from store import guards, orgs
@@ -167,9 +167,13 @@ async def _start_workflow(services: ServicesDep, temporal: TemporalDep,
     faults.crash_point("after-request-insert")
     try:
         await start_request_workflow(temporal, services.settings.task_queue, bundle)
-    except Exception:  # the row is committed: the reconciler starts the workflow later
-        log.exception("could not start the workflow of request %s now; the reconciler will",
-                      bundle.request.id)
+    except Exception as exc:  # the row is committed: the reconciler starts the workflow later
+        if temporal_unavailable(exc):  # expected while Temporal is down: one line, no trace
+            log.warning("Temporal is unreachable: the workflow of request %s starts when it is back",
+                        bundle.request.id)
+        else:
+            log.exception("could not start the workflow of request %s now; the reconciler will",
+                          bundle.request.id)
         return
     faults.crash_point("after-workflow-start")
     await services.started_marks.submit(bundle.request.id)
