@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from threading import Thread
 from typing import Any
 
 import pytest
-from playwright.async_api import Page, expect
+from playwright.async_api import Page, async_playwright, expect
 from sqlmodel import select
 
 from core import i18n
@@ -21,6 +21,7 @@ from store.audit import OTP_LOCKED
 from store.db import read_session
 from store.tables import AuditRecord, Decision, WebhookEvent
 from tests.helpers import policy_request
+from tests.journey_fixtures import CHROMIUM
 from tests.journey_helpers import LINK_RE, code_in
 from tests.live_stack import LiveStack, free_port
 from tests.smtp_server import text_of
@@ -276,12 +277,36 @@ async def test_a_failed_kyc_check_ends_the_journey(live: LiveStack, phone_page: 
     assert [e.payload["decision"]["success"] for e in events_of(live, request["id"], "identity")] == [False]
 
 
-async def test_a_kyc_check_inside_the_iframe_comes_back_to_the_frame_and_only_there(
-    live: LiveStack, browser_page: Page,
+@asynccontextmanager
+async def blocking_third_party_cookies() -> AsyncIterator[Page]:
+    """A page of a Chromium that blocks third-party cookies (as Chrome's phase-out, incognito and
+    other browsers do): only partitioned ones are kept in a frame of another site."""
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
+            "--no-sandbox", "--test-third-party-cookie-phaseout"])
+        try:
+            context = await browser.new_context()
+            context.set_default_timeout(10_000)
+            yield await context.new_page()
+        finally:
+            await browser.close()
+
+
+@pytest.mark.parametrize("third_party_cookies", ["allowed", "blocked"])
+async def test_a_kyc_check_inside_the_iframe_comes_back_to_the_frame(
+    live: LiveStack, browser_page: Page, third_party_cookies: str,
 ) -> None:
     """The provider opens in the frame and returns into it: the return's cookie is a partitioned
     third-party cookie (SameSite=None; Secure; Partitioned), so it reaches the return in the frame
-    of the integrator's page; the return URL opened top-level (no such cookie there) does not."""
+    of the integrator's page, also where third-party cookies are blocked."""
+    if third_party_cookies == "blocked":
+        async with blocking_third_party_cookies() as page:
+            await _kyc_in_the_iframe(live, page)
+    else:
+        await _kyc_in_the_iframe(live, browser_page)
+
+
+async def _kyc_in_the_iframe(live: LiveStack, browser_page: Page) -> None:
     request, code, _ = await new_request(live, securityLevel="PLATFORM_REVALIDATION")
     parent_port = free_port()
     parent_origin = f"http://localhost:{parent_port}"
