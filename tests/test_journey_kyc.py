@@ -7,8 +7,10 @@ from __future__ import annotations
 
 import json
 import re
+import threading
 import uuid
 from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -318,6 +320,19 @@ async def test_a_return_is_taken_only_for_its_check_subject_and_browser_and_in_t
     assert not take(started_after=now)  # started too long ago
     assert take()  # none of those used it up
     assert not take()  # once
+
+    # two returns at the same moment (a double click, a replay racing the subject): one is taken
+    check_id = kyc_store.new_check_id()
+    kyc_store.start_check(engine, req["id"], req["subject"], "development", now, check_id,
+                          secrets.kyc_browser_hash(check_id, secret))
+    barrier = threading.Barrier(4)
+
+    def racing(_: int) -> bool:
+        barrier.wait()
+        return take(check=check_id, browser=secrets.kyc_browser_hash(check_id, secret))
+
+    with ThreadPoolExecutor(4) as pool:
+        assert sorted(pool.map(racing, range(4))) == [False, False, False, True]
 
 
 def test_the_kyc_cookie_inside_an_iframe_is_partitioned_and_needs_https() -> None:
