@@ -66,6 +66,9 @@ CATALOG: dict[str, dict[str, str]] = {
         "kyc_waiting": "{org} is checking your identity. Come back to this link once they have finished.",
         "kyc_failed_heading": "Identity not verified",
         "kyc_failed_body": "Your identity could not be verified, so this request cannot be approved.",
+        "kyc_return_elsewhere": ("This page was opened outside the browser that started the identity "
+                                 "check, or a second time. Open the link from your message again and "
+                                 "enter a new code to go on."),
         "step": "Step {n} of {total}",
         "language": "Language",
         "unavailable": "The service is busy. Please try again in a moment.",
@@ -125,6 +128,9 @@ CATALOG: dict[str, dict[str, str]] = {
         "kyc_failed_heading": "Identidade não verificada",
         "kyc_failed_body": ("Não foi possível verificar a sua identidade, por isso este pedido não "
                             "pode ser aprovado."),
+        "kyc_return_elsewhere": ("Esta página foi aberta fora do navegador que iniciou a verificação de "
+                                 "identidade, ou pela segunda vez. Abra novamente o link da sua mensagem "
+                                 "e introduza um novo código para continuar."),
         "step": "Passo {n} de {total}",
         "language": "Idioma",
         "unavailable": "O serviço está ocupado. Tente novamente dentro de momentos.",
@@ -182,6 +188,9 @@ CATALOG: dict[str, dict[str, str]] = {
         "kyc_waiting": "{org} está comprobando su identidad. Vuelva a este enlace cuando hayan terminado.",
         "kyc_failed_heading": "Identidad no verificada",
         "kyc_failed_body": "No se pudo verificar su identidad, por lo que esta solicitud no puede aprobarse.",
+        "kyc_return_elsewhere": ("Esta página se abrió fuera del navegador que inició la comprobación de "
+                                 "identidad, o por segunda vez. Abra de nuevo el enlace de su mensaje e "
+                                 "introduzca un código nuevo para continuar."),
         "step": "Paso {n} de {total}",
         "language": "Idioma",
         "unavailable": "El servicio está ocupado. Inténtelo de nuevo en un momento.",
@@ -242,6 +251,9 @@ CATALOG: dict[str, dict[str, str]] = {
         "kyc_failed_heading": "Identité non vérifiée",
         "kyc_failed_body": ("Votre identité n'a pas pu être vérifiée : cette demande ne peut pas "
                             "être approuvée."),
+        "kyc_return_elsewhere": ("Cette page a été ouverte hors du navigateur qui a lancé la vérification "
+                                 "d'identité, ou une seconde fois. Ouvrez à nouveau le lien de votre "
+                                 "message et saisissez un nouveau code pour continuer."),
         "step": "Étape {n} sur {total}",
         "language": "Langue",
         "unavailable": "Le service est occupé. Réessayez dans un instant.",

@@ -5,7 +5,9 @@ subject to ``provider.start_url(check, return_url)``. The provider reports the o
 ``api.kyc.complete`` (the development provider does it from its own page; a real one would call a
 callback route that checks its signature and then does the same), and sends the subject back to
 ``return_url``. So a provider is only a place to send the subject and a way to report back; the
-request workflow waits for the report through its ``record_identity`` update.
+request workflow waits for the report through its ``record_identity`` update. The return URL names
+the page and the check and nothing that lets its holder decide: it opens the page only in the
+browser that started the check, once (``api.routes.journey.return_from_identity_check``).
 """
 
 from __future__ import annotations

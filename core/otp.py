@@ -15,7 +15,12 @@ purpose), so nothing that leaves the process lets anyone recompute another:
   It stops working when the request ends, because the page checks the request, not the token.
 - **The page session**, given to the browser after the code was accepted (a hidden form field, so
   it works without cookies, inside an iframe and without JavaScript), is a MAC over the token and
-  its time of issue, valid for ``SESSION_LIFETIME``.
+  its time of issue, valid for ``SESSION_LIFETIME``. It never leaves our origin: in particular it
+  is not in the URL an identity provider sends the subject back to.
+- **The identity check's return** binds that URL to the subject's browser: starting a check sets
+  a random browser secret in an HttpOnly cookie and stores only ``kyc_browser_hash`` of it on the
+  check; the return URL names the check, which is worthless without the cookie and used once
+  (``api.routes.journey``).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import base64
 import hashlib
 import hmac
 import re
+import secrets
 import time
 import uuid
 from dataclasses import dataclass
@@ -33,8 +39,13 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 CODE_DIGITS = 6
 SESSION_LIFETIME_SECONDS = 30 * 60
+KYC_RETURN_SECONDS = SESSION_LIFETIME_SECONDS  # how long after its start a check's return is taken
+KYC_BROWSER_SECRET_BYTES = 32
 _LINK_MAC_BYTES = 16
 _LINK_BYTES = 12 + 16 + _LINK_MAC_BYTES  # request ObjectId, subject UUID, MAC
+
+
+_B64_RE = re.compile(r"[A-Za-z0-9_-]+")
 
 
 def _b64(raw: bytes) -> str:
@@ -68,6 +79,7 @@ class JourneySecrets:
         self._code_key = self._derive(master_key, b"mandatum otp code v1")
         self._link_key = self._derive(master_key, b"mandatum approval link v1")
         self._session_key = self._derive(master_key, b"mandatum page session v1")
+        self._kyc_return_key = self._derive(master_key, b"mandatum kyc return browser v1")
 
     @staticmethod
     def _derive(master_key: bytes, info: bytes) -> bytes:
@@ -127,6 +139,24 @@ class JourneySecrets:
 
     def _session_mac(self, token: str, issued: int) -> str:
         return _b64(hmac.new(self._session_key, f"{token}:{issued}".encode(), hashlib.sha256).digest())
+
+    # --- the return from the identity provider ----------------------------------------------
+
+    @staticmethod
+    def kyc_browser_secret() -> str:
+        """A fresh secret for the browser that starts an identity check (its cookie's value)."""
+        return secrets.token_urlsafe(KYC_BROWSER_SECRET_BYTES)
+
+    def kyc_browser_hash(self, check_id: str, secret: str) -> str:
+        """What is stored of the browser secret on its check: a keyed hash bound to the check, so
+        neither a stored hash nor another check's secret opens a return."""
+        message = f"{check_id}:{secret}".encode()
+        return _b64(hmac.new(self._kyc_return_key, message, hashlib.sha256).digest())
+
+    @staticmethod
+    def kyc_browser_secret_wellformed(secret: str | None) -> bool:
+        """A cookie value that ``kyc_browser_secret`` could have made (checked before any use)."""
+        return secret is not None and len(secret) == 43 and _B64_RE.fullmatch(secret) is not None
 
 
 def mask_contact(contact: str) -> str:

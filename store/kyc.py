@@ -7,6 +7,7 @@ Statuses on the subject: ``kyc`` is the platform check (NOT_STARTED, PENDING, VE
 
 from __future__ import annotations
 
+import hmac
 import uuid
 from datetime import datetime
 
@@ -24,9 +25,16 @@ REQUIRED_SOURCE = {"ORGANIZATION_KYC": ORGANIZATION, "PLATFORM_KYC": PLATFORM,
                    "PLATFORM_REVALIDATION": PLATFORM}
 
 
-def start_check(engine: Engine, request_id: str, subject_id: str, provider: str, now: datetime) -> KycCheck:
-    check = KycCheck(id=str(uuid.uuid4()), request_id=request_id, subject_id=subject_id,
-                     provider=provider, status=PENDING, created_at=now)
+def new_check_id() -> str:
+    """A check's id: random and unguessable (the provider's page and the return are reached by it)."""
+    return str(uuid.uuid4())
+
+
+def start_check(engine: Engine, request_id: str, subject_id: str, provider: str, now: datetime,
+                check_id: str | None = None, browser_hash: str | None = None) -> KycCheck:
+    """A new PENDING check; ``browser_hash`` binds its return to the browser that started it."""
+    check = KycCheck(id=check_id or new_check_id(), request_id=request_id, subject_id=subject_id,
+                     provider=provider, status=PENDING, created_at=now, browser_hash=browser_hash)
     with write_session(engine) as session:
         session.add(check)
         subject = session.get(Subject, subject_id)
@@ -52,6 +60,24 @@ def complete_check(engine: Engine, check_id: str, success: bool, message: str | 
             check.status, check.message, check.completed_at = (VERIFIED if success else FAILED), message, now
             session.add(check)
         return check
+
+
+def take_return(engine: Engine, check_id: str, request_id: str, subject_id: str, browser_hash: str,
+                now: datetime, started_after: datetime) -> bool:
+    """The subject's return from the provider, taken once: true only for the check of this subject
+    of this request, started after ``started_after``, from the browser whose hash is given, and not
+    returned through before. Anything else changes nothing (so a stranger holding the return URL
+    cannot use it up either)."""
+    with write_session(engine) as session:
+        check = session.exec(select(KycCheck).where(KycCheck.id == check_id).with_for_update()).first()
+        if (check is None or check.request_id != request_id or check.subject_id != subject_id
+                or check.browser_hash is None or check.returned_at is not None
+                or check.created_at <= started_after
+                or not hmac.compare_digest(check.browser_hash, browser_hash)):
+            return False
+        check.returned_at = now
+        session.add(check)
+        return True
 
 
 def record_identity(engine: Engine, request_id: str, subject_id: str, success: bool, source: str,

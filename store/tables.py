@@ -376,6 +376,10 @@ class KycCheck(SQLModel, table=True):
     message: str | None = Field(default=None, max_length=500)
     created_at: datetime
     completed_at: datetime | None = None
+    # the browser it was started from (``core.otp.JourneySecrets.kyc_browser_hash`` of its cookie)
+    # and when the subject came back through its return, which is taken once
+    browser_hash: str | None = Field(default=None, max_length=64)
+    returned_at: datetime | None = None
 
 
 class CredentialPdf(SQLModel, table=True):

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from threading import Thread
 from typing import Any
 
 import pytest
-from playwright.async_api import Page, expect
+from playwright.async_api import Page, async_playwright, expect
 from sqlmodel import select
 
 from api.routes.journey import for_the_browser
@@ -22,6 +22,7 @@ from store.audit import OTP_LOCKED
 from store.db import read_session
 from store.tables import AuditRecord, Decision, WebhookEvent
 from tests.helpers import policy_request
+from tests.journey_fixtures import CHROMIUM
 from tests.journey_helpers import LINK_RE, code_in
 from tests.live_stack import LiveStack, free_port
 from tests.smtp_server import text_of
@@ -276,3 +277,85 @@ async def test_a_failed_kyc_check_ends_the_journey(live: LiveStack, phone_page: 
     [cred] = got.json()["data"]["credentials"]
     assert cred["status"] == "REJECTED" and not cred["id"].startswith("urn:via:credential:")
     assert [e.payload["decision"]["success"] for e in events_of(live, request["id"], "identity")] == [False]
+
+
+@asynccontextmanager
+async def blocking_third_party_cookies() -> AsyncIterator[Page]:
+    """A page of a Chromium that blocks third-party cookies (as Chrome's phase-out, incognito and
+    other browsers do): only partitioned ones are kept in a frame of another site."""
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
+            "--no-sandbox", "--test-third-party-cookie-phaseout"])
+        try:
+            context = await browser.new_context()
+            context.set_default_timeout(10_000)
+            yield await context.new_page()
+        finally:
+            await browser.close()
+
+
+@pytest.mark.parametrize("third_party_cookies", ["allowed", "blocked"])
+async def test_a_kyc_check_inside_the_iframe_comes_back_to_the_frame(
+    live: LiveStack, browser_page: Page, third_party_cookies: str,
+) -> None:
+    """The provider opens in the frame and returns into it: the return's cookie is a partitioned
+    third-party cookie (SameSite=None; Secure; Partitioned), so it reaches the return in the frame
+    of the integrator's page, also where third-party cookies are blocked."""
+    if third_party_cookies == "blocked":
+        async with blocking_third_party_cookies() as page:
+            await _kyc_in_the_iframe(live, page)
+    else:
+        await _kyc_in_the_iframe(live, browser_page)
+
+
+async def _kyc_in_the_iframe(live: LiveStack, browser_page: Page) -> None:
+    request, code, _ = await new_request(live, securityLevel="PLATFORM_REVALIDATION")
+    parent_port = free_port()
+    parent_origin = f"http://localhost:{parent_port}"
+    orgs.set_frame_origins(live.engine, request["org"].organization_id, [parent_origin], True)
+    link = await live.api(request["org"]).get(f"/request/link/{request['id']}",
+                                              params={"contact": request["contact"], "parent": parent_origin})
+    src = link.json()["data"]["iframeUrl"]
+    returns: list[str] = []
+    browser_page.on("request", lambda r: returns.append(r.url) if "/kyc/return?" in r.url else None)
+    with parent_site(parent_port, PARENT_PAGE.format(src=src)):
+        page = browser_page
+        await page.goto(parent_origin)
+        frame = page.frame_locator("#approval")
+        await frame.get_by_role("textbox", name="Security code").fill(code)
+        await frame.get_by_role("button", name="Continue", exact=True).click()
+        await frame.get_by_role("button", name="Verify my identity").click()  # the provider, in the frame
+        await expect(frame.get_by_role("heading", name="Identity check (simulated)")).to_be_visible()
+        await frame.get_by_role("button", name="Finish the check").click()
+        await expect(frame.get_by_role("heading", name="Your decision")).to_be_visible()
+        [return_url] = returns
+        assert "session" not in return_url
+        await frame.get_by_role("group", name="Rent payments").get_by_label("Approve").check()
+        await frame.get_by_role("button", name="Send my decision").click()
+        await expect(frame.get_by_role("heading", name="Thank you")).to_be_visible()
+    got = await live.api(request["org"]).get(f"/request/{request['id']}")
+    assert got.json()["data"]["credentials"][0]["status"] == "ACTIVE"
+    [decision] = decisions_of(live, request["credentials"][0]["id"])
+    assert decision.surface == "iframe"
+
+
+async def test_a_kyc_return_opened_in_another_browser_does_not_decide(
+    live: LiveStack, browser_page: Page, phone_page: Page,
+) -> None:
+    request, code, link = await new_request(live, securityLevel="PLATFORM_REVALIDATION")
+    page = browser_page
+    await code_step(page, link, code)
+    await page.get_by_role("button", name="Verify my identity").click()
+    await expect(page.get_by_role("heading", name="Identity check (simulated)")).to_be_visible()
+    return_url = await page.locator('input[name="return"]').get_attribute("value")
+    assert return_url and "/kyc/return?" in return_url and "session" not in return_url
+    await page.get_by_role("button", name="Finish the check").click()
+    await expect(page.get_by_role("heading", name="Your decision")).to_be_visible()
+    # the same return URL in another browser (another context: no cookies), and again in this one
+    for other in (phone_page, page):
+        response = await other.goto(return_url)
+        assert response is not None and response.status == 403
+        await expect(other.get_by_role("alert")).to_contain_text("Open the link from your message again")
+        await expect(other.get_by_role("radio")).to_have_count(0)
+    got = await live.api(request["org"]).get(f"/request/{request['id']}")
+    assert got.json()["data"]["credentials"][0]["status"] == "PENDING"

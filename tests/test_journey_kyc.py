@@ -7,17 +7,30 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+import uuid
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import httpx
+import pytest
 from sqlalchemy import Engine
 from sqlmodel import col, select
 from temporalio.client import Client
 
+from api.app import create_app
+from api.routes.journey import KYC_COOKIE, kyc_cookie
+from core.otp import KYC_RETURN_SECONDS, JourneySecrets
+from core.settings import Settings
 from core.temporal import request_handle
 from store import audit
+from store import kyc as kyc_store
 from store.db import read_session
-from store.tables import AuditRecord, Subject, WebhookEvent
+from store.tables import AuditRecord, KycCheck, Subject, WebhookEvent
 from tests.helpers import SignedClient, assert_error_shape, policy_request
 from tests.journey_helpers import LINK_RE, SESSION_RE, code_in, message_for
 from tests.test_workflow import refused
@@ -197,3 +210,142 @@ async def test_organization_kyc_waits_for_the_organizations_own_check(
     later = await open_request(api, "ORGANIZATION_KYC", contact="org-checked@example.com")
     page, _ = await enter_code(http, later)
     assert is_review_step(page, later)
+
+
+# --- the return from the provider (issue 12, item 6) ----------------------------------------------
+
+@asynccontextmanager
+async def another_browser(settings: Settings, temporal: Client) -> AsyncIterator[httpx.AsyncClient]:
+    """A client that shares nothing with ``http``: no cookies."""
+    transport = httpx.ASGITransport(app=create_app(settings, temporal=temporal), raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="https://mandatum.test") as client:
+        yield client
+
+
+def cookie_value(set_cookie: str) -> str:
+    name, _, rest = set_cookie.partition("=")
+    assert name == KYC_COOKIE
+    return rest.split(";", 1)[0]
+
+
+async def test_the_return_from_the_provider_carries_no_session_and_opens_once_in_the_browser_that_left(
+    api: SignedClient, http: httpx.AsyncClient, settings: Settings, temporal: Client, engine: Engine,
+) -> None:
+    req = await open_request(api, "PLATFORM_REVALIDATION", contact="returning@example.com")
+    _, session = await enter_code(http, req)
+    started = await http.post(f"{req['path']}/kyc", data={"session": session})
+    assert started.status_code == 303, started.text
+    provider_url = started.headers["location"]
+    # nothing of the page session goes to the provider: not in its URL, not in the return URL
+    assert session.split(".", 1)[1] not in unquote(provider_url)
+    [return_url] = parse_qs(urlsplit(provider_url).query)["return"]
+    returned = urlsplit(return_url)
+    assert returned.path == f"{req['path']}/kyc/return"
+    assert set(parse_qs(returned.query)) == {"check", "lang"}  # the check and the language, no session
+    [check_id] = parse_qs(returned.query)["check"]
+    assert urlsplit(provider_url).path == f"/dev/kyc/{check_id}"
+    # the browser that left holds the secret the return needs: HttpOnly, this page's path only
+    set_cookie = started.headers["set-cookie"]
+    attributes = [a.strip() for a in set_cookie.split(";")]
+    assert {"HttpOnly", "SameSite=Lax", "Secure", f"Path={req['path']}/kyc", "Max-Age=1800"} <= set(
+        attributes)
+    secret = cookie_value(set_cookie)
+    assert len(secret) == 43 and secret not in provider_url
+    with read_session(engine) as db:
+        check = db.get(KycCheck, check_id)
+        assert check is not None and check.browser_hash and secret not in check.browser_hash
+
+    # the provider passes the subject and sends them back to the return URL
+    finished = await http.post(f"/dev/kyc/{check_id}", data={"document": "pass", "selfie": "pass",
+                                                              "return": return_url})
+    assert finished.status_code == 303 and finished.headers["location"] == return_url
+    # a provider cannot be made to send the subject to another check's return, or elsewhere
+    other = return_url.replace(check_id, str(uuid.uuid4()))
+    assert (await http.post(f"/dev/kyc/{check_id}", data={"return": other})).status_code == 400
+
+    async with another_browser(settings, temporal) as stranger:
+        # the return URL alone (the provider, a log, a shoulder): the code step and a clear word
+        for cookie in (None, f"{KYC_COOKIE}={'A' * 43}", f"{KYC_COOKIE}={secret[:-1]}"):
+            headers = {"Cookie": cookie} if cookie else {}
+            replayed = await stranger.get(return_url, headers=headers)
+            assert replayed.status_code == 403, replayed.text
+            assert "Open the link from your message again" in replayed.text
+            assert "decision-" not in replayed.text and not SESSION_RE.findall(replayed.text)
+            assert f'action="{req["path"]}/otp"' in replayed.text
+        # the old way back, a session in the URL, is gone
+        assert (await stranger.get(f"{req['path']}/continue", params={"session": session})).status_code == 405
+    assert (await credential_of(api, req))["status"] == "PENDING"
+
+    # the browser that left: the decision, with a new session; the cookie is cleared
+    back = await http.get(return_url)
+    assert is_review_step(back, req), back.text
+    [new_session] = SESSION_RE.findall(back.text)
+    assert new_session not in return_url
+    cleared = back.headers["set-cookie"]
+    assert "Max-Age=0" in cleared and f"Path={req['path']}/kyc" in cleared
+    # once: the same browser, its secret sent again, is refused the second time
+    again = await http.get(return_url, headers={"Cookie": f"{KYC_COOKIE}={secret}"})
+    assert again.status_code == 403 and "decision-" not in again.text
+    done = await accept(http, req, new_session)
+    assert done.status_code == 200 and "You approved: Rent payments." in done.text, done.text
+    with read_session(engine) as db:
+        check = db.get(KycCheck, check_id)
+        assert check is not None and check.returned_at is not None and check.status == "VERIFIED"
+
+
+async def test_a_return_is_taken_only_for_its_check_subject_and_browser_and_in_time(
+    api: SignedClient, http: httpx.AsyncClient, settings: Settings, engine: Engine,
+) -> None:
+    req = await open_request(api, "PLATFORM_REVALIDATION", contact="taken@example.com")
+    secrets = JourneySecrets(settings.master_key_bytes())
+    secret = secrets.kyc_browser_secret()
+    now = datetime.now(UTC)
+    check_id = kyc_store.new_check_id()
+    kyc_store.start_check(engine, req["id"], req["subject"], "development", now, check_id,
+                          secrets.kyc_browser_hash(check_id, secret))
+    right = secrets.kyc_browser_hash(check_id, secret)
+    before = now - timedelta(seconds=KYC_RETURN_SECONDS)
+
+    def take(check: str = check_id, request_id: str = req["id"], subject_id: str = req["subject"],
+             browser: str = right, started_after: datetime = before) -> bool:
+        return kyc_store.take_return(engine, check, request_id, subject_id, browser, now, started_after)
+
+    other_secret = secrets.kyc_browser_secret()
+    assert not take(browser=secrets.kyc_browser_hash(check_id, other_secret))  # another browser
+    other_key = JourneySecrets(bytes(range(32)))
+    assert not take(browser=other_key.kyc_browser_hash(check_id, secret))  # the same secret, another key
+    assert not take(subject_id=str(uuid.uuid4()))  # another subject's page
+    assert not take(request_id="0" * 24)  # another request's page
+    assert not take(check=kyc_store.new_check_id())  # no such check
+    assert not take(started_after=now)  # started too long ago
+    assert take()  # none of those used it up
+    assert not take()  # once
+
+    # two returns at the same moment (a double click, a replay racing the subject): one is taken
+    check_id = kyc_store.new_check_id()
+    kyc_store.start_check(engine, req["id"], req["subject"], "development", now, check_id,
+                          secrets.kyc_browser_hash(check_id, secret))
+    barrier = threading.Barrier(4)
+
+    def racing(_: int) -> bool:
+        barrier.wait()
+        return take(check=check_id, browser=secrets.kyc_browser_hash(check_id, secret))
+
+    with ThreadPoolExecutor(4) as pool:
+        assert sorted(pool.map(racing, range(4))) == [False, False, False, True]
+
+
+def test_the_kyc_cookie_inside_an_iframe_is_partitioned_and_needs_https() -> None:
+    secret = JourneySecrets.kyc_browser_secret()
+    iframe = kyc_cookie("abc_-1", secret, "iframe", False, 1800).split("; ")
+    assert {"SameSite=None", "Secure", "Partitioned", "HttpOnly", "Path=/r/abc_-1/kyc"} <= set(iframe)
+    hosted = kyc_cookie("abc_-1", secret, "hosted", False, 1800).split("; ")
+    assert "SameSite=Lax" in hosted and "Secure" not in hosted and "Partitioned" not in hosted
+    assert "Secure" in kyc_cookie("abc_-1", secret, "hosted", True, 1800).split("; ")
+    # nothing that is not a link token or a browser secret gets into the header
+    for token in ("a;Path=/", "a\r\nSet-Cookie: x=1", "a/../b", "", "a" * 65):
+        with pytest.raises(ValueError):
+            kyc_cookie(token, secret, "hosted", True, 1800)
+    for value in ("x; Domain=evil.example", secret + "A", "A" * 42 + "="):
+        with pytest.raises(ValueError):
+            kyc_cookie("abc", value, "hosted", True, 1800)

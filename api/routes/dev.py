@@ -10,6 +10,7 @@ import re
 import secrets
 from dataclasses import asdict
 from typing import Annotated, Any
+from urllib.parse import parse_qs, urlsplit
 
 from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
@@ -62,11 +63,17 @@ def _page_headers(nonce: str, frame_ancestors: str = "'none'") -> dict[str, str]
             "Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
 
 
-def _safe_return(services: ServicesDep, url: str) -> str:
-    """Only back to one of our approval pages (never an open redirect)."""
-    base = services.settings.public_url.rstrip("/") + "/r/"
-    if not url.startswith(base):
-        raise ApiError(400, "return must be an approval page of this service")
+RETURN_PATH_RE = re.compile(r"/r/[A-Za-z0-9_-]{1,64}/kyc/return")
+
+
+def _safe_return(services: ServicesDep, url: str, check_id: str) -> str:
+    """Only back to the return of this check on one of our approval pages (never an open redirect)."""
+    public = urlsplit(services.settings.public_url)
+    parts = urlsplit(url)
+    query = parse_qs(parts.query)
+    if ((parts.scheme, parts.netloc) != (public.scheme, public.netloc) or parts.fragment
+            or not RETURN_PATH_RE.fullmatch(parts.path) or query.get("check") != [check_id]):
+        raise ApiError(400, "return must be this check's return to an approval page of this service")
     return url
 
 
@@ -79,7 +86,7 @@ async def kyc_page(check_id: str, services: ServicesDep,
     nonce = secrets.token_urlsafe(16)
     html = TEMPLATES.get_template("dev_kyc.html").render(
         html_lang="en", title="Identity check (development)", nonce=nonce, check_id=check.id,
-        return_url=_safe_return(services, return_) if return_ else "",
+        return_url=_safe_return(services, return_, check.id) if return_ else "",
         done=None if check.status == kyc_store.PENDING else check.status.lower())
     # shown inside the approval iframe too: the same origins may frame it
     origins = await run_db(services.engine, _frame_origins, services, check.request_id)
@@ -102,6 +109,6 @@ async def kyc_result(check_id: str, services: ServicesDep, temporal: TemporalDep
     message = (f"The {' and '.join(failed)} check failed" if failed else "Document and selfie verified")
     check = await complete_check(services.engine, temporal, check_id, not failed, message)
     if return_:
-        return RedirectResponse(_safe_return(services, return_), status_code=303,
+        return RedirectResponse(_safe_return(services, return_, check_id), status_code=303,
                                 headers={"Referrer-Policy": "no-referrer"})
     return JSONResponse({"id": check.id, "status": check.status, "message": check.message})

@@ -4,9 +4,11 @@ the same flow inside an integrator's iframe (SPEC.md, CONTRACT 8).
 Server-rendered HTML forms, so every step works without JavaScript: the code, then the decision.
 Each step is a POST whose answer is the next page; after the code is accepted, the page session
 (``core.otp``) rides along in a hidden field, so no cookie is needed (iframes of another site lose
-them). Only the iframe's last page runs a script: it posts the ``credential`` events, cut down to
-the credential's id and status (``for_the_browser``: no document data reaches the browser), to
-the parent window, targeted at the allow-listed origin the integrator named.
+them); it is never put in a URL. The one cookie is the identity check's: it binds the provider's
+return to the browser that started the check (see ``start_identity_check``).
+Only the iframe's last page runs a script: it posts the ``credential`` events, cut down to the
+credential's id and status (``for_the_browser``: no document data reaches the browser), to the
+parent window, targeted at the allow-listed origin the integrator named.
 
 Every answer has a strict Content-Security-Policy (scripts and styles only with the page's nonce;
 ``frame-ancestors 'none'`` for the hosted page, the organization's allowed origin for the iframe),
@@ -19,6 +21,7 @@ import asyncio
 import re
 import secrets
 from dataclasses import dataclass, field
+from datetime import timedelta
 from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
@@ -35,7 +38,7 @@ from api.journey import Refused, Unavailable, run_update
 from core import i18n
 from core.kyc import provider_for
 from core.origins import header_origins, origin_of_url, safe_url
-from core.otp import mask_contact
+from core.otp import KYC_RETURN_SECONDS, JourneySecrets, mask_contact
 from core.temporal import request_handle, temporal_unavailable
 from store import journey as journeys
 from store import kyc as kyc_store
@@ -277,17 +280,53 @@ async def _continue(page: Page, temporal: TemporalDep, session: str) -> HTMLResp
     return _after_code(page, identity, session)
 
 
-@router.api_route("/r/{token}/continue", methods=["GET", "POST"], response_class=HTMLResponse)
-async def continue_journey(token: str, request: Request, services: ServicesDep, temporal: TemporalDep,
-                           ) -> Response:
-    """Back from the identity provider (GET, the session in the query) or checking again (POST)."""
-    values = dict(request.query_params)
-    if request.method == "POST":
-        values.update({k: v for k, v in (await request.form()).items() if isinstance(v, str)})
-    session = values.get("session", "")
-    page = await _with_session(services, token, session, values.get("lang"), values.get("surface"),
-                               values.get("parent"))
+@router.post("/r/{token}/continue", response_class=HTMLResponse)
+async def continue_journey(token: str, services: ServicesDep, temporal: TemporalDep,
+                           session: Annotated[str, Form()] = "", surface: SurfaceForm = HOSTED,
+                           lang: Annotated[str | None, Form()] = None,
+                           parent: Annotated[str | None, Form()] = None) -> Response:
+    """Checking again where the subject stands (the page session in the form, never in a URL)."""
+    page = await _with_session(services, token, session, lang, surface, parent)
     return page if isinstance(page, HTMLResponse) else await _continue(page, temporal, session)
+
+
+# --- the identity check: out to the provider and back ----------------------------------------------
+# The return URL the provider is given names the check and nothing else of value: the page session
+# stays here. Starting the check sets a random browser secret in an HttpOnly cookie scoped to this
+# page's ``/r/<token>/kyc`` path (hosted: SameSite=Lax, a top-level navigation back from the
+# provider carries it; iframe: SameSite=None; Secure; Partitioned, so it is kept and sent inside
+# the integrator's frame, and only there). The check stores a keyed hash of the secret; the return
+# is taken once, from that browser, within KYC_RETURN_SECONDS, and only then opens a new session.
+KYC_COOKIE = "mandatum_kyc"
+TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+CHECK_ID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}")
+
+
+def _kyc_cookie_path(token: str) -> str:
+    if not TOKEN_RE.fullmatch(token):  # a parsed link token always is; never build a header otherwise
+        raise ValueError("not a link token")
+    return f"/r/{token}/kyc"
+
+
+def kyc_cookie(token: str, value: str, surface: str, secure: bool, max_age: int) -> str:
+    """The Set-Cookie value binding an identity check's return to this browser (``max_age`` 0
+    clears it). Inside an iframe the cookie is third-party: SameSite=None with Secure and
+    Partitioned (CHIPS: kept per top-level site, so only the integrator's page that framed the
+    check gets it back)."""
+    if value and not JourneySecrets.kyc_browser_secret_wellformed(value):
+        raise ValueError("not a browser secret")
+    attributes = [f"{KYC_COOKIE}={value}", f"Max-Age={max_age}", f"Path={_kyc_cookie_path(token)}",
+                  "HttpOnly"]
+    if surface == IFRAME:
+        attributes += ["SameSite=None", "Secure", "Partitioned"]
+    else:
+        attributes += ["SameSite=Lax", *(["Secure"] if secure else [])]
+    return "; ".join(attributes)
+
+
+def _secure_cookies(services: ServicesDep) -> bool:
+    """Secure cookies wherever the service is served over https (always in production)."""
+    return services.settings.public_url.startswith("https://")
 
 
 @router.post("/r/{token}/kyc", response_class=HTMLResponse)
@@ -302,14 +341,47 @@ async def start_identity_check(token: str, services: ServicesDep, session: Annot
     provider = provider_for(services.settings)
     if IDENTITY_SOURCES.get(j.request.security_level) != "platform" or provider is None:
         return _render("kyc", page=page, status=503, session=session, error=page.t("kyc_unavailable"))
+    secret = JourneySecrets.kyc_browser_secret()
+    check_id = kyc_store.new_check_id()
     check = await run_db(services.engine, kyc_store.start_check, services.engine, j.request.id, j.subject.id,
-                         provider.name, utcnow())
-    back: dict[str, str] = {"session": session, "lang": page.lang}
+                         provider.name, utcnow(), check_id,
+                         services.journey.kyc_browser_hash(check_id, secret))
+    back: dict[str, str] = {"check": check.id, "lang": page.lang}
     if page.surface == IFRAME and page.parent:
         back.update(surface=IFRAME, parent=page.parent)
-    return_url = f"{services.settings.public_url.rstrip('/')}{page.base}/continue?{urlencode(back)}"
-    return RedirectResponse(provider.start_url(check, return_url, page.lang), status_code=303,
-                            headers={"Referrer-Policy": "no-referrer", "Cache-Control": "no-store"})
+    return_url = f"{services.settings.public_url.rstrip('/')}{page.base}/kyc/return?{urlencode(back)}"
+    response = RedirectResponse(provider.start_url(check, return_url, page.lang), status_code=303,
+                                headers={"Referrer-Policy": "no-referrer", "Cache-Control": "no-store"})
+    response.headers.append("Set-Cookie", kyc_cookie(token, secret, page.surface, _secure_cookies(services),
+                                                     KYC_RETURN_SECONDS))
+    return response
+
+
+@router.get("/r/{token}/kyc/return", response_class=HTMLResponse)
+async def return_from_identity_check(token: str, request: Request, services: ServicesDep,
+                                     temporal: TemporalDep, check: str = "", lang: str | None = None,
+                                     surface: str | None = None, parent: str | None = None) -> Response:
+    """Back from the provider: where the subject stands, with a new page session, only in the
+    browser that started this check and only once; anyone else gets the code step again."""
+    page = await _page(services, token, lang, surface, parent)
+    if isinstance(page, HTMLResponse):
+        return page
+    secret = request.cookies.get(KYC_COOKIE)
+    now = utcnow()
+    taken = (CHECK_ID_RE.fullmatch(check) is not None
+             and JourneySecrets.kyc_browser_secret_wellformed(secret)
+             and await run_db(services.engine, kyc_store.take_return, services.engine, check,
+                              page.journey.request.id, page.journey.subject.id,
+                              services.journey.kyc_browser_hash(check, secret or ""), now,
+                              now - timedelta(seconds=KYC_RETURN_SECONDS)))
+    if taken:
+        response = await _continue(page, temporal, services.journey.session_for(token))
+    else:
+        response = _render("otp", page=page, status=403, error=page.t("kyc_return_elsewhere"))
+    if secret is not None:  # used or useless here: cleared either way
+        response.headers.append("Set-Cookie",
+                                 kyc_cookie(token, "", page.surface, _secure_cookies(services), 0))
+    return response
 
 
 @router.post("/r/{token}/resend", response_class=HTMLResponse)
