@@ -42,9 +42,12 @@ def _host(raw: str) -> str:
         if not raw.endswith("]"):
             raise BadOrigin("the host is not a valid IPv6 literal")
         try:
-            return f"[{ipaddress.IPv6Address(raw[1:-1]).compressed}]"
+            address = ipaddress.IPv6Address(raw[1:-1])
         except ValueError as exc:
             raise BadOrigin("the host is not a valid IPv6 literal") from exc
+        if address.scope_id is not None:  # fe80::1%eth0 names an interface of ours, not a site
+            raise BadOrigin("the host is not a valid IPv6 literal")
+        return f"[{address.compressed}]"
     if re.fullmatch(r"[0-9.]+", raw):
         try:  # dotted quad only: no 0x7f.1, 2130706433 or 0177.0.0.1 spellings
             return str(ipaddress.IPv4Address(raw))

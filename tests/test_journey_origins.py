@@ -28,12 +28,14 @@ HOSTILE_ORIGINS = [
     "https://\"a.example\"", "https://a.example/frame", "https://user@a.example", "https://0x7f.1",
     "https://2130706433", "https://127.1", "https://a.example:0", "https://a.example:65536",
     "https://a.example:", "https://a..example", "https://a.exa\tmple", "data:", "https://a.exam\u0000ple",
+    "https://[fe80::1%eth0]", "https://a_b.example", "https://1.2.3", "https://a.example\r\nX-Evil: 1",
 ]
 HOSTILE_URLS = [
     "https://a.example;sandbox;report-to/x", "https://a.example;sandbox/done", "https://user:pw@a.example/",
     "https://a.example:99999/", "https://a.example/\"><script>alert(1)</script>", "javascript:alert(1)",
     "https://*/done", "https://a.example\\@evil.example/", "ftp://a.example/", "https:///done",
     "https://a.example/ok path", "http://a.example/plain-http", "https://0x7f.1/", "https://a.example/\u00e9",
+    "//a.example/", "https://a.example/\r\nSet-Cookie: x=1", "https://[fe80::1%25eth0]/",
 ]
 
 
