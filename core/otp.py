@@ -129,7 +129,7 @@ class JourneySecrets:
         if not session or "." not in session or len(session) > 100:
             return False
         issued_text, mac = session.split(".", 1)
-        if not issued_text.isdigit():
+        if not re.fullmatch(r"[1-9][0-9]{0,11}", issued_text):  # one spelling: ASCII, no leading zero
             return False
         issued = int(issued_text)
         current = now if now is not None else time.time()

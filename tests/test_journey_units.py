@@ -81,6 +81,10 @@ def test_page_sessions_expire_and_belong_to_one_link() -> None:
     assert not SECRETS.session_valid(token, session.replace(".", ".x"), now=1_000_000)
     for bad in (None, "", "abc", "1000000.", "x.y", "9" * 200):
         assert not SECRETS.session_valid(token, bad, now=1_000_000)
+    issued, mac = session.split(".", 1)  # the same time spelled otherwise is not the session
+    arabic = "".join(chr(0x660 + int(d)) for d in issued)
+    for other in (f"0{issued}.{mac}", f"+{issued}.{mac}", f"{arabic}.{mac}", f" {issued}.{mac}"):
+        assert not SECRETS.session_valid(token, other, now=1_000_000), other
 
 
 def test_contacts_are_masked_on_the_page() -> None:
