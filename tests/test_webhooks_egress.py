@@ -7,6 +7,7 @@ are real servers on 127.0.0.1 reached under names that only the fake resolver kn
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import ipaddress
 import socket
@@ -223,8 +224,10 @@ def _tcp_server(reply: bytes | None) -> Iterator[int]:
         yield port
     finally:
         stop.set()
-        sock.close()
+        with contextlib.suppress(OSError):  # wake the accept() (closing the socket does not)
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
         thread.join(5)
+        sock.close()
 
 
 @pytest.mark.parametrize(("reply", "error"), [
