@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 import httpx
 
 from core.settings import Environment, Settings
+from core.text import has_space_or_control
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 Resolver = Callable[[str, int], Sequence[str]]
@@ -122,7 +123,7 @@ class EgressPolicy:
         user name or password, no whitespace or control characters, at most 2048 characters."""
         if len(url) > URL_MAX:
             raise UrlNotAllowed(f"the webhook URL must be at most {URL_MAX} characters")
-        if any(ch.isspace() or ord(ch) < 0x20 or ord(ch) == 0x7F for ch in url):
+        if has_space_or_control(url):
             raise UrlNotAllowed("the webhook URL must not contain spaces or control characters")
         try:
             parsed = httpx.URL(url)

@@ -20,6 +20,8 @@ import re
 
 import idna
 
+from core.text import has_space_or_control
+
 log = logging.getLogger("mandatum.origins")
 
 LOOPBACK_HOSTS = ("localhost", "127.0.0.1", "[::1]")
@@ -96,7 +98,7 @@ def _origin(scheme: str, netloc: str) -> tuple[str, str]:
 def _plain(value: str) -> str:
     if not value or len(value) > MAX_URL:
         raise BadOrigin(f"must be 1 to {MAX_URL} characters")
-    if any(ch.isspace() or ord(ch) < 0x20 or ord(ch) == 0x7F for ch in value):
+    if has_space_or_control(value):
         raise BadOrigin("spaces and control characters are not allowed")
     return value
 

@@ -23,6 +23,11 @@ PLAIN_RE = re.compile(r"[\w@.+:/%-]+", re.ASCII)
 ELLIPSIS = "\u2026"
 
 
+def has_space_or_control(value: str) -> bool:
+    """``value`` holds whitespace, a C0 control or DEL: what a URL we check may never hold."""
+    return any(ch.isspace() or ord(ch) < 0x20 or ord(ch) == 0x7F for ch in value)
+
+
 def unsafe_characters(value: str) -> list[str]:
     """The distinct unsafe characters of ``value`` as ``U+XXXX``, in order of appearance."""
     return list(dict.fromkeys(f"U+{ord(c):04X}" for c in UNSAFE_RE.findall(value)))
