@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, update
 from temporalio import activity
-from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError
+from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import CancelledError
 from temporalio.worker import Worker
 
@@ -30,6 +30,7 @@ from core.settings import Settings
 from core.temporal import reconcile_forever, repair_closed_once, request_handle, start_request_workflow
 from store import audit
 from store.db import utcnow, write_session
+from store.requests import RequestBundle
 from store.tables import CredentialRequest
 from tests import test_workflow
 from tests.audit_helpers import chain
@@ -103,14 +104,20 @@ async def closed_pending_repaired(temporal: Client, engine: Engine, request_id: 
     raise AssertionError(f"request {request_id} was never repaired")
 
 
-async def test_a_terminated_workflow_is_repaired_by_the_reconciler(
-    temporal: Client, engine: Engine, org: Credentials, settings: Settings,
-) -> None:
-    bundle = insert_request(engine, org.organization_id, internal_id="ext-terminated")
+async def terminated(temporal: Client, settings: Settings, bundle: RequestBundle) -> WorkflowHandle[Any, Any]:
+    """The request's workflow started, its first code sent, then terminated by an operator."""
     assert await start_request_workflow(temporal, settings.task_queue, bundle)
     handle = request_handle(temporal, bundle.request.id)
     await message_for(bundle.request.id, bundle.subjects[0][1].id)
     await handle.terminate(reason="an operator's button")
+    return handle
+
+
+async def test_a_terminated_workflow_is_repaired_by_the_reconciler(
+    temporal: Client, engine: Engine, org: Credentials, settings: Settings,
+) -> None:
+    bundle = insert_request(engine, org.organization_id, internal_id="ext-terminated")
+    handle = await terminated(temporal, settings, bundle)
     assert db_request(engine, org.organization_id, bundle.request.id).request.status == "PENDING"
 
     await closed_pending_repaired(temporal, engine, bundle.request.id)
@@ -132,10 +139,7 @@ async def test_a_workflow_terminated_after_the_expiry_is_repaired_as_expired(
     temporal: Client, engine: Engine, org: Credentials, settings: Settings,
 ) -> None:
     bundle = insert_request(engine, org.organization_id)
-    assert await start_request_workflow(temporal, settings.task_queue, bundle)
-    handle = request_handle(temporal, bundle.request.id)
-    await message_for(bundle.request.id, bundle.subjects[0][1].id)
-    await handle.terminate(reason="an operator's button")
+    handle = await terminated(temporal, settings, bundle)
     closed = (await handle.describe()).close_time
     assert closed is not None
     with write_session(engine) as session:  # as if it had been terminated after its expiry
@@ -236,10 +240,7 @@ async def test_the_worker_reconciler_repairs_a_terminated_workflow(
 ) -> None:
     """The loop the worker runs (``reconcile_forever``) includes the repair."""
     bundle = insert_request(engine, org.organization_id)
-    assert await start_request_workflow(temporal, settings.task_queue, bundle)
-    handle = request_handle(temporal, bundle.request.id)
-    await message_for(bundle.request.id, bundle.subjects[0][1].id)
-    await handle.terminate(reason="an operator's button")
+    await terminated(temporal, settings, bundle)
     loop = asyncio.create_task(reconcile_forever(temporal, engine, settings.task_queue,
                                                  timedelta(milliseconds=100), timedelta(seconds=10)))
     try:
