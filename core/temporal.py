@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import re
 from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import Engine
@@ -19,6 +18,7 @@ from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.service import RPCError, RPCStatusCode
 
+from core.ids import is_object_id
 from core.settings import Settings
 from store import request_queries as queries
 from store import requests as store
@@ -35,7 +35,6 @@ SERVER_DOWN = (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED)
 CLOSED_BUT_PENDING = ('WorkflowType="CredentialRequest" AND MandatumStatus="PENDING" '
                       'AND ExecutionStatus!="Running"')
 VISIBILITY_LAG = timedelta(minutes=1)  # how far a pass looks back before the previous one began
-REQUEST_ID = re.compile(r"^[0-9a-f]{24}$")
 # what the SDK raises when a (lazy) client cannot open its connection (temporalio bridge client.rs)
 CONNECT_FAILED = "Failed client connect"
 CONNECT_BACKOFF = (1.0, 30.0)  # first and longest wait between the worker's connection attempts
@@ -165,7 +164,7 @@ async def repair_closed_once(
             request_id = request_id_from_workflow_id(execution.id)
         except ValueError:
             continue
-        if not REQUEST_ID.fullmatch(request_id) or execution.close_time is None:
+        if not is_object_id(request_id) or execution.close_time is None:
             continue  # not a workflow this service started
         status = execution.status.name if execution.status is not None else "CLOSED"
         try:
