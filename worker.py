@@ -35,17 +35,26 @@ WORKFLOWS = [CredentialRequestWorkflow, WebhookDeliveryWorkflow]
 
 
 def build_worker(
-    client: Client, engine: Engine, task_queue: str, executor: ThreadPoolExecutor,
+    client: Client,
+    engine: Engine,
+    task_queue: str,
+    executor: ThreadPoolExecutor,
     settings: Settings | None = None,
 ) -> Worker:
     settings = settings or get_settings()
     cipher = SecretCipher(settings.master_key_bytes())
-    activities = [*RequestActivities(engine).all(), *MandateActivities(engine, cipher, settings).all(),
-                  *WebhookActivities(engine, cipher, settings).all(),
-                  *JourneyActivities(engine, settings, JourneySecrets(settings.master_key_bytes())).all()]
+    activities = [
+        *RequestActivities(engine).all(),
+        *MandateActivities(engine, cipher, settings).all(),
+        *WebhookActivities(engine, cipher, settings).all(),
+        *JourneyActivities(engine, settings, JourneySecrets(settings.master_key_bytes())).all(),
+    ]
     return Worker(
-        client, task_queue=task_queue, workflows=WORKFLOWS,
-        activities=activities, activity_executor=executor,
+        client,
+        task_queue=task_queue,
+        workflows=WORKFLOWS,
+        activities=activities,
+        activity_executor=executor,
         # the activities are synchronous: never take more than there are threads to run them, or
         # the extra ones wait in the executor's queue while their start-to-close timeout runs
         max_concurrent_activities=executor._max_workers,
@@ -80,11 +89,19 @@ async def main(settings: Settings | None = None, stop: asyncio.Event | None = No
             return
         with ThreadPoolExecutor(max_workers=16) as executor:
             worker = build_worker(client, engine, settings.task_queue, executor, settings)
-            background.append(asyncio.create_task(reconcile_forever(
-                client, engine, settings.task_queue, settings.reconcile_interval, settings.reconcile_grace)))
+            background.append(
+                asyncio.create_task(
+                    reconcile_forever(
+                        client,
+                        engine,
+                        settings.task_queue,
+                        settings.reconcile_interval,
+                        settings.reconcile_grace,
+                    )
+                )
+            )
             async with worker:
-                log.info("worker polling task queue %s on %s", settings.task_queue,
-                         settings.temporal_address)
+                log.info("worker polling task queue %s on %s", settings.task_queue, settings.temporal_address)
                 await stop.wait()
                 log.info("worker stopping")
     finally:

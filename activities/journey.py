@@ -34,7 +34,7 @@ from workflows.messages import (
 
 NAME_LIMIT = 120
 ORG_LIMIT = 100
-QUOTES = str.maketrans({c: "'" for c in "\"\u201c\u201d\u201e\u00ab\u00bb"})
+QUOTES = str.maketrans({c: "'" for c in '"\u201c\u201d\u201e\u00ab\u00bb'})
 
 
 def quoted_name(name: str) -> str:
@@ -44,8 +44,16 @@ def quoted_name(name: str) -> str:
     return f"\u201c{one_line(name, NAME_LIMIT).translate(QUOTES)}\u201d"
 
 
-def code_message(channel: str, to: str, language: str | None, organization: str, names: list[str],
-                 code: str, minutes: int, link: str) -> Message:
+def code_message(
+    channel: str,
+    to: str,
+    language: str | None,
+    organization: str,
+    names: list[str],
+    code: str,
+    minutes: int,
+    link: str,
+) -> Message:
     """The message with a subject's code. Integrator text (the credential names) is set apart: each
     name quoted on a line of its own under a label saying the organization wrote it; the
     organization's name is made one line too. The checks at creation (api/models.py) already
@@ -53,11 +61,15 @@ def code_message(channel: str, to: str, language: str | None, organization: str,
     org = one_line(organization, ORG_LIMIT)
     if channel == "email":
         what = "\n".join(f"  - {quoted_name(name)}" for name in names)
-        return Message("email", to, i18n.text(language, "email_subject", org=org),
-                       i18n.text(language, "email_body", org=org, what=what, code=code,
-                                 minutes=minutes, link=link))
-    return Message("sms", to, "", i18n.text(language, "sms_body", org=org, code=code, minutes=minutes,
-                                            link=link))
+        return Message(
+            "email",
+            to,
+            i18n.text(language, "email_subject", org=org),
+            i18n.text(language, "email_body", org=org, what=what, code=code, minutes=minutes, link=link),
+        )
+    return Message(
+        "sms", to, "", i18n.text(language, "sms_body", org=org, code=code, minutes=minutes, link=link)
+    )
 
 
 class JourneyActivities:
@@ -68,41 +80,70 @@ class JourneyActivities:
     def send_otp(self, inp: SendOtpInput) -> SendOtpResult:
         journey = journeys.load_journey(self._engine, inp.request_id, inp.subject_id)
         if journey is None:
-            raise ApplicationError(f"request {inp.request_id} has no subject {inp.subject_id}",
-                                   type="not_found", non_retryable=True)
+            raise ApplicationError(
+                f"request {inp.request_id} has no subject {inp.subject_id}",
+                type="not_found",
+                non_retryable=True,
+            )
         channel = journey.channel
         code = self._secrets.code_for(inp.request_id, inp.subject_id, inp.send_number)
         expires_at = otp_store.store_code(
-            self._engine, inp.request_id, inp.subject_id, inp.send_number,
-            self._secrets.code_hash(inp.request_id, inp.subject_id, code), channel, utcnow())
+            self._engine,
+            inp.request_id,
+            inp.subject_id,
+            inp.send_number,
+            self._secrets.code_hash(inp.request_id, inp.subject_id, code),
+            channel,
+            utcnow(),
+        )
         message = self._message(journey, code)
         try:
             transport_for(self._settings, channel).send(message)
         except Undeliverable as exc:
             otp_store.record_delivery_error(self._engine, inp.request_id, inp.subject_id, exc.code)
-            return SendOtpResult(channel=channel, delivered=False, error_code=exc.code,
-                                 error_message=exc.message)
+            return SendOtpResult(
+                channel=channel, delivered=False, error_code=exc.code, error_message=exc.message
+            )
         journeys.mark_sent(self._engine, inp.request_id)
         return SendOtpResult(channel=channel, delivered=True, expires_at=expires_at)
 
     def _message(self, journey: journeys.Journey, code: str) -> Message:
         link = approval_url(self._settings.public_url, self._secrets, journey.request.id, journey.subject.id)
         minutes = int(otp_store.CODE_LIFETIME.total_seconds() // 60)
-        return code_message(journey.channel, journey.subject.contact, journey.request.language,
-                            journey.organization.name, [c.name for c in journey.credentials], code,
-                            minutes, link)
+        return code_message(
+            journey.channel,
+            journey.subject.contact,
+            journey.request.language,
+            journey.organization.name,
+            [c.name for c in journey.credentials],
+            code,
+            minutes,
+            link,
+        )
 
     @activity.defn(name=ActivityNames.CHECK_OTP)
     def check_otp(self, inp: CheckOtpInput) -> VerifyOtpResult:
         checked = otp_store.check_code(self._engine, inp.request_id, inp.subject_id, inp.code_hash, utcnow())
         kyc, identity_status = kyc_store.prior_identity(self._engine, inp.subject_id)
-        return VerifyOtpResult(outcome=checked.outcome, attempts_left=checked.attempts_left, kyc=kyc,
-                               identity_status=identity_status)
+        return VerifyOtpResult(
+            outcome=checked.outcome,
+            attempts_left=checked.attempts_left,
+            kyc=kyc,
+            identity_status=identity_status,
+        )
 
     @activity.defn(name=ActivityNames.RECORD_IDENTITY)
     def record_identity(self, inp: RecordIdentityInput) -> None:
-        kyc_store.record_identity(self._engine, inp.request_id, inp.subject_id, inp.success, inp.source,
-                                  inp.message, inp.check_id, inp.at)
+        kyc_store.record_identity(
+            self._engine,
+            inp.request_id,
+            inp.subject_id,
+            inp.success,
+            inp.source,
+            inp.message,
+            inp.check_id,
+            inp.at,
+        )
 
     def all(self) -> list[Callable[..., Any]]:
         return [self.send_otp, self.check_otp, self.record_identity]

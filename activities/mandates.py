@@ -31,11 +31,15 @@ class MandateActivities:
             raise ApplicationError(str(exc), type="not_issuable", non_retryable=True) from exc
         except mandates.IssuanceFailed as exc:  # nor can it change the stored content
             mandates.record_issuance_failure(self._engine, inp.credential_id, exc.reason)
-            raise ApplicationError(f"credential {inp.credential_id} cannot be issued: {exc.reason}",
-                                   type=ISSUANCE_FAILED, non_retryable=True) from exc
+            raise ApplicationError(
+                f"credential {inp.credential_id} cannot be issued: {exc.reason}",
+                type=ISSUANCE_FAILED,
+                non_retryable=True,
+            ) from exc
         crash_point("issue:after-commit")
-        return IssueCredentialResult(credential_id=issued.credential_id, mandate_id=issued.mandate_id,
-                                     newly_issued=issued.newly_issued)
+        return IssueCredentialResult(
+            credential_id=issued.credential_id, mandate_id=issued.mandate_id, newly_issued=issued.newly_issued
+        )
 
     def all(self) -> list[Callable[..., Any]]:
         return [self.issue_credential]

@@ -28,8 +28,16 @@ class RequestActivities:
     @activity.defn(name=ActivityNames.RECORD_DECISION)
     def record_decision(self, inp: RecordDecisionInput) -> None:
         store.record_decision(
-            self._engine, inp.decision_id, inp.request_id, inp.credential_id, inp.subject_id,
-            inp.accepted, inp.channel, inp.surface, inp.decided_at, inp.completes_request,
+            self._engine,
+            inp.decision_id,
+            inp.request_id,
+            inp.credential_id,
+            inp.subject_id,
+            inp.accepted,
+            inp.channel,
+            inp.surface,
+            inp.decided_at,
+            inp.completes_request,
             reason=inp.reason,
         )
 

@@ -27,14 +27,22 @@ def api_version_of(pinned: str | None) -> str:
     return pinned or versioning.newest()
 
 
-def _envelope(event_id: str, event_type: str, request_id: str, internal_id: str | None,
-              settings: Settings, user: dict[str, Any], api_version: str,
-              created_at: datetime) -> dict[str, Any]:
+def _envelope(
+    event_id: str,
+    event_type: str,
+    request_id: str,
+    internal_id: str | None,
+    settings: Settings,
+    user: dict[str, Any],
+    api_version: str,
+    created_at: datetime,
+) -> dict[str, Any]:
     event: dict[str, Any] = {"id": event_id, "eventType": event_type, "requestId": request_id}
     if internal_id is not None:
         event["internalId"] = internal_id
-    event.update(issuerDid=settings.service_did, user=user, api_version=api_version,
-                 createdAt=iso(created_at))
+    event.update(
+        issuerDid=settings.service_did, user=user, api_version=api_version, createdAt=iso(created_at)
+    )
     return event
 
 
@@ -47,29 +55,50 @@ def _user(settings: Settings, bundle: RequestBundle, subject_id: str) -> dict[st
 
 
 def otp_failed_event(
-    settings: Settings, bundle: RequestBundle, api_version: str, event_id: str, created_at: datetime,
-    subject_id: str, code: str, message: str,
+    settings: Settings,
+    bundle: RequestBundle,
+    api_version: str,
+    event_id: str,
+    created_at: datetime,
+    subject_id: str,
+    code: str,
+    message: str,
 ) -> dict[str, Any]:
     """CONTRACT 7: ``otp {resendEndpoint, error {code, message}}``; the endpoint is the signed
     ``PATCH /request/resend`` call that sends the subject a fresh code."""
     req = bundle.request
     user = _user(settings, bundle, subject_id)
-    event = _envelope(event_id, "otp.failed", req.id, req.internal_id, settings, user, api_version,
-                      created_at)
-    resend = (f"{settings.public_url.rstrip('/')}/request/resend/{req.id}"
-              f"?id={quote(user['id'], safe='')}")
+    event = _envelope(
+        event_id, "otp.failed", req.id, req.internal_id, settings, user, api_version, created_at
+    )
+    resend = f"{settings.public_url.rstrip('/')}/request/resend/{req.id}?id={quote(user['id'], safe='')}"
     event["otp"] = {"resendEndpoint": resend, "error": {"code": code, "message": message}}
     return event
 
 
 def identity_event(
-    settings: Settings, bundle: RequestBundle, api_version: str, event_id: str, created_at: datetime,
-    subject_id: str, success: bool, message: str | None, date: datetime,
+    settings: Settings,
+    bundle: RequestBundle,
+    api_version: str,
+    event_id: str,
+    created_at: datetime,
+    subject_id: str,
+    success: bool,
+    message: str | None,
+    date: datetime,
 ) -> dict[str, Any]:
     """CONTRACT 7: ``decision {success, message?, date}``."""
     req = bundle.request
-    event = _envelope(event_id, "identity", req.id, req.internal_id, settings,
-                      _user(settings, bundle, subject_id), api_version, created_at)
+    event = _envelope(
+        event_id,
+        "identity",
+        req.id,
+        req.internal_id,
+        settings,
+        _user(settings, bundle, subject_id),
+        api_version,
+        created_at,
+    )
     decision: dict[str, Any] = {"success": success}
     if message is not None:
         decision["message"] = message
@@ -79,14 +108,22 @@ def identity_event(
 
 
 def credential_event(
-    settings: Settings, bundle: RequestBundle, api_version: str, event_id: str, created_at: datetime,
-    subject_id: str, credential_id: str, accepted: bool, decided_at: datetime,
+    settings: Settings,
+    bundle: RequestBundle,
+    api_version: str,
+    event_id: str,
+    created_at: datetime,
+    subject_id: str,
+    credential_id: str,
+    accepted: bool,
+    decided_at: datetime,
 ) -> dict[str, Any]:
     req = bundle.request
     [position] = [i for i, c in enumerate(bundle.credentials) if c.id == credential_id]
     user = _user(settings, bundle, subject_id)
-    event = _envelope(event_id, "credential", req.id, req.internal_id, settings, user, api_version,
-                      created_at)
+    event = _envelope(
+        event_id, "credential", req.id, req.internal_id, settings, user, api_version, created_at
+    )
     event["credential"] = request_out(settings, bundle).credentials[position].model_dump(mode="json")
     event["decision"] = {"action": "accept" if accepted else "reject", "date": iso(decided_at)}
     return event

@@ -48,58 +48,104 @@ def create_test_event(engine: Engine, settings: Settings, org_id: str) -> Webhoo
     """A ``test`` event (``mandatum webhook test``); each call is a new fact."""
     api_version = api_version_of(orgs.get_organization(engine, org_id).api_version)
     event, _ = store.create_event(
-        engine, org_id, f"test:{time.time_ns()}", "test", None,
-        lambda event_id, at: sample_event(settings, api_version, event_id, at))
+        engine,
+        org_id,
+        f"test:{time.time_ns()}",
+        "test",
+        None,
+        lambda event_id, at: sample_event(settings, api_version, event_id, at),
+    )
     return event
 
 
 class WebhookActivities:
-    def __init__(self, engine: Engine, cipher: SecretCipher, settings: Settings,
-                 egress: EgressPolicy | None = None) -> None:
+    def __init__(
+        self, engine: Engine, cipher: SecretCipher, settings: Settings, egress: EgressPolicy | None = None
+    ) -> None:
         self._engine, self._cipher, self._settings = engine, cipher, settings
         self._egress = egress or EgressPolicy.of(settings)
 
     def _bundle(self, org_id: str, request_id: str) -> tuple[RequestBundle, str]:
         bundle = queries.get_request(self._engine, org_id, request_id)
         if bundle is None:
-            raise ApplicationError(f"request {request_id} not found", type="not_found",
-                                   non_retryable=True)
+            raise ApplicationError(f"request {request_id} not found", type="not_found", non_retryable=True)
         return bundle, api_version_of(orgs.get_organization(self._engine, org_id).api_version)
 
-    def _event(self, org_id: str, request_id: str, fact_key: str, event_type: str,
-               payload: Callable[[RequestBundle, str, str, datetime], dict[str, Any]]) -> CreateEventResult:
+    def _event(
+        self,
+        org_id: str,
+        request_id: str,
+        fact_key: str,
+        event_type: str,
+        payload: Callable[[RequestBundle, str, str, datetime], dict[str, Any]],
+    ) -> CreateEventResult:
         """The event reporting ``fact_key``, made once: a retry (or a replayed workflow) gets the
         same event id. ``payload(bundle, api_version, event_id, created_at)`` renders it."""
         bundle, api_version = self._bundle(org_id, request_id)
-        event, created = store.create_event(self._engine, org_id, fact_key, event_type, request_id,
-                                            lambda event_id, at: payload(bundle, api_version, event_id, at))
+        event, created = store.create_event(
+            self._engine,
+            org_id,
+            fact_key,
+            event_type,
+            request_id,
+            lambda event_id, at: payload(bundle, api_version, event_id, at),
+        )
         return CreateEventResult(event_id=event.id, created=created)
 
     @activity.defn(name=ActivityNames.CREATE_CREDENTIAL_EVENT)
     def create_credential_event(self, inp: CreateCredentialEventInput) -> CreateEventResult:
         """One per decision."""
         return self._event(
-            inp.organization_id, inp.request_id, f"credential:{inp.decision_id}", "credential",
+            inp.organization_id,
+            inp.request_id,
+            f"credential:{inp.decision_id}",
+            "credential",
             lambda bundle, version, event_id, at: credential_event(
-                self._settings, bundle, version, event_id, at, inp.subject_id, inp.credential_id,
-                inp.accepted, inp.decided_at))
+                self._settings,
+                bundle,
+                version,
+                event_id,
+                at,
+                inp.subject_id,
+                inp.credential_id,
+                inp.accepted,
+                inp.decided_at,
+            ),
+        )
 
     @activity.defn(name=ActivityNames.CREATE_OTP_FAILED_EVENT)
     def create_otp_failed_event(self, inp: CreateOtpFailedEventInput) -> CreateEventResult:
         """One per code that failed (``fact``: undelivered or locked, with the send number)."""
         return self._event(
-            inp.organization_id, inp.request_id, f"otp.failed:{inp.request_id}:{inp.subject_id}:{inp.fact}",
-            "otp.failed", lambda bundle, version, event_id, at: otp_failed_event(
-                self._settings, bundle, version, event_id, at, inp.subject_id, inp.code, inp.message))
+            inp.organization_id,
+            inp.request_id,
+            f"otp.failed:{inp.request_id}:{inp.subject_id}:{inp.fact}",
+            "otp.failed",
+            lambda bundle, version, event_id, at: otp_failed_event(
+                self._settings, bundle, version, event_id, at, inp.subject_id, inp.code, inp.message
+            ),
+        )
 
     @activity.defn(name=ActivityNames.CREATE_IDENTITY_EVENT)
     def create_identity_event(self, inp: CreateIdentityEventInput) -> CreateEventResult:
         """One per subject and request (a subject has one identity result in a request)."""
         return self._event(
-            inp.organization_id, inp.request_id, f"identity:{inp.request_id}:{inp.subject_id}", "identity",
+            inp.organization_id,
+            inp.request_id,
+            f"identity:{inp.request_id}:{inp.subject_id}",
+            "identity",
             lambda bundle, version, event_id, at: identity_event(
-                self._settings, bundle, version, event_id, at, inp.subject_id, inp.success, inp.message,
-                inp.date))
+                self._settings,
+                bundle,
+                version,
+                event_id,
+                at,
+                inp.subject_id,
+                inp.success,
+                inp.message,
+                inp.date,
+            ),
+        )
 
     @activity.defn(name=ActivityNames.WEBHOOK_EVENT_STATE)
     def webhook_event_state(self, event_id: str) -> str:
@@ -139,8 +185,15 @@ class WebhookActivities:
         crash_point("webhook:after-post")
         delivered = error is None
         info = activity.info()
-        store.record_attempt(self._engine, event.id, info.current_attempt_scheduled_time, status, error,
-                             delivered, None if delivered or status == 410 else self._next_attempt(info))
+        store.record_attempt(
+            self._engine,
+            event.id,
+            info.current_attempt_scheduled_time,
+            status,
+            error,
+            delivered,
+            None if delivered or status == 410 else self._next_attempt(info),
+        )
         if delivered:
             return DeliveryResult(event_id=event.id, state=store.DELIVERED, status_code=status)
         if status == 410:
@@ -160,5 +213,11 @@ class WebhookActivities:
         store.mark_failed(self._engine, inp.event_id, inp.reason)
 
     def all(self) -> list[Callable[..., Any]]:
-        return [self.create_credential_event, self.create_otp_failed_event, self.create_identity_event,
-                self.webhook_event_state, self.deliver_webhook, self.record_webhook_failure]
+        return [
+            self.create_credential_event,
+            self.create_otp_failed_event,
+            self.create_identity_event,
+            self.webhook_event_state,
+            self.deliver_webhook,
+            self.record_webhook_failure,
+        ]

@@ -54,8 +54,9 @@ def create_app(settings: Settings | None = None, temporal: Client | None = None)
     settings = settings or get_settings()
     keep_files_private(settings.var_dir)
     engine = make_engine(settings.sqlalchemy_url)
-    services = Services(settings=settings, engine=engine,
-                        cipher=SecretCipher(settings.master_key_bytes()), temporal=temporal)
+    services = Services(
+        settings=settings, engine=engine, cipher=SecretCipher(settings.master_key_bytes()), temporal=temporal
+    )
     audit.use_service_key(engine, services.cipher, settings)
 
     @asynccontextmanager
@@ -64,14 +65,23 @@ def create_app(settings: Settings | None = None, temporal: Client | None = None)
             # lazy: the API starts (and serves what needs no Temporal) while Temporal is down, and
             # connects on the first call that needs it; until then those calls answer 503
             services.temporal = await build_client(settings, lazy=True)
-        log.info("API ready: Temporal at %s (connected on first use), database %s",
-                 settings.temporal_address, engine.url.render_as_string(hide_password=True))
+        log.info(
+            "API ready: Temporal at %s (connected on first use), database %s",
+            settings.temporal_address,
+            engine.url.render_as_string(hide_password=True),
+        )
         yield
         engine.dispose()
 
     production = settings.environment is Environment.PRODUCTION
-    app = FastAPI(title="Mandatum", version="0.1.0", description=DESCRIPTION, lifespan=lifespan,
-                  docs_url=None, redoc_url=None)
+    app = FastAPI(
+        title="Mandatum",
+        version="0.1.0",
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+    )
     app.state.services = services
     app.state.authenticator = Authenticator(services)
     install_error_handlers(app, hsts=production)

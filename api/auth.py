@@ -32,9 +32,20 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 # and "/credentials/status/" hold only those documents; tests/test_identity_routes.py fails if a
 # route of any other kind appears under a public prefix. "/r/" holds the subject's approval pages
 # (the unguessable link is their credential) and "/dev/" the development outbox (not in production).
-PUBLIC_PREFIXES = ("/docs", "/redoc", "/openapi.json", "/healthz", "/favicon.ico",
-                   "/.well-known/did.json", "/orgs/", "/subjects/", "/ns/", "/credentials/status/",
-                   "/r/", "/dev/")
+PUBLIC_PREFIXES = (
+    "/docs",
+    "/redoc",
+    "/openapi.json",
+    "/healthz",
+    "/favicon.ico",
+    "/.well-known/did.json",
+    "/orgs/",
+    "/subjects/",
+    "/ns/",
+    "/credentials/status/",
+    "/r/",
+    "/dev/",
+)
 READ_METHODS = {"GET", "HEAD", "OPTIONS"}
 TIMESTAMP_RE = re.compile(r"[0-9]{1,16}")
 HEX64_RE = re.compile(r"[0-9a-fA-F]{64}")
@@ -78,7 +89,11 @@ class Authenticator:
         if not fresh and hit is not None and hit[0] > time.monotonic():
             return hit[1], True
         key = await run_db(
-            self._s.engine, orgs.resolve_api_key, self._s.engine, self._s.cipher, api_key,
+            self._s.engine,
+            orgs.resolve_api_key,
+            self._s.engine,
+            self._s.cipher,
+            api_key,
             self._s.settings.rotation_grace,
         )
         if ttl > 0:
@@ -87,8 +102,9 @@ class Authenticator:
             self._cache[api_key] = (time.monotonic() + ttl, key)
         return key, False
 
-    async def _verified_key(self, api_key: str, timestamp: str, body: bytes,
-                            signature: str) -> orgs.ActiveKey | None:
+    async def _verified_key(
+        self, api_key: str, timestamp: str, body: bytes, signature: str
+    ) -> orgs.ActiveKey | None:
         """The key when the signature matches one of its secrets, else None.
 
         A mismatch against a cached entry is checked again against the database: the key may
@@ -135,14 +151,20 @@ class Authenticator:
         # remembered until the timestamp leaves the acceptance window, plus a margin
         keep = timedelta(milliseconds=int(timestamp) + window_ms - time.time() * 1000)
         fresh = await run_db(
-            self._s.engine, guards.remember_signature, self._s.engine, key.key_id, signature.lower(),
-            method not in READ_METHODS, keep + timedelta(minutes=1),
+            self._s.engine,
+            guards.remember_signature,
+            self._s.engine,
+            key.key_id,
+            signature.lower(),
+            method not in READ_METHODS,
+            keep + timedelta(minutes=1),
         )
         if not fresh:
             raise ApiError(401, "Signature already used")
         if key.api_version is None:
-            await run_db(self._s.engine, orgs.pin_api_version, self._s.engine, key.organization_id,
-                         versioning.newest())
+            await run_db(
+                self._s.engine, orgs.pin_api_version, self._s.engine, key.organization_id, versioning.newest()
+            )
             self._remember_pin(api_key, key, versioning.newest())
         return Caller(key=key, api_version=version)
 

@@ -17,8 +17,9 @@ def etag_matches(request: Request, etag: str) -> bool:
     return etag.removeprefix("W/") in wanted or "*" in wanted
 
 
-def json_document(request: Request, document: dict[str, Any], media_type: str, cache_control: str,
-                  etag: str | None = None) -> Response:
+def json_document(
+    request: Request, document: dict[str, Any], media_type: str, cache_control: str, etag: str | None = None
+) -> Response:
     """``document`` as compact JSON with ``etag`` (by default a strong one from its bytes), or
     304 when the request's ``If-None-Match`` names it."""
     body = json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()

@@ -30,7 +30,8 @@ def normalize_contact(raw: str) -> tuple[str, str]:
         try:
             email = validate_email(value, check_deliverability=False)
         except EmailNotValidError as exc:
-            raise ValueError(f"{quote_input(raw)} is not a valid e-mail address: "
-                             f"{one_line(str(exc), QUOTE_LIMIT)}") from exc
+            raise ValueError(
+                f"{quote_input(raw)} is not a valid e-mail address: {one_line(str(exc), QUOTE_LIMIT)}"
+            ) from exc
         return email.normalized.lower(), "email"
     raise ValueError(f"{quote_input(raw)} is not an e-mail address or E.164 phone number")

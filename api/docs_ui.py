@@ -17,9 +17,11 @@ from fastapi.staticfiles import StaticFiles
 DOCS_URL = "/docs"
 ASSETS = f"{DOCS_URL}/assets"
 # the page's own inline start-up script is the only inline code; everything else is same-origin
-DOCS_CSP = ("default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
-            "img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; "
-            "frame-ancestors 'none'")
+DOCS_CSP = (
+    "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; "
+    "img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; "
+    "frame-ancestors 'none'"
+)
 
 
 def swagger_ui_dir() -> Path | None:
@@ -42,8 +44,10 @@ def install_docs(app: FastAPI) -> None:
 
     async def swagger_ui(_: Request) -> HTMLResponse:
         page = get_swagger_ui_html(
-            openapi_url=openapi_url, title=f"{app.title} API",
-            swagger_js_url=f"{ASSETS}/swagger-ui-bundle.js", swagger_css_url=f"{ASSETS}/swagger-ui.css",
+            openapi_url=openapi_url,
+            title=f"{app.title} API",
+            swagger_js_url=f"{ASSETS}/swagger-ui-bundle.js",
+            swagger_css_url=f"{ASSETS}/swagger-ui.css",
             swagger_favicon_url=f"{ASSETS}/favicon-32x32.png",
             swagger_ui_parameters={"validatorUrl": None},  # no badge fetched from swagger.io
         )

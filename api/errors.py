@@ -39,7 +39,11 @@ class ApiError(Exception):
     """A failure with a status, a message (or several) and optional extra body fields."""
 
     def __init__(
-        self, status: int, message: str | list[str], *, headers: dict[str, str] | None = None,
+        self,
+        status: int,
+        message: str | list[str],
+        *,
+        headers: dict[str, str] | None = None,
         **extra: Any,
     ) -> None:
         super().__init__(message if isinstance(message, str) else "; ".join(message))
@@ -70,8 +74,11 @@ def error_response(
 
 def _path(loc: tuple[Any, ...]) -> str:
     # a member name is input too (an unknown field, a userParams key): quoted and cut when long
-    parts = [str(p) if len(str(p)) <= QUOTE_LIMIT else quote_input(p)
-             for p in loc if p not in ("body", "query", "path", "header")]
+    parts = [
+        str(p) if len(str(p)) <= QUOTE_LIMIT else quote_input(p)
+        for p in loc
+        if p not in ("body", "query", "path", "header")
+    ]
     return ".".join(parts) or "body"
 
 
@@ -80,8 +87,11 @@ def describe_validation_error(err: dict[str, Any]) -> str:
     loc = tuple(err.get("loc", ()))
     kind = err.get("type", "")
     # union members add their type name to the location; drop those tags
-    loc = tuple(p for p in loc if not (isinstance(p, str) and (p in {"str", "ContactIn"}
-                                                               or p.startswith("function-"))))
+    loc = tuple(
+        p
+        for p in loc
+        if not (isinstance(p, str) and (p in {"str", "ContactIn"} or p.startswith("function-")))
+    )
     path = _path(loc)
     if kind == "missing":
         return f"{path} is required"
@@ -91,9 +101,9 @@ def describe_validation_error(err: dict[str, Any]) -> str:
         return f"{path} is not a known field"
     msg = str(err.get("msg", "is invalid"))
     if msg.startswith("Value error, "):
-        msg = msg[len("Value error, "):]
+        msg = msg[len("Value error, ") :]
     elif msg.startswith("Assertion failed, "):
-        msg = msg[len("Assertion failed, "):]
+        msg = msg[len("Assertion failed, ") :]
     else:
         msg = msg[0].lower() + msg[1:] if msg else msg
     return f"{path}: {msg}" if path != "body" else msg

@@ -33,7 +33,8 @@ async def run_update(temporal: Client, request_id: str, name: str, arg: Any, res
     try:
         return await asyncio.wait_for(
             request_handle(temporal, request_id).execute_update(name, arg, result_type=result_type),
-            timeout=UPDATE_TIMEOUT_SECONDS)
+            timeout=UPDATE_TIMEOUT_SECONDS,
+        )
     except WorkflowUpdateFailedError as exc:
         cause = exc.cause
         if isinstance(cause, ApplicationError):

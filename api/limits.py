@@ -89,7 +89,8 @@ class JsonDepthMiddleware:
         body = b"".join(chunks)
         if json_depth_exceeds(body, self.limit):
             await error_response(400, [f"body is nested more than {self.limit} levels deep"])(
-                scope, receive, send)
+                scope, receive, send
+            )
             return
         await self.app(scope, replay_body(body, receive), send)
 
@@ -124,11 +125,14 @@ def reject_non_jcs(value: Any) -> Any:
         except rfc8785.IntegerDomainError:
             digits = str(number)
             shown = digits if len(digits) <= 30 else f"{digits[:20]}\u2026 ({len(digits)} digits)"
-            problems.append(f"{path or 'value'} is {shown}: integers must be within \u00b1(2^53-1) "
-                            "(9007199254740991), the most RFC 8785 JSON canonicalization holds")
+            problems.append(
+                f"{path or 'value'} is {shown}: integers must be within \u00b1(2^53-1) "
+                "(9007199254740991), the most RFC 8785 JSON canonicalization holds"
+            )
         except rfc8785.CanonicalizationError:
-            problems.append(f"{path or 'value'} is {number}: not a number RFC 8785 JSON canonicalization "
-                            "can hold")
+            problems.append(
+                f"{path or 'value'} is {number}: not a number RFC 8785 JSON canonicalization can hold"
+            )
     if problems:
         raise ValueError("; ".join(problems))
     return value

@@ -33,9 +33,7 @@ def iso(value: datetime) -> str:
 
 Timestamp = Annotated[datetime, PlainSerializer(iso, return_type=str)]
 DID_RE = re.compile(r"^did:[a-z0-9]+:[A-Za-z0-9._:%-]+$")
-ACTION_URN_RE = re.compile(
-    r"^urn:via:action:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
-)
+ACTION_URN_RE = re.compile(r"^urn:via:action:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
 def _aware(value: datetime) -> datetime:
@@ -56,8 +54,10 @@ def _one_line(value: str) -> str:
     reject_nul(value)  # its own message: the decision documented for every string
     found = unsafe_characters(value)
     if found:
-        raise ValueError("must be one line without control, line separator or bidi override "
-                         f"characters (found {', '.join(found[:5])})")
+        raise ValueError(
+            "must be one line without control, line separator or bidi override "
+            f"characters (found {', '.join(found[:5])})"
+        )
     return value
 
 
@@ -131,7 +131,8 @@ def _param_names(value: dict[str, Any]) -> dict[str, Any]:
 class ActionRef(Strict):
     id: str
     userParams: Annotated[dict[str, Any], AfterValidator(_param_names), AfterValidator(reject_non_jcs)] = (
-        Field(default_factory=dict))
+        Field(default_factory=dict)
+    )
 
     @field_validator("id")
     @classmethod
@@ -146,8 +147,9 @@ class DataItem(Strict):
     type: Annotated[str, Field(min_length=1, max_length=50), AfterValidator(_one_line)]
     value: Annotated[str, Field(max_length=MAX_ITEM_VALUE)]
     hidden: bool = False
-    fields: Annotated[list[dict[str, Any]], Field(max_length=MAX_ITEM_FIELDS),
-                      AfterValidator(reject_non_jcs)] = Field(default_factory=list)
+    fields: Annotated[
+        list[dict[str, Any]], Field(max_length=MAX_ITEM_FIELDS), AfterValidator(reject_non_jcs)
+    ] = Field(default_factory=list)
 
 
 class CredentialIn(Strict):
@@ -156,10 +158,9 @@ class CredentialIn(Strict):
     scope: Annotated[str, Field(max_length=500)] | None = None
     description: Annotated[str, Field(max_length=2000)] | None = None
     internalId: Ref | None = None
-    tags: Annotated[list[Annotated[str, Field(max_length=100), AfterValidator(_one_line)]],
-                    Field(max_length=20)] = Field(
-        default_factory=list
-    )
+    tags: Annotated[
+        list[Annotated[str, Field(max_length=100), AfterValidator(_one_line)]], Field(max_length=20)
+    ] = Field(default_factory=list)
     action: ActionRef | None = None
     data: Annotated[list[DataItem], Field(min_length=1, max_length=MAX_DOCUMENT_ITEMS)] | None = None
     validFrom: AwareDatetime | None = None
@@ -182,8 +183,10 @@ class CredentialIn(Strict):
             raise ValueError("a DOCUMENT credential takes data, not action")
         text = sum(len(item.label) + len(item.value) for item in self.data or ())
         if text > MAX_DOCUMENT_TEXT:
-            raise ValueError(f"data holds {text} characters of labels and values; a document holds at "
-                             f"most {MAX_DOCUMENT_TEXT}")
+            raise ValueError(
+                f"data holds {text} characters of labels and values; a document holds at "
+                f"most {MAX_DOCUMENT_TEXT}"
+            )
         if self.validFrom and self.validUntil and self.validUntil <= self.validFrom:
             raise ValueError("validUntil must be after validFrom")
         return self
@@ -232,8 +235,9 @@ class CreateRequestIn(Strict):
                 problems.append(f"contacts.{i}: {exc}")
                 continue
             if contact in seen:
-                problems.append(f"contacts.{i}: {shown(contact)} is the same subject as "
-                                f"contacts.{seen[contact]}")
+                problems.append(
+                    f"contacts.{i}: {shown(contact)} is the same subject as contacts.{seen[contact]}"
+                )
                 continue
             seen[contact] = i
             out.append((contact, kind, internal))

@@ -8,9 +8,16 @@ from pydantic import BaseModel, Field, field_validator
 
 from api.models import Strict, Timestamp
 
-Reason = Annotated[str, Field(max_length=500, description=(
-    "Free text recorded on the credential and in the MANDATE_REVOKED receipt; recommended values "
-    "user_initiated, organization_policy, system_expiry"))]
+Reason = Annotated[
+    str,
+    Field(
+        max_length=500,
+        description=(
+            "Free text recorded on the credential and in the MANDATE_REVOKED receipt; recommended values "
+            "user_initiated, organization_policy, system_expiry"
+        ),
+    ),
+]
 
 
 class RevokeAliasIn(Strict):
@@ -45,11 +52,15 @@ class CredentialEntityOut(BaseModel):
     id: str = Field(description="The credential entity id (24 lower-case hex characters)")
     resourceType: str
     status: str
-    proofs: list[dict[str, Any]] = Field(description=(
-        "The proof items of the document form (ISSUE, then e.g. REVOKE); empty before issuance"))
-    data: list[dict[str, Any]] = Field(description=(
-        "DOCUMENT: its data items. POLICY: the document form's items (action, version, scope, each "
-        "approved userParam) once issued, empty before"))
+    proofs: list[dict[str, Any]] = Field(
+        description=("The proof items of the document form (ISSUE, then e.g. REVOKE); empty before issuance")
+    )
+    data: list[dict[str, Any]] = Field(
+        description=(
+            "DOCUMENT: its data items. POLICY: the document form's items (action, version, scope, each "
+            "approved userParam) once issued, empty before"
+        )
+    )
     name: str
     internalId: str | None
     mandateId: str | None = Field(description="The credential URN once issued, else null")
@@ -68,8 +79,13 @@ class CredentialEntityOut(BaseModel):
 
 class CredentialDetailOut(BaseModel):
     credential: CredentialEntityOut
-    w3cCredential: dict[str, Any] | None = Field(description=(
-        "The document form in its most updated version (with every proof item, e.g. REVOKE); "
-        "null before issuance"))
-    pdf: str | None = Field(default=None, description=(
-        "Base64 PDF rendering; present only with includePdf=true on a DOCUMENT credential"))
+    w3cCredential: dict[str, Any] | None = Field(
+        description=(
+            "The document form in its most updated version (with every proof item, e.g. REVOKE); "
+            "null before issuance"
+        )
+    )
+    pdf: str | None = Field(
+        default=None,
+        description=("Base64 PDF rendering; present only with includePdf=true on a DOCUMENT credential"),
+    )

@@ -15,7 +15,8 @@ class PresentationIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     targetVerifier: Annotated[Did, Field(max_length=2048)] | None = Field(
-        default=None, description="DID of the intended verifier: the VP is bound to it (proof.domain)")
+        default=None, description="DID of the intended verifier: the VP is bound to it (proof.domain)"
+    )
 
 
 class PresentationData(BaseModel):
@@ -37,7 +38,8 @@ class VerifyIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     presentation: dict[str, Any] = Field(description="The VP from the presentation endpoint")
     executionParams: dict[str, Any] | None = Field(
-        default=None, description="Exactly the pinned action version's executionParams")
+        default=None, description="Exactly the pinned action version's executionParams"
+    )
 
     @field_validator("executionParams")
     @classmethod

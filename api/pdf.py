@@ -39,8 +39,13 @@ from fpdf.enums import XPos, YPos
 # (regular, bold) pairs, first found wins: Debian/Ubuntu, Fedora, Alpine/Arch
 UNICODE_FONT_CANDIDATES: tuple[tuple[Path, Path], ...] = tuple(
     (Path(d) / "DejaVuSans.ttf", Path(d) / "DejaVuSans-Bold.ttf")
-    for d in ("/usr/share/fonts/truetype/dejavu", "/usr/share/fonts/dejavu-sans-fonts",
-              "/usr/share/fonts/dejavu", "/usr/share/fonts/TTF"))
+    for d in (
+        "/usr/share/fonts/truetype/dejavu",
+        "/usr/share/fonts/dejavu-sans-fonts",
+        "/usr/share/fonts/dejavu",
+        "/usr/share/fonts/TTF",
+    )
+)
 CORE_ENCODING = "windows-1252"
 MASK = "\u2022" * 8 + " (hidden)"
 STATUS_WORDS = {
@@ -123,12 +128,17 @@ class _Writer:
     def text(self, value: str) -> str:
         return value if self.unicode else value.encode(CORE_ENCODING, "replace").decode(CORE_ENCODING)
 
-    def line(self, value: str, size: float = 10, bold: bool = False, color: tuple[int, int, int] = BLACK,
-             gap: float = 1.5) -> None:
+    def line(
+        self,
+        value: str,
+        size: float = 10,
+        bold: bool = False,
+        color: tuple[int, int, int] = BLACK,
+        gap: float = 1.5,
+    ) -> None:
         self.pdf.set_font(self.family, "B" if bold else "", size)
         self.pdf.set_text_color(*color)
-        self.pdf.multi_cell(0, size * 0.5, self.text(value), align="L", new_x=XPos.LMARGIN,
-                            new_y=YPos.NEXT)
+        self.pdf.multi_cell(0, size * 0.5, self.text(value), align="L", new_x=XPos.LMARGIN, new_y=YPos.NEXT)
         self.pdf.ln(gap)
 
     def heading(self, value: str) -> None:
@@ -212,8 +222,9 @@ class Renderer:
     """Renders each sheet once, on a bounded pool of its own (see the module doc). ``load`` and
     ``save`` reach the PDFs kept in the database, shared by every process (``store.pdfs``)."""
 
-    def __init__(self, workers: int = RENDER_WORKERS, waiting: int = RENDER_WAITING,
-                 cache_bytes: int = CACHE_BYTES) -> None:
+    def __init__(
+        self, workers: int = RENDER_WORKERS, waiting: int = RENDER_WAITING, cache_bytes: int = CACHE_BYTES
+    ) -> None:
         self._workers, self._admitted_max, self._cache_bytes = workers, workers + waiting, cache_bytes
         self._executor: ThreadPoolExecutor | None = None
         self._cache: OrderedDict[str, bytes] = OrderedDict()
@@ -241,7 +252,8 @@ class Renderer:
                 self._executor = ThreadPoolExecutor(self._workers, thread_name_prefix="mandatum-pdf")
             # not tied to this caller: one who leaves neither cancels it nor frees its slot early
             running = asyncio.get_running_loop().run_in_executor(
-                self._executor, _render_and_save, sheet, digest, save)
+                self._executor, _render_and_save, sheet, digest, save
+            )
             self._inflight[key] = running
             self.renders += 1
             running.add_done_callback(lambda done: self._settle(key, done))

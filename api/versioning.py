@@ -53,8 +53,9 @@ def resolve(header: str | None, pinned: str | None, today: date | None = None) -
     return known[-1]
 
 
-def render(resource: str, body: dict[str, Any], version: str,
-           changes: list[VersionChange] | None = None) -> dict[str, Any]:
+def render(
+    resource: str, body: dict[str, Any], version: str, changes: list[VersionChange] | None = None
+) -> dict[str, Any]:
     """The body in the shape of ``version``: newest changes undone first.
 
     Changes of one version are undone in the reverse of their registration order, as they were

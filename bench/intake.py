@@ -71,8 +71,11 @@ def temporal_starts(stack: Stack, org_id: str) -> Callable[[int], Awaitable[bool
     async def start(_: int) -> bool:
         client = await stack.client()
         inp = CredentialRequestInput(
-            request_id=new_object_id(), organization_id=org_id, security_level="CONTACT",
-            subject_ids=[str(uuid.uuid4())], credential_ids=[new_object_id()],
+            request_id=new_object_id(),
+            organization_id=org_id,
+            security_level="CONTACT",
+            subject_ids=[str(uuid.uuid4())],
+            credential_ids=[new_object_id()],
             expires_at=datetime.now(UTC) + timedelta(days=30),
         )
         await start_workflow_for(client, unpolled, inp)  # exactly what the API's start does
@@ -81,25 +84,43 @@ def temporal_starts(stack: Stack, org_id: str) -> Callable[[int], Awaitable[bool
     return start
 
 
-def signed_posts(http: httpx.AsyncClient, api_key: str, secret: str, failures: list[str],
-                 created: list[str]) -> Callable[[int], Awaitable[bool]]:
+def signed_posts(
+    http: httpx.AsyncClient, api_key: str, secret: str, failures: list[str], created: list[str]
+) -> Callable[[int], Awaitable[bool]]:
     run = secrets.token_hex(3)
 
     async def post(i: int) -> bool:
-        body = json.dumps({
-            "contacts": [f"bench-{run}-{i}@example.com"], "securityLevel": "CONTACT",
-            "name": f"Bench {run} #{i}", "internalId": f"bench-{run}-{i}",
-            "credentials": [{
-                "type": "POLICY", "name": "Payments up to a limit", "scope": "payments",
-                "action": {"id": "urn:via:action:0b1e4c1a-7f1d-4a7e-9a55-1f2b3c4d5e6f",
-                           "userParams": {"maxAmount": 100 + i}},
-            }],
-        }, separators=(",", ":")).encode()
+        body = json.dumps(
+            {
+                "contacts": [f"bench-{run}-{i}@example.com"],
+                "securityLevel": "CONTACT",
+                "name": f"Bench {run} #{i}",
+                "internalId": f"bench-{run}-{i}",
+                "credentials": [
+                    {
+                        "type": "POLICY",
+                        "name": "Payments up to a limit",
+                        "scope": "payments",
+                        "action": {
+                            "id": "urn:via:action:0b1e4c1a-7f1d-4a7e-9a55-1f2b3c4d5e6f",
+                            "userParams": {"maxAmount": 100 + i},
+                        },
+                    }
+                ],
+            },
+            separators=(",", ":"),
+        ).encode()
         timestamp = str(int(time.time() * 1000))
-        response = await http.post("/request", content=body, headers={
-            "Authorization": f"Bearer {api_key}", "X-Timestamp": timestamp,
-            "X-Signature": sign(secret, timestamp, body), "Content-Type": "application/json",
-        })
+        response = await http.post(
+            "/request",
+            content=body,
+            headers={
+                "Authorization": f"Bearer {api_key}",
+                "X-Timestamp": timestamp,
+                "X-Signature": sign(secret, timestamp, body),
+                "Content-Type": "application/json",
+            },
+        )
         if response.status_code != 201:
             if len(failures) < 5:
                 failures.append(f"{response.status_code} {response.text[:200]}")
@@ -139,9 +160,16 @@ def unstarted(settings: Settings, org_id: str) -> int:
     engine = make_engine(settings.sqlalchemy_url)
     try:
         with read_session(engine) as session:
-            return int(session.exec(select(func.count()).select_from(CredentialRequest).where(
-                CredentialRequest.organization_id == org_id,
-                col(CredentialRequest.workflow_started_at).is_(None))).one())
+            return int(
+                session.exec(
+                    select(func.count())
+                    .select_from(CredentialRequest)
+                    .where(
+                        CredentialRequest.organization_id == org_id,
+                        col(CredentialRequest.workflow_started_at).is_(None),
+                    )
+                ).one()
+            )
     finally:
         engine.dispose()
 
@@ -154,8 +182,9 @@ async def drained(stack: Stack, request_id: str) -> None:
     await asyncio.wait_for(handle.query("status"), 60)
 
 
-async def run_bench(stack: Stack, args: argparse.Namespace, org_id: str, api_key: str,
-                    secret: str, load_before: float) -> dict[str, object]:
+async def run_bench(
+    stack: Stack, args: argparse.Namespace, org_id: str, api_key: str, secret: str, load_before: float
+) -> dict[str, object]:
     settings = stack.settings
     n, c, rounds = args.n, args.concurrency, args.rounds
     per_round = max(1, n // rounds)
@@ -167,8 +196,7 @@ async def run_bench(stack: Stack, args: argparse.Namespace, org_id: str, api_key
     base = f"http://127.0.0.1:{settings.api_port}"
     profile = RESULTS_DIR / f"api-profile-{datetime.now(UTC):%Y%m%dT%H%M%SZ}.txt"
     async with httpx.AsyncClient(base_url=base, limits=limits, timeout=60) as http:
-        intake = Phase("POST /request (signed HTTP)",
-                       signed_posts(http, api_key, secret, failures, created))
+        intake = Phase("POST /request (signed HTTP)", signed_posts(http, api_key, secret, failures, created))
         await bare.run(args.warmup, c, stack, "warm-up: start_workflow", count=False)
         await intake.run(args.warmup, c, stack, "warm-up: POST /request", count=False)
         async with profiled(stack, profile if args.profile else None):
@@ -193,13 +221,23 @@ async def run_bench(stack: Stack, args: argparse.Namespace, org_id: str, api_key
     if args.profile and profile.exists():
         print(f"\nprofile of the API during POST /request ({profile}):\n{summarize(profile)}")
     return {
-        "config": {"n": per_round * rounds, "rounds": rounds, "concurrency": c,
-                   "warmup": args.warmup, "api_workers": args.api_workers,
-                   "database": "postgresql" if settings.database_url else "sqlite",
-                   "cpus": cpus, "load_average": [load_before, load_after],
-                   "python": platform.python_version(), "platform": platform.platform()},
-        "temporal_start_workflow": asdict(a), "post_request": asdict(b),
-        "ratio": ratio, "target_ratio": TARGET_RATIO, "requests_without_workflow": left,
+        "config": {
+            "n": per_round * rounds,
+            "rounds": rounds,
+            "concurrency": c,
+            "warmup": args.warmup,
+            "api_workers": args.api_workers,
+            "database": "postgresql" if settings.database_url else "sqlite",
+            "cpus": cpus,
+            "load_average": [load_before, load_after],
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
+        "temporal_start_workflow": asdict(a),
+        "post_request": asdict(b),
+        "ratio": ratio,
+        "target_ratio": TARGET_RATIO,
+        "requests_without_workflow": left,
     }
 
 
@@ -207,26 +245,34 @@ async def main_async(args: argparse.Namespace, var_dir: Path, database_url: str)
     settings = local_stack_settings(var_dir, database_url)
     migrate(settings.sqlalchemy_url)
     engine = make_engine(settings.sqlalchemy_url)
-    org, key = orgs.create_organization(engine, SecretCipher(settings.master_key_bytes()),
-                                        "Benchmark", request_rate_per_minute=1_000_000)
+    org, key = orgs.create_organization(
+        engine, SecretCipher(settings.master_key_bytes()), "Benchmark", request_rate_per_minute=1_000_000
+    )
     publish_example_action(engine, org.id)
     engine.dispose()
     stack = Stack(settings, echo=False, api_workers=args.api_workers)
-    return await run_on_stack(stack, "intake", lambda load_before: run_bench(
-        stack, args, org.id, key.api_key, key.signature_secret, load_before))
+    return await run_on_stack(
+        stack,
+        "intake",
+        lambda load_before: run_bench(stack, args, org.id, key.api_key, key.signature_secret, load_before),
+    )
 
 
 def local_stack_settings(var_dir: Path, database_url: str) -> Settings:
     """The ``make run`` settings on free ports in ``var_dir`` (a benchmark's own stack)."""
     return Settings(  # the public URL follows the API port, as for `make run`
-        environment=Environment.DEVELOPMENT, var_dir=var_dir, database_url=database_url,
-        temporal_address=f"127.0.0.1:{free_port()}", temporal_ui_port=free_port(),
+        environment=Environment.DEVELOPMENT,
+        var_dir=var_dir,
+        database_url=database_url,
+        temporal_address=f"127.0.0.1:{free_port()}",
+        temporal_ui_port=free_port(),
         api_port=free_port(),
     )
 
 
-async def run_on_stack(stack: Stack, kind: str,
-                       bench: Callable[[float], Coroutine[Any, Any, dict[str, Any]]]) -> int:
+async def run_on_stack(
+    stack: Stack, kind: str, bench: Callable[[float], Coroutine[Any, Any, dict[str, Any]]]
+) -> int:
     """Start ``stack``, run ``bench(load average before)`` on it (Ctrl-C stops both), stop the
     stack, and write the result to ``bench/results/<kind>-<timestamp>.json``. The exit code."""
     loop = asyncio.get_running_loop()
@@ -234,8 +280,9 @@ async def run_on_stack(stack: Stack, kind: str,
         loop.add_signal_handler(sig, stack.on_signal)
     began, load_before = time.monotonic(), os.getloadavg()[0]
     try:
-        print(f"starting Temporal, worker and API ({stack.api_workers} process) in "
-              f"{stack.settings.var_dir} ...")
+        print(
+            f"starting Temporal, worker and API ({stack.api_workers} process) in {stack.settings.var_dir} ..."
+        )
         await stack.start()
         print(f"stack ready in {time.monotonic() - began:.1f}s")
         task = asyncio.create_task(bench(load_before))
@@ -258,20 +305,33 @@ async def run_on_stack(stack: Stack, kind: str,
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m bench.intake", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.intake",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("--n", type=int, default=400, help="operations measured of each kind")
-    parser.add_argument("--rounds", type=int, default=4,
-                        help="alternating rounds the operations are split into")
+    parser.add_argument(
+        "--rounds", type=int, default=4, help="alternating rounds the operations are split into"
+    )
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--warmup", type=int, default=32, help="unmeasured operations per phase")
-    parser.add_argument("--api-workers", type=int, default=1,
-                        help="uvicorn worker processes (make run uses 1)")
-    parser.add_argument("--profile", action="store_true",
-                        help="sample the API with py-spy during the POST phase (pip install py-spy)")
-    parser.add_argument("--postgres", nargs="?", const=PG_ADMIN_URL, default=None, metavar="ADMIN_URL",
-                        help="use a throw-away PostgreSQL database instead of SQLite "
-                             f"(default server {PG_ADMIN_URL})")
+    parser.add_argument(
+        "--api-workers", type=int, default=1, help="uvicorn worker processes (make run uses 1)"
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="sample the API with py-spy during the POST phase (pip install py-spy)",
+    )
+    parser.add_argument(
+        "--postgres",
+        nargs="?",
+        const=PG_ADMIN_URL,
+        default=None,
+        metavar="ADMIN_URL",
+        help=f"use a throw-away PostgreSQL database instead of SQLite (default server {PG_ADMIN_URL})",
+    )
     return parser.parse_args(argv)
 
 

@@ -84,8 +84,13 @@ class Phase:
     def result(self) -> Measurement:
         n, ordered = len(self.latencies), sorted(self.latencies)
         return Measurement(
-            self.name, n, round(self.seconds, 3), n / self.seconds,
-            percentile(ordered, 0.5) * 1000, percentile(ordered, 0.99) * 1000, self.errors,
+            self.name,
+            n,
+            round(self.seconds, 3),
+            n / self.seconds,
+            percentile(ordered, 0.5) * 1000,
+            percentile(ordered, 0.99) * 1000,
+            self.errors,
             {k: round(1000 * v / n, 2) for k, v in self.cpu.items()},
         )
 
@@ -100,5 +105,3 @@ def report(bare: Measurement, intake: Measurement, ratio: float) -> None:
     print(f"\n  CPU ms per operation{'':<10}{''.join(f'{k:>14}' for k in names)}")
     for m in (bare, intake):
         print(f"  {m.name:<30}{''.join(f'{m.cpu_ms_per_op.get(k, 0):>14.2f}' for k in names)}")
-
-

@@ -59,9 +59,21 @@ class Profiler:
         if exe is None:
             raise RuntimeError("--profile needs py-spy: .venv/bin/pip install py-spy")
         self.proc = await asyncio.create_subprocess_exec(
-            exe, "record", "--pid", str(self.pid), "--subprocesses", "--rate", "250",
-            "--format", "raw", "--output", str(self.output), "--nonblocking", "--gil",
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE,
+            exe,
+            "record",
+            "--pid",
+            str(self.pid),
+            "--subprocesses",
+            "--rate",
+            "250",
+            "--format",
+            "raw",
+            "--output",
+            str(self.output),
+            "--nonblocking",
+            "--gil",
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
         )
         await asyncio.sleep(1.0)  # attach before the phase starts
         return self
@@ -110,8 +122,10 @@ def summarize(raw: Path, top: int = 15) -> str:
                 inclusive[name] += count
     if not total:
         return "  (no samples)"
-    lines = [f"  {total} samples of the API process (all threads, idle excluded)",
-             "  project functions, including what they call:"]
+    lines = [
+        f"  {total} samples of the API process (all threads, idle excluded)",
+        "  project functions, including what they call:",
+    ]
     lines += [f"    {100 * n / total:5.1f}%  {name}" for name, n in inclusive.most_common(top)]
     lines.append("  leaf functions (where the CPU was):")
     lines += [f"    {100 * n / total:5.1f}%  {name}" for name, n in leaf.most_common(top)]

@@ -50,29 +50,49 @@ def keyed(did: str) -> Ed25519KeyPair:
 
 def operations() -> dict[str, Callable[[], Any]]:
     service, org = keyed(SERVICE), keyed(ORG)
-    documents = {SERVICE: did_document(SERVICE, [service.public_multikey]),
-                 ORG: did_document(ORG, [org.public_multikey])}
+    documents = {
+        SERVICE: did_document(SERVICE, [service.public_multikey]),
+        ORG: did_document(ORG, [org.public_multikey]),
+    }
     resolver = Resolver(documents.get)
-    action = action_pin("urn:via:action:6f1c", "urn:via:action-version:9e2d",
-                        digest_sri({"rules": ["executionParams.amount <= userParams.maxAmount"]}),
-                        {"maxAmount": 250, "currencies": ["EUR", "USD"]})
+    action = action_pin(
+        "urn:via:action:6f1c",
+        "urn:via:action-version:9e2d",
+        digest_sri({"rules": ["executionParams.amount <= userParams.maxAmount"]}),
+        {"maxAmount": 250, "currencies": ["EUR", "USD"]},
+    )
 
     def sign_vc() -> dict[str, Any]:
         return mandate_credential(
             credential_id="urn:via:credential:2f0c6a1e-8c4b-4d2e-9f3a-6b7c8d9e0f12",
-            issuer_key=service, context_url="https://mandatum.test/ns/v1", organization_did=ORG,
+            issuer_key=service,
+            context_url="https://mandatum.test/ns/v1",
+            organization_did=ORG,
             grantors=["did:web:mandatum.test:subjects:0b8f3f3e-3e0c-4b7e-9a57-0d8f5c0c1a11"],
-            scope="payments", authorized_dids=[ORG, "did:web:verifier.example"], valid_from=NOW,
-            valid_until=NOW + timedelta(days=30), created=NOW, action=action,
-            evidences=[evidence_entry("urn:via:evidence:1", b"%PDF-1.7 ...",
-                                      "https://mandatum.test/evidence/1")])
+            scope="payments",
+            authorized_dids=[ORG, "did:web:verifier.example"],
+            valid_from=NOW,
+            valid_until=NOW + timedelta(days=30),
+            created=NOW,
+            action=action,
+            evidences=[
+                evidence_entry("urn:via:evidence:1", b"%PDF-1.7 ...", "https://mandatum.test/evidence/1")
+            ],
+        )
 
     vc = sign_vc()
 
     def make_vp() -> dict[str, Any]:
-        return presentation(vc, org, holder_did=ORG, presentation_id="urn:via:presentation:9a1b",
-                            challenge="c1f4e0d2a9b84f3e", domain="did:web:verifier.example",
-                            created=NOW, expires=NOW + timedelta(minutes=5))
+        return presentation(
+            vc,
+            org,
+            holder_did=ORG,
+            presentation_id="urn:via:presentation:9a1b",
+            challenge="c1f4e0d2a9b84f3e",
+            domain="did:web:verifier.example",
+            created=NOW,
+            expires=NOW + timedelta(minutes=5),
+        )
 
     vp = make_vp()
     raw_key = SigningKey.generate()
@@ -86,7 +106,8 @@ def operations() -> dict[str, Callable[[], Any]]:
         "mandate VC verify": lambda: verify_mandate(vc, resolver, now=NOW),
         "VP create": make_vp,
         "VP verify (VP + VC proofs)": lambda: verify_presentation(
-            vp, resolver, challenge="c1f4e0d2a9b84f3e", domain="did:web:verifier.example", now=NOW),
+            vp, resolver, challenge="c1f4e0d2a9b84f3e", domain="did:web:verifier.example", now=NOW
+        ),
     }
 
 
@@ -114,10 +135,14 @@ def main() -> None:
     rows = {}
     for name, values in samples.items():
         values.sort()
-        rows[name] = {"count": len(values), "median_us": round(percentile(values, 0.5), 1),
-                      "p99_us": round(percentile(values, 0.99), 1)}
+        rows[name] = {
+            "count": len(values),
+            "median_us": round(percentile(values, 0.5), 1),
+            "p99_us": round(percentile(values, 0.99), 1),
+        }
     ratio = rows["VP verify (VP + VC proofs)"]["median_us"] / (
-        2 * rows["raw Ed25519 verify (64 B)"]["median_us"])
+        2 * rows["raw Ed25519 verify (64 B)"]["median_us"]
+    )
     width = max(len(n) for n in rows)
     print(f"{'operation':<{width}}  {'median µs':>10}  {'p99 µs':>10}")
     for name, row in rows.items():
@@ -127,10 +152,21 @@ def main() -> None:
     RESULTS_DIR.mkdir(exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     out = RESULTS_DIR / f"trust-{stamp}.json"
-    out.write_text(json.dumps({
-        "timestamp": stamp, "iterations": args.iterations, "python": platform.python_version(),
-        "machine": platform.platform(), "operations": rows, "vp_verify_ratio": round(ratio, 3),
-        "target_ratio": TARGET_RATIO}, indent=2) + "\n")
+    out.write_text(
+        json.dumps(
+            {
+                "timestamp": stamp,
+                "iterations": args.iterations,
+                "python": platform.python_version(),
+                "machine": platform.platform(),
+                "operations": rows,
+                "vp_verify_ratio": round(ratio, 3),
+                "target_ratio": TARGET_RATIO,
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     print(f"wrote {out.relative_to(Path.cwd()) if out.is_relative_to(Path.cwd()) else out}")
 
 

@@ -71,16 +71,30 @@ class Load:
     def __init__(self, stack: Stack, concurrency: int, tmp: Path) -> None:
         self.stack, self.concurrency, self.tmp = stack, concurrency, tmp
 
-    async def run(self, requests: list[bytes], *, seconds: float | None = None,
-                  rate: float | None = None, label: str = "") -> tuple[Outcome, dict[str, float]]:
-        job = Job("127.0.0.1", self.stack.settings.api_port, self.concurrency, requests, seconds,
-                  rate, keep_bodies=True)
+    async def run(
+        self,
+        requests: list[bytes],
+        *,
+        seconds: float | None = None,
+        rate: float | None = None,
+        label: str = "",
+    ) -> tuple[Outcome, dict[str, float]]:
+        job = Job(
+            "127.0.0.1",
+            self.stack.settings.api_port,
+            self.concurrency,
+            requests,
+            seconds,
+            rate,
+            keep_bodies=True,
+        )
         job_path, out_path = self.tmp / "job.pickle", self.tmp / "outcome.pickle"
         job_path.write_bytes(pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL))
         before = {c.name: cpu_seconds(c.proc.pid) for c in self.stack.children}
         ours_before, machine_before = own_cpu_seconds() + children_cpu(), machine_cpu_seconds()
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bench.verify_load", str(job_path), str(out_path))
+            sys.executable, "-m", "bench.verify_load", str(job_path), str(out_path)
+        )
         if await proc.wait() != 0:
             raise RuntimeError(f"the load generator failed ({label}) with code {proc.returncode}")
         cpu = {c.name: cpu_seconds(c.proc.pid) - before[c.name] for c in self.stack.children}
@@ -88,17 +102,25 @@ class Load:
         out: Outcome = pickle.loads(out_path.read_bytes())  # noqa: S301 - our own child's output
         cpu["bench client"] = out.cpu_seconds
         # the machine's busy CPU that none of our processes used: other people's work
-        cpu["other work"] = max(0.0, machine_cpu_seconds() - machine_before - ours - sum(cpu.values())
-                                + out.cpu_seconds)
+        cpu["other work"] = max(
+            0.0, machine_cpu_seconds() - machine_before - ours - sum(cpu.values()) + out.cpu_seconds
+        )
         n = len(out.latencies)
-        print(f"  {label:<36} {n:>6} in {out.seconds:5.1f}s ({n / max(out.seconds, 1e-9):7.1f}/s)"
-              + (f"  {out.transport_errors} transport errors {out.failures[:2]}"
-                 if out.transport_errors else ""), flush=True)
+        print(
+            f"  {label:<36} {n:>6} in {out.seconds:5.1f}s ({n / max(out.seconds, 1e-9):7.1f}/s)"
+            + (
+                f"  {out.transport_errors} transport errors {out.failures[:2]}"
+                if out.transport_errors
+                else ""
+            ),
+            flush=True,
+        )
         return out, cpu
 
 
-async def prepare(stack: Stack, load: Load, caller: setup.Caller, args: argparse.Namespace,
-                  plan: list[int]) -> tuple[setup.Signer, list[list[bytes]], Series]:
+async def prepare(
+    stack: Stack, load: Load, caller: setup.Caller, args: argparse.Namespace, plan: list[int]
+) -> tuple[setup.Signer, list[list[bytes]], Series]:
     """Mandates, then one VP per planned verification, then the signed verify requests, cut
     into the slices of ``plan``."""
     signer = setup.Signer(caller, f"127.0.0.1:{stack.settings.api_port}")
@@ -107,8 +129,9 @@ async def prepare(stack: Stack, load: Load, caller: setup.Caller, args: argparse
         mandates = await setup.issue_mandates(http, await stack.client(), signer, args.mandates)
     print(f"  issued {len(mandates)} mandates in {time.monotonic() - began:.1f}s")
     wanted = sum(plan)
-    out, cpu = await load.run(signer.presentations(mandates, wanted),
-                              label=f"obtaining {wanted} VPs (presentation)")
+    out, cpu = await load.run(
+        signer.presentations(mandates, wanted), label=f"obtaining {wanted} VPs (presentation)"
+    )
     vps, problems = setup.presentations_of(out.statuses, out.bodies)
     presenting = Series("POST .../presentation (setup)")
     presenting.add(out, cpu, wanted - len(vps), wanted)
@@ -117,13 +140,14 @@ async def prepare(stack: Stack, load: Load, caller: setup.Caller, args: argparse
     requests = signer.verifications(vps)
     slices, at = [], 0
     for n in plan:
-        slices.append(requests[at:at + n])
+        slices.append(requests[at : at + n])
         at += n
     return signer, slices, presenting
 
 
-async def run_bench(stack: Stack, args: argparse.Namespace, caller: setup.Caller, tmp: Path,
-                    load_before: float) -> dict[str, Any]:
+async def run_bench(
+    stack: Stack, args: argparse.Namespace, caller: setup.Caller, tmp: Path, load_before: float
+) -> dict[str, Any]:
     rounds, round_s = args.rounds, args.duration / args.rounds
     per_round, warm = math.ceil(round_s * args.max_rate), math.ceil(args.warmup * args.max_rate)
     paced = math.ceil(args.paced * TARGET_RATE)
@@ -131,17 +155,18 @@ async def run_bench(stack: Stack, args: argparse.Namespace, caller: setup.Caller
     load = Load(stack, args.concurrency, tmp)
     print(f"preparing: {args.mandates} mandates, {warm + rounds * per_round + paced + profile_n} VPs")
     signer, [warm_vps, *slices], presenting = await prepare(
-        stack, load, caller, args, [warm, *[per_round] * rounds, paced, profile_n])
+        stack, load, caller, args, [warm, *[per_round] * rounds, paced, profile_n]
+    )
     paced_vps, profile_vps = slices[rounds], slices[rounds + 1]
     me_round = per_round * ME_PER_VERIFY
     me_all = signer.me(warm * ME_PER_VERIFY + rounds * me_round)
     print(f"measuring {args.duration:g}s of each at {args.concurrency} clients, {rounds} alternating rounds")
-    await load.run(me_all[:warm * ME_PER_VERIFY], seconds=args.warmup, label="warm-up: GET /me")
+    await load.run(me_all[: warm * ME_PER_VERIFY], seconds=args.warmup, label="warm-up: GET /me")
     await load.run(warm_vps, seconds=args.warmup, label="warm-up: verify")
     me, verify = Series("GET /me (signed)"), Series("POST /credential/verify")
     others: dict[str, int] = {}
     for r in range(rounds):
-        mine = me_all[warm * ME_PER_VERIFY + r * me_round:][:me_round]
+        mine = me_all[warm * ME_PER_VERIFY + r * me_round :][:me_round]
         out, cpu = await load.run(mine, seconds=round_s, label=f"round {r + 1}/{rounds}: GET /me")
         me.add(out, cpu, sum(s != 200 for s in out.statuses.values()), len(mine))
         out, cpu = await load.run(slices[r], seconds=round_s, label=f"round {r + 1}/{rounds}: verify")
@@ -151,20 +176,30 @@ async def run_bench(stack: Stack, args: argparse.Namespace, caller: setup.Caller
             others[k] = others.get(k, 0) + n
     at_target = Series(f"verify, open loop at {TARGET_RATE:g}/s")
     if paced:
-        out, cpu = await load.run(paced_vps, rate=TARGET_RATE,
-                                  label=f"verify at {TARGET_RATE:g}/s (open loop)")
+        out, cpu = await load.run(
+            paced_vps, rate=TARGET_RATE, label=f"verify at {TARGET_RATE:g}/s (open loop)"
+        )
         at_target.add(out, cpu, not_allowed(out)[0], -1)
     profile = RESULTS_DIR / f"verify-profile-{datetime.now(UTC):%Y%m%dT%H%M%SZ}.txt"
     if args.profile:
         async with profiled(stack, profile):
             await load.run(profile_vps, seconds=round_s, label="verify under py-spy (not counted)")
-    return summarize_run(args, stack, me, verify, at_target, presenting, others, load_before,
-                         profile if args.profile else None)
+    return summarize_run(
+        args, stack, me, verify, at_target, presenting, others, load_before, profile if args.profile else None
+    )
 
 
-def summarize_run(args: argparse.Namespace, stack: Stack, me_s: Series, verify_s: Series,
-                  paced_s: Series, presenting: Series, others: dict[str, int], load_before: float,
-                  profile: Path | None) -> dict[str, Any]:
+def summarize_run(
+    args: argparse.Namespace,
+    stack: Stack,
+    me_s: Series,
+    verify_s: Series,
+    paced_s: Series,
+    presenting: Series,
+    others: dict[str, int],
+    load_before: float,
+    profile: Path | None,
+) -> dict[str, Any]:
     me, verify, presented = me_s.result(), verify_s.result(), presenting.result()
     paced = paced_s.result() if paced_s.latencies else None
     rows = [m for m in (me, verify, paced, presented) if m is not None]
@@ -172,8 +207,9 @@ def summarize_run(args: argparse.Namespace, stack: Stack, me_s: Series, verify_s
     for m in rows:
         print(f"  {m.name:<40}{m.rate_per_second:>9.1f}{m.p50_ms:>9.1f}{m.p99_ms:>9.1f}{m.errors:>8}")
     ratio = verify.rate_per_second / me.rate_per_second
-    print(f"  {'ratio verify / GET /me (throughput)':<40}{ratio:>9.2f}"
-          f"   (p50 {verify.p50_ms / me.p50_ms:.1f}x)")
+    print(
+        f"  {'ratio verify / GET /me (throughput)':<40}{ratio:>9.2f}   (p50 {verify.p50_ms / me.p50_ms:.1f}x)"
+    )
     checks = {
         f"verify >= {TARGET_RATE:g}/s": verify.rate_per_second >= TARGET_RATE,
         f"verify p99 < {TARGET_P99_MS:g} ms at {args.concurrency} clients": verify.p99_ms < TARGET_P99_MS,
@@ -191,8 +227,10 @@ def summarize_run(args: argparse.Namespace, stack: Stack, me_s: Series, verify_s
     print(f"\n  CPU ms per call{'':<25}{''.join(f'{k:>14}' for k in names)}")
     for m in rows:
         print(f"  {m.name:<40}{''.join(f'{m.cpu_ms_per_op.get(k, 0):>14.3f}' for k in names)}")
-    cores = {who: {m.name: round(m.cpu_ms_per_op.get(who, 0) * m.rate_per_second / 1000, 2) for m in rows}
-             for who in ("bench client", "other work")}
+    cores = {
+        who: {m.name: round(m.cpu_ms_per_op.get(who, 0) * m.rate_per_second / 1000, 2) for m in rows}
+        for who in ("bench client", "other work")
+    }
     for who, used in cores.items():
         print(f"  cores used by {who:<13} " + ", ".join(f"{v:.2f} in {k}" for k, v in used.items()))
     cpus, load_after = os.cpu_count() or 1, os.getloadavg()[0]
@@ -202,16 +240,30 @@ def summarize_run(args: argparse.Namespace, stack: Stack, me_s: Series, verify_s
     if profile is not None and profile.exists():
         print(f"\nprofile of the API during verify ({profile}):\n{summarize(profile, top=25)}")
     return {
-        "config": {"duration": args.duration, "rounds": args.rounds, "warmup": args.warmup,
-                   "concurrency": args.concurrency, "api_workers": args.api_workers,
-                   "mandates": args.mandates, "max_rate": args.max_rate, "paced": args.paced,
-                   "database": "postgresql" if stack.settings.database_url else "sqlite",
-                   "cpus": cpus, "load_average": [load_before, load_after],
-                   "python": platform.python_version(), "platform": platform.platform()},
-        "me": asdict(me), "verify": asdict(verify), "verify_at_target_rate": paced and asdict(paced),
-        "presentation_setup": asdict(presented), "ratio_verify_to_me": ratio,
-        "not_allowed": others, "cores_used": cores,
-        "targets": {"rate": TARGET_RATE, "p99_ms": TARGET_P99_MS}, "checks": checks,
+        "config": {
+            "duration": args.duration,
+            "rounds": args.rounds,
+            "warmup": args.warmup,
+            "concurrency": args.concurrency,
+            "api_workers": args.api_workers,
+            "mandates": args.mandates,
+            "max_rate": args.max_rate,
+            "paced": args.paced,
+            "database": "postgresql" if stack.settings.database_url else "sqlite",
+            "cpus": cpus,
+            "load_average": [load_before, load_after],
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+        },
+        "me": asdict(me),
+        "verify": asdict(verify),
+        "verify_at_target_rate": paced and asdict(paced),
+        "presentation_setup": asdict(presented),
+        "ratio_verify_to_me": ratio,
+        "not_allowed": others,
+        "cores_used": cores,
+        "targets": {"rate": TARGET_RATE, "p99_ms": TARGET_P99_MS},
+        "checks": checks,
     }
 
 
@@ -220,33 +272,59 @@ async def main_async(args: argparse.Namespace, var_dir: Path, database_url: str)
     migrate(settings.sqlalchemy_url)
     caller = setup.create_organization(settings)
     stack = Stack(settings, echo=False, api_workers=args.api_workers)
-    return await run_on_stack(stack, "verify", lambda load_before: run_bench(
-        stack, args, caller, var_dir, load_before))
+    return await run_on_stack(
+        stack, "verify", lambda load_before: run_bench(stack, args, caller, var_dir, load_before)
+    )
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="python -m bench.verify", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--duration", type=float, default=10.0,
-                        help="seconds measured of each kind, split into the rounds")
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.verify",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--duration", type=float, default=10.0, help="seconds measured of each kind, split into the rounds"
+    )
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--warmup", type=float, default=2.0, help="unmeasured seconds of each kind")
     parser.add_argument("--concurrency", type=int, default=32, help="clients (connections)")
-    parser.add_argument("--paced", type=float, default=5.0,
-                        help=f"seconds of verify at {TARGET_RATE:g}/s in an open loop (0: none)")
-    parser.add_argument("--max-rate", type=float, default=1000.0,
-                        help="VPs prepared per second of verify time (a faster server ends early)")
+    parser.add_argument(
+        "--paced",
+        type=float,
+        default=5.0,
+        help=f"seconds of verify at {TARGET_RATE:g}/s in an open loop (0: none)",
+    )
+    parser.add_argument(
+        "--max-rate",
+        type=float,
+        default=1000.0,
+        help="VPs prepared per second of verify time (a faster server ends early)",
+    )
     parser.add_argument("--mandates", type=int, default=8, help="mandates the VPs are spread over")
-    parser.add_argument("--api-workers", type=int, default=1,
-                        help="uvicorn worker processes (make run uses 1)")
-    parser.add_argument("--profile", action="store_true",
-                        help="then sample the API with py-spy during one more verify round "
-                             "(pip install py-spy)")
+    parser.add_argument(
+        "--api-workers", type=int, default=1, help="uvicorn worker processes (make run uses 1)"
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="then sample the API with py-spy during one more verify round (pip install py-spy)",
+    )
     db = parser.add_mutually_exclusive_group()
-    db.add_argument("--database-url", default="", metavar="URL",
-                    help="an existing database to migrate and use (default: SQLite in the temp dir)")
-    db.add_argument("--postgres", nargs="?", const=PG_ADMIN_URL, default=None, metavar="ADMIN_URL",
-                    help=f"a throw-away PostgreSQL database (default server {PG_ADMIN_URL})")
+    db.add_argument(
+        "--database-url",
+        default="",
+        metavar="URL",
+        help="an existing database to migrate and use (default: SQLite in the temp dir)",
+    )
+    db.add_argument(
+        "--postgres",
+        nargs="?",
+        const=PG_ADMIN_URL,
+        default=None,
+        metavar="ADMIN_URL",
+        help=f"a throw-away PostgreSQL database (default server {PG_ADMIN_URL})",
+    )
     return parser.parse_args(argv)
 
 

@@ -59,7 +59,7 @@ async def read_response(reader: asyncio.StreamReader) -> tuple[int, bytes, bool]
     at = lower.find(b"\r\ncontent-length:")
     if at < 0:
         raise ProtocolError("response without Content-Length")
-    length = int(lower[at + 17:lower.index(b"\r\n", at + 2)])
+    length = int(lower[at + 17 : lower.index(b"\r\n", at + 2)])
     body = await reader.readexactly(length) if length else b""
     return status, body, b"\r\nconnection: close\r\n" in lower
 

@@ -55,8 +55,12 @@ def create_organization(settings: Settings) -> Caller:
     """An organization whose request rate cannot get in the way, with the example action."""
     engine = make_engine(settings.sqlalchemy_url)
     try:
-        org, key = orgs.create_organization(engine, SecretCipher(settings.master_key_bytes()),
-                                            "Verify benchmark", request_rate_per_minute=1_000_000)
+        org, key = orgs.create_organization(
+            engine,
+            SecretCipher(settings.master_key_bytes()),
+            "Verify benchmark",
+            request_rate_per_minute=1_000_000,
+        )
         publish_example_action(engine, org.id)
         presentations.set_presentation_minutes(engine, org.id, VP_MINUTES)
     finally:
@@ -87,9 +91,13 @@ class Signer:
 
     def request(self, method: str, path: str, body: bytes = b"") -> bytes:
         timestamp = self.timestamp()
-        lines = [f"{method} {path} HTTP/1.1", f"Host: {self.host}",
-                 f"Authorization: Bearer {self.caller.api_key}", f"X-Timestamp: {timestamp}",
-                 f"X-Signature: {sign(self.caller.secret, timestamp, body)}"]
+        lines = [
+            f"{method} {path} HTTP/1.1",
+            f"Host: {self.host}",
+            f"Authorization: Bearer {self.caller.api_key}",
+            f"X-Timestamp: {timestamp}",
+            f"X-Signature: {sign(self.caller.secret, timestamp, body)}",
+        ]
         if body or method not in ("GET", "HEAD"):
             lines += ["Content-Type: application/json", f"Content-Length: {len(body)}"]
         return ("\r\n".join(lines) + "\r\n\r\n").encode() + body
@@ -97,9 +105,12 @@ class Signer:
     def headers(self, body: bytes = b"") -> dict[str, str]:
         """The same signing, as headers for httpx (the setup calls)."""
         timestamp = self.timestamp()
-        return {"Authorization": f"Bearer {self.caller.api_key}", "X-Timestamp": timestamp,
-                "X-Signature": sign(self.caller.secret, timestamp, body),
-                "Content-Type": "application/json"}
+        return {
+            "Authorization": f"Bearer {self.caller.api_key}",
+            "X-Timestamp": timestamp,
+            "X-Signature": sign(self.caller.secret, timestamp, body),
+            "Content-Type": "application/json",
+        }
 
     def me(self, n: int) -> list[bytes]:
         return [self.request("GET", "/me") for _ in range(n)]
@@ -111,9 +122,14 @@ class Signer:
         return [self.request("POST", paths[i % len(paths)], body) for i in range(n)]
 
     def verifications(self, presentations: list[dict[str, Any]]) -> list[bytes]:
-        return [self.request("POST", "/credential/verify",
-                             compact({"presentation": vp, "executionParams": EXECUTION_PARAMS}))
-                for vp in presentations]
+        return [
+            self.request(
+                "POST",
+                "/credential/verify",
+                compact({"presentation": vp, "executionParams": EXECUTION_PARAMS}),
+            )
+            for vp in presentations
+        ]
 
 
 # --- mandates ---------------------------------------------------------------------------------
@@ -121,10 +137,17 @@ class Signer:
 
 def request_body(i: int, run: str) -> dict[str, Any]:
     return {
-        "contacts": [f"verify-{run}-{i}@example.com"], "securityLevel": "CONTACT",
+        "contacts": [f"verify-{run}-{i}@example.com"],
+        "securityLevel": "CONTACT",
         "name": f"Verify bench {run} #{i}",
-        "credentials": [{"type": "POLICY", "name": "Rent payments", "scope": "payments",
-                         "action": {"id": EXAMPLE_ACTION_ID, "userParams": USER_PARAMS}}],
+        "credentials": [
+            {
+                "type": "POLICY",
+                "name": "Rent payments",
+                "scope": "payments",
+                "action": {"id": EXAMPLE_ACTION_ID, "userParams": USER_PARAMS},
+            }
+        ],
     }
 
 
@@ -155,8 +178,9 @@ async def issue_mandate(http: httpx.AsyncClient, temporal: Any, signer: Signer, 
     session = SESSION_RE.search(confirmed.text)
     if session is None:
         raise RuntimeError(f"the code was not accepted: {confirmed.status_code} {confirmed.text[:300]}")
-    decided = await http.post(f"{link.group(0)}/decide", data={"session": session.group(1),
-                                                                f"decision-{credential_id}": "accept"})
+    decided = await http.post(
+        f"{link.group(0)}/decide", data={"session": session.group(1), f"decision-{credential_id}": "accept"}
+    )
     if decided.status_code not in (200, 303):
         raise RuntimeError(f"the decision was refused: {decided.status_code} {decided.text[:300]}")
     for _ in range(100):  # issued by the decision's update: normally already there
@@ -170,8 +194,7 @@ async def issue_mandate(http: httpx.AsyncClient, temporal: Any, signer: Signer, 
 
 async def issue_mandates(http: httpx.AsyncClient, temporal: Any, signer: Signer, n: int) -> list[str]:
     run = str(int(time.time()))
-    return list(await asyncio.gather(*(issue_mandate(http, temporal, signer, i, run)
-                                       for i in range(n))))
+    return list(await asyncio.gather(*(issue_mandate(http, temporal, signer, i, run) for i in range(n))))
 
 
 # --- reading the answers ----------------------------------------------------------------------
@@ -238,9 +261,16 @@ class Series:
 
     def result(self) -> Measurement:
         n, ordered = len(self.latencies), sorted(self.latencies)
-        return Measurement(self.name, n, round(self.seconds, 3), n / self.seconds,
-                           percentile(ordered, 0.5) * 1000, percentile(ordered, 0.99) * 1000,
-                           self.errors, {k: round(1000 * v / max(n, 1), 3) for k, v in self.cpu.items()})
+        return Measurement(
+            self.name,
+            n,
+            round(self.seconds, 3),
+            n / self.seconds,
+            percentile(ordered, 0.5) * 1000,
+            percentile(ordered, 0.99) * 1000,
+            self.errors,
+            {k: round(1000 * v / max(n, 1), 3) for k, v in self.cpu.items()},
+        )
 
 
 def machine_cpu_seconds() -> float:

@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from policy.actions import ActionSpec
 
 action_app = typer.Typer(
-    help="Actions: create from a YAML or JSON file, add versions, publish, list.", no_args_is_help=True)
+    help="Actions: create from a YAML or JSON file, add versions, publish, list.", no_args_is_help=True
+)
 
 FileOpt = Annotated[Path, typer.Option("--file", help="The action, as YAML (.yaml, .yml) or JSON.")]
 PublishOpt = Annotated[bool, typer.Option("--publish", help="Publish the new version at once.")]
@@ -99,9 +100,14 @@ def _action_org(engine: Engine, action_id: str, org: str | None) -> str:
 
 
 def _version_row(version: Any) -> dict[str, object]:
-    return {"actionId": version.action_id, "versionId": version.id, "number": version.number,
-            "status": version.status, "digestSRI": version.digest_sri,
-            "publishedAt": version.published_at and version.published_at.isoformat()}
+    return {
+        "actionId": version.action_id,
+        "versionId": version.id,
+        "number": version.number,
+        "status": version.status,
+        "digestSRI": version.digest_sri,
+        "publishedAt": version.published_at and version.published_at.isoformat(),
+    }
 
 
 def _publish(engine: Engine, version_id: str, org: str | None = None) -> Any:
@@ -115,10 +121,16 @@ def _publish(engine: Engine, version_id: str, org: str | None = None) -> Any:
 
 @action_app.command("create")
 def action_create(
-    org: Annotated[str, typer.Option("--org", help="Organization id.")], file: FileOpt,
-    action_id: Annotated[str | None, typer.Option(
-        "--id", help="Install under this URN (e.g. the same action as in another organization).")] = None,
-    publish: PublishOpt = False, as_json: JsonOpt = False,
+    org: Annotated[str, typer.Option("--org", help="Organization id.")],
+    file: FileOpt,
+    action_id: Annotated[
+        str | None,
+        typer.Option(
+            "--id", help="Install under this URN (e.g. the same action as in another organization)."
+        ),
+    ] = None,
+    publish: PublishOpt = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Create an action from a file, as draft version 1."""
     _, engine, _ = context()
@@ -136,9 +148,11 @@ def action_create(
 
 @action_app.command("add-version")
 def action_add_version(
-    action_id: Annotated[str, typer.Option("--action", help="Action URN.")], file: FileOpt,
+    action_id: Annotated[str, typer.Option("--action", help="Action URN.")],
+    file: FileOpt,
     org: Annotated[str | None, typer.Option("--org", help="Organization id.")] = None,
-    publish: PublishOpt = False, as_json: JsonOpt = False,
+    publish: PublishOpt = False,
+    as_json: JsonOpt = False,
 ) -> None:
     """Add the next numbered draft version of an action from a file."""
     _, engine, _ = context()
@@ -158,8 +172,9 @@ def action_add_version(
 @action_app.command("publish")
 def action_publish(
     version_id: Annotated[str | None, typer.Option("--version", help="Version URN.")] = None,
-    action_id: Annotated[str | None, typer.Option(
-        "--action", help="Action URN: publish its newest draft.")] = None,
+    action_id: Annotated[
+        str | None, typer.Option("--action", help="Action URN: publish its newest draft.")
+    ] = None,
     org: Annotated[str | None, typer.Option("--org", help="Organization id.")] = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -190,12 +205,22 @@ def action_list(
         fail(str(exc))
     views = _actions().list_actions(engine, org, published_only=False)
     if as_json:
-        typer.echo(json.dumps([
-            {"actionId": v.action.id, "name": v.action.name, "description": v.action.description,
-             "versions": [_version_row(x) for x in v.versions]} for v in views], indent=2))
+        typer.echo(
+            json.dumps(
+                [
+                    {
+                        "actionId": v.action.id,
+                        "name": v.action.name,
+                        "description": v.action.description,
+                        "versions": [_version_row(x) for x in v.versions],
+                    }
+                    for v in views
+                ],
+                indent=2,
+            )
+        )
         return
     for v in views:
         typer.echo(f"{v.action.id}  {v.action.name}")
         for x in v.versions:
             typer.echo(f"  v{x.number}  {x.status:<9}  {x.id}  {x.digest_sri or ''}")
-

@@ -23,11 +23,27 @@ def audit_verify(
     checks = verify_chains(engine, settings, org)
     broken = [c.broken for c in checks if c.broken is not None]
     if as_json:
-        emit({"ok": not broken, "chains": [
-            {"organizationId": c.organization_id, "records": c.records,
-             "broken": None if c.broken is None else {
-                 "recordId": c.broken.record_id, "seq": c.broken.seq, "problem": c.broken.problem}}
-            for c in checks]}, True, "")
+        emit(
+            {
+                "ok": not broken,
+                "chains": [
+                    {
+                        "organizationId": c.organization_id,
+                        "records": c.records,
+                        "broken": None
+                        if c.broken is None
+                        else {
+                            "recordId": c.broken.record_id,
+                            "seq": c.broken.seq,
+                            "problem": c.broken.problem,
+                        },
+                    }
+                    for c in checks
+                ],
+            },
+            True,
+            "",
+        )
     else:
         for check in checks:
             state = "ok" if check.broken is None else f"BROKEN: {check.broken}"

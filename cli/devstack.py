@@ -44,10 +44,16 @@ EXAMPLE_ACTION: dict[str, object] = {
         {"name": "payee", "type": "string"},
     ],
     "rules": [
-        {"name": "amountWithinLimit", "description": "The amount is at most the approved maximum.",
-         "expression": "executionParams.amount <= userParams.maxAmount"},
-        {"name": "payeeListed", "description": "The payee is one the subject listed (any when none).",
-         "expression": "size(userParams.payees) == 0 || executionParams.payee in userParams.payees"},
+        {
+            "name": "amountWithinLimit",
+            "description": "The amount is at most the approved maximum.",
+            "expression": "executionParams.amount <= userParams.maxAmount",
+        },
+        {
+            "name": "payeeListed",
+            "description": "The payee is one the subject listed (any when none).",
+            "expression": "size(userParams.payees) == 0 || executionParams.payee in userParams.payees",
+        },
     ],
 }
 
@@ -68,35 +74,45 @@ def bootstrap_dev_org(settings: Settings) -> str:
             with contextlib.suppress(orgs.NotFound):  # gone with a deleted database: make anew
                 orgs.get_organization(engine, org_id)
                 publish_example_action(engine, org_id)
-                return (f"Development organization {org_id} ({settings.organization_did(org_id)}).\n"
-                        "  Its API key was printed on the first run; for a new one:\n"
-                        f"  .venv/bin/mandatum key create --org {org_id}")
-        org, key = orgs.create_organization(engine, SecretCipher(settings.master_key_bytes()),
-                                            "Development organization", 600)
+                return (
+                    f"Development organization {org_id} ({settings.organization_did(org_id)}).\n"
+                    "  Its API key was printed on the first run; for a new one:\n"
+                    f"  .venv/bin/mandatum key create --org {org_id}"
+                )
+        org, key = orgs.create_organization(
+            engine, SecretCipher(settings.master_key_bytes()), "Development organization", 600
+        )
         publish_example_action(engine, org.id)
     finally:
         engine.dispose()
     marker.write_text(json.dumps({"organizationId": org.id}))  # ids only: never the secrets
-    return ("Created the development organization. Its secrets are shown ONCE; save them now:\n"
-            f"  organization id   {org.id}\n"
-            f"  DID               {settings.organization_did(org.id)}\n"
-            f"  API key           {key.api_key}\n"
-            f"  signature secret  {key.signature_secret}")
+    return (
+        "Created the development organization. Its secrets are shown ONCE; save them now:\n"
+        f"  organization id   {org.id}\n"
+        f"  DID               {settings.organization_did(org.id)}\n"
+        f"  API key           {key.api_key}\n"
+        f"  signature secret  {key.signature_secret}"
+    )
 
 
 def banner(settings: Settings, organization: str) -> str:
     temporal_host = browsable(settings.temporal_address.rpartition(":")[0])
     api = f"http://{browsable(settings.api_host)}:{settings.api_port}"
-    return (f"\n{organization}\n\nMandatum is running:\n"
-            f"  API           {api}\n"
-            f"  API docs      {api}/docs\n"
-            + (f"  dev outbox    {api}/dev/outbox  (the codes and links sent to subjects)\n"
-               if settings.email_transport == "outbox" or settings.sms_transport == "outbox" else "")
-            + f"  Temporal UI   http://{temporal_host}:{settings.temporal_ui_port}/namespaces/"
-            f"{settings.temporal_namespace}/workflows\n"
-            f"  Temporal gRPC {settings.temporal_address}\n"
-            f"  data          {settings.var_dir}  (logs in {settings.var_dir / 'log'})\n"
-            f"{BANNER_END}\n")
+    return (
+        f"\n{organization}\n\nMandatum is running:\n"
+        f"  API           {api}\n"
+        f"  API docs      {api}/docs\n"
+        + (
+            f"  dev outbox    {api}/dev/outbox  (the codes and links sent to subjects)\n"
+            if settings.email_transport == "outbox" or settings.sms_transport == "outbox"
+            else ""
+        )
+        + f"  Temporal UI   http://{temporal_host}:{settings.temporal_ui_port}/namespaces/"
+        f"{settings.temporal_namespace}/workflows\n"
+        f"  Temporal gRPC {settings.temporal_address}\n"
+        f"  data          {settings.var_dir}  (logs in {settings.var_dir / 'log'})\n"
+        f"{BANNER_END}\n"
+    )
 
 
 async def run(settings: Settings) -> int:
@@ -113,8 +129,11 @@ async def run(settings: Settings) -> int:
         print(banner(settings, organization), flush=True)
         dead = await stack.wait_for_exit()
         for child in dead:
-            print(f"{child.name} exited unexpectedly with code {child.proc.returncode}; stopping "
-                  f"the rest. Its last output ({child.log}):\n{log_tail(child.log)}", flush=True)
+            print(
+                f"{child.name} exited unexpectedly with code {child.proc.returncode}; stopping "
+                f"the rest. Its last output ({child.log}):\n{log_tail(child.log)}",
+                flush=True,
+            )
         return 1 if dead else 0
     except Interrupted:
         return 0

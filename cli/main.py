@@ -27,7 +27,8 @@ key_app = typer.Typer(help="API keys and their signature secrets.", no_args_is_h
 db_app = typer.Typer(help="Database schema.", no_args_is_help=True)
 signing_app = typer.Typer(
     help="Ed25519 signing keys: the service's (issuer) and organizations' (DID documents).",
-    no_args_is_help=True)
+    no_args_is_help=True,
+)
 app.add_typer(org_app, name="org")
 app.add_typer(key_app, name="key")
 app.add_typer(db_app, name="db")
@@ -55,31 +56,52 @@ def db_upgrade() -> None:
 @org_app.command("create")
 def org_create(
     name: Annotated[str, typer.Option("--name", help="Display name of the organization.")],
-    rate: Annotated[int | None, typer.Option(
-        "--request-rate", min=1,
-        help="Requests per minute (default: MANDATUM_DEFAULT_REQUEST_RATE_PER_MINUTE, 60).")] = None,
+    rate: Annotated[
+        int | None,
+        typer.Option(
+            "--request-rate",
+            min=1,
+            help="Requests per minute (default: MANDATUM_DEFAULT_REQUEST_RATE_PER_MINUTE, 60).",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Create an organization with its first API key (the secret is shown only now)."""
     settings, engine, cipher = context()
     try:
         org, key = orgs.create_organization(
-            engine, cipher, name, rate or settings.default_request_rate_per_minute)
+            engine, cipher, name, rate or settings.default_request_rate_per_minute
+        )
     except ValueError as exc:
         fail(str(exc))
-    emit({
-        "organizationId": org.id, "name": org.name, "did": settings.organization_did(org.id),
-        "keyId": key.key_id, "apiKey": key.api_key, "signatureSecret": key.signature_secret,
-    }, as_json, "Organization created. Store the API key and secret now: they are not shown again.")
+    emit(
+        {
+            "organizationId": org.id,
+            "name": org.name,
+            "did": settings.organization_did(org.id),
+            "keyId": key.key_id,
+            "apiKey": key.api_key,
+            "signatureSecret": key.signature_secret,
+        },
+        as_json,
+        "Organization created. Store the API key and secret now: they are not shown again.",
+    )
 
 
 @org_app.command("list")
 def org_list(as_json: JsonOpt = False) -> None:
     """List organizations."""
     settings, engine, _ = context()
-    rows = [{"organizationId": o.id, "name": o.name, "did": settings.organization_did(o.id),
-             "requestRatePerMinute": o.request_rate_per_minute, "apiVersion": o.api_version}
-            for o in orgs.list_organizations(engine)]
+    rows = [
+        {
+            "organizationId": o.id,
+            "name": o.name,
+            "did": settings.organization_did(o.id),
+            "requestRatePerMinute": o.request_rate_per_minute,
+            "apiVersion": o.api_version,
+        }
+        for o in orgs.list_organizations(engine)
+    ]
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
     for r in [] if as_json else rows:
@@ -115,9 +137,17 @@ def key_create(
         key = orgs.create_key(engine, cipher, org, expires)
     except orgs.NotFound as exc:
         fail(str(exc))
-    emit({"keyId": key.key_id, "organizationId": key.organization_id, "apiKey": key.api_key,
-           "signatureSecret": key.signature_secret, "expiresAt": key.expires_at},
-          as_json, "API key created. Store it now: it is not shown again.")
+    emit(
+        {
+            "keyId": key.key_id,
+            "organizationId": key.organization_id,
+            "apiKey": key.api_key,
+            "signatureSecret": key.signature_secret,
+            "expiresAt": key.expires_at,
+        },
+        as_json,
+        "API key created. Store it now: it is not shown again.",
+    )
 
 
 def _aware(value: datetime | None) -> datetime | None:
@@ -126,9 +156,7 @@ def _aware(value: datetime | None) -> datetime | None:
 
 
 @key_app.command("rotate")
-def key_rotate(
-    key: Annotated[str, typer.Option("--key", help="Key id.")], as_json: JsonOpt = False
-) -> None:
+def key_rotate(key: Annotated[str, typer.Option("--key", help="Key id.")], as_json: JsonOpt = False) -> None:
     """New signature secret for a key; the old one keeps working for 24 hours."""
     settings, engine, cipher = context()
     try:
@@ -136,15 +164,20 @@ def key_rotate(
     except (orgs.NotFound, ValueError) as exc:
         fail(str(exc))
     hours = int(settings.rotation_grace.total_seconds() // 3600)
-    emit({"keyId": issued.key_id, "organizationId": issued.organization_id,
-           "signatureSecret": issued.signature_secret, "previousSecretValidHours": hours},
-          as_json, f"Secret rotated. The previous secret stays valid for {hours} hours.")
+    emit(
+        {
+            "keyId": issued.key_id,
+            "organizationId": issued.organization_id,
+            "signatureSecret": issued.signature_secret,
+            "previousSecretValidHours": hours,
+        },
+        as_json,
+        f"Secret rotated. The previous secret stays valid for {hours} hours.",
+    )
 
 
 @key_app.command("revoke")
-def key_revoke(
-    key: Annotated[str, typer.Option("--key", help="Key id.")], as_json: JsonOpt = False
-) -> None:
+def key_revoke(key: Annotated[str, typer.Option("--key", help="Key id.")], as_json: JsonOpt = False) -> None:
     """Revoke a key at once."""
     _, engine, _ = context()
     try:
@@ -164,11 +197,17 @@ def key_list(
         orgs.get_organization(engine, org)
     except orgs.NotFound as exc:
         fail(str(exc))
-    rows = [{"keyId": k.id, "prefix": k.key_prefix, "createdAt": k.created_at.isoformat(),
-             "rotatedAt": k.rotated_at and k.rotated_at.isoformat(),
-             "expiresAt": k.expires_at and k.expires_at.isoformat(),
-             "revokedAt": k.revoked_at and k.revoked_at.isoformat()}
-            for k in orgs.list_keys(engine, org)]
+    rows = [
+        {
+            "keyId": k.id,
+            "prefix": k.key_prefix,
+            "createdAt": k.created_at.isoformat(),
+            "rotatedAt": k.rotated_at and k.rotated_at.isoformat(),
+            "expiresAt": k.expires_at and k.expires_at.isoformat(),
+            "revokedAt": k.revoked_at and k.revoked_at.isoformat(),
+        }
+        for k in orgs.list_keys(engine, org)
+    ]
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
     for r in [] if as_json else rows:
@@ -183,11 +222,17 @@ def _signing_context() -> tuple[Settings, Engine, SecretCipher]:
 
 
 def _rotated(rotation: signing_keys.Rotation, did: str, as_json: bool, who: str) -> None:
-    emit({"did": did, "keyId": rotation.key.verification_method,
-           "publicKeyMultibase": rotation.key.public_multikey,
-           "retiredKeysListed": rotation.retired_listed},
-          as_json, f"{who} key rotated: the new key signs from now on; "
-                   f"{rotation.retired_listed} retired key(s) stay listed in the DID document.")
+    emit(
+        {
+            "did": did,
+            "keyId": rotation.key.verification_method,
+            "publicKeyMultibase": rotation.key.public_multikey,
+            "retiredKeysListed": rotation.retired_listed,
+        },
+        as_json,
+        f"{who} key rotated: the new key signs from now on; "
+        f"{rotation.retired_listed} retired key(s) stay listed in the DID document.",
+    )
 
 
 @signing_app.command("rotate-issuer")
@@ -213,8 +258,9 @@ def keys_rotate_org(
 
 @signing_app.command("list")
 def keys_list(
-    org: Annotated[str | None, typer.Option(
-        "--org", help="An organization's keys instead of the service's.")] = None,
+    org: Annotated[
+        str | None, typer.Option("--org", help="An organization's keys instead of the service's.")
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """List signing keys (public parts only), the active one first."""
@@ -225,10 +271,16 @@ def keys_list(
         except orgs.NotFound as exc:
             fail(str(exc))
     did = settings.organization_did(org) if org else settings.service_did
-    rows = [{"keyId": key_id(did, k.public_multikey), "publicKeyMultibase": k.public_multikey,
-             "status": k.status, "createdAt": k.created_at.isoformat(),
-             "retiredAt": k.retired_at and k.retired_at.isoformat()}
-            for k in signing_keys.list_signing_keys(engine, org or signing_keys.SERVICE_OWNER)]
+    rows = [
+        {
+            "keyId": key_id(did, k.public_multikey),
+            "publicKeyMultibase": k.public_multikey,
+            "status": k.status,
+            "createdAt": k.created_at.isoformat(),
+            "retiredAt": k.retired_at and k.retired_at.isoformat(),
+        }
+        for k in signing_keys.list_signing_keys(engine, org or signing_keys.SERVICE_OWNER)
+    ]
     if as_json:
         typer.echo(json.dumps({"did": did, "keys": rows}, indent=2))
         return

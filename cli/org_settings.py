@@ -14,9 +14,14 @@ from store.orgs import NotFound, set_frame_origins
 
 def org_set_presentation_minutes(
     org: Annotated[str, typer.Option("--org", help="Organization id.")],
-    minutes: Annotated[int, typer.Option(
-        "--minutes", help=f"VP lifetime in minutes ({presentations.MIN_MINUTES} to "
-                          f"{presentations.MAX_MINUTES}; default 5).")],
+    minutes: Annotated[
+        int,
+        typer.Option(
+            "--minutes",
+            help=f"VP lifetime in minutes ({presentations.MIN_MINUTES} to "
+            f"{presentations.MAX_MINUTES}; default 5).",
+        ),
+    ],
 ) -> None:
     """Set how long the presentations (VPs) of the organization's mandates stay valid."""
     _, engine, _ = context()
@@ -29,8 +34,10 @@ def org_set_presentation_minutes(
 
 def org_set_frame_origins(
     org: Annotated[str, typer.Option("--org", help="Organization id.")],
-    origins: Annotated[list[str] | None, typer.Argument(
-        help="HTTPS origins (https://app.example.com), at most 10; none clears the list.")] = None,
+    origins: Annotated[
+        list[str] | None,
+        typer.Argument(help="HTTPS origins (https://app.example.com), at most 10; none clears the list."),
+    ] = None,
 ) -> None:
     """Set the origins whose pages may embed the organization's approval page in an iframe."""
     settings, engine, _ = context()

@@ -47,12 +47,26 @@ class Interrupted(Exception):
 def temporal_command(settings: Settings) -> list[str]:
     host, _, port = settings.temporal_address.rpartition(":")
     cmd = [
-        str(BIN / "temporal"), "server", "start-dev",
-        "--db-filename", str(settings.var_dir / "temporal.db"),
-        "--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal",
-        "--ip", host, "--port", port, "--ui-port", str(settings.temporal_ui_port),
-        "--ui-disable-news-fetch", "--log-level", "warn",
-        "--namespace", settings.temporal_namespace,
+        str(BIN / "temporal"),
+        "server",
+        "start-dev",
+        "--db-filename",
+        str(settings.var_dir / "temporal.db"),
+        "--sqlite-pragma",
+        "journal_mode=wal",
+        "--sqlite-pragma",
+        "synchronous=normal",
+        "--ip",
+        host,
+        "--port",
+        port,
+        "--ui-port",
+        str(settings.temporal_ui_port),
+        "--ui-disable-news-fetch",
+        "--log-level",
+        "warn",
+        "--namespace",
+        settings.temporal_namespace,
     ]
     for name, kind in SEARCH_ATTRIBUTES.items():
         cmd += ["--search-attribute", f"{name}={kind}"]
@@ -64,24 +78,40 @@ def worker_command() -> list[str]:
 
 
 def api_command(settings: Settings, workers: int = 1) -> list[str]:
-    return [sys.executable, "-m", "uvicorn", "api.app:create_app", "--factory",
-            "--host", settings.api_host, "--port", str(settings.api_port), "--workers", str(workers),
-            "--no-access-log", "--no-server-header", "--timeout-graceful-shutdown", "5"]
+    return [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "api.app:create_app",
+        "--factory",
+        "--host",
+        settings.api_host,
+        "--port",
+        str(settings.api_port),
+        "--workers",
+        str(workers),
+        "--no-access-log",
+        "--no-server-header",
+        "--timeout-graceful-shutdown",
+        "5",
+    ]
 
 
 def child_env(settings: Settings) -> dict[str, str]:
     """The environment of the children: exactly the settings this process resolved."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    env.update({
-        "MANDATUM_ENVIRONMENT": settings.environment.value,
-        "MANDATUM_VAR_DIR": str(settings.var_dir),
-        "MANDATUM_TEMPORAL_ADDRESS": settings.temporal_address,
-        "MANDATUM_TEMPORAL_NAMESPACE": settings.temporal_namespace,
-        "MANDATUM_TASK_QUEUE": settings.task_queue,
-        "MANDATUM_API_HOST": settings.api_host,
-        "MANDATUM_API_PORT": str(settings.api_port),
-        "MANDATUM_PUBLIC_URL": settings.public_url,
-    })
+    env.update(
+        {
+            "MANDATUM_ENVIRONMENT": settings.environment.value,
+            "MANDATUM_VAR_DIR": str(settings.var_dir),
+            "MANDATUM_TEMPORAL_ADDRESS": settings.temporal_address,
+            "MANDATUM_TEMPORAL_NAMESPACE": settings.temporal_namespace,
+            "MANDATUM_TASK_QUEUE": settings.task_queue,
+            "MANDATUM_API_HOST": settings.api_host,
+            "MANDATUM_API_PORT": str(settings.api_port),
+            "MANDATUM_PUBLIC_URL": settings.public_url,
+        }
+    )
     for name in ("MANDATUM_DATABASE_URL", "DATABASE_URL", "MANDATUM_MASTER_KEY"):
         env.pop(name, None)  # set below only when this process uses them
     if settings.database_url:
@@ -125,7 +155,7 @@ def log_tail(path: Path, lines: int = 25) -> str:
         return f"    ({path} does not exist)"
     text = path.read_text(errors="replace").splitlines()
     starts = [i for i, line in enumerate(text) if line.startswith("--- ")]
-    text = text[starts[-1] + 1 if starts else 0:][-lines:]
+    text = text[starts[-1] + 1 if starts else 0 :][-lines:]
     return "\n".join(f"    {line}" for line in text) or "    (no output)"
 
 
@@ -191,8 +221,11 @@ class Stack:
         with log.open("ab") as sink:
             sink.write(f"\n--- {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(cmd)}\n".encode())
         proc = await asyncio.create_subprocess_exec(
-            *cmd, env=child_env(self.settings), stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+            *cmd,
+            env=child_env(self.settings),
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,  # the terminal's Ctrl-C reaches us only; we stop children in order
         )
         child = Child(name, proc, log, asyncio.create_task(_pipe(name, proc.stdout, log, echo)))
@@ -207,14 +240,18 @@ class Stack:
                 raise Interrupted()
             if not child.running:
                 await asyncio.wait([child.pipe], timeout=2)  # let its last words reach the log
-                raise StartupError(f"{child.name} exited with code {child.proc.returncode} "
-                                   f"before {what}. Its output ({child.log}):\n{log_tail(child.log)}")
+                raise StartupError(
+                    f"{child.name} exited with code {child.proc.returncode} "
+                    f"before {what}. Its output ({child.log}):\n{log_tail(child.log)}"
+                )
             with contextlib.suppress(Exception):
                 if await ready():
                     return
             if time.monotonic() > deadline:
-                raise StartupError(f"{child.name} did not get {what} within {START_TIMEOUT:.0f}s. "
-                                   f"Its output ({child.log}):\n{log_tail(child.log)}")
+                raise StartupError(
+                    f"{child.name} did not get {what} within {START_TIMEOUT:.0f}s. "
+                    f"Its output ({child.log}):\n{log_tail(child.log)}"
+                )
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.stop_requested.wait(), 0.25)
 
@@ -228,16 +265,19 @@ class Stack:
             return False
         client = await self.client()
         registered = await client.operator_service.list_search_attributes(
-            ListSearchAttributesRequest(namespace=self.settings.temporal_namespace))
+            ListSearchAttributesRequest(namespace=self.settings.temporal_namespace)
+        )
         return set(SEARCH_ATTRIBUTES) <= set(registered.custom_attributes)
 
     async def _worker_polling(self) -> bool:
         client = await self.client()
-        described = await client.workflow_service.describe_task_queue(DescribeTaskQueueRequest(
-            namespace=self.settings.temporal_namespace,
-            task_queue=TaskQueue(name=self.settings.task_queue),
-            task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-        ))
+        described = await client.workflow_service.describe_task_queue(
+            DescribeTaskQueueRequest(
+                namespace=self.settings.temporal_namespace,
+                task_queue=TaskQueue(name=self.settings.task_queue),
+                task_queue_type=TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+            )
+        )
         return len(described.pollers) > 0
 
     async def _api_healthy(self) -> bool:
@@ -249,15 +289,18 @@ class Stack:
         """Start all three and return once each answers; StartupError says what failed."""
         check_ports_free(self.settings)
         temporal = await self._spawn("temporal", temporal_command(self.settings), echo=False)
-        await self._until(temporal, f"serving on {self.settings.temporal_address} with the "
-                          "search attributes registered", self._temporal_ready)
+        await self._until(
+            temporal,
+            f"serving on {self.settings.temporal_address} with the search attributes registered",
+            self._temporal_ready,
+        )
         worker = await self._spawn("worker", worker_command(), self.echo)
         api = await self._spawn("api", api_command(self.settings, self.api_workers), self.echo)
         await asyncio.gather(
-            self._until(worker, f"polling task queue {self.settings.task_queue}",
-                        self._worker_polling),
-            self._until(api, f"answering on {self.settings.api_host}:{self.settings.api_port}",
-                        self._api_healthy),
+            self._until(worker, f"polling task queue {self.settings.task_queue}", self._worker_polling),
+            self._until(
+                api, f"answering on {self.settings.api_host}:{self.settings.api_port}", self._api_healthy
+            ),
         )
 
     async def wait_for_exit(self) -> list[Child]:
@@ -277,8 +320,9 @@ class Stack:
                 child.signal_group(signal.SIGINT if child.name == "temporal" else signal.SIGTERM)
                 waiter = asyncio.create_task(child.proc.wait())
                 forcer = asyncio.create_task(self.force.wait())
-                await asyncio.wait([waiter, forcer], timeout=STOP_TIMEOUT,
-                                   return_when=asyncio.FIRST_COMPLETED)
+                await asyncio.wait(
+                    [waiter, forcer], timeout=STOP_TIMEOUT, return_when=asyncio.FIRST_COMPLETED
+                )
                 forcer.cancel()
                 if child.running:
                     why = "as asked" if self.force.is_set() else f"after {STOP_TIMEOUT:.0f}s"

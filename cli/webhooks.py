@@ -22,7 +22,8 @@ from store.orgs import NotFound
 from store.tables import WebhookEvent
 
 webhook_app = typer.Typer(
-    help="Webhooks: settings per organization, test events, deliveries, retries.", no_args_is_help=True)
+    help="Webhooks: settings per organization, test events, deliveries, retries.", no_args_is_help=True
+)
 
 OrgOpt = Annotated[str, typer.Option("--org", help="Organization id.")]
 
@@ -30,14 +31,20 @@ OrgOpt = Annotated[str, typer.Option("--org", help="Organization id.")]
 @webhook_app.command("set")
 def webhook_set(
     org: OrgOpt,
-    url: Annotated[str, typer.Option(
-        "--url", help="The receiver's URL (production: https, to a public address).")],
-    signature_secret: Annotated[str | None, typer.Option(
-        "--signature-secret", help="HMAC key of X-Signature (generated when new and omitted).")] = None,
-    encryption_secret: Annotated[str | None, typer.Option(
-        "--encryption-secret", help="Base64 password of the AES key (generated if new).")] = None,
-    salt: Annotated[str | None, typer.Option(
-        "--salt", help="PBKDF2 salt (generated when new and omitted).")] = None,
+    url: Annotated[
+        str, typer.Option("--url", help="The receiver's URL (production: https, to a public address).")
+    ],
+    signature_secret: Annotated[
+        str | None,
+        typer.Option("--signature-secret", help="HMAC key of X-Signature (generated when new and omitted)."),
+    ] = None,
+    encryption_secret: Annotated[
+        str | None,
+        typer.Option("--encryption-secret", help="Base64 password of the AES key (generated if new)."),
+    ] = None,
+    salt: Annotated[
+        str | None, typer.Option("--salt", help="PBKDF2 salt (generated when new and omitted).")
+    ] = None,
 ) -> None:
     """Set the webhook. Omitted secrets keep their current value, or are generated for a new webhook
     and printed once (they are never shown again)."""
@@ -55,10 +62,18 @@ def webhook_set(
 
     settings = store.WebhookSettings(
         url=url,
-        signature_secret=pick(signature_secret, current.signature_secret if current else None,
-                              "signature secret", store.new_signature_secret()),
-        encryption_secret=pick(encryption_secret, current.encryption_secret if current else None,
-                               "encryption secret", store.new_encryption_secret()),
+        signature_secret=pick(
+            signature_secret,
+            current.signature_secret if current else None,
+            "signature secret",
+            store.new_signature_secret(),
+        ),
+        encryption_secret=pick(
+            encryption_secret,
+            current.encryption_secret if current else None,
+            "encryption secret",
+            store.new_encryption_secret(),
+        ),
         salt=pick(salt, current.salt if current else None, "salt", store.new_salt()),
     )
     try:
@@ -77,8 +92,11 @@ def webhook_show(org: OrgOpt, as_json: JsonOpt = False) -> None:
     row = store.config_row(engine, org)
     if row is None:
         fail(f"organization {org} has no webhook (events are stored, their delivery skipped)")
-    emit({"organization": org, "url": row.url, "secrets": "set (not shown)",
-          "updated_at": row.updated_at}, as_json, "webhook")
+    emit(
+        {"organization": org, "url": row.url, "secrets": "set (not shown)", "updated_at": row.updated_at},
+        as_json,
+        "webhook",
+    )
 
 
 def _started(settings: Settings, event_id: str) -> str:
@@ -141,10 +159,18 @@ def _json_value(value: object) -> str:
 
 
 def _row(event: WebhookEvent) -> dict[str, object]:
-    return {"id": event.id, "eventType": event.event_type, "requestId": event.request_id,
-            "createdAt": event.created_at, "state": event.state, "attempts": event.attempts,
-            "lastStatus": event.last_status, "lastError": event.last_error,
-            "nextAttemptAt": event.next_attempt_at, "deliveredAt": event.delivered_at}
+    return {
+        "id": event.id,
+        "eventType": event.event_type,
+        "requestId": event.request_id,
+        "createdAt": event.created_at,
+        "state": event.state,
+        "attempts": event.attempts,
+        "lastStatus": event.last_status,
+        "lastError": event.last_error,
+        "nextAttemptAt": event.next_attempt_at,
+        "deliveredAt": event.delivered_at,
+    }
 
 
 @webhook_app.command("list")
@@ -163,6 +189,7 @@ def webhook_list(
         typer.echo(f"no webhook events for organization {org}")
     for e in events:
         status = "" if e.last_status is None else f" last HTTP {e.last_status}"
-        typer.echo(f"{e.id}  {e.event_type:<10}  {e.state:<9}  attempts {e.attempts}{status}"
-                   f"  {e.created_at.isoformat()}")
-
+        typer.echo(
+            f"{e.id}  {e.event_type:<10}  {e.state:<9}  attempts {e.attempts}{status}"
+            f"  {e.created_at.isoformat()}"
+        )

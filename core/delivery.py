@@ -50,6 +50,7 @@ class Transport(Protocol):
 
 # --- development outbox ---------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class OutboxEntry:
     id: str
@@ -71,8 +72,14 @@ class Outbox:
     def send(self, message: Message) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
         now = datetime.now(UTC)
-        entry = OutboxEntry(id=str(uuid.uuid4()), channel=message.channel, to=message.to,
-                            subject=message.subject, text=message.text, created_at=now.isoformat())
+        entry = OutboxEntry(
+            id=str(uuid.uuid4()),
+            channel=message.channel,
+            to=message.to,
+            subject=message.subject,
+            text=message.text,
+            created_at=now.isoformat(),
+        )
         name = f"{now.strftime('%Y%m%dT%H%M%S%f')}-{entry.id}.json"
         tmp = self.directory / f".{name}.tmp"
         tmp.write_text(json.dumps(asdict(entry), ensure_ascii=False))
@@ -97,6 +104,7 @@ class Outbox:
 
 # --- e-mail ---------------------------------------------------------------------------------------
 
+
 class SmtpTransport:
     def __init__(self, settings: Settings) -> None:
         self._settings = settings
@@ -112,8 +120,9 @@ class SmtpTransport:
         timeout = s.smtp_timeout_seconds
         smtp: smtplib.SMTP
         if s.smtp_security == "tls":
-            smtp = smtplib.SMTP_SSL(s.smtp_host, s.smtp_port, timeout=timeout,
-                                    context=ssl.create_default_context())
+            smtp = smtplib.SMTP_SSL(
+                s.smtp_host, s.smtp_port, timeout=timeout, context=ssl.create_default_context()
+            )
         else:
             smtp = smtplib.SMTP(s.smtp_host, s.smtp_port, timeout=timeout)
         with smtp:
@@ -127,17 +136,20 @@ class SmtpTransport:
             except smtplib.SMTPRecipientsRefused as exc:
                 code = next(iter(exc.recipients.values()))[0]
                 if 500 <= code < 600:  # permanent: no such mailbox, domain refuses mail
-                    raise Undeliverable(UNDELIVERABLE, f"the mail server refused the address ({code})") \
-                        from exc
+                    raise Undeliverable(
+                        UNDELIVERABLE, f"the mail server refused the address ({code})"
+                    ) from exc
                 raise  # 4xx: try again later
             except smtplib.SMTPDataError as exc:
                 if 500 <= exc.smtp_code < 600:
-                    raise Undeliverable(UNDELIVERABLE,
-                                        f"the mail server refused the message ({exc.smtp_code})") from exc
+                    raise Undeliverable(
+                        UNDELIVERABLE, f"the mail server refused the message ({exc.smtp_code})"
+                    ) from exc
                 raise
 
 
 # --- SMS ------------------------------------------------------------------------------------------
+
 
 class HttpSmsTransport:
     """A provider adapter over HTTP: ``POST sms_url`` with JSON ``{"to", "text"}`` and, when set,
@@ -153,19 +165,26 @@ class HttpSmsTransport:
         headers = {}
         if s.sms_token is not None:
             headers["Authorization"] = f"Bearer {s.sms_token.get_secret_value()}"
-        response = httpx.post(s.sms_url, json={"to": message.to, "text": message.text},
-                              headers=headers, timeout=s.sms_timeout_seconds)
+        response = httpx.post(
+            s.sms_url,
+            json={"to": message.to, "text": message.text},
+            headers=headers,
+            timeout=s.sms_timeout_seconds,
+        )
         if 200 <= response.status_code < 300:
             return
         if response.status_code in (400, 422):
-            raise Undeliverable(INVALID_PHONE_NUMBER,
-                                f"the SMS provider refused the number ({response.status_code})")
+            raise Undeliverable(
+                INVALID_PHONE_NUMBER, f"the SMS provider refused the number ({response.status_code})"
+            )
         if 400 <= response.status_code < 500 and response.status_code != 429:
-            raise Undeliverable(UNDELIVERABLE,
-                                f"the SMS provider refused the message ({response.status_code})")
+            raise Undeliverable(
+                UNDELIVERABLE, f"the SMS provider refused the message ({response.status_code})"
+            )
         response.raise_for_status()
-        raise httpx.HTTPStatusError(f"unexpected status {response.status_code}",
-                                    request=response.request, response=response)
+        raise httpx.HTTPStatusError(
+            f"unexpected status {response.status_code}", request=response.request, response=response
+        )
 
 
 class NoTransport:

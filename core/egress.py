@@ -66,8 +66,7 @@ def numeric_address(host: str) -> IPAddress | None:
     (``127.1``, ``0x7f.1``, ``2130706433``, ``::ffff:127.0.0.1``), without any lookup; None for a
     host name."""
     try:
-        infos = socket.getaddrinfo(host.strip("[]"), 0, flags=socket.AI_NUMERICHOST,
-                                   type=socket.SOCK_STREAM)
+        infos = socket.getaddrinfo(host.strip("[]"), 0, flags=socket.AI_NUMERICHOST, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError, ValueError):
         return None
     return ipaddress.ip_address(str(infos[0][4][0]).split("%", 1)[0])
@@ -85,10 +84,19 @@ def _embedded_ipv4(address: ipaddress.IPv6Address) -> ipaddress.IPv4Address | No
 
 def _global(address: IPAddress) -> bool:
     site_local = isinstance(address, ipaddress.IPv6Address) and address.is_site_local
-    return (address.is_global and not site_local
-            and not any(address in net for net in _NOT_GLOBAL if net.version == address.version)
-            and not (address.is_private or address.is_loopback or address.is_link_local
-                     or address.is_multicast or address.is_reserved or address.is_unspecified))
+    return (
+        address.is_global
+        and not site_local
+        and not any(address in net for net in _NOT_GLOBAL if net.version == address.version)
+        and not (
+            address.is_private
+            or address.is_loopback
+            or address.is_link_local
+            or address.is_multicast
+            or address.is_reserved
+            or address.is_unspecified
+        )
+    )
 
 
 def address_allowed(address: IPAddress, allow_loopback: bool) -> bool:
@@ -113,8 +121,9 @@ class EgressPolicy:
     def of(cls, settings: Settings, resolve: Resolver = system_resolve) -> EgressPolicy:
         if settings.environment is Environment.PRODUCTION:
             return cls(https_only=True, allow_loopback=False, resolve=resolve)
-        return cls(https_only=False, allow_loopback=settings.webhook_allow_loopback is not False,
-                   resolve=resolve)
+        return cls(
+            https_only=False, allow_loopback=settings.webhook_allow_loopback is not False, resolve=resolve
+        )
 
     # --- the URL, where it enters ---------------------------------------------------------------
 
@@ -131,8 +140,11 @@ class EgressPolicy:
             raise UrlNotAllowed("the webhook URL is not a valid URL") from exc
         schemes = {"https"} if self.https_only else {"http", "https"}
         if parsed.scheme not in schemes or not parsed.host:
-            raise UrlNotAllowed("the webhook URL must be an https URL" if self.https_only
-                                else "the webhook URL must be an http or https URL")
+            raise UrlNotAllowed(
+                "the webhook URL must be an https URL"
+                if self.https_only
+                else "the webhook URL must be an http or https URL"
+            )
         if parsed.userinfo:
             raise UrlNotAllowed("the webhook URL must not carry a user name or password")
         return parsed
@@ -144,8 +156,10 @@ class EgressPolicy:
         delivery resolves and checks it again (``resolve_checked``)."""
         parsed = self.parse(url)
         host = parsed.host.rstrip(".").lower()
-        refused = UrlNotAllowed(f"the webhook URL leads to an {ADDRESS_NOT_ALLOWED} (loopback, private, "
-                                "link-local, shared, multicast, reserved or unspecified)")
+        refused = UrlNotAllowed(
+            f"the webhook URL leads to an {ADDRESS_NOT_ALLOWED} (loopback, private, "
+            "link-local, shared, multicast, reserved or unspecified)"
+        )
         if not self.allow_loopback and (host == "localhost" or host.endswith(".localhost")):
             raise refused
         try:
@@ -193,8 +207,9 @@ def pinned_request(url: httpx.URL, address: IPAddress) -> tuple[httpx.URL, dict[
     return target, {"Host": host}, extensions
 
 
-def post_pinned(url: httpx.URL, addresses: Sequence[IPAddress], content: bytes,
-                headers: Mapping[str, str], timeout: float) -> httpx.Response:
+def post_pinned(
+    url: httpx.URL, addresses: Sequence[IPAddress], content: bytes, headers: Mapping[str, str], timeout: float
+) -> httpx.Response:
     """One POST to the first of ``addresses`` that accepts a connection (the next one only when
     connecting fails, at most ``MAX_ADDRESSES`` tried so an attempt ends within its activity's
     timeout), never following a redirect, ignoring proxy settings of the environment (a proxy
@@ -204,8 +219,9 @@ def post_pinned(url: httpx.URL, addresses: Sequence[IPAddress], content: bytes,
         for address in addresses[:MAX_ADDRESSES]:
             target, host, extensions = pinned_request(url, address)
             try:
-                return client.post(target, content=content, headers={**headers, **host},
-                                   extensions=extensions)
+                return client.post(
+                    target, content=content, headers={**headers, **host}, extensions=extensions
+                )
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 last = exc
         assert last is not None

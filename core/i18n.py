@@ -15,11 +15,13 @@ CATALOG: dict[str, dict[str, str]] = {
     "ENG": {
         # the message with the code
         "email_subject": "{org} asks for your approval",
-        "email_body": ("{org} asks you to review and approve the following "
-                       "(names as written by {org}):\n\n{what}\n\n"
-                       "Your security code:\n\n{code}\n\nIt expires in {minutes} minutes.\n\n"
-                       "Open this link to decide:\n{link}\n\n"
-                       "If you did not expect this message, ignore it: nothing happens without you."),
+        "email_body": (
+            "{org} asks you to review and approve the following "
+            "(names as written by {org}):\n\n{what}\n\n"
+            "Your security code:\n\n{code}\n\nIt expires in {minutes} minutes.\n\n"
+            "Open this link to decide:\n{link}\n\n"
+            "If you did not expect this message, ignore it: nothing happens without you."
+        ),
         "sms_body": "{code} is your security code for {org} (valid {minutes} min). Decide at {link}",
         # pages
         "page_title": "Approval request from {org}",
@@ -66,21 +68,25 @@ CATALOG: dict[str, dict[str, str]] = {
         "kyc_waiting": "{org} is checking your identity. Come back to this link once they have finished.",
         "kyc_failed_heading": "Identity not verified",
         "kyc_failed_body": "Your identity could not be verified, so this request cannot be approved.",
-        "kyc_return_elsewhere": ("This page was opened outside the browser that started the identity "
-                                 "check, or a second time. Open the link from your message again and "
-                                 "enter a new code to go on."),
+        "kyc_return_elsewhere": (
+            "This page was opened outside the browser that started the identity "
+            "check, or a second time. Open the link from your message again and "
+            "enter a new code to go on."
+        ),
         "step": "Step {n} of {total}",
         "language": "Language",
         "unavailable": "The service is busy. Please try again in a moment.",
     },
     "PRT": {
         "email_subject": "{org} pede a sua aprovação",
-        "email_body": ("{org} pede-lhe que analise e aprove o seguinte "
-                       "(nomes tal como escritos por {org}):\n\n"
-                       "{what}\n\n"
-                       "O seu código de segurança:\n\n{code}\n\nExpira em {minutes} minutos.\n\n"
-                       "Abra este link para decidir:\n{link}\n\n"
-                       "Se não esperava esta mensagem, ignore-a: nada acontece sem si."),
+        "email_body": (
+            "{org} pede-lhe que analise e aprove o seguinte "
+            "(nomes tal como escritos por {org}):\n\n"
+            "{what}\n\n"
+            "O seu código de segurança:\n\n{code}\n\nExpira em {minutes} minutos.\n\n"
+            "Abra este link para decidir:\n{link}\n\n"
+            "Se não esperava esta mensagem, ignore-a: nada acontece sem si."
+        ),
         "sms_body": "{code} é o seu código de segurança para {org} (válido {minutes} min). Decida em {link}",
         "page_title": "Pedido de aprovação de {org}",
         "asks": "{org} pede a sua aprovação",
@@ -122,27 +128,33 @@ CATALOG: dict[str, dict[str, str]] = {
         "kyc_intro": "{org} precisa de confirmar quem é antes de decidir.",
         "kyc_start": "Verificar a minha identidade",
         "kyc_check_again": "Verificar novamente",
-        "kyc_unavailable": ("As verificações de identidade não estão disponíveis de momento. "
-                            "Tente mais tarde."),
+        "kyc_unavailable": (
+            "As verificações de identidade não estão disponíveis de momento. Tente mais tarde."
+        ),
         "kyc_waiting": "{org} está a verificar a sua identidade. Volte a este link quando terminarem.",
         "kyc_failed_heading": "Identidade não verificada",
-        "kyc_failed_body": ("Não foi possível verificar a sua identidade, por isso este pedido não "
-                            "pode ser aprovado."),
-        "kyc_return_elsewhere": ("Esta página foi aberta fora do navegador que iniciou a verificação de "
-                                 "identidade, ou pela segunda vez. Abra novamente o link da sua mensagem "
-                                 "e introduza um novo código para continuar."),
+        "kyc_failed_body": (
+            "Não foi possível verificar a sua identidade, por isso este pedido não pode ser aprovado."
+        ),
+        "kyc_return_elsewhere": (
+            "Esta página foi aberta fora do navegador que iniciou a verificação de "
+            "identidade, ou pela segunda vez. Abra novamente o link da sua mensagem "
+            "e introduza um novo código para continuar."
+        ),
         "step": "Passo {n} de {total}",
         "language": "Idioma",
         "unavailable": "O serviço está ocupado. Tente novamente dentro de momentos.",
     },
     "SPA": {
         "email_subject": "{org} solicita su aprobación",
-        "email_body": ("{org} le pide que revise y apruebe lo siguiente "
-                       "(nombres tal como los escribió {org}):\n\n"
-                       "{what}\n\n"
-                       "Su código de seguridad:\n\n{code}\n\nCaduca en {minutes} minutos.\n\n"
-                       "Abra este enlace para decidir:\n{link}\n\n"
-                       "Si no esperaba este mensaje, ignórelo: nada ocurre sin usted."),
+        "email_body": (
+            "{org} le pide que revise y apruebe lo siguiente "
+            "(nombres tal como los escribió {org}):\n\n"
+            "{what}\n\n"
+            "Su código de seguridad:\n\n{code}\n\nCaduca en {minutes} minutos.\n\n"
+            "Abra este enlace para decidir:\n{link}\n\n"
+            "Si no esperaba este mensaje, ignórelo: nada ocurre sin usted."
+        ),
         "sms_body": "{code} es su código de seguridad para {org} (válido {minutes} min). Decida en {link}",
         "page_title": "Solicitud de aprobación de {org}",
         "asks": "{org} solicita su aprobación",
@@ -188,23 +200,28 @@ CATALOG: dict[str, dict[str, str]] = {
         "kyc_waiting": "{org} está comprobando su identidad. Vuelva a este enlace cuando hayan terminado.",
         "kyc_failed_heading": "Identidad no verificada",
         "kyc_failed_body": "No se pudo verificar su identidad, por lo que esta solicitud no puede aprobarse.",
-        "kyc_return_elsewhere": ("Esta página se abrió fuera del navegador que inició la comprobación de "
-                                 "identidad, o por segunda vez. Abra de nuevo el enlace de su mensaje e "
-                                 "introduzca un código nuevo para continuar."),
+        "kyc_return_elsewhere": (
+            "Esta página se abrió fuera del navegador que inició la comprobación de "
+            "identidad, o por segunda vez. Abra de nuevo el enlace de su mensaje e "
+            "introduzca un código nuevo para continuar."
+        ),
         "step": "Paso {n} de {total}",
         "language": "Idioma",
         "unavailable": "El servicio está ocupado. Inténtelo de nuevo en un momento.",
     },
     "FRA": {
         "email_subject": "{org} demande votre approbation",
-        "email_body": ("{org} vous demande d'examiner et d'approuver ce qui suit "
-                       "(noms tels que rédigés par {org}) :\n\n"
-                       "{what}\n\n"
-                       "Votre code de sécurité :\n\n{code}\n\nIl expire dans {minutes} minutes.\n\n"
-                       "Ouvrez ce lien pour décider :\n{link}\n\n"
-                       "Si vous n'attendiez pas ce message, ignorez-le : rien ne se fait sans vous."),
-        "sms_body": ("{code} est votre code de sécurité pour {org} (valable {minutes} min). "
-                     "Décidez sur {link}"),
+        "email_body": (
+            "{org} vous demande d'examiner et d'approuver ce qui suit "
+            "(noms tels que rédigés par {org}) :\n\n"
+            "{what}\n\n"
+            "Votre code de sécurité :\n\n{code}\n\nIl expire dans {minutes} minutes.\n\n"
+            "Ouvrez ce lien pour décider :\n{link}\n\n"
+            "Si vous n'attendiez pas ce message, ignorez-le : rien ne se fait sans vous."
+        ),
+        "sms_body": (
+            "{code} est votre code de sécurité pour {org} (valable {minutes} min). Décidez sur {link}"
+        ),
         "page_title": "Demande d'approbation de {org}",
         "asks": "{org} demande votre approbation",
         "request_name": "Demande : {name}",
@@ -245,15 +262,19 @@ CATALOG: dict[str, dict[str, str]] = {
         "kyc_intro": "{org} doit confirmer votre identité avant que vous ne décidiez.",
         "kyc_start": "Vérifier mon identité",
         "kyc_check_again": "Vérifier à nouveau",
-        "kyc_unavailable": ("Les vérifications d'identité ne sont pas disponibles pour le moment. "
-                            "Réessayez plus tard."),
+        "kyc_unavailable": (
+            "Les vérifications d'identité ne sont pas disponibles pour le moment. Réessayez plus tard."
+        ),
         "kyc_waiting": "{org} vérifie votre identité. Revenez sur ce lien lorsque ce sera terminé.",
         "kyc_failed_heading": "Identité non vérifiée",
-        "kyc_failed_body": ("Votre identité n'a pas pu être vérifiée : cette demande ne peut pas "
-                            "être approuvée."),
-        "kyc_return_elsewhere": ("Cette page a été ouverte hors du navigateur qui a lancé la vérification "
-                                 "d'identité, ou une seconde fois. Ouvrez à nouveau le lien de votre "
-                                 "message et saisissez un nouveau code pour continuer."),
+        "kyc_failed_body": (
+            "Votre identité n'a pas pu être vérifiée : cette demande ne peut pas être approuvée."
+        ),
+        "kyc_return_elsewhere": (
+            "Cette page a été ouverte hors du navigateur qui a lancé la vérification "
+            "d'identité, ou une seconde fois. Ouvrez à nouveau le lien de votre "
+            "message et saisissez un nouveau code pour continuer."
+        ),
         "step": "Étape {n} sur {total}",
         "language": "Langue",
         "unavailable": "Le service est occupé. Réessayez dans un instant.",

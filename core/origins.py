@@ -72,7 +72,7 @@ def _split_netloc(netloc: str) -> tuple[str, int | None]:
         raise BadOrigin("user info (user:password@) is not allowed")
     if netloc.startswith("["):
         end = netloc.find("]")
-        host, rest = netloc[:end + 1], netloc[end + 1:]
+        host, rest = netloc[: end + 1], netloc[end + 1 :]
     else:
         host, _, port_text = netloc.partition(":")
         rest = f":{port_text}" if ":" in netloc else ""

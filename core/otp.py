@@ -91,7 +91,7 @@ class JourneySecrets:
         """The ``send_number``-th code of the subject: 6 digits (leading zeros kept). The bias of
         reducing 256 bits modulo 10^6 is below 2^-236."""
         mac = hmac.new(self._code_key, f"{request_id}:{subject_id}:{send_number}".encode(), hashlib.sha256)
-        return f"{int.from_bytes(mac.digest(), 'big') % 10 ** CODE_DIGITS:0{CODE_DIGITS}d}"
+        return f"{int.from_bytes(mac.digest(), 'big') % 10**CODE_DIGITS:0{CODE_DIGITS}d}"
 
     def code_hash(self, request_id: str, subject_id: str, code: str) -> str:
         """The keyed hash under which a code is stored and compared. ``code`` is normalized

@@ -58,10 +58,14 @@ class Settings(BaseSettings):
     api_port: int = 8000
     temporal_namespace: str = "default"
     task_queue: str = "mandatum"
-    public_url: str = Field(default="", description="where the service is reached; empty means "
-                            "http://<api_host>:<api_port> (development)")
-    sqlite_single_node: bool = Field(default=False, description="production on SQLite: the operator "
-                                     "states the installation is one machine (no replicas)")
+    public_url: str = Field(
+        default="",
+        description="where the service is reached; empty means http://<api_host>:<api_port> (development)",
+    )
+    sqlite_single_node: bool = Field(
+        default=False,
+        description="production on SQLite: the operator states the installation is one machine (no replicas)",
+    )
     master_key: SecretStr | None = Field(
         default=None, description="base64 of 32 random bytes; encrypts stored secrets"
     )
@@ -111,24 +115,32 @@ class Settings(BaseSettings):
             raw = _decode_master_key(key)  # fail at start, not at the first secret to decrypt
             weakness = _master_key_weakness(raw)
             if weakness and production:
-                raise ValueError(f"MANDATUM_MASTER_KEY {weakness}: use base64 of 32 random bytes "
-                                 "(e.g. `openssl rand -base64 32`) in production")
+                raise ValueError(
+                    f"MANDATUM_MASTER_KEY {weakness}: use base64 of 32 random bytes "
+                    "(e.g. `openssl rand -base64 32`) in production"
+                )
         if not self.public_url.strip():
             self.public_url = public_url_for(self.api_host, self.api_port)
         self.public_url = _checked_public_url(self.public_url, self.environment)
         if production and not self.database_url.strip():
             raise ValueError("DATABASE_URL must be set in production")
         if production and self.sqlalchemy_url.startswith("sqlite") and not self.sqlite_single_node:
-            raise ValueError("SQLite serves one machine only: set DATABASE_URL to PostgreSQL, or "
-                             "MANDATUM_SQLITE_SINGLE_NODE=true for a single-node installation")
+            raise ValueError(
+                "SQLite serves one machine only: set DATABASE_URL to PostgreSQL, or "
+                "MANDATUM_SQLITE_SINGLE_NODE=true for a single-node installation"
+            )
         if self.sms_transport == "http" and not self.sms_url.strip():
             raise ValueError("MANDATUM_SMS_URL must be set when MANDATUM_SMS_TRANSPORT=http")
         if production and "outbox" in (self.email_transport, self.sms_transport):
-            raise ValueError("the development outbox holds codes in files: set MANDATUM_EMAIL_"
-                             "TRANSPORT=smtp and MANDATUM_SMS_TRANSPORT=http in production")
+            raise ValueError(
+                "the development outbox holds codes in files: set MANDATUM_EMAIL_"
+                "TRANSPORT=smtp and MANDATUM_SMS_TRANSPORT=http in production"
+            )
         if production and self.kyc_provider == "development":
-            raise ValueError("the development KYC provider approves anyone: set "
-                             "MANDATUM_KYC_PROVIDER to a real provider (or none) in production")
+            raise ValueError(
+                "the development KYC provider approves anyone: set "
+                "MANDATUM_KYC_PROVIDER to a real provider (or none) in production"
+            )
         return self
 
     @property
@@ -173,9 +185,12 @@ class Settings(BaseSettings):
             raise ValueError("MANDATUM_MASTER_KEY is required in production")
         path = self.var_dir / "master.key"
         if not path.exists() and _create_once(path, base64.b64encode(secrets.token_bytes(32)).decode()):
-            log.warning("generated a development master key at %s: it encrypts every stored secret "
-                        "and key, so keep it with the data; production requires "
-                        "MANDATUM_MASTER_KEY instead", path)
+            log.warning(
+                "generated a development master key at %s: it encrypts every stored secret "
+                "and key, so keep it with the data; production requires "
+                "MANDATUM_MASTER_KEY instead",
+                path,
+            )
         return _decode_master_key(path.read_text().strip(), source=str(path))
 
     # webhook receivers on loopback addresses (core.egress): allowed outside production unless
@@ -205,11 +220,21 @@ def _checked_public_url(value: str, environment: Environment) -> str:
     except ValueError as exc:
         raise ValueError(f"MANDATUM_PUBLIC_URL is not a URL: {value!r}") from exc
     stray = "#" in url or "?" in url or any(ch.isspace() or not ch.isprintable() for ch in url)
-    if (stray or not port_ok or parts.scheme not in ("http", "https") or not parts.hostname
-            or parts.username is not None or parts.password is not None or parts.path or parts.query
-            or parts.fragment):
-        raise ValueError("MANDATUM_PUBLIC_URL must be an origin like https://mandatum.example.com "
-                         f"(no path, query, credentials or fragment), not {value!r}")
+    if (
+        stray
+        or not port_ok
+        or parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or parts.username is not None
+        or parts.password is not None
+        or parts.path
+        or parts.query
+        or parts.fragment
+    ):
+        raise ValueError(
+            "MANDATUM_PUBLIC_URL must be an origin like https://mandatum.example.com "
+            f"(no path, query, credentials or fragment), not {value!r}"
+        )
     if environment is Environment.PRODUCTION and parts.scheme != "https":
         raise ValueError(f"MANDATUM_PUBLIC_URL must be https in production, not {value!r}")
     return url

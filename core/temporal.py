@@ -32,8 +32,9 @@ SERVER_DOWN = (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED)
 # request workflows that closed while their search attribute still says PENDING: every way a
 # workflow ends by itself (completed, expired, canceled through the API or in Temporal) sets it first,
 # so these were terminated, timed out or failed, and their request rows may say PENDING for ever
-CLOSED_BUT_PENDING = ('WorkflowType="CredentialRequest" AND MandatumStatus="PENDING" '
-                      'AND ExecutionStatus!="Running"')
+CLOSED_BUT_PENDING = (
+    'WorkflowType="CredentialRequest" AND MandatumStatus="PENDING" AND ExecutionStatus!="Running"'
+)
 VISIBILITY_LAG = timedelta(minutes=1)  # how far a pass looks back before the previous one began
 # what the SDK raises when a (lazy) client cannot open its connection (temporalio bridge client.rs)
 CONNECT_FAILED = "Failed client connect"
@@ -58,8 +59,9 @@ def temporal_unavailable(exc: BaseException) -> bool:
     return isinstance(exc, RuntimeError) and str(exc).startswith(CONNECT_FAILED)
 
 
-async def connect_with_backoff(settings: Settings, stop: asyncio.Event | None = None,
-                               backoff: tuple[float, float] = CONNECT_BACKOFF) -> Client | None:
+async def connect_with_backoff(
+    settings: Settings, stop: asyncio.Event | None = None, backoff: tuple[float, float] = CONNECT_BACKOFF
+) -> Client | None:
     """Connect, waiting longer after each failure (doubling up to ``backoff[1]`` seconds) and
     saying so in the log; None when ``stop`` is set first."""
     delay, longest = backoff
@@ -70,8 +72,12 @@ async def connect_with_backoff(settings: Settings, stop: asyncio.Event | None = 
         except RuntimeError as exc:
             if not temporal_unavailable(exc):
                 raise
-            log.warning("Temporal at %s is unreachable (%s); trying again in %.0f s",
-                        settings.temporal_address, str(exc)[:300], delay)
+            log.warning(
+                "Temporal at %s is unreachable (%s); trying again in %.0f s",
+                settings.temporal_address,
+                str(exc)[:300],
+                delay,
+            )
         else:
             log.info("connected to Temporal at %s", settings.temporal_address)
             return client
@@ -85,10 +91,13 @@ async def connect_with_backoff(settings: Settings, stop: asyncio.Event | None = 
 def workflow_input(bundle: store.RequestBundle) -> CredentialRequestInput:
     req = bundle.request
     return CredentialRequestInput(
-        request_id=req.id, organization_id=req.organization_id,
-        security_level=req.security_level, internal_id=req.internal_id,
+        request_id=req.id,
+        organization_id=req.organization_id,
+        security_level=req.security_level,
+        internal_id=req.internal_id,
         subject_ids=[s.id for _, s in bundle.subjects],
-        credential_ids=[c.id for c in bundle.credentials], expires_at=req.expires_at,
+        credential_ids=[c.id for c in bundle.credentials],
+        expires_at=req.expires_at,
     )
 
 
@@ -96,7 +105,9 @@ async def start_workflow_for(client: Client, task_queue: str, inp: CredentialReq
     """Start a request workflow with its id, search attributes and id policy (raises
     WorkflowAlreadyStartedError when it exists or existed)."""
     await client.start_workflow(
-        CredentialRequestWorkflow.run, inp, id=request_workflow_id(inp.request_id),
+        CredentialRequestWorkflow.run,
+        inp,
+        id=request_workflow_id(inp.request_id),
         task_queue=task_queue,
         search_attributes=TypedSearchAttributes(search_attributes_for(inp, "PENDING")),
         # a request id is used once: a finished workflow is never started again
@@ -118,9 +129,7 @@ def request_handle(client: Client, request_id: str) -> WorkflowHandle:
     return client.get_workflow_handle(request_workflow_id(request_id))
 
 
-async def reconcile_once(
-    client: Client, engine: Engine, task_queue: str, grace: timedelta
-) -> list[str]:
+async def reconcile_once(client: Client, engine: Engine, task_queue: str, grace: timedelta) -> list[str]:
     """Start the workflows of requests stored but never marked started (e.g. the API died)."""
     started: list[str] = []
     pending = await asyncio.to_thread(queries.unstarted_requests, engine, utcnow() - grace)
@@ -145,7 +154,9 @@ def _visibility_time(at: datetime) -> str:
 
 
 async def repair_closed_once(
-    client: Client, engine: Engine, closed_since: datetime | None = None,
+    client: Client,
+    engine: Engine,
+    closed_since: datetime | None = None,
 ) -> list[str]:
     """Close the rows of requests whose workflow closed without recording an outcome (terminated
     in the Temporal UI, timed out, failed): CANCELED, or EXPIRED when past the expiry, with an audit
@@ -168,15 +179,20 @@ async def repair_closed_once(
             continue  # not a workflow this service started
         status = execution.status.name if execution.status is not None else "CLOSED"
         try:
-            outcome = await asyncio.to_thread(store.repair_closed_workflow, engine, request_id,
-                                              execution.close_time, status)
+            outcome = await asyncio.to_thread(
+                store.repair_closed_workflow, engine, request_id, execution.close_time, status
+            )
         except Exception:  # one failing request must not hold back the others
             log.exception("reconciler could not repair request %s", request_id)
             failed.append(request_id)
             continue
         if outcome is not None:
-            log.warning("request %s: its workflow ended %s without recording an outcome; recorded %s",
-                        request_id, status, outcome)
+            log.warning(
+                "request %s: its workflow ended %s without recording an outcome; recorded %s",
+                request_id,
+                status,
+                outcome,
+            )
             repaired.append(request_id)
     if failed:  # so the next pass looks at them again
         raise RuntimeError(f"requests not repaired: {', '.join(failed)}")

@@ -15,8 +15,10 @@ async def start_delivery(client: Client, task_queue: str, event_id: str) -> str:
     retry re-delivers a failed event and can never send a delivered one twice (raises
     WorkflowAlreadyStartedError when it runs or was delivered)."""
     handle = await client.start_workflow(
-        WebhookDeliveryWorkflow.run, DeliverWebhookInput(event_id=event_id),
-        id=webhook_workflow_id(event_id), task_queue=task_queue,
+        WebhookDeliveryWorkflow.run,
+        DeliverWebhookInput(event_id=event_id),
+        id=webhook_workflow_id(event_id),
+        task_queue=task_queue,
         id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
         static_summary=f"Webhook event {event_id}",
     )

@@ -63,8 +63,9 @@ def is_version_urn(value: str) -> bool:
 # --- changes --------------------------------------------------------------------------------------
 
 
-def create_action(engine: Engine, org_id: str, spec: ActionSpec, *,
-                  action_id: str | None = None) -> tuple[Action, ActionVersion]:
+def create_action(
+    engine: Engine, org_id: str, spec: ActionSpec, *, action_id: str | None = None
+) -> tuple[Action, ActionVersion]:
     """A new action with its draft version 1. ``action_id`` installs it under a known URN (the same
     action in a staging and a production organization); by default a fresh one is made."""
     action_id = action_id or urn("action")
@@ -75,8 +76,13 @@ def create_action(engine: Engine, org_id: str, spec: ActionSpec, *,
             raise NotFound(f"organization {org_id} not found")
         if session.get(Action, (org_id, action_id)) is not None:
             raise ActionRefused(f"action {action_id} already exists in organization {org_id}")
-        action = Action(organization_id=org_id, id=action_id, name=spec.name,
-                        description=spec.description or None, created_at=utcnow())
+        action = Action(
+            organization_id=org_id,
+            id=action_id,
+            name=spec.name,
+            description=spec.description or None,
+            created_at=utcnow(),
+        )
         session.add(action)
         session.flush()
         version = _new_version(session, action, spec, 1)
@@ -87,23 +93,30 @@ def add_version(engine: Engine, org_id: str, action_id: str, spec: ActionSpec) -
     """The next numbered draft of an action."""
     with write_session(engine) as session:
         # the row lock (PostgreSQL) serializes concurrent additions, so numbers never collide
-        action = session.exec(select(Action).where(
-            Action.organization_id == org_id, Action.id == action_id).with_for_update()).first()
+        action = session.exec(
+            select(Action).where(Action.organization_id == org_id, Action.id == action_id).with_for_update()
+        ).first()
         if action is None:
             raise NotFound(f"action {action_id} not found")
-        last = session.exec(select(func.max(ActionVersion.number)).where(
-            ActionVersion.organization_id == org_id, ActionVersion.action_id == action_id)).one()
+        last = session.exec(
+            select(func.max(ActionVersion.number)).where(
+                ActionVersion.organization_id == org_id, ActionVersion.action_id == action_id
+            )
+        ).one()
         return _new_version(session, action, spec, (last or 0) + 1)
 
 
-def update_draft(engine: Engine, version_id: str, spec: ActionSpec,
-                 org_id: str | None = None) -> ActionVersion:
+def update_draft(
+    engine: Engine, version_id: str, spec: ActionSpec, org_id: str | None = None
+) -> ActionVersion:
     """Replace a draft's content (for the dashboard's editor); a published version is refused."""
     with write_session(engine) as session:
         version = _locked_version(session, version_id, org_id)
         if version.status == PUBLISHED:
-            raise ActionRefused(f"version {version.number} of {version.action_id} is published "
-                                f"and immutable; add a new version instead")
+            raise ActionRefused(
+                f"version {version.number} of {version.action_id} is published "
+                f"and immutable; add a new version instead"
+            )
         version.content = canonical_content(spec)
         return version
 
@@ -131,15 +144,20 @@ def publish(engine: Engine, version_id: str, org_id: str | None = None) -> Actio
 def delete_action(engine: Engine, org_id: str, action_id: str) -> None:
     """Delete an action and all its versions, unless something pins it (CONTRACT 6)."""
     with write_session(engine) as session:
-        action = session.exec(select(Action).where(
-            Action.organization_id == org_id, Action.id == action_id).with_for_update()).first()
+        action = session.exec(
+            select(Action).where(Action.organization_id == org_id, Action.id == action_id).with_for_update()
+        ).first()
         if action is None:
             raise NotFound(f"action {action_id} not found")
         if _in_use(session, org_id, action_id):
-            raise ActionRefused(f"action {action_id} is referenced by credentials or mandates "
-                                f"and cannot be deleted")
-        session.exec(delete(ActionVersion).where(
-            col(ActionVersion.organization_id) == org_id, col(ActionVersion.action_id) == action_id))
+            raise ActionRefused(
+                f"action {action_id} is referenced by credentials or mandates and cannot be deleted"
+            )
+        session.exec(
+            delete(ActionVersion).where(
+                col(ActionVersion.organization_id) == org_id, col(ActionVersion.action_id) == action_id
+            )
+        )
         session.delete(action)
 
 
@@ -151,18 +169,27 @@ def _in_use(session: Session, org_id: str, action_id: str) -> bool:
     (a UUID, no LIKE wildcards) in quotes appears only as a value.
     TODO(issue 4, issuance): when issued mandates get their own table, check it here as well.
     """
-    stmt = (select(Credential.id)
-            .join(CredentialRequest, col(CredentialRequest.id) == col(Credential.request_id))
-            .where(CredentialRequest.organization_id == org_id,
-                   cast(col(Credential.action), String).like(f'%"{action_id}"%'))
-            .limit(1))
+    stmt = (
+        select(Credential.id)
+        .join(CredentialRequest, col(CredentialRequest.id) == col(Credential.request_id))
+        .where(
+            CredentialRequest.organization_id == org_id,
+            cast(col(Credential.action), String).like(f'%"{action_id}"%'),
+        )
+        .limit(1)
+    )
     return session.exec(stmt).first() is not None
 
 
 def _new_version(session: Session, action: Action, spec: ActionSpec, number: int) -> ActionVersion:
     version = ActionVersion(
-        id=urn("action-version"), organization_id=action.organization_id, action_id=action.id,
-        number=number, status=DRAFT, content=canonical_content(spec), created_at=utcnow(),
+        id=urn("action-version"),
+        organization_id=action.organization_id,
+        action_id=action.id,
+        number=number,
+        status=DRAFT,
+        content=canonical_content(spec),
+        created_at=utcnow(),
     )
     session.add(version)
     return version
@@ -189,9 +216,15 @@ def organizations_with_action(engine: Engine, action_id: str) -> list[str]:
 
 def newest_draft(engine: Engine, org_id: str, action_id: str) -> ActionVersion | None:
     with read_session(engine) as session:
-        return session.exec(select(ActionVersion).where(
-            ActionVersion.organization_id == org_id, ActionVersion.action_id == action_id,
-            ActionVersion.status == DRAFT).order_by(col(ActionVersion.number).desc())).first()
+        return session.exec(
+            select(ActionVersion)
+            .where(
+                ActionVersion.organization_id == org_id,
+                ActionVersion.action_id == action_id,
+                ActionVersion.status == DRAFT,
+            )
+            .order_by(col(ActionVersion.number).desc())
+        ).first()
 
 
 def get_version(engine: Engine, version_id: str) -> ActionVersion | None:
@@ -203,8 +236,13 @@ def list_actions(engine: Engine, org_id: str, *, published_only: bool = True) ->
     """The organization's actions by creation; with ``published_only`` (the API), only actions with
     a published version, and only those versions: drafts are never shown."""
     with read_session(engine) as session:
-        actions = list(session.exec(select(Action).where(Action.organization_id == org_id)
-                                    .order_by(col(Action.created_at), col(Action.id))))
+        actions = list(
+            session.exec(
+                select(Action)
+                .where(Action.organization_id == org_id)
+                .order_by(col(Action.created_at), col(Action.id))
+            )
+        )
         stmt = select(ActionVersion).where(ActionVersion.organization_id == org_id)
         if published_only:
             stmt = stmt.where(ActionVersion.status == PUBLISHED)
@@ -212,19 +250,22 @@ def list_actions(engine: Engine, org_id: str, *, published_only: bool = True) ->
     by_action: dict[str, list[ActionVersion]] = {}
     for v in versions:
         by_action.setdefault(v.action_id, []).append(v)
-    return [ActionView(a, by_action.get(a.id, [])) for a in actions
-            if by_action.get(a.id) or not published_only]
+    return [
+        ActionView(a, by_action.get(a.id, [])) for a in actions if by_action.get(a.id) or not published_only
+    ]
 
 
-def get_action(engine: Engine, org_id: str, action_id: str, *,
-               published_only: bool = True) -> ActionView | None:
+def get_action(
+    engine: Engine, org_id: str, action_id: str, *, published_only: bool = True
+) -> ActionView | None:
     """One action of the organization, or None (also when only drafts exist and ``published_only``)."""
     with read_session(engine) as session:
         action = session.get(Action, (org_id, action_id))
         if action is None:
             return None
-        stmt = select(ActionVersion).where(ActionVersion.organization_id == org_id,
-                                           ActionVersion.action_id == action_id)
+        stmt = select(ActionVersion).where(
+            ActionVersion.organization_id == org_id, ActionVersion.action_id == action_id
+        )
         if published_only:
             stmt = stmt.where(ActionVersion.status == PUBLISHED)
         versions = list(session.exec(stmt.order_by(col(ActionVersion.number))))
@@ -233,8 +274,9 @@ def get_action(engine: Engine, org_id: str, action_id: str, *,
     return ActionView(action, versions)
 
 
-def resolve_for_request(engine: Engine, org_id: str,
-                        action_id: str) -> tuple[ActionVersion, ActionSpec] | None:
+def resolve_for_request(
+    engine: Engine, org_id: str, action_id: str
+) -> tuple[ActionVersion, ActionSpec] | None:
     """The version POST /request pins: the organization's newest *published* version of the action
     (highest number), with its parsed spec; None when the action is unknown or has none published.
 
@@ -242,9 +284,15 @@ def resolve_for_request(engine: Engine, org_id: str,
     version changes what new requests pin, never what earlier requests or mandates pinned.
     """
     with read_session(engine) as session:
-        version = session.exec(select(ActionVersion).where(
-            ActionVersion.organization_id == org_id, ActionVersion.action_id == action_id,
-            ActionVersion.status == PUBLISHED).order_by(col(ActionVersion.number).desc())).first()
+        version = session.exec(
+            select(ActionVersion)
+            .where(
+                ActionVersion.organization_id == org_id,
+                ActionVersion.action_id == action_id,
+                ActionVersion.status == PUBLISHED,
+            )
+            .order_by(col(ActionVersion.number).desc())
+        ).first()
     return None if version is None else (version, spec_of(version))
 
 
@@ -275,8 +323,9 @@ def content_fields(version: ActionVersion) -> dict[str, Any]:
     return dict(version.content)
 
 
-def pin_for_request(engine: Engine, org_id: str, action_id: str, user_params: dict[str, Any], *,
-                    where: str) -> tuple[dict[str, Any] | None, list[str]]:
+def pin_for_request(
+    engine: Engine, org_id: str, action_id: str, user_params: dict[str, Any], *, where: str
+) -> tuple[dict[str, Any] | None, list[str]]:
     """What a POLICY credential of POST /request stores as its ``action``: the action id, the pinned
     version and its digestSRI, and the userParams checked against the declared ones (names exactly,
     types; defaults fill omitted ones). Otherwise None and one message per problem, each starting
@@ -285,16 +334,18 @@ def pin_for_request(engine: Engine, org_id: str, action_id: str, user_params: di
     if resolved is None:
         return None, [f"{where}.id: unknown or unpublished action {action_id}"]
     version, spec = resolved
-    filled, problems = validate_values(spec.user_params, user_params, where=f"{where}.userParams",
-                                       fill_defaults=True)
+    filled, problems = validate_values(
+        spec.user_params, user_params, where=f"{where}.userParams", fill_defaults=True
+    )
     if problems:
         return None, problems
     assert version.digest_sri is not None  # published
     return action_pin(action_id, version.id, version.digest_sri, filled), []
 
 
-def install_published(engine: Engine, org_id: str, raw: dict[str, Any], *,
-                      action_id: str | None = None) -> ActionVersion:
+def install_published(
+    engine: Engine, org_id: str, raw: dict[str, Any], *, action_id: str | None = None
+) -> ActionVersion:
     """Create an action from its dict form (YAML/JSON) and publish version 1 at once; nothing is
     stored when the spec or a publish check fails (ActionRefused with every message). For the
     development organization, benchmarks and test fixtures."""

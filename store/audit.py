@@ -60,17 +60,34 @@ VERIFY_DENY = "VERIFY_DENY"
 OTP_LOCKED = "OTP_LOCKED"
 IDENTITY_VERIFIED = "IDENTITY_VERIFIED"
 IDENTITY_FAILED = "IDENTITY_FAILED"
-RECORD_TYPES = (REQUEST_CREATED, MANDATE_ISSUED, MANDATE_REVOKED, MANDATE_CANCELED, DECISION_ACCEPT,
-                DECISION_REJECT, VP_ISSUED, VP_ISSUE_DENIED, VERIFY_ACCEPT, VERIFY_DENY, OTP_LOCKED,
-                IDENTITY_VERIFIED, IDENTITY_FAILED, REQUEST_EXPIRED, MANDATE_ISSUANCE_FAILED)
+RECORD_TYPES = (
+    REQUEST_CREATED,
+    MANDATE_ISSUED,
+    MANDATE_REVOKED,
+    MANDATE_CANCELED,
+    DECISION_ACCEPT,
+    DECISION_REJECT,
+    VP_ISSUED,
+    VP_ISSUE_DENIED,
+    VERIFY_ACCEPT,
+    VERIFY_DENY,
+    OTP_LOCKED,
+    IDENTITY_VERIFIED,
+    IDENTITY_FAILED,
+    REQUEST_EXPIRED,
+    MANDATE_ISSUANCE_FAILED,
+)
 ASSERTION_METHOD = "assertionMethod"
 
 _RECORDS = AuditRecord.__table__  # type: ignore[attr-defined]
 _HEADS = AuditHead.__table__  # type: ignore[attr-defined]
 _LOCK_HEAD = select(_HEADS.c.seq, _HEADS.c.hash).where(_HEADS.c.organization_id == bindparam("org"))
 _INSERT = _RECORDS.insert()
-_MOVE_HEAD = (update(_HEADS).where(_HEADS.c.organization_id == bindparam("org"))
-              .values(seq=bindparam("seq"), hash=bindparam("hash")))
+_MOVE_HEAD = (
+    update(_HEADS)
+    .where(_HEADS.c.organization_id == bindparam("org"))
+    .values(seq=bindparam("seq"), hash=bindparam("hash"))
+)
 
 
 @dataclass(frozen=True)
@@ -112,12 +129,15 @@ def signer(engine: Engine) -> Ed25519KeyPair:
     with _signers_lock:
         found = _signers.get(engine)
     if found is None:
-        raise RuntimeError("the audit trail has no signer for this database: "
-                           "call store.audit.use_signer(engine, ...) where the engine is made")
+        raise RuntimeError(
+            "the audit trail has no signer for this database: "
+            "call store.audit.use_signer(engine, ...) where the engine is made"
+        )
     return found()
 
 
 # --- writing ------------------------------------------------------------------------------------
+
 
 def record_hash(document: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonicalize(dict(document))).hexdigest()
@@ -125,8 +145,13 @@ def record_hash(document: Mapping[str, Any]) -> str:
 
 def document_of(row: Any) -> dict[str, Any]:
     """The signed document of a stored record (a row of ``audit_record``), proof included."""
-    doc: dict[str, Any] = {"id": row.id, "type": row.type, "organizationId": row.organization_id,
-                           "seq": row.seq, "createdAt": _timestamp(row.created_at)}
+    doc: dict[str, Any] = {
+        "id": row.id,
+        "type": row.type,
+        "organizationId": row.organization_id,
+        "seq": row.seq,
+        "createdAt": _timestamp(row.created_at),
+    }
     optional = {"requestId": row.request_id, "credentialId": row.credential_id, "actor": row.actor}
     doc.update({name: value for name, value in optional.items() if value is not None})
     doc.update({"data": row.data, "prevHash": row.prev_hash, "proof": row.proof})
@@ -142,8 +167,11 @@ def _head(conn: Connection, org_id: str) -> tuple[int, str | None]:
     query = _LOCK_HEAD.with_for_update() if conn.dialect.name != "sqlite" else _LOCK_HEAD
     found = conn.execute(query, {"org": org_id}).first()
     if found is None:  # the organization's first record: make its head, then lock it
-        conn.execute(upsert_insert(conn.dialect.name)(_HEADS)
-                     .values(organization_id=org_id, seq=0, hash="").on_conflict_do_nothing())
+        conn.execute(
+            upsert_insert(conn.dialect.name)(_HEADS)
+            .values(organization_id=org_id, seq=0, hash="")
+            .on_conflict_do_nothing()
+        )
         found = conn.execute(query, {"org": org_id}).one()
     return int(found.seq), (found.hash or None)
 
@@ -162,8 +190,10 @@ def representable(data: Mapping[str, Any]) -> dict[str, Any]:
                 text = json.dumps(value, sort_keys=True, ensure_ascii=True, allow_nan=True)
             except (TypeError, ValueError, RecursionError):
                 text = repr(value)
-            out[name] = {"omitted": "not representable in JCS (RFC 8785)",
-                         "sha256": hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()}
+            out[name] = {
+                "omitted": "not representable in JCS (RFC 8785)",
+                "sha256": hashlib.sha256(text.encode("utf-8", "replace")).hexdigest(),
+            }
     return out
 
 
@@ -182,9 +212,18 @@ def append(conn: Connection, key: Ed25519KeyPair, entry: Entry, now: datetime | 
     now = now or utcnow()
     seq, prev_hash = _head(conn, entry.organization_id)
     record = SimpleNamespace(
-        id=f"urn:via:audit:{uuid.uuid4()}", organization_id=entry.organization_id, seq=seq + 1,
-        type=entry.type, request_id=entry.request_id, credential_id=entry.credential_id,
-        actor=entry.actor, data=dict(entry.data), created_at=now, prev_hash=prev_hash, proof={})
+        id=f"urn:via:audit:{uuid.uuid4()}",
+        organization_id=entry.organization_id,
+        seq=seq + 1,
+        type=entry.type,
+        request_id=entry.request_id,
+        credential_id=entry.credential_id,
+        actor=entry.actor,
+        data=dict(entry.data),
+        created_at=now,
+        prev_hash=prev_hash,
+        proof={},
+    )
     signed = _signed(record, key, now)
     record.proof, record.hash = signed["proof"], record_hash(signed)
     conn.execute(_INSERT, vars(record))
@@ -193,6 +232,7 @@ def append(conn: Connection, key: Ed25519KeyPair, entry: Entry, now: datetime | 
 
 
 # --- checking -----------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Broken:
@@ -215,11 +255,19 @@ class ChainCheck:
     broken: Broken | None
 
 
-def _problem(row: Any, expected_seq: int, prev_hash: str | None, resolver: Any,
-             issuer_did: str, earlier_issuer: Callable[[str], bool]) -> str | None:
+def _problem(
+    row: Any,
+    expected_seq: int,
+    prev_hash: str | None,
+    resolver: Any,
+    issuer_did: str,
+    earlier_issuer: Callable[[str], bool],
+) -> str | None:
     if row.seq != expected_seq:
-        return (f"seq {row.seq} where {expected_seq} was expected: a record before it is missing, "
-                f"or the records were reordered")
+        return (
+            f"seq {row.seq} where {expected_seq} was expected: a record before it is missing, "
+            f"or the records were reordered"
+        )
     if row.prev_hash != prev_hash:
         return "prevHash is not the hash of the record before it (a record was changed, removed or moved)"
     document = document_of(row)
@@ -235,8 +283,14 @@ def _problem(row: Any, expected_seq: int, prev_hash: str | None, resolver: Any,
     return None
 
 
-def check_chain(rows: Iterator[Any], head: Any, organization_id: str, resolver: Any,
-                issuer_did: str, earlier_issuer: Callable[[str], bool] = lambda _: False) -> ChainCheck:
+def check_chain(
+    rows: Iterator[Any],
+    head: Any,
+    organization_id: str,
+    resolver: Any,
+    issuer_did: str,
+    earlier_issuer: Callable[[str], bool] = lambda _: False,
+) -> ChainCheck:
     """Walk one organization's records in ``seq`` order against its head. ``earlier_issuer`` says
     whether a verification method that is not under ``issuer_did`` is still the service's (one of
     its keys under an earlier public URL); ``resolver`` must then resolve it."""
@@ -249,8 +303,15 @@ def check_chain(rows: Iterator[Any], head: Any, organization_id: str, resolver: 
         prev_hash, last_seq = row.hash, row.seq
     head_seq, head_hash = (head.seq, head.hash or None) if head is not None else (0, None)
     if (head_seq, head_hash) != (last_seq, prev_hash):
-        return ChainCheck(organization_id, count, Broken(
-            organization_id, None, None,
-            f"the head says seq {head_seq} but the last record is seq {last_seq}: "
-            f"newest records were removed or the head was changed"))
+        return ChainCheck(
+            organization_id,
+            count,
+            Broken(
+                organization_id,
+                None,
+                None,
+                f"the head says seq {head_seq} but the last record is seq {last_seq}: "
+                f"newest records were removed or the head was changed",
+            ),
+        )
     return ChainCheck(organization_id, count, None)

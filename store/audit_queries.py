@@ -41,8 +41,9 @@ class ActivityFilter:
     date_to: datetime | None = None
 
 
-def activity_page(engine: Engine, org_id: str, where: ActivityFilter, page_index: int,
-                  page_size: int) -> tuple[list[AuditRecord], int]:
+def activity_page(
+    engine: Engine, org_id: str, where: ActivityFilter, page_index: int, page_size: int
+) -> tuple[list[AuditRecord], int]:
     """The organization's records matching ``where``, newest first, and the number of pages."""
     conditions = [col(AuditRecord.organization_id) == org_id]
     if where.types:
@@ -56,11 +57,20 @@ def activity_page(engine: Engine, org_id: str, where: ActivityFilter, page_index
     if where.date_to:
         conditions.append(col(AuditRecord.created_at) <= where.date_to)
     with read_session(engine) as session:
-        total = int(session.execute(select(func.count()).select_from(AuditRecord)
-                                    .where(*conditions)).scalar_one())
-        rows = session.execute(select(AuditRecord).where(*conditions)
-                               .order_by(col(AuditRecord.seq).desc())
-                               .offset(page_index * page_size).limit(page_size)).scalars().all()
+        total = int(
+            session.execute(select(func.count()).select_from(AuditRecord).where(*conditions)).scalar_one()
+        )
+        rows = (
+            session.execute(
+                select(AuditRecord)
+                .where(*conditions)
+                .order_by(col(AuditRecord.seq).desc())
+                .offset(page_index * page_size)
+                .limit(page_size)
+            )
+            .scalars()
+            .all()
+        )
     return list(rows), math.ceil(total / page_size)
 
 
@@ -78,8 +88,12 @@ def _rows_in_order(engine: Engine, org_id: str) -> Any:
     after = 0
     while True:
         with engine.connect() as conn:
-            batch = conn.execute(select(_R).where(_R.c.organization_id == org_id, _R.c.seq > after)
-                                 .order_by(_R.c.seq).limit(CHECK_BATCH)).all()
+            batch = conn.execute(
+                select(_R)
+                .where(_R.c.organization_id == org_id, _R.c.seq > after)
+                .order_by(_R.c.seq)
+                .limit(CHECK_BATCH)
+            ).all()
         yield from batch
         if len(batch) < CHECK_BATCH:
             return
@@ -102,8 +116,12 @@ class ServiceKeys:
     def earlier_method(self, method: str) -> bool:
         """``method`` is one of our keys under an earlier public URL of this service."""
         did, _, multikey = method.partition("#")
-        return (did != self.service_did and _bare_did_web(did) and multikey in self.multikeys
-                and method == key_id(did, multikey))
+        return (
+            did != self.service_did
+            and _bare_did_web(did)
+            and multikey in self.multikeys
+            and method == key_id(did, multikey)
+        )
 
     def earlier_document(self, did: str) -> dict[str, Any] | None:
         if did == self.service_did or not _bare_did_web(did):
@@ -113,20 +131,26 @@ class ServiceKeys:
 
 def _resolver(engine: Engine, settings: Settings, ours: ServiceKeys) -> Resolver:
     """Our DIDs as published now, and the service's keys under its earlier DIDs."""
+
     def fetch(did: str, fresh: bool = False) -> dict[str, Any] | None:
         return did_document_for(engine, settings, did, fresh=fresh) or ours.earlier_document(did)
+
     return Resolver(fetch, fetch_fresh=partial(fetch, fresh=True))
 
 
 def verify_chains(engine: Engine, settings: Settings, org_id: str | None = None) -> list[ChainCheck]:
     """Check the chain of one organization, or of every organization that has records."""
-    ours = ServiceKeys(settings.service_did,
-                       frozenset(k.public_multikey for k in list_signing_keys(engine, SERVICE_OWNER)))
+    ours = ServiceKeys(
+        settings.service_did, frozenset(k.public_multikey for k in list_signing_keys(engine, SERVICE_OWNER))
+    )
     resolver = _resolver(engine, settings, ours)
     checks = []
     for org in _organizations(engine, org_id):
         with engine.connect() as conn:
             head = conn.execute(select(_H).where(_H.c.organization_id == org)).first()
-        checks.append(check_chain(_rows_in_order(engine, org), head, org, resolver,
-                                  settings.service_did, ours.earlier_method))
+        checks.append(
+            check_chain(
+                _rows_in_order(engine, org), head, org, resolver, settings.service_did, ours.earlier_method
+            )
+        )
     return checks

@@ -127,9 +127,7 @@ def read_session(engine: Engine) -> Iterator[Session]:
         yield session
 
 
-_write_binds: weakref.WeakKeyDictionary[Engine, tuple[Engine, threading.RLock]] = (
-    weakref.WeakKeyDictionary()
-)
+_write_binds: weakref.WeakKeyDictionary[Engine, tuple[Engine, threading.RLock]] = weakref.WeakKeyDictionary()
 _write_binds_lock = threading.Lock()
 
 

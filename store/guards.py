@@ -27,16 +27,18 @@ def remember_signature(
     now = utcnow()
     table = SeenSignature.__table__  # type: ignore[attr-defined]
     with write_connection(engine) as conn:
-        stmt = upsert_insert(conn.dialect.name)(table).values(
-            api_key_id=key_id, signature=signature, is_write=is_write, expires_at=now + window
-        ).on_conflict_do_nothing().returning(table.c.api_key_id)
+        stmt = (
+            upsert_insert(conn.dialect.name)(table)
+            .values(api_key_id=key_id, signature=signature, is_write=is_write, expires_at=now + window)
+            .on_conflict_do_nothing()
+            .returning(table.c.api_key_id)
+        )
         if conn.execute(stmt).first() is not None:  # inserted: first use
             return True
         if is_write:
             return False
         earlier = conn.execute(
-            select(table.c.is_write).where(table.c.api_key_id == key_id,
-                                           table.c.signature == signature)
+            select(table.c.is_write).where(table.c.api_key_id == key_id, table.c.signature == signature)
         ).first()
         return earlier is not None and not earlier.is_write
 
@@ -63,9 +65,7 @@ class StoredResponse:
     response: dict[str, Any]
 
 
-def find_idempotent(
-    session: Session, org_id: str, key: str, window: timedelta
-) -> StoredResponse | None:
+def find_idempotent(session: Session, org_id: str, key: str, window: timedelta) -> StoredResponse | None:
     row = session.get(IdempotencyRecord, (org_id, key))
     if row is None or row.created_at < utcnow() - window:
         return None
@@ -73,7 +73,12 @@ def find_idempotent(
 
 
 def save_idempotent(
-    session: Session, org_id: str, key: str, body_hash: str, status: int, response: dict[str, Any],
+    session: Session,
+    org_id: str,
+    key: str,
+    body_hash: str,
+    status: int,
+    response: dict[str, Any],
     window: timedelta,
 ) -> None:
     """Store (or replace an expired) record; a concurrent twin makes the transaction fail."""
@@ -81,14 +86,22 @@ def save_idempotent(
     if existing is not None and existing.created_at < utcnow() - window:
         session.delete(existing)
         session.flush()
-    session.add(IdempotencyRecord(
-        organization_id=org_id, key=key, body_hash=body_hash, status_code=status,
-        response=response, created_at=utcnow(),
-    ))
+    session.add(
+        IdempotencyRecord(
+            organization_id=org_id,
+            key=key,
+            body_hash=body_hash,
+            status_code=status,
+            response=response,
+            created_at=utcnow(),
+        )
+    )
 
 
 def requests_created_since(session: Session, org_id: str, since: datetime) -> int:
-    stmt = select(func.count()).select_from(CredentialRequest).where(
-        CredentialRequest.organization_id == org_id, CredentialRequest.created_at >= since
+    stmt = (
+        select(func.count())
+        .select_from(CredentialRequest)
+        .where(CredentialRequest.organization_id == org_id, CredentialRequest.created_at >= since)
     )
     return int(session.exec(stmt).one())

@@ -70,15 +70,24 @@ def shown_value(value: Any) -> str:
 
 def _shown(cred: Credential, actions: dict[str, Action]) -> CredentialShown:
     if cred.resource_type == "DOCUMENT":
-        fields = [(str(item.get("label", "")), shown_value(item.get("value", "")))
-                  for item in cred.data or [] if not item.get("hidden")]
+        fields = [
+            (str(item.get("label", "")), shown_value(item.get("value", "")))
+            for item in cred.data or []
+            if not item.get("hidden")
+        ]
         return CredentialShown(cred.id, cred.name, cred.description, cred.resource_type, fields=fields)
-    action = (cred.action or {})
+    action = cred.action or {}
     found = actions.get(str(action.get("id")))
     params = [(name, shown_value(value)) for name, value in (action.get("userParams") or {}).items()]
-    return CredentialShown(cred.id, cred.name, cred.description, cred.resource_type,
-                           action_name=found.name if found else None,
-                           action_description=found.description if found else None, params=params)
+    return CredentialShown(
+        cred.id,
+        cred.name,
+        cred.description,
+        cred.resource_type,
+        action_name=found.name if found else None,
+        action_description=found.description if found else None,
+        params=params,
+    )
 
 
 def load_journey(engine: Engine, request_id: str, subject_id: str) -> Journey | None:
@@ -90,13 +99,30 @@ def load_journey(engine: Engine, request_id: str, subject_id: str) -> Journey | 
         org = session.get(Organization, req.organization_id)
         subject = session.get(Subject, subject_id)
         assert org is not None and subject is not None
-        creds = list(session.exec(select(Credential).where(Credential.request_id == request_id)
-                                  .order_by(col(Credential.position))))
+        creds = list(
+            session.exec(
+                select(Credential)
+                .where(Credential.request_id == request_id)
+                .order_by(col(Credential.position))
+            )
+        )
         action_ids = {str(c.action["id"]) for c in creds if c.action and c.action.get("id")}
-        actions = {a.id: a for a in session.exec(select(Action).where(
-            Action.organization_id == req.organization_id, col(Action.id).in_(action_ids)))}
-        decided = {d.credential_id: d.accepted for d in session.exec(select(Decision).where(
-            Decision.subject_id == subject_id, col(Decision.credential_id).in_([c.id for c in creds])))}
+        actions = {
+            a.id: a
+            for a in session.exec(
+                select(Action).where(
+                    Action.organization_id == req.organization_id, col(Action.id).in_(action_ids)
+                )
+            )
+        }
+        decided = {
+            d.credential_id: d.accepted
+            for d in session.exec(
+                select(Decision).where(
+                    Decision.subject_id == subject_id, col(Decision.credential_id).in_([c.id for c in creds])
+                )
+            )
+        }
         challenge = session.get(OtpChallenge, (request_id, subject_id))
         return Journey(req, org, subject, link, [_shown(c, actions) for c in creds], decided, challenge)
 
@@ -105,5 +131,8 @@ def mark_sent(engine: Engine, request_id: str) -> None:
     """A code went out: the request's DRAFT credentials become PENDING (CONTRACT 9)."""
     table = Credential.__table__  # type: ignore[attr-defined]
     with write_connection(engine) as conn:
-        conn.execute(update(table).where(table.c.request_id == request_id, table.c.status == "DRAFT")
-                     .values(status="PENDING"))
+        conn.execute(
+            update(table)
+            .where(table.c.request_id == request_id, table.c.status == "DRAFT")
+            .values(status="PENDING")
+        )

@@ -52,6 +52,7 @@ class Rotation:
 
 # ---- key rings ------------------------------------------------------------------------------
 
+
 def service_signing_key(engine: Engine, cipher: SecretCipher, settings: Settings) -> Ed25519KeyPair:
     """The issuer's active key (made on first use), signing as ``<service DID>#<multikey>``."""
     return _active_key(engine, cipher, SERVICE_OWNER, settings.service_did)
@@ -82,8 +83,11 @@ def list_signing_keys(engine: Engine, owner: str = SERVICE_OWNER) -> list[Signin
 
 def _ring(session: Session, owner: str) -> list[SigningKey]:
     active_first = case((col(SigningKey.status) == ACTIVE, 0), else_=1)
-    stmt = (select(SigningKey).where(col(SigningKey.owner) == owner)
-            .order_by(active_first, col(SigningKey.created_at).desc(), col(SigningKey.id).desc()))
+    stmt = (
+        select(SigningKey)
+        .where(col(SigningKey.owner) == owner)
+        .order_by(active_first, col(SigningKey.created_at).desc(), col(SigningKey.id).desc())
+    )
     return list(session.exec(stmt))
 
 
@@ -130,8 +134,11 @@ def _rotate(engine: Engine, cipher: SecretCipher, owner: str, did: str) -> Rotat
         row = SigningKey(**_new_row(cipher, owner))
         session.add(row)
         session.flush()
-        retired = session.exec(select(func.count()).select_from(SigningKey).where(
-            col(SigningKey.owner) == owner, col(SigningKey.status) == RETIRED)).one()
+        retired = session.exec(
+            select(func.count())
+            .select_from(SigningKey)
+            .where(col(SigningKey.owner) == owner, col(SigningKey.status) == RETIRED)
+        ).one()
     _forget_documents(engine)
     return Rotation(_key_pair(cipher, row, did), int(retired))
 
@@ -143,8 +150,9 @@ def _lock_owner(session: Session, owner: str) -> None:
     bind = session.get_bind()
     if bind.dialect.name == "postgresql":
         digest = hashlib.blake2b(f"mandatum:signing_key:{owner}".encode(), digest_size=8).digest()
-        session.execute(text("SELECT pg_advisory_xact_lock(:k)"),
-                        {"k": int.from_bytes(digest, "big", signed=True)})
+        session.execute(
+            text("SELECT pg_advisory_xact_lock(:k)"), {"k": int.from_bytes(digest, "big", signed=True)}
+        )
 
 
 def _check_owner(session: Session, owner: str) -> None:
@@ -154,20 +162,28 @@ def _check_owner(session: Session, owner: str) -> None:
 
 def _new_row(cipher: SecretCipher, owner: str) -> dict[str, Any]:
     pair = Ed25519KeyPair.generate()
-    return {"id": new_object_id(), "owner": owner, "public_multikey": pair.public_multikey,
-            "private_key_ciphertext": cipher.encrypt(pair.private_multikey), "status": ACTIVE,
-            "created_at": utcnow(), "retired_at": None}
+    return {
+        "id": new_object_id(),
+        "owner": owner,
+        "public_multikey": pair.public_multikey,
+        "private_key_ciphertext": cipher.encrypt(pair.private_multikey),
+        "status": ACTIVE,
+        "created_at": utcnow(),
+        "retired_at": None,
+    }
 
 
 def _key_pair(cipher: SecretCipher, row: SigningKey, did: str) -> Ed25519KeyPair:
     pair = Ed25519KeyPair.from_private_multikey(
-        cipher.decrypt(row.private_key_ciphertext), key_id(did, row.public_multikey))
+        cipher.decrypt(row.private_key_ciphertext), key_id(did, row.public_multikey)
+    )
     if pair.public_multikey != row.public_multikey:  # a row whose ciphertext was swapped
         raise ValueError(f"signing key {row.id}: the private key does not match its public key")
     return pair
 
 
 # ---- DID documents --------------------------------------------------------------------------
+
 
 def did_document_for(
     engine: Engine, settings: Settings, did: str, fresh: bool = False
@@ -193,8 +209,10 @@ def did_resolver(engine: Engine, settings: Settings) -> Resolver:
     """A resolver for our own did:web DIDs (from the database) and any did:key (offline); a
     method missing from a cached document is looked up once more in the database, so a key
     just made by another process verifies at once."""
-    return Resolver(partial(did_document_for, engine, settings),
-                    fetch_fresh=partial(did_document_for, engine, settings, fresh=True))
+    return Resolver(
+        partial(did_document_for, engine, settings),
+        fetch_fresh=partial(did_document_for, engine, settings, fresh=True),
+    )
 
 
 def service_did_document(engine: Engine, cipher: SecretCipher, settings: Settings) -> dict[str, Any]:
@@ -225,7 +243,7 @@ def _build_document(engine: Engine, settings: Settings, did: str) -> dict[str, A
     base = settings.service_did
     if did == base:
         return _keys_document(engine, did, SERVICE_OWNER)
-    local = did[len(base) + 1:] if did.startswith(base + ":") else ""
+    local = did[len(base) + 1 :] if did.startswith(base + ":") else ""
     kind, _, ident = local.partition(":")
     if kind == "orgs" and is_object_id(ident):
         return _keys_document(engine, did, ident, must_exist=True)

@@ -21,8 +21,11 @@ from store.tables import CredentialRequest, KycCheck, RequestSubject, Subject
 PENDING, VERIFIED, FAILED = "PENDING", "VERIFIED", "FAILED"
 PLATFORM, ORGANIZATION, REUSED = "platform", "organization", "platform-reuse"
 # the source of identity each security level requires
-REQUIRED_SOURCE = {"ORGANIZATION_KYC": ORGANIZATION, "PLATFORM_KYC": PLATFORM,
-                   "PLATFORM_REVALIDATION": PLATFORM}
+REQUIRED_SOURCE = {
+    "ORGANIZATION_KYC": ORGANIZATION,
+    "PLATFORM_KYC": PLATFORM,
+    "PLATFORM_REVALIDATION": PLATFORM,
+}
 
 
 def new_check_id() -> str:
@@ -30,11 +33,25 @@ def new_check_id() -> str:
     return str(uuid.uuid4())
 
 
-def start_check(engine: Engine, request_id: str, subject_id: str, provider: str, now: datetime,
-                check_id: str | None = None, browser_hash: str | None = None) -> KycCheck:
+def start_check(
+    engine: Engine,
+    request_id: str,
+    subject_id: str,
+    provider: str,
+    now: datetime,
+    check_id: str | None = None,
+    browser_hash: str | None = None,
+) -> KycCheck:
     """A new PENDING check; ``browser_hash`` binds its return to the browser that started it."""
-    check = KycCheck(id=check_id or new_check_id(), request_id=request_id, subject_id=subject_id,
-                     provider=provider, status=PENDING, created_at=now, browser_hash=browser_hash)
+    check = KycCheck(
+        id=check_id or new_check_id(),
+        request_id=request_id,
+        subject_id=subject_id,
+        provider=provider,
+        status=PENDING,
+        created_at=now,
+        browser_hash=browser_hash,
+    )
     with write_session(engine) as session:
         session.add(check)
         subject = session.get(Subject, subject_id)
@@ -49,8 +66,9 @@ def get_check(engine: Engine, check_id: str) -> KycCheck | None:
         return session.get(KycCheck, check_id)
 
 
-def complete_check(engine: Engine, check_id: str, success: bool, message: str | None,
-                   now: datetime) -> KycCheck:
+def complete_check(
+    engine: Engine, check_id: str, success: bool, message: str | None, now: datetime
+) -> KycCheck:
     """The provider's result; the first one wins (a provider calling back twice changes nothing)."""
     with write_session(engine) as session:
         check = session.exec(select(KycCheck).where(KycCheck.id == check_id).with_for_update()).first()
@@ -62,34 +80,59 @@ def complete_check(engine: Engine, check_id: str, success: bool, message: str | 
         return check
 
 
-def take_return(engine: Engine, check_id: str, request_id: str, subject_id: str, browser_hash: str,
-                now: datetime, started_after: datetime) -> bool:
+def take_return(
+    engine: Engine,
+    check_id: str,
+    request_id: str,
+    subject_id: str,
+    browser_hash: str,
+    now: datetime,
+    started_after: datetime,
+) -> bool:
     """The subject's return from the provider, taken once: true only for the check of this subject
     of this request, started after ``started_after``, from the browser whose hash is given, and not
     returned through before. Anything else changes nothing (so a stranger holding the return URL
     cannot use it up either)."""
     with write_session(engine) as session:
         check = session.exec(select(KycCheck).where(KycCheck.id == check_id).with_for_update()).first()
-        if (check is None or check.request_id != request_id or check.subject_id != subject_id
-                or check.browser_hash is None or check.returned_at is not None
-                or check.created_at <= started_after
-                or not hmac.compare_digest(check.browser_hash, browser_hash)):
+        if (
+            check is None
+            or check.request_id != request_id
+            or check.subject_id != subject_id
+            or check.browser_hash is None
+            or check.returned_at is not None
+            or check.created_at <= started_after
+            or not hmac.compare_digest(check.browser_hash, browser_hash)
+        ):
             return False
         check.returned_at = now
         session.add(check)
         return True
 
 
-def record_identity(engine: Engine, request_id: str, subject_id: str, success: bool, source: str,
-                    message: str | None, check_id: str | None, at: datetime) -> None:
+def record_identity(
+    engine: Engine,
+    request_id: str,
+    subject_id: str,
+    success: bool,
+    source: str,
+    message: str | None,
+    check_id: str | None,
+    at: datetime,
+) -> None:
     """The identity result a request required of a subject, once: on the request's link, on the
     subject, and in the audit trail, in one transaction."""
     key = audit.signer(engine)
     result = VERIFIED if success else FAILED
     with write_session(engine) as session:
-        link = session.exec(select(RequestSubject).where(
-            RequestSubject.request_id == request_id, RequestSubject.subject_id == subject_id,
-        ).with_for_update()).first()
+        link = session.exec(
+            select(RequestSubject)
+            .where(
+                RequestSubject.request_id == request_id,
+                RequestSubject.subject_id == subject_id,
+            )
+            .with_for_update()
+        ).first()
         req = session.get(CredentialRequest, request_id)
         subject = session.get(Subject, subject_id)
         if link is None or req is None or subject is None:
@@ -104,12 +147,26 @@ def record_identity(engine: Engine, request_id: str, subject_id: str, success: b
         session.add(subject)
         session.flush()
         actor = "organization" if source == ORGANIZATION else f"subject:{subject_id}"
-        audit.append(session.connection(), key, audit.Entry(
-            audit.IDENTITY_VERIFIED if success else audit.IDENTITY_FAILED, req.organization_id,
-            request_id=request_id, actor=actor,
-            data={"subjectId": subject_id, "contact": subject.contact, "source": source,
-                  "checkId": check_id, "message": message, "securityLevel": req.security_level,
-                  "date": at.isoformat()}), at)
+        audit.append(
+            session.connection(),
+            key,
+            audit.Entry(
+                audit.IDENTITY_VERIFIED if success else audit.IDENTITY_FAILED,
+                req.organization_id,
+                request_id=request_id,
+                actor=actor,
+                data={
+                    "subjectId": subject_id,
+                    "contact": subject.contact,
+                    "source": source,
+                    "checkId": check_id,
+                    "message": message,
+                    "securityLevel": req.security_level,
+                    "date": at.isoformat(),
+                },
+            ),
+            at,
+        )
 
 
 def prior_identity(engine: Engine, subject_id: str) -> tuple[str, str]:
@@ -121,14 +178,16 @@ def prior_identity(engine: Engine, subject_id: str) -> tuple[str, str]:
         return subject.kyc, subject.identity_status
 
 
-def find_subject(engine: Engine, org_id: str, *, contact: str | None = None,
-                 subject_id: str | None = None) -> Subject | None:
+def find_subject(
+    engine: Engine, org_id: str, *, contact: str | None = None, subject_id: str | None = None
+) -> Subject | None:
     """The organization's subject with that (normalized) contact, or that id; None for another
     organization's subject."""
     with read_session(engine) as session:
         if contact is not None:
-            return session.exec(select(Subject).where(Subject.organization_id == org_id,
-                                                      Subject.contact == contact)).first()
+            return session.exec(
+                select(Subject).where(Subject.organization_id == org_id, Subject.contact == contact)
+            ).first()
         found = session.get(Subject, subject_id) if subject_id else None
         return found if found is not None and found.organization_id == org_id else None
 
@@ -142,9 +201,18 @@ def report_organization_check(engine: Engine, org_id: str, subject_id: str, succ
             raise LookupError(f"subject {subject_id} not found")
         subject.identity_status = VERIFIED if success else FAILED
         session.add(subject)
-        rows = session.exec(select(CredentialRequest.id).join(
-            RequestSubject, col(RequestSubject.request_id) == CredentialRequest.id,
-        ).where(RequestSubject.subject_id == subject_id, col(RequestSubject.identity_result).is_(None),
-                CredentialRequest.organization_id == org_id, CredentialRequest.status == "PENDING",
-                CredentialRequest.security_level == "ORGANIZATION_KYC"))
+        rows = session.exec(
+            select(CredentialRequest.id)
+            .join(
+                RequestSubject,
+                col(RequestSubject.request_id) == CredentialRequest.id,
+            )
+            .where(
+                RequestSubject.subject_id == subject_id,
+                col(RequestSubject.identity_result).is_(None),
+                CredentialRequest.organization_id == org_id,
+                CredentialRequest.status == "PENDING",
+                CredentialRequest.security_level == "ORGANIZATION_KYC",
+            )
+        )
         return list(rows)

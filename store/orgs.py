@@ -71,7 +71,9 @@ def create_organization(
         raise ValueError("the request rate must be at least 1 per minute")
     with write_session(engine) as session:
         org = Organization(
-            id=new_object_id(), name=name, created_at=utcnow(),
+            id=new_object_id(),
+            name=name,
+            created_at=utcnow(),
             request_rate_per_minute=request_rate_per_minute,
         )
         session.add(org)
@@ -83,9 +85,13 @@ def create_organization(
 def _add_key(session, cipher: SecretCipher, org_id: str, expires_at: datetime | None) -> IssuedKey:  # type: ignore[no-untyped-def]
     api_key, secret = _new_api_key(), _new_signature_secret()
     row = ApiKey(
-        id=new_object_id(), organization_id=org_id, key_hash=hash_api_key(api_key),
-        key_prefix=api_key[:12], secret_ciphertext=cipher.encrypt(secret),
-        expires_at=expires_at, created_at=utcnow(),
+        id=new_object_id(),
+        organization_id=org_id,
+        key_hash=hash_api_key(api_key),
+        key_prefix=api_key[:12],
+        secret_ciphertext=cipher.encrypt(secret),
+        expires_at=expires_at,
+        created_at=utcnow(),
     )
     session.add(row)
     return IssuedKey(row.id, org_id, api_key, secret, expires_at)
@@ -125,12 +131,15 @@ def check_frame_origin(value: str, allow_loopback_http: bool) -> str:
     try:
         return check_origin(value, allow_loopback_http)
     except BadOrigin as exc:
-        raise ValueError(f"{quote_input(value)} is not an HTTPS origin (https://host or "
-                         f"https://host:port, nothing else): {exc}") from exc
+        raise ValueError(
+            f"{quote_input(value)} is not an HTTPS origin (https://host or "
+            f"https://host:port, nothing else): {exc}"
+        ) from exc
 
 
-def set_frame_origins(engine: Engine, org_id: str, origins: list[str],
-                      allow_loopback_http: bool) -> list[str]:
+def set_frame_origins(
+    engine: Engine, org_id: str, origins: list[str], allow_loopback_http: bool
+) -> list[str]:
     """Replace the origins allowed to embed the organization's approval page in an iframe."""
     checked = list(dict.fromkeys(check_frame_origin(o, allow_loopback_http) for o in origins))
     if len(checked) > MAX_FRAME_ORIGINS:
@@ -199,9 +208,7 @@ def list_keys(engine: Engine, org_id: str) -> list[ApiKey]:
         return list(session.exec(stmt.order_by(col(ApiKey.created_at))))
 
 
-def resolve_api_key(
-    engine: Engine, cipher: SecretCipher, api_key: str, grace: timedelta
-) -> ActiveKey | None:
+def resolve_api_key(engine: Engine, cipher: SecretCipher, api_key: str, grace: timedelta) -> ActiveKey | None:
     """The key and its accepted secrets, or None if unknown, expired or revoked."""
     now = utcnow()
     with read_session(engine) as session:

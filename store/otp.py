@@ -18,7 +18,13 @@ CODE_LIFETIME = timedelta(minutes=10)
 MAX_FAILURES = 5
 
 PASSED, WRONG, EXPIRED, LOCKED, LOCKED_NOW, NO_CODE = (
-    "passed", "wrong", "expired", "locked", "locked_now", "no_code")
+    "passed",
+    "wrong",
+    "expired",
+    "locked",
+    "locked_now",
+    "no_code",
+)
 
 
 @dataclass(frozen=True)
@@ -27,16 +33,30 @@ class CheckOutcome:
     attempts_left: int
 
 
-def store_code(engine: Engine, request_id: str, subject_id: str, send_number: int, code_hash: str,
-               channel: str, now: datetime) -> datetime:
+def store_code(
+    engine: Engine,
+    request_id: str,
+    subject_id: str,
+    send_number: int,
+    code_hash: str,
+    channel: str,
+    now: datetime,
+) -> datetime:
     """Keep ``code_hash`` as the subject's current code (the ``send_number``-th sent), clearing wrong
     tries and a lock; its expiry. A retried send of the same number replaces the code it stored."""
     expires_at = now + CODE_LIFETIME
     with write_session(engine) as session:
         row = session.get(OtpChallenge, (request_id, subject_id))
         if row is None:
-            row = OtpChallenge(request_id=request_id, subject_id=subject_id, code_hash=code_hash,
-                               channel=channel, sends=send_number, sent_at=now, expires_at=expires_at)
+            row = OtpChallenge(
+                request_id=request_id,
+                subject_id=subject_id,
+                code_hash=code_hash,
+                channel=channel,
+                sends=send_number,
+                sent_at=now,
+                expires_at=expires_at,
+            )
         else:
             row.code_hash, row.channel, row.sends = code_hash, channel, max(row.sends, send_number)
             row.sent_at, row.expires_at = now, expires_at
@@ -55,16 +75,22 @@ def record_delivery_error(engine: Engine, request_id: str, subject_id: str, code
             session.add(row)
 
 
-def check_code(engine: Engine, request_id: str, subject_id: str, code_hash: str,
-               now: datetime) -> CheckOutcome:
+def check_code(
+    engine: Engine, request_id: str, subject_id: str, code_hash: str, now: datetime
+) -> CheckOutcome:
     """Compare a submitted code's hash with the current one, in constant time, counting wrong
     tries. The fifth wrong try locks the code and appends the audit record ``OTP_LOCKED`` in the
     same transaction. Entering the accepted code again answers ``passed`` (a page reload)."""
     key = audit.signer(engine)
     with write_session(engine) as session:
-        row = session.exec(select(OtpChallenge).where(
-            OtpChallenge.request_id == request_id, OtpChallenge.subject_id == subject_id,
-        ).with_for_update()).first()
+        row = session.exec(
+            select(OtpChallenge)
+            .where(
+                OtpChallenge.request_id == request_id,
+                OtpChallenge.subject_id == subject_id,
+            )
+            .with_for_update()
+        ).first()
         if row is None or not row.code_hash:
             return CheckOutcome(NO_CODE, 0)
         matches = hmac.compare_digest(row.code_hash.encode(), code_hash.encode())
@@ -88,11 +114,25 @@ def check_code(engine: Engine, request_id: str, subject_id: str, code_hash: str,
         subject = session.get(Subject, subject_id)
         assert req is not None and subject is not None
         session.flush()
-        audit.append(session.connection(), key, audit.Entry(
-            audit.OTP_LOCKED, req.organization_id, request_id=request_id,
-            actor=f"subject:{subject_id}",
-            data={"subjectId": subject_id, "contact": subject.contact, "channel": row.channel,
-                  "failures": row.failures, "sends": row.sends, "lockedAt": now.isoformat()}), now)
+        audit.append(
+            session.connection(),
+            key,
+            audit.Entry(
+                audit.OTP_LOCKED,
+                req.organization_id,
+                request_id=request_id,
+                actor=f"subject:{subject_id}",
+                data={
+                    "subjectId": subject_id,
+                    "contact": subject.contact,
+                    "channel": row.channel,
+                    "failures": row.failures,
+                    "sends": row.sends,
+                    "lockedAt": now.isoformat(),
+                },
+            ),
+            now,
+        )
         return CheckOutcome(LOCKED_NOW, 0)
 
 

@@ -17,9 +17,11 @@ _TABLE = CredentialPdf.__table__  # type: ignore[attr-defined]
 def kept_pdf(engine: Engine, credential_id: str, content_digest: str) -> bytes | None:
     """The PDF rendered of this credential for exactly this content, if one is kept."""
     with engine.connect() as conn:
-        found = conn.execute(select(_TABLE.c.pdf).where(
-            _TABLE.c.credential_id == credential_id,
-            _TABLE.c.content_digest == content_digest)).scalar_one_or_none()
+        found = conn.execute(
+            select(_TABLE.c.pdf).where(
+                _TABLE.c.credential_id == credential_id, _TABLE.c.content_digest == content_digest
+            )
+        ).scalar_one_or_none()
     return bytes(found) if found is not None else None
 
 

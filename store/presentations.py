@@ -64,11 +64,21 @@ PRESENTATION = Presentation.__table__  # type: ignore[attr-defined]
 _C, _R = Credential.__table__, CredentialRequest.__table__  # type: ignore[attr-defined]
 _O = Organization.__table__  # type: ignore[attr-defined]
 # built once (building a statement per call costs about as much as running it on SQLite)
-LOAD_MANDATE = (select(_C.c.id, _C.c.request_id, _R.c.organization_id, _C.c.resource_type,
-                       _C.c.status, _C.c.revoked_at, _O.c.presentation_minutes, _C.c.w3c_credential)
-                .join_from(_C, _R, _R.c.id == _C.c.request_id)
-                .join(_O, _O.c.id == _R.c.organization_id)
-                .where(_C.c.mandate_id == bindparam("mandate_id")))
+LOAD_MANDATE = (
+    select(
+        _C.c.id,
+        _C.c.request_id,
+        _R.c.organization_id,
+        _C.c.resource_type,
+        _C.c.status,
+        _C.c.revoked_at,
+        _O.c.presentation_minutes,
+        _C.c.w3c_credential,
+    )
+    .join_from(_C, _R, _R.c.id == _C.c.request_id)
+    .join(_O, _O.c.id == _R.c.organization_id)
+    .where(_C.c.mandate_id == bindparam("mandate_id"))
+)
 INSERT_PRESENTATION = PRESENTATION.insert()
 
 
@@ -101,8 +111,10 @@ class MandateNotActive(PresentationRefused):
 # the reason code of each refusal in the "VP issue denied" audit record (CONTRACT 5 codes where
 # one applies)
 _REFUSAL_CODES: dict[type[PresentationRefused], str] = {
-    MandateNotFound: "credential_not_found", NotAuthorized: "verifier_not_authorized",
-    NotAMandate: "not_a_mandate", MandateNotActive: "credential_not_active",
+    MandateNotFound: "credential_not_found",
+    NotAuthorized: "verifier_not_authorized",
+    NotAMandate: "not_a_mandate",
+    MandateNotActive: "credential_not_active",
 }
 
 
@@ -136,14 +148,22 @@ def _cached_key(engine: Engine, owner: str, did: str, load: Callable[[], Ed25519
 
 def service_key(engine: Engine, cipher: SecretCipher, settings: Settings) -> Ed25519KeyPair:
     """The issuer's active key (receipts), from a per-process cache of ``KEY_CACHE_SECONDS``."""
-    return _cached_key(engine, keys.SERVICE_OWNER, settings.service_did,
-                       lambda: keys.service_signing_key(engine, cipher, settings))
+    return _cached_key(
+        engine,
+        keys.SERVICE_OWNER,
+        settings.service_did,
+        lambda: keys.service_signing_key(engine, cipher, settings),
+    )
 
 
 def organization_key(engine: Engine, cipher: SecretCipher, settings: Settings, org_id: str) -> Ed25519KeyPair:
     """An organization's active key (its VPs), cached like ``service_key``."""
-    return _cached_key(engine, org_id, settings.organization_did(org_id),
-                       lambda: keys.organization_signing_key(engine, cipher, settings, org_id))
+    return _cached_key(
+        engine,
+        org_id,
+        settings.organization_did(org_id),
+        lambda: keys.organization_signing_key(engine, cipher, settings, org_id),
+    )
 
 
 def forget_keys() -> None:
@@ -155,18 +175,21 @@ def forget_keys() -> None:
 
 # --- the VP lifetime setting -------------------------------------------------------------------
 
+
 def set_presentation_minutes(engine: Engine, org_id: str, minutes: int) -> None:
     """How long the organization's VPs stay valid (CONTRACT 5: 1 to 60 minutes, default 5)."""
     if not MIN_MINUTES <= minutes <= MAX_MINUTES:
         raise ValueError(f"a presentation lifetime is {MIN_MINUTES} to {MAX_MINUTES} minutes")
     with write_connection(engine) as conn:
-        done = conn.execute(update(Organization).where(col(Organization.id) == org_id)
-                            .values(presentation_minutes=minutes))
+        done = conn.execute(
+            update(Organization).where(col(Organization.id) == org_id).values(presentation_minutes=minutes)
+        )
     if done.rowcount != 1:
         raise NotFound(f"organization {org_id} not found")
 
 
 # --- issuing ----------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class _Mandate:
@@ -185,9 +208,16 @@ def _load_mandate(engine: Engine, mandate_id: str) -> _Mandate | None:
         row = conn.execute(LOAD_MANDATE, {"mandate_id": mandate_id}).first()
     if row is None or row.w3c_credential is None:
         return None
-    return _Mandate(row.id, row.request_id, row.organization_id, row.resource_type, row.status,
-                    row.status == REVOKED or row.revoked_at is not None,
-                    row.presentation_minutes, row.w3c_credential)
+    return _Mandate(
+        row.id,
+        row.request_id,
+        row.organization_id,
+        row.resource_type,
+        row.status,
+        row.status == REVOKED or row.revoked_at is not None,
+        row.presentation_minutes,
+        row.w3c_credential,
+    )
 
 
 # --- reading mandates and VPs (shared with store.verifications) ------------------------------
@@ -245,8 +275,10 @@ def _checked(found: _Mandate | None, mandate_id: str, caller_did: str, owner_did
     if caller_did != owner_did and not listed:  # another organization's, and not shown to this one
         raise MandateNotFound(f"Mandate {mandate_id} not found")
     if found.resource_type != "POLICY":
-        raise NotAMandate(f"Credential {mandate_id} is a {found.resource_type} credential, not a "
-                          f"mandate: only mandates are presented")
+        raise NotAMandate(
+            f"Credential {mandate_id} is a {found.resource_type} credential, not a "
+            f"mandate: only mandates are presented"
+        )
     if not listed:
         raise NotAuthorized("Your organization is not among the mandate's authorizedDIDs")
     if found.revoked:
@@ -256,9 +288,16 @@ def _checked(found: _Mandate | None, mandate_id: str, caller_did: str, owner_did
     return found
 
 
-def issue_presentation(engine: Engine, cipher: SecretCipher, settings: Settings, *,
-                       caller_org_id: str, mandate_id: str, target_verifier: str | None = None,
-                       now: datetime | None = None) -> IssuedPresentation:
+def issue_presentation(
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
+    *,
+    caller_org_id: str,
+    mandate_id: str,
+    target_verifier: str | None = None,
+    now: datetime | None = None,
+) -> IssuedPresentation:
     """A fresh VP of the mandate (``targetVerifier`` binds it through ``proof.domain``) with its
     ``PRESENTATION_ISSUED`` receipt; PresentationRefused otherwise (see the module docstring)."""
     found = _load_mandate(engine, mandate_id)
@@ -274,33 +313,81 @@ def issue_presentation(engine: Engine, cipher: SecretCipher, settings: Settings,
     presentation_id = urn("presentation")
     challenge = secrets.token_urlsafe(CHALLENGE_BYTES)
     vp = vc.presentation(
-        mandate.w3c, organization_key(engine, cipher, settings, mandate.organization_id),
-        holder_did=owner_did, presentation_id=presentation_id, challenge=challenge,
-        created=created, expires=expires, domain=target_verifier)
+        mandate.w3c,
+        organization_key(engine, cipher, settings, mandate.organization_id),
+        holder_did=owner_did,
+        presentation_id=presentation_id,
+        challenge=challenge,
+        created=created,
+        expires=expires,
+        domain=target_verifier,
+    )
     receipt = receipts.receipt(
-        key=service, context_url=settings.context_url,
-        receipt_id=urn("receipt"), type=receipts.PRESENTATION_ISSUED, timestamp=created,
-        credential_id=mandate_id, request_id=mandate.request_id, presentation_id=presentation_id,
-        verifier=target_verifier)
+        key=service,
+        context_url=settings.context_url,
+        receipt_id=urn("receipt"),
+        type=receipts.PRESENTATION_ISSUED,
+        timestamp=created,
+        credential_id=mandate_id,
+        request_id=mandate.request_id,
+        presentation_id=presentation_id,
+        verifier=target_verifier,
+    )
     with write_connection(engine) as conn:
-        conn.execute(INSERT_PRESENTATION, {
-            "id": presentation_id, "credential_id": mandate.credential_id,
-            "organization_id": caller_org_id, "challenge": challenge, "domain": target_verifier,
-            "created_at": created, "expires_at": expires, "receipt": receipt, "used_at": None,
-            "used_by": None})
-        audit.append(conn, service, audit.Entry(
-            audit.VP_ISSUED, caller_org_id, request_id=mandate.request_id, credential_id=mandate_id,
-            data={"mandateId": mandate_id, "presentation": vp, "targetVerifier": target_verifier,
-                  "receipt": receipt}), created)
+        conn.execute(
+            INSERT_PRESENTATION,
+            {
+                "id": presentation_id,
+                "credential_id": mandate.credential_id,
+                "organization_id": caller_org_id,
+                "challenge": challenge,
+                "domain": target_verifier,
+                "created_at": created,
+                "expires_at": expires,
+                "receipt": receipt,
+                "used_at": None,
+                "used_by": None,
+            },
+        )
+        audit.append(
+            conn,
+            service,
+            audit.Entry(
+                audit.VP_ISSUED,
+                caller_org_id,
+                request_id=mandate.request_id,
+                credential_id=mandate_id,
+                data={
+                    "mandateId": mandate_id,
+                    "presentation": vp,
+                    "targetVerifier": target_verifier,
+                    "receipt": receipt,
+                },
+            ),
+            created,
+        )
     return IssuedPresentation(vp, receipt)
 
 
-def _record_refusal(engine: Engine, key: Ed25519KeyPair, caller_org_id: str, mandate_id: str,
-                    found: _Mandate | None, refused: PresentationRefused) -> None:
+def _record_refusal(
+    engine: Engine,
+    key: Ed25519KeyPair,
+    caller_org_id: str,
+    mandate_id: str,
+    found: _Mandate | None,
+    refused: PresentationRefused,
+) -> None:
     """The "VP issue denied" audit record, in the caller's organization."""
     reason = refused.reason or _REFUSAL_CODES.get(type(refused), "refused")
     with write_connection(engine) as conn:
-        audit.append(conn, key, audit.Entry(
-            audit.VP_ISSUE_DENIED, caller_org_id, credential_id=mandate_id,
-            request_id=found.request_id if found and found.organization_id == caller_org_id else None,
-            data={"mandateId": mandate_id, "reason": reason, "message": str(refused)}))
+        audit.append(
+            conn,
+            key,
+            audit.Entry(
+                audit.VP_ISSUE_DENIED,
+                caller_org_id,
+                credential_id=mandate_id,
+                request_id=found.request_id if found and found.organization_id == caller_org_id else None,
+                data={"mandateId": mandate_id, "reason": reason, "message": str(refused)},
+            ),
+        )

@@ -42,8 +42,10 @@ def _load_bundles(session: Session, reqs: list[CredentialRequest]) -> list[Reque
     decisions: dict[str, list[tuple[Decision, Subject]]] = defaultdict(list)
     if cred_ids:
         for d, s in session.exec(
-            select(Decision, Subject).join(Subject, col(Subject.id) == Decision.subject_id)
-            .where(col(Decision.credential_id).in_(cred_ids)).order_by(col(Decision.decided_at))
+            select(Decision, Subject)
+            .join(Subject, col(Subject.id) == Decision.subject_id)
+            .where(col(Decision.credential_id).in_(cred_ids))
+            .order_by(col(Decision.decided_at))
         ):
             decisions[d.credential_id].append((d, s))
     return [RequestBundle(r, subjects[r.id], creds[r.id], decisions) for r in reqs]
@@ -98,24 +100,26 @@ def _contains_ignoring_case(engine: Engine, column: Any, term: str) -> Any:
 def list_requests(engine: Engine, org_id: str, f: RequestFilter) -> tuple[list[RequestBundle], int]:
     """A page of the organization's requests, newest first, and the total count."""
     conds: list[Any] = [CredentialRequest.organization_id == org_id]
-    by_subject = select(RequestSubject.request_id).join(
-        Subject, col(Subject.id) == RequestSubject.subject_id
-    )
+    by_subject = select(RequestSubject.request_id).join(Subject, col(Subject.id) == RequestSubject.subject_id)
     if f.contact is not None:
         conds.append(col(CredentialRequest.id).in_(by_subject.where(Subject.contact == f.contact)))
     if f.did_subject_id is not None:
         conds.append(col(CredentialRequest.id).in_(by_subject.where(Subject.id == f.did_subject_id)))
     if f.subject_internal_id is not None:
-        conds.append(col(CredentialRequest.id).in_(
-            select(RequestSubject.request_id).where(RequestSubject.internal_id == f.subject_internal_id)
-        ))
+        conds.append(
+            col(CredentialRequest.id).in_(
+                select(RequestSubject.request_id).where(RequestSubject.internal_id == f.subject_internal_id)
+            )
+        )
     if f.internal_id is not None:
         conds.append(CredentialRequest.internal_id == f.internal_id)
     if f.credential_internal_id is not None:
-        conds.append(exists().where(
-            col(Credential.request_id) == CredentialRequest.id,
-            col(Credential.internal_id) == f.credential_internal_id,
-        ))
+        conds.append(
+            exists().where(
+                col(Credential.request_id) == CredentialRequest.id,
+                col(Credential.internal_id) == f.credential_internal_id,
+            )
+        )
     if f.security_levels:
         conds.append(col(CredentialRequest.security_level).in_(f.security_levels))
     if f.date_from is not None:
@@ -123,29 +127,42 @@ def list_requests(engine: Engine, org_id: str, f: RequestFilter) -> tuple[list[R
     if f.date_to is not None:
         conds.append(CredentialRequest.created_at <= f.date_to)
     if f.search:
-        conds.append(or_(
-            _contains_ignoring_case(engine, CredentialRequest.name, f.search),
-            exists().where(col(Credential.request_id) == CredentialRequest.id,
-                           _contains_ignoring_case(engine, Credential.name, f.search)),
-        ))
+        conds.append(
+            or_(
+                _contains_ignoring_case(engine, CredentialRequest.name, f.search),
+                exists().where(
+                    col(Credential.request_id) == CredentialRequest.id,
+                    _contains_ignoring_case(engine, Credential.name, f.search),
+                ),
+            )
+        )
     with read_session(engine) as session:
         total = session.exec(select(func.count()).select_from(CredentialRequest).where(*conds)).one()
-        page = list(session.exec(
-            select(CredentialRequest).where(*conds)
-            .order_by(col(CredentialRequest.created_at).desc(), col(CredentialRequest.id).desc())
-            .offset(f.page_index * f.page_size).limit(f.page_size)
-        ))
+        page = list(
+            session.exec(
+                select(CredentialRequest)
+                .where(*conds)
+                .order_by(col(CredentialRequest.created_at).desc(), col(CredentialRequest.id).desc())
+                .offset(f.page_index * f.page_size)
+                .limit(f.page_size)
+            )
+        )
         return _load_bundles(session, page), int(total)
 
 
 def unstarted_requests(engine: Engine, created_before: datetime, limit: int = 100) -> list[RequestBundle]:
     with read_session(engine) as session:
-        reqs = list(session.exec(
-            select(CredentialRequest)
-            .where(col(CredentialRequest.workflow_started_at).is_(None),
-                   CredentialRequest.created_at < created_before)
-            .order_by(col(CredentialRequest.created_at)).limit(limit)
-        ))
+        reqs = list(
+            session.exec(
+                select(CredentialRequest)
+                .where(
+                    col(CredentialRequest.workflow_started_at).is_(None),
+                    CredentialRequest.created_at < created_before,
+                )
+                .order_by(col(CredentialRequest.created_at))
+                .limit(limit)
+            )
+        )
         return _load_bundles(session, reqs)
 
 

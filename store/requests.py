@@ -110,24 +110,40 @@ def _ensure_subjects(session: Session, org_id: str, contacts: list[NewContact]) 
     now = utcnow()
     table = Subject.__table__  # type: ignore[attr-defined]
     session.execute(
-        upsert_insert(session.get_bind().dialect.name)(table).values([
-            {"id": new_subject_uuid(), "organization_id": org_id, "contact": c.contact,
-             "contact_kind": c.kind, "identity_status": "UNVERIFIED", "kyc": "NOT_STARTED",
-             "created_at": now}
-            for c in contacts
-        ]).on_conflict_do_nothing(index_elements=["organization_id", "contact"])
+        upsert_insert(session.get_bind().dialect.name)(table)
+        .values(
+            [
+                {
+                    "id": new_subject_uuid(),
+                    "organization_id": org_id,
+                    "contact": c.contact,
+                    "contact_kind": c.kind,
+                    "identity_status": "UNVERIFIED",
+                    "kyc": "NOT_STARTED",
+                    "created_at": now,
+                }
+                for c in contacts
+            ]
+        )
+        .on_conflict_do_nothing(index_elements=["organization_id", "contact"])
     )
     rows = session.execute(
-        table.select().where(table.c.organization_id == org_id,
-                             table.c.contact.in_([c.contact for c in contacts]))
+        table.select().where(
+            table.c.organization_id == org_id, table.c.contact.in_([c.contact for c in contacts])
+        )
     )
     known = {row.contact: Subject(**row._mapping) for row in rows}
     return [known[c.contact] for c in contacts]
 
 
 def create_request(
-    engine: Engine, org_id: str, new: NewRequest, expiry: timedelta, rate_per_minute: int,
-    idempotency: Idempotency | None, render: Any,
+    engine: Engine,
+    org_id: str,
+    new: NewRequest,
+    expiry: timedelta,
+    rate_per_minute: int,
+    idempotency: Idempotency | None,
+    render: Any,
 ) -> RequestBundle | Replayed:
     """Insert a request; ``render`` turns the bundle into the stored idempotent response.
 
@@ -173,13 +189,17 @@ def _insert_rows(session: Session, rows: list[Any]) -> None:
     (the objects are only read afterwards, to render the response)."""
     if rows:
         table = type(rows[0]).__table__
-        session.execute(table.insert(), [{c.name: getattr(r, c.name) for c in table.columns}
-                                         for r in rows])
+        session.execute(table.insert(), [{c.name: getattr(r, c.name) for c in table.columns} for r in rows])
 
 
 def _insert_request(
-    engine: Engine, org_id: str, new: NewRequest, expiry: timedelta, rate_per_minute: int,
-    idempotency: Idempotency | None, render: Any,
+    engine: Engine,
+    org_id: str,
+    new: NewRequest,
+    expiry: timedelta,
+    rate_per_minute: int,
+    idempotency: Idempotency | None,
+    render: Any,
 ) -> RequestBundle | Replayed:
     key = audit.signer(engine)  # before the transaction (store.audit)
     with write_session(engine) as session:
@@ -193,10 +213,17 @@ def _insert_request(
         if recent >= rate_per_minute:
             raise RateLimited(retry_after=_retry_after(session, org_id, now))
         req = CredentialRequest(
-            id=new_object_id(), organization_id=org_id, security_level=new.security_level,
-            name=new.name, language=new.language, redirect_url=new.redirect_url,
-            internal_id=new.internal_id, authorized_dids=new.authorized_dids,
-            status=RequestStatus.PENDING, created_at=now, expires_at=now + expiry,
+            id=new_object_id(),
+            organization_id=org_id,
+            security_level=new.security_level,
+            name=new.name,
+            language=new.language,
+            redirect_url=new.redirect_url,
+            internal_id=new.internal_id,
+            authorized_dids=new.authorized_dids,
+            status=RequestStatus.PENDING,
+            created_at=now,
+            expires_at=now + expiry,
         )
         _insert_rows(session, [req])  # before the links that reference it
         subjects = _ensure_subjects(session, org_id, new.contacts)
@@ -206,23 +233,52 @@ def _insert_request(
         ]
         creds = [
             Credential(
-                id=new_object_id(), request_id=req.id, position=i, resource_type=c.resource_type,
-                status="DRAFT", name=c.name, description=c.description, internal_id=c.internal_id,
-                scope=c.scope, tags=c.tags, action=c.action, data=c.data,
-                valid_from=c.valid_from, valid_until=c.valid_until,
+                id=new_object_id(),
+                request_id=req.id,
+                position=i,
+                resource_type=c.resource_type,
+                status="DRAFT",
+                name=c.name,
+                description=c.description,
+                internal_id=c.internal_id,
+                scope=c.scope,
+                tags=c.tags,
+                action=c.action,
+                data=c.data,
+                valid_from=c.valid_from,
+                valid_until=c.valid_until,
             )
             for i, c in enumerate(new.credentials)
         ]
         _insert_rows(session, links)
         _insert_rows(session, creds)
         bundle = RequestBundle(req, list(zip(links, subjects, strict=True)), creds, {})
-        audit.append(session.connection(), key, audit.Entry(
-            audit.REQUEST_CREATED, org_id, request_id=req.id, data={
-                "name": req.name, "securityLevel": req.security_level,
-                "subjects": [s.id for s in subjects], "credentials": [c.id for c in creds]}), now)
+        audit.append(
+            session.connection(),
+            key,
+            audit.Entry(
+                audit.REQUEST_CREATED,
+                org_id,
+                request_id=req.id,
+                data={
+                    "name": req.name,
+                    "securityLevel": req.security_level,
+                    "subjects": [s.id for s in subjects],
+                    "credentials": [c.id for c in creds],
+                },
+            ),
+            now,
+        )
         if idempotency is not None:
-            save_idempotent(session, org_id, idempotency.key, idempotency.body_hash, 201,
-                            render(bundle), idempotency.window)
+            save_idempotent(
+                session,
+                org_id,
+                idempotency.key,
+                idempotency.body_hash,
+                201,
+                render(bundle),
+                idempotency.window,
+            )
     return bundle
 
 
@@ -251,8 +307,10 @@ def mark_workflows_started(engine: Engine, request_ids: list[str]) -> None:
     with write_session(engine) as session:
         session.execute(
             update(CredentialRequest)
-            .where(col(CredentialRequest.id).in_(request_ids),
-                   col(CredentialRequest.workflow_started_at).is_(None))
+            .where(
+                col(CredentialRequest.id).in_(request_ids),
+                col(CredentialRequest.workflow_started_at).is_(None),
+            )
             .values(workflow_started_at=utcnow())
         )
 
@@ -260,8 +318,7 @@ def mark_workflows_started(engine: Engine, request_ids: list[str]) -> None:
 def _close_open_credentials(session: Session, request_id: str, status: str) -> None:
     session.execute(
         update(Credential)
-        .where(col(Credential.request_id) == request_id,
-               col(Credential.status).in_(OPEN_CREDENTIAL_STATES))
+        .where(col(Credential.request_id) == request_id, col(Credential.status).in_(OPEN_CREDENTIAL_STATES))
         .values(status=status)
     )
 
@@ -276,9 +333,17 @@ def record_cancellation(engine: Engine, request_id: str, at: datetime, by: str) 
         if req.canceled_at is None:
             req.canceled_at, req.canceled_by, req.status = at, by, RequestStatus.CANCELED
             _close_open_credentials(session, request_id, "CANCELED")
-            audit.append(session.connection(), key, audit.Entry(
-                audit.MANDATE_CANCELED, req.organization_id, request_id=request_id, actor=by,
-                data={"requestId": request_id, "canceledBy": by, "canceledAt": at.isoformat()}))
+            audit.append(
+                session.connection(),
+                key,
+                audit.Entry(
+                    audit.MANDATE_CANCELED,
+                    req.organization_id,
+                    request_id=request_id,
+                    actor=by,
+                    data={"requestId": request_id, "canceledBy": by, "canceledAt": at.isoformat()},
+                ),
+            )
         return req.canceled_at
 
 
@@ -293,8 +358,16 @@ def record_expiry(engine: Engine, request_id: str) -> None:
 
 
 def record_decision(
-    engine: Engine, decision_id: str, request_id: str, credential_id: str, subject_id: str,
-    accepted: bool, channel: str | None, surface: str | None, at: datetime, completes: bool,
+    engine: Engine,
+    decision_id: str,
+    request_id: str,
+    credential_id: str,
+    subject_id: str,
+    accepted: bool,
+    channel: str | None,
+    surface: str | None,
+    at: datetime,
+    completes: bool,
     reason: str | None = None,
 ) -> None:
     """Store a subject's decision once (the decision id is the idempotency key), with its audit
@@ -303,8 +376,17 @@ def record_decision(
     with write_session(engine) as session:
         if session.get(Decision, decision_id) is not None:
             return
-        session.add(Decision(id=decision_id, credential_id=credential_id, subject_id=subject_id,
-                             accepted=accepted, channel=channel, surface=surface, decided_at=at))
+        session.add(
+            Decision(
+                id=decision_id,
+                credential_id=credential_id,
+                subject_id=subject_id,
+                accepted=accepted,
+                channel=channel,
+                surface=surface,
+                decided_at=at,
+            )
+        )
         cred = session.get(Credential, credential_id)
         if cred is not None and not accepted and cred.status in OPEN_CREDENTIAL_STATES:
             cred.status = "REJECTED"
@@ -315,20 +397,36 @@ def record_decision(
             req.status = RequestStatus.COMPLETED
         subject = session.get(Subject, subject_id)
         session.flush()  # the decision row first, then its record
-        audit.append(session.connection(), key, audit.Entry(
-            audit.DECISION_ACCEPT if accepted else audit.DECISION_REJECT, req.organization_id,
-            request_id=request_id, credential_id=credential_id, actor=f"subject:{subject_id}",
-            data={"decisionId": decision_id, "subjectId": subject_id,
-                  "contact": subject.contact if subject else None, "credentialId": credential_id,
-                  "accepted": accepted, "channel": channel, "surface": surface,
-                  "decidedAt": at.isoformat(), **({"reason": reason} if reason else {})}))
+        audit.append(
+            session.connection(),
+            key,
+            audit.Entry(
+                audit.DECISION_ACCEPT if accepted else audit.DECISION_REJECT,
+                req.organization_id,
+                request_id=request_id,
+                credential_id=credential_id,
+                actor=f"subject:{subject_id}",
+                data={
+                    "decisionId": decision_id,
+                    "subjectId": subject_id,
+                    "contact": subject.contact if subject else None,
+                    "credentialId": credential_id,
+                    "accepted": accepted,
+                    "channel": channel,
+                    "surface": surface,
+                    "decidedAt": at.isoformat(),
+                    **({"reason": reason} if reason else {}),
+                },
+            ),
+        )
 
 
 TEMPORAL_ACTOR = "temporal"
 
 
-def repair_closed_workflow(engine: Engine, request_id: str, closed_at: datetime,
-                           workflow_status: str) -> str | None:
+def repair_closed_workflow(
+    engine: Engine, request_id: str, closed_at: datetime, workflow_status: str
+) -> str | None:
     """Close a request whose workflow ended without recording an outcome (terminated, timed out,
     failed, or canceled by a version that did not record it): EXPIRED when its expiry has passed
     at ``closed_at``, else CANCELED at ``closed_at``, with an audit record by ``temporal``. Returns
@@ -338,21 +436,33 @@ def repair_closed_workflow(engine: Engine, request_id: str, closed_at: datetime,
         req = session.get(CredentialRequest, request_id, with_for_update=True)
         if req is None or req.status != RequestStatus.PENDING:
             return None
-        data = {"requestId": request_id, "workflowStatus": workflow_status,
-                "workflowClosedAt": closed_at.isoformat()}
+        data = {
+            "requestId": request_id,
+            "workflowStatus": workflow_status,
+            "workflowClosedAt": closed_at.isoformat(),
+        }
         expires_at = req.expires_at if req.expires_at.tzinfo else req.expires_at.replace(tzinfo=UTC)
         if closed_at >= expires_at:
             req.status = RequestStatus.EXPIRED
             _close_open_credentials(session, request_id, "EXPIRED")
-            entry = audit.Entry(audit.REQUEST_EXPIRED, req.organization_id, request_id=request_id,
-                                actor=TEMPORAL_ACTOR, data=data)
+            entry = audit.Entry(
+                audit.REQUEST_EXPIRED,
+                req.organization_id,
+                request_id=request_id,
+                actor=TEMPORAL_ACTOR,
+                data=data,
+            )
         else:
             req.canceled_at, req.canceled_by = closed_at, TEMPORAL_ACTOR
             req.status = RequestStatus.CANCELED
             _close_open_credentials(session, request_id, "CANCELED")
-            entry = audit.Entry(audit.MANDATE_CANCELED, req.organization_id, request_id=request_id,
-                                actor=TEMPORAL_ACTOR, data={**data, "canceledBy": TEMPORAL_ACTOR,
-                                                            "canceledAt": closed_at.isoformat()})
+            entry = audit.Entry(
+                audit.MANDATE_CANCELED,
+                req.organization_id,
+                request_id=request_id,
+                actor=TEMPORAL_ACTOR,
+                data={**data, "canceledBy": TEMPORAL_ACTOR, "canceledAt": closed_at.isoformat()},
+            )
         session.flush()
         audit.append(session.connection(), key, entry)
         return req.status

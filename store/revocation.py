@@ -34,7 +34,8 @@ from trust.eddsa_jcs import format_datetime
 ACTIVE, REVOKED = "ACTIVE", "REVOKED"
 REVOKE_ACTION = "REVOKE"
 MANDATE_URN_RE = re.compile(
-    r"urn:via:credential:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+    r"urn:via:credential:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+)
 
 
 class NotFound(Exception):
@@ -80,13 +81,16 @@ def _owned(session: Session, organization_id: str, reference: tuple[str, str]) -
     kind, value = reference
     column = col(Credential.id) if kind == "id" else col(Credential.mandate_id)
     found = session.exec(
-        select(Credential).join(CredentialRequest, col(CredentialRequest.id) == Credential.request_id)
-        .where(column == value, col(CredentialRequest.organization_id) == organization_id)).first()
+        select(Credential)
+        .join(CredentialRequest, col(CredentialRequest.id) == Credential.request_id)
+        .where(column == value, col(CredentialRequest.organization_id) == organization_id)
+    ).first()
     return found
 
 
-def find_credential(engine: Engine, organization_id: str,
-                    reference: tuple[str, str]) -> CredentialRecord | None:
+def find_credential(
+    engine: Engine, organization_id: str, reference: tuple[str, str]
+) -> CredentialRecord | None:
     """The organization's credential with its request, organization name and decisions."""
     with read_session(engine) as session:
         cred = _owned(session, organization_id, reference)
@@ -95,14 +99,26 @@ def find_credential(engine: Engine, organization_id: str,
         request = session.get(CredentialRequest, cred.request_id)
         organization = session.get(Organization, organization_id)
         assert request is not None and organization is not None
-        decisions = list(session.exec(
-            select(Decision, Subject).join(Subject, col(Subject.id) == Decision.subject_id)
-            .where(Decision.credential_id == cred.id).order_by(col(Decision.decided_at))))
+        decisions = list(
+            session.exec(
+                select(Decision, Subject)
+                .join(Subject, col(Subject.id) == Decision.subject_id)
+                .where(Decision.credential_id == cred.id)
+                .order_by(col(Decision.decided_at))
+            )
+        )
         return CredentialRecord(cred, request, organization.name, [(d, s) for d, s in decisions])
 
 
-def revoke(engine: Engine, cipher: SecretCipher, settings: Settings, organization_id: str,
-           reference: tuple[str, str], reason: str | None, now: datetime | None = None) -> Revoked:
+def revoke(
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
+    organization_id: str,
+    reference: tuple[str, str],
+    reason: str | None,
+    now: datetime | None = None,
+) -> Revoked:
     """Revoke the organization's ACTIVE mandate; NotFound / NotActive otherwise."""
     key = keys.service_signing_key(engine, cipher, settings)  # before the write lock
     # whole seconds: revokedAt, the receipt's timestamp and the proof's created are one instant
@@ -112,22 +128,46 @@ def revoke(engine: Engine, cipher: SecretCipher, settings: Settings, organizatio
         if cred is None:
             raise NotFound()
         changed = session.execute(
-            update(Credential).where(col(Credential.id) == cred.id, col(Credential.status) == ACTIVE)
-            .values(status=REVOKED, revoked_at=now, revocation_reason=reason))
+            update(Credential)
+            .where(col(Credential.id) == cred.id, col(Credential.status) == ACTIVE)
+            .values(status=REVOKED, revoked_at=now, revocation_reason=reason)
+        )
         if changed.rowcount != 1:  # type: ignore[attr-defined]
             session.refresh(cred)
             raise NotActive(cred.status)
         session.refresh(cred)  # the row as this transaction now holds it (locked until commit)
         assert cred.mandate_id is not None and cred.document_credential is not None  # ACTIVE: issued
         signed = receipts.receipt(
-            key=key, context_url=settings.context_url, receipt_id=urn("receipt"),
-            type=receipts.MANDATE_REVOKED, timestamp=now, credential_id=cred.mandate_id,
-            request_id=cred.request_id, reason=reason)
+            key=key,
+            context_url=settings.context_url,
+            receipt_id=urn("receipt"),
+            type=receipts.MANDATE_REVOKED,
+            timestamp=now,
+            credential_id=cred.mandate_id,
+            request_id=cred.request_id,
+            reason=reason,
+        )
         document = vc.add_document_action(cred.document_credential, key, REVOKE_ACTION, now)
-        session.execute(update(Credential).where(col(Credential.id) == cred.id)
-                        .values(revocation_receipt=signed, document_credential=document))
-        audit.append(session.connection(), key, audit.Entry(
-            audit.MANDATE_REVOKED, organization_id, request_id=cred.request_id,
-            credential_id=cred.mandate_id, data={"mandateId": cred.mandate_id, "reason": reason,
-                                                 "revokedAt": format_datetime(now), "receipt": signed}), now)
+        session.execute(
+            update(Credential)
+            .where(col(Credential.id) == cred.id)
+            .values(revocation_receipt=signed, document_credential=document)
+        )
+        audit.append(
+            session.connection(),
+            key,
+            audit.Entry(
+                audit.MANDATE_REVOKED,
+                organization_id,
+                request_id=cred.request_id,
+                credential_id=cred.mandate_id,
+                data={
+                    "mandateId": cred.mandate_id,
+                    "reason": reason,
+                    "revokedAt": format_datetime(now),
+                    "receipt": signed,
+                },
+            ),
+            now,
+        )
         return Revoked(cred.mandate_id, now, signed)

@@ -48,17 +48,24 @@ def _revoked_count(engine: Engine, list_id: str) -> int | None:
     with read_session(engine) as session:
         if session.get(StatusList, list_id) is None:
             return None
-        return int(session.exec(select(func.count()).select_from(Credential).where(
-            col(Credential.status_list_id) == list_id,
-            col(Credential.revoked_at).is_not(None))).one())
+        return int(
+            session.exec(
+                select(func.count())
+                .select_from(Credential)
+                .where(col(Credential.status_list_id) == list_id, col(Credential.revoked_at).is_not(None))
+            ).one()
+        )
 
 
 def _revocations(engine: Engine, list_id: str) -> tuple[StatusList, list[tuple[int, datetime]]]:
     with read_session(engine) as session:
         listed = session.get(StatusList, list_id)
         assert listed is not None  # lists are never deleted
-        rows = session.exec(select(Credential.status_list_index, Credential.revoked_at).where(
-            col(Credential.status_list_id) == list_id, col(Credential.revoked_at).is_not(None)))
+        rows = session.exec(
+            select(Credential.status_list_index, Credential.revoked_at).where(
+                col(Credential.status_list_id) == list_id, col(Credential.revoked_at).is_not(None)
+            )
+        )
         return listed, [(int(i), at) for i, at in rows if i is not None and at is not None]
 
 
@@ -72,9 +79,14 @@ def _build(engine: Engine, cipher: SecretCipher, settings: Settings, list_id: st
     changed = max([_aware(listed.created_at), *(_aware(at) for _, at in revocations)])
     document = bsl.list_credential(
         list_url=settings.status_list_url(list_id),
-        issuer_key=keys.service_signing_key(engine, cipher, settings), context_url=settings.context_url,
-        encoded_list=encoded, valid_from=changed,
-        created=max(utcnow(), changed), ttl_ms=TTL_SECONDS * 1000, purpose=listed.purpose)
+        issuer_key=keys.service_signing_key(engine, cipher, settings),
+        context_url=settings.context_url,
+        encoded_list=encoded,
+        valid_from=changed,
+        created=max(utcnow(), changed),
+        ttl_ms=TTL_SECONDS * 1000,
+        purpose=listed.purpose,
+    )
     digest = hashlib.sha256(f"{document['validFrom']}|{encoded}".encode()).hexdigest()[:32]
     return ServedList(document, len(revocations), f'W/"{digest}"')
 

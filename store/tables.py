@@ -19,7 +19,8 @@ class Organization(SQLModel, table=True):
     presentation_minutes: int = 5  # VP lifetime, 1 to 60 (CONTRACT 5)
     # HTTPS origins allowed to embed the approval page in an iframe (at most 10; migration 0007)
     frame_origins: list[str] = Field(
-        default_factory=list, sa_column=Column(JSON, nullable=False, server_default=text("'[]'")))
+        default_factory=list, sa_column=Column(JSON, nullable=False, server_default=text("'[]'"))
+    )
 
 
 class ApiKey(SQLModel, table=True):
@@ -124,22 +125,16 @@ class Credential(SQLModel, table=True):
     valid_from: datetime | None = None
     valid_until: datetime | None = None
     mandate_id: str | None = Field(default=None, unique=True, max_length=64)
-    w3c_credential: dict[str, Any] | None = Field(
-        default=None, sa_column=Column(JSON, nullable=True)
-    )
+    w3c_credential: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     # issuance (migration 0004): the document form is kept for every issued credential (for a
     # DOCUMENT it is w3c_credential itself) and gains a signed proof item per later action (revoke)
-    document_credential: dict[str, Any] | None = Field(
-        default=None, sa_column=Column(JSON, nullable=True)
-    )
+    document_credential: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     issued_at: datetime | None = None
     status_list_id: str | None = Field(default=None, max_length=36)
     status_list_index: int | None = None
     revoked_at: datetime | None = None
     revocation_reason: str | None = Field(default=None, max_length=500)
-    revocation_receipt: dict[str, Any] | None = Field(
-        default=None, sa_column=Column(JSON, nullable=True)
-    )
+    revocation_receipt: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
 
 
 class Decision(SQLModel, table=True):
@@ -163,8 +158,13 @@ class SigningKey(SQLModel, table=True):
     __table_args__ = (
         # at most one active key per owner: concurrent first uses (several processes) cannot
         # both create one, and a rotation cannot leave two signing keys
-        Index("uq_signing_key_one_active", "owner", unique=True,
-              sqlite_where=text("status = 'active'"), postgresql_where=text("status = 'active'")),
+        Index(
+            "uq_signing_key_one_active",
+            "owner",
+            unique=True,
+            sqlite_where=text("status = 'active'"),
+            postgresql_where=text("status = 'active'"),
+        ),
         Index("ix_signing_key_owner_created", "owner", "created_at"),
     )
     id: str = Field(primary_key=True, max_length=24)
@@ -198,8 +198,11 @@ class ActionVersion(SQLModel, table=True):
 
     __tablename__ = "action_version"
     __table_args__ = (
-        ForeignKeyConstraint(["organization_id", "action_id"], ["action.organization_id", "action.id"],
-                             name="fk_action_version_action"),
+        ForeignKeyConstraint(
+            ["organization_id", "action_id"],
+            ["action.organization_id", "action.id"],
+            name="fk_action_version_action",
+        ),
         UniqueConstraint("organization_id", "action_id", "number", name="uq_action_version_number"),
     )
     id: str = Field(primary_key=True, max_length=64)

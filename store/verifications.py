@@ -28,6 +28,7 @@ anyone who saw a VP in transit could burn it). Exactly one such statement can ch
 The reason still follows the order (an expired replay reports ``expired``); a verification that
 reached step 7 and did not change the row reports ``vp_already_used``, with no evaluations.
 """
+
 from __future__ import annotations
 
 import threading
@@ -67,13 +68,25 @@ ALLOW, DENY = "allow", "deny"
 # Statements built once: building them per call costs more than running them on SQLite.
 _P = Presentation.__table__  # type: ignore[attr-defined]
 _C = Credential.__table__  # type: ignore[attr-defined]
-LOAD = (select(_P.c.challenge, _P.c.expires_at, _P.c.used_at, _C.c.mandate_id, _C.c.status,
-               _C.c.revoked_at, _C.c.request_id)
-        .join_from(_P, _C, _C.c.id == _P.c.credential_id)
-        .where(_P.c.id == bindparam("presentation_id")))
+LOAD = (
+    select(
+        _P.c.challenge,
+        _P.c.expires_at,
+        _P.c.used_at,
+        _C.c.mandate_id,
+        _C.c.status,
+        _C.c.revoked_at,
+        _C.c.request_id,
+    )
+    .join_from(_P, _C, _C.c.id == _P.c.credential_id)
+    .where(_P.c.id == bindparam("presentation_id"))
+)
 # the single-use guarantee: only one statement can find used_at empty (module docstring)
-CONSUME = (update(_P).where(_P.c.id == bindparam("presentation_id"), _P.c.used_at.is_(None))
-           .values(used_at=bindparam("at"), used_by=bindparam("by")))
+CONSUME = (
+    update(_P)
+    .where(_P.c.id == bindparam("presentation_id"), _P.c.used_at.is_(None))
+    .values(used_at=bindparam("at"), used_by=bindparam("by"))
+)
 RECORD = Verification.__table__.insert()  # type: ignore[attr-defined]
 MESSAGES = {
     "vp_proof_invalid": "The presentation or its proof is malformed",
@@ -154,8 +167,9 @@ def _proof(vp: Mapping[str, Any]) -> Mapping[str, Any]:
     return proof if isinstance(proof, Mapping) else {}
 
 
-def _verified_credential(vp: Mapping[str, Any], engine: Engine, settings: Settings,
-                         row: Any, now: datetime) -> dict[str, Any]:
+def _verified_credential(
+    vp: Mapping[str, Any], engine: Engine, settings: Settings, row: Any, now: datetime
+) -> dict[str, Any]:
     """Steps 1 and 2: the VP proof (with the challenge we issued, when we know the VP) and the
     embedded credential's proof. An expired proof is checked as of its expiry, so the expiry is
     reported at step 4, after the signatures."""
@@ -178,10 +192,17 @@ def _vp_expired(proof: Mapping[str, Any], row: Any, now: datetime) -> bool:
     return bool(expires <= now)
 
 
-def _check(engine: Engine, settings: Settings, vp: Mapping[str, Any],
-           execution_params: dict[str, Any] | None, verifier_did: str, now: datetime) -> _Outcome:
-    out = _Outcome(credential_id=claimed_credential_id(vp),
-                   presentation_id=matching(PRESENTATION_URN_RE, vp.get("id")))
+def _check(
+    engine: Engine,
+    settings: Settings,
+    vp: Mapping[str, Any],
+    execution_params: dict[str, Any] | None,
+    verifier_did: str,
+    now: datetime,
+) -> _Outcome:
+    out = _Outcome(
+        credential_id=claimed_credential_id(vp), presentation_id=matching(PRESENTATION_URN_RE, vp.get("id"))
+    )
     row = _load(engine, out.presentation_id) if out.presentation_id else None
     try:
         credential = _verified_credential(vp, engine, settings, row, now)
@@ -214,18 +235,31 @@ def _check(engine: Engine, settings: Settings, vp: Mapping[str, Any],
     return _apply_action(out, pin, spec, execution_params, now)
 
 
-def _apply_action(out: _Outcome, pin: dict[str, Any] | None, spec: ActionSpec | None,
-                  execution_params: dict[str, Any] | None, now: datetime) -> _Outcome:
+def _apply_action(
+    out: _Outcome,
+    pin: dict[str, Any] | None,
+    spec: ActionSpec | None,
+    execution_params: dict[str, Any] | None,
+    now: datetime,
+) -> _Outcome:
     """Steps 8 and 9: executionParams against the pinned version, then its rules."""
     declared = spec.execution_params if spec is not None else []
-    values, problems = validate_values(declared, execution_params, where="executionParams",
-                                       fill_defaults=False)
+    values, problems = validate_values(
+        declared, execution_params, where="executionParams", fill_defaults=False
+    )
     if problems:
         return out.deny("execution_params_invalid", "; ".join(problems))
     if spec is None or pin is None or not spec.rules:
         return out
-    evaluations = evaluate(str(pin["version"]), spec.rules, values, pin.get("userParams") or {}, now,
-                           execution_types=spec.execution_params, user_types=spec.user_params)
+    evaluations = evaluate(
+        str(pin["version"]),
+        spec.rules,
+        values,
+        pin.get("userParams") or {},
+        now,
+        execution_types=spec.execution_params,
+        user_types=spec.user_params,
+    )
     out.evaluations = [e.as_json() for e in evaluations]
     failed = [e.rule for e in evaluations if e.result != "pass"]
     if failed:
@@ -233,47 +267,93 @@ def _apply_action(out: _Outcome, pin: dict[str, Any] | None, spec: ActionSpec | 
     return out
 
 
-def _receipt(out: _Outcome, key: Ed25519KeyPair, settings: Settings, verifier_did: str,
-             now: datetime) -> dict[str, Any]:
+def _receipt(
+    out: _Outcome, key: Ed25519KeyPair, settings: Settings, verifier_did: str, now: datetime
+) -> dict[str, Any]:
     return receipts.receipt(
-        key=key, context_url=settings.context_url, receipt_id=urn("receipt"),
+        key=key,
+        context_url=settings.context_url,
+        receipt_id=urn("receipt"),
         type=receipts.VERIFICATION_DENIED if out.reason else receipts.VERIFICATION_APPROVED,
-        timestamp=now, credential_id=out.credential_id, request_id=out.request_id,
-        presentation_id=out.presentation_id, decision=DENY if out.reason else ALLOW,
-        reason=out.reason, verifier=verifier_did, evaluations=out.evaluations)
+        timestamp=now,
+        credential_id=out.credential_id,
+        request_id=out.request_id,
+        presentation_id=out.presentation_id,
+        decision=DENY if out.reason else ALLOW,
+        reason=out.reason,
+        verifier=verifier_did,
+        evaluations=out.evaluations,
+    )
 
 
-def _record(conn: Connection, out: _Outcome, receipt: dict[str, Any],
-            sign: Callable[[_Outcome], dict[str, Any]], key: Ed25519KeyPair, verifier_org_id: str,
-            presentation: Mapping[str, Any], execution_params: dict[str, Any] | None,
-            now: datetime) -> dict[str, Any]:
+def _record(
+    conn: Connection,
+    out: _Outcome,
+    receipt: dict[str, Any],
+    sign: Callable[[_Outcome], dict[str, Any]],
+    key: Ed25519KeyPair,
+    verifier_org_id: str,
+    presentation: Mapping[str, Any],
+    execution_params: dict[str, Any] | None,
+    now: datetime,
+) -> dict[str, Any]:
     """Inside the write transaction: use the VP up (when this verification got past its
     signatures), then store the verification with its receipt, which it returns, and its audit
     record. The receipt is signed before the transaction, and again in it only when another
     verification won the VP."""
     if out.consume:
-        used = conn.execute(CONSUME, {"presentation_id": out.presentation_id, "at": now,
-                                      "by": verifier_org_id})
+        used = conn.execute(
+            CONSUME, {"presentation_id": out.presentation_id, "at": now, "by": verifier_org_id}
+        )
         if used.rowcount != 1 and out.at_single_use:
             out.evaluations = []
             receipt = sign(out.deny("vp_already_used"))
-    conn.execute(RECORD, {
-        "id": receipt["id"], "organization_id": verifier_org_id,
-        "presentation_id": out.presentation_id, "mandate_id": out.credential_id or None,
-        "decision": DENY if out.reason else ALLOW, "reason": out.reason,
-        "evaluations": out.evaluations, "execution_params": execution_params,
-        "receipt": receipt, "created_at": now})
-    audit.append(conn, key, audit.Entry(
-        audit.VERIFY_DENY if out.reason else audit.VERIFY_ACCEPT, verifier_org_id,
-        request_id=out.request_id, credential_id=out.credential_id or None, data={
-            "presentation": dict(presentation), "executionParams": execution_params,
-            "evaluations": out.evaluations, "reason": out.reason, "receipt": receipt}), now)
+    conn.execute(
+        RECORD,
+        {
+            "id": receipt["id"],
+            "organization_id": verifier_org_id,
+            "presentation_id": out.presentation_id,
+            "mandate_id": out.credential_id or None,
+            "decision": DENY if out.reason else ALLOW,
+            "reason": out.reason,
+            "evaluations": out.evaluations,
+            "execution_params": execution_params,
+            "receipt": receipt,
+            "created_at": now,
+        },
+    )
+    audit.append(
+        conn,
+        key,
+        audit.Entry(
+            audit.VERIFY_DENY if out.reason else audit.VERIFY_ACCEPT,
+            verifier_org_id,
+            request_id=out.request_id,
+            credential_id=out.credential_id or None,
+            data={
+                "presentation": dict(presentation),
+                "executionParams": execution_params,
+                "evaluations": out.evaluations,
+                "reason": out.reason,
+                "receipt": receipt,
+            },
+        ),
+        now,
+    )
     return receipt
 
 
-def verify(engine: Engine, cipher: SecretCipher, settings: Settings, *, verifier_org_id: str,
-           presentation: Mapping[str, Any], execution_params: dict[str, Any] | None = None,
-           now: datetime | None = None) -> Verdict:
+def verify(
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
+    *,
+    verifier_org_id: str,
+    presentation: Mapping[str, Any],
+    execution_params: dict[str, Any] | None = None,
+    now: datetime | None = None,
+) -> Verdict:
     """Decide on a VP for the verifying organization, record the verification and return it."""
     now = now or utcnow()
     verifier_did = settings.organization_did(verifier_org_id)
@@ -283,10 +363,10 @@ def verify(engine: Engine, cipher: SecretCipher, settings: Settings, *, verifier
     sign = partial(_receipt, key=key, settings=settings, verifier_did=verifier_did, now=now)
     receipt = sign(out)  # the likely outcome, signed outside the write lock
     with write_connection(engine) as conn:
-        receipt = _record(conn, out, receipt, sign, key, verifier_org_id, presentation,
-                          execution_params, now)
+        receipt = _record(conn, out, receipt, sign, key, verifier_org_id, presentation, execution_params, now)
     message = MESSAGES[out.reason] if out.reason else "Allowed"
     if out.detail:
         message = f"{message}: {out.detail}"
-    return Verdict(DENY if out.reason else ALLOW, out.credential_id, out.evaluations, receipt,
-                   out.reason, message)
+    return Verdict(
+        DENY if out.reason else ALLOW, out.credential_id, out.evaluations, receipt, out.reason, message
+    )

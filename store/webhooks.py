@@ -64,8 +64,9 @@ def _check(settings: WebhookSettings, policy: EgressPolicy) -> None:
         raise ValueError("the salt must be 1 to 255 characters")
 
 
-def set_config(engine: Engine, cipher: SecretCipher, org_id: str, settings: WebhookSettings,
-               policy: EgressPolicy) -> None:
+def set_config(
+    engine: Engine, cipher: SecretCipher, org_id: str, settings: WebhookSettings, policy: EgressPolicy
+) -> None:
     """Store the webhook; ValueError for a URL ``policy`` refuses (``core.egress``: shape, scheme,
     and the addresses it leads to) or secrets of the wrong form."""
     _check(settings, policy)
@@ -73,8 +74,13 @@ def set_config(engine: Engine, cipher: SecretCipher, org_id: str, settings: Webh
         if session.get(Organization, org_id) is None:
             raise NotFound(f"organization {org_id} not found")
         row = session.get(WebhookConfig, org_id) or WebhookConfig(
-            organization_id=org_id, url="", signature_secret_ciphertext=b"",
-            encryption_secret_ciphertext=b"", encryption_salt="", updated_at=utcnow())
+            organization_id=org_id,
+            url="",
+            signature_secret_ciphertext=b"",
+            encryption_secret_ciphertext=b"",
+            encryption_salt="",
+            updated_at=utcnow(),
+        )
         row.url, row.encryption_salt, row.updated_at = settings.url, settings.salt, utcnow()
         row.signature_secret_ciphertext = cipher.encrypt(settings.signature_secret)
         row.encryption_secret_ciphertext = cipher.encrypt(settings.encryption_secret)
@@ -86,8 +92,12 @@ def get_config(engine: Engine, cipher: SecretCipher, org_id: str) -> WebhookSett
         row = session.get(WebhookConfig, org_id)
     if row is None:
         return None
-    return WebhookSettings(row.url, cipher.decrypt(row.signature_secret_ciphertext),
-                           cipher.decrypt(row.encryption_secret_ciphertext), row.encryption_salt)
+    return WebhookSettings(
+        row.url,
+        cipher.decrypt(row.signature_secret_ciphertext),
+        cipher.decrypt(row.encryption_secret_ciphertext),
+        row.encryption_salt,
+    )
 
 
 def config_row(engine: Engine, org_id: str) -> WebhookConfig | None:
@@ -97,7 +107,11 @@ def config_row(engine: Engine, org_id: str) -> WebhookConfig | None:
 
 
 def create_event(
-    engine: Engine, org_id: str, fact_key: str, event_type: str, request_id: str | None,
+    engine: Engine,
+    org_id: str,
+    fact_key: str,
+    event_type: str,
+    request_id: str | None,
     render: Callable[[str, datetime], dict[str, Any]],
 ) -> tuple[WebhookEvent, bool]:
     """The event reporting ``fact_key``: made now (``render(event_id, created_at)`` gives its
@@ -106,8 +120,15 @@ def create_event(
     if found is not None:
         return found, False
     event_id, now = urn("event"), utcnow()
-    row = WebhookEvent(id=event_id, organization_id=org_id, fact_key=fact_key, event_type=event_type,
-                       request_id=request_id, payload=render(event_id, now), created_at=now)
+    row = WebhookEvent(
+        id=event_id,
+        organization_id=org_id,
+        fact_key=fact_key,
+        event_type=event_type,
+        request_id=request_id,
+        payload=render(event_id, now),
+        created_at=now,
+    )
     try:
         with write_session(engine) as session:
             session.add(row)
@@ -134,8 +155,12 @@ def get_event(engine: Engine, event_id: str) -> WebhookEvent:
 
 def list_events(engine: Engine, org_id: str, limit: int = 50) -> list[WebhookEvent]:
     with read_session(engine) as session:
-        stmt = (select(WebhookEvent).where(WebhookEvent.organization_id == org_id)
-                .order_by(col(WebhookEvent.created_at).desc()).limit(limit))
+        stmt = (
+            select(WebhookEvent)
+            .where(WebhookEvent.organization_id == org_id)
+            .order_by(col(WebhookEvent.created_at).desc())
+            .limit(limit)
+        )
         return list(session.exec(stmt))
 
 
@@ -146,8 +171,13 @@ def attempts_of(engine: Engine, event_id: str) -> list[WebhookAttempt]:
 
 
 def record_attempt(
-    engine: Engine, event_id: str, scheduled_at: datetime, status_code: int | None,
-    error: str | None, delivered: bool, next_attempt_at: datetime | None,
+    engine: Engine,
+    event_id: str,
+    scheduled_at: datetime,
+    status_code: int | None,
+    error: str | None,
+    delivered: bool,
+    next_attempt_at: datetime | None,
 ) -> None:
     """One attempt's outcome: a numbered attempt row and the event's summary of its delivery."""
     now = utcnow()
@@ -157,8 +187,16 @@ def record_attempt(
         if event is None:
             raise NotFound(f"webhook event {event_id} not found")
         event.attempts += 1
-        session.add(WebhookAttempt(event_id=event_id, number=event.attempts, scheduled_at=scheduled_at,
-                                   finished_at=now, status_code=status_code, error=error))
+        session.add(
+            WebhookAttempt(
+                event_id=event_id,
+                number=event.attempts,
+                scheduled_at=scheduled_at,
+                finished_at=now,
+                status_code=status_code,
+                error=error,
+            )
+        )
         event.last_status, event.last_error = status_code, error
         event.state = DELIVERED if delivered else PENDING
         event.delivered_at = now if delivered else None

@@ -27,13 +27,16 @@ class Issued:
 
 
 def new_request(engine: Engine, org_id: str, contacts: tuple[str, ...] = ("ana@example.com",)) -> Any:
-    pin, problems = actions.pin_for_request(engine, org_id, EXAMPLE_ACTION_ID, {"maxAmount": 1200},
-                                            where="credentials.0.action")
+    pin, problems = actions.pin_for_request(
+        engine, org_id, EXAMPLE_ACTION_ID, {"maxAmount": 1200}, where="credentials.0.action"
+    )
     assert pin is not None, problems
-    new = store.NewRequest(security_level="CONTACT",
-                           contacts=[store.NewContact(c, "email") for c in contacts],
-                           credentials=[store.NewCredential("POLICY", "Rent", scope="payments", action=pin)],
-                           name="Pay the rent")
+    new = store.NewRequest(
+        security_level="CONTACT",
+        contacts=[store.NewContact(c, "email") for c in contacts],
+        credentials=[store.NewCredential("POLICY", "Rent", scope="payments", action=pin)],
+        name="Pay the rent",
+    )
     bundle = store.create_request(engine, org_id, new, timedelta(days=30), 10_000, None, None)
     assert isinstance(bundle, store.RequestBundle)
     return bundle
@@ -43,8 +46,18 @@ def issued_mandate(engine: Engine, cipher: SecretCipher, settings: Settings, org
     """What the request workflow does on acceptance, called directly (decision, then issuance)."""
     bundle = new_request(engine, org_id)
     subject, cred = bundle.subjects[0][1], bundle.credentials[0]
-    store.record_decision(engine, urn("decision"), bundle.request.id, cred.id, subject.id, True,
-                          "email", "iframe", utcnow(), True)
+    store.record_decision(
+        engine,
+        urn("decision"),
+        bundle.request.id,
+        cred.id,
+        subject.id,
+        True,
+        "email",
+        "iframe",
+        utcnow(),
+        True,
+    )
     done = mandates.issue(engine, cipher, settings, cred.id)
     return Issued(bundle.request.id, cred.id, done.mandate_id, subject.id)
 
@@ -52,6 +65,9 @@ def issued_mandate(engine: Engine, cipher: SecretCipher, settings: Settings, org
 def chain(engine: Engine, org_id: str) -> list[AuditRecord]:
     """The organization's records in chain order."""
     with engine.connect() as conn:
-        rows = conn.execute(select(AuditRecord).where(AuditRecord.organization_id == org_id)  # type: ignore[arg-type]
-                            .order_by(AuditRecord.seq)).all()  # type: ignore[arg-type]
+        rows = conn.execute(
+            select(AuditRecord)
+            .where(AuditRecord.organization_id == org_id)  # type: ignore[arg-type]
+            .order_by(AuditRecord.seq)
+        ).all()  # type: ignore[arg-type]
     return [AuditRecord.model_validate(dict(r._mapping)) for r in rows]

@@ -81,10 +81,12 @@ async def ts_env() -> AsyncIterator[WorkflowEnvironment]:
     )
     async with env:
         kinds = {"Keyword": IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD}
-        await env.client.operator_service.add_search_attributes(AddSearchAttributesRequest(
-            namespace=env.client.namespace,
-            search_attributes={name: kinds[kind] for name, kind in SEARCH_ATTRIBUTES.items()},
-        ))
+        await env.client.operator_service.add_search_attributes(
+            AddSearchAttributesRequest(
+                namespace=env.client.namespace,
+                search_attributes={name: kinds[kind] for name, kind in SEARCH_ATTRIBUTES.items()},
+            )
+        )
         yield env
 
 
@@ -169,8 +171,9 @@ async def http(settings: Settings, temporal: Client, worker: None) -> AsyncItera
 def new_org(engine: Engine, cipher: SecretCipher, settings: Settings, rate: int = 1000) -> Credentials:
     org, key = orgs.create_organization(engine, cipher, f"Org {secrets.token_hex(3)}", rate)
     publish_example_action(engine, org.id)
-    return Credentials(org.id, key.key_id, key.api_key, key.signature_secret,
-                       settings.organization_did(org.id))
+    return Credentials(
+        org.id, key.key_id, key.api_key, key.signature_secret, settings.organization_did(org.id)
+    )
 
 
 @pytest.fixture

@@ -36,8 +36,14 @@ class SignedClient:
         self.http = http
         self.creds = creds
 
-    def headers(self, body: bytes, *, timestamp: str | None = None, secret: str | None = None,
-                api_key: str | None = None) -> dict[str, str]:
+    def headers(
+        self,
+        body: bytes,
+        *,
+        timestamp: str | None = None,
+        secret: str | None = None,
+        api_key: str | None = None,
+    ) -> dict[str, str]:
         ts = timestamp or now_ms()
         content = ts.encode() if not body or body.strip() == b"{}" else ts.encode() + b"." + body
         return {
@@ -46,11 +52,21 @@ class SignedClient:
             "X-Signature": hmac_hex(secret or self.creds.secret, content),
         }
 
-    async def request(self, method: str, path: str, json_body: Any = None, *,
-                      raw: bytes | None = None, headers: dict[str, str] | None = None,
-                      params: Any = None, **sign: Any) -> httpx.Response:
-        body = raw if raw is not None else (
-            json.dumps(json_body, separators=(",", ":")).encode() if json_body is not None else b""
+    async def request(
+        self,
+        method: str,
+        path: str,
+        json_body: Any = None,
+        *,
+        raw: bytes | None = None,
+        headers: dict[str, str] | None = None,
+        params: Any = None,
+        **sign: Any,
+    ) -> httpx.Response:
+        body = (
+            raw
+            if raw is not None
+            else (json.dumps(json_body, separators=(",", ":")).encode() if json_body is not None else b"")
         )
         h = self.headers(body, **sign)
         if body:
@@ -74,13 +90,17 @@ def policy_request(**overrides: Any) -> dict[str, Any]:
         "contacts": ["ana@example.com"],
         "securityLevel": "CONTACT",
         "name": "Pay the rent",
-        "credentials": [{
-            "type": "POLICY",
-            "name": "Rent payments",
-            "scope": "payments",
-            "action": {"id": "urn:via:action:0b1e4c1a-7f1d-4a7e-9a55-1f2b3c4d5e6f",
-                       "userParams": {"maxAmount": 1200}},
-        }],
+        "credentials": [
+            {
+                "type": "POLICY",
+                "name": "Rent payments",
+                "scope": "payments",
+                "action": {
+                    "id": "urn:via:action:0b1e4c1a-7f1d-4a7e-9a55-1f2b3c4d5e6f",
+                    "userParams": {"maxAmount": 1200},
+                },
+            }
+        ],
     }
     body.update(overrides)
     return body

@@ -34,7 +34,8 @@ _CALL_REPORT = pytest.StashKey[pytest.TestReport]()
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(
-    item: pytest.Item, call: pytest.CallInfo[None],
+    item: pytest.Item,
+    call: pytest.CallInfo[None],
 ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """Keep the outcome of each test's call phase, for the page fixtures' teardown to see."""
     report = yield
@@ -55,12 +56,16 @@ def smtp_server() -> Iterator[SmtpServer]:
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
 async def chromium_browser() -> AsyncIterator[Browser]:
     if not os.access(CHROMIUM, os.X_OK):
-        pytest.fail(f"the browser tests need Debian's chromium at {CHROMIUM}: run `make browser` "
-                    "(or, as root, `apt-get install -y chromium`)", pytrace=False)
+        pytest.fail(
+            f"the browser tests need Debian's chromium at {CHROMIUM}: run `make browser` "
+            "(or, as root, `apt-get install -y chromium`)",
+            pytrace=False,
+        )
     playwright = await async_playwright().start()
     try:
-        browser = await playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                                   args=["--no-sandbox"])
+        browser = await playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=["--no-sandbox"]
+        )
         try:
             yield browser
         finally:
@@ -70,8 +75,9 @@ async def chromium_browser() -> AsyncIterator[Browser]:
 
 
 @asynccontextmanager
-async def _page(browser: Browser, request: pytest.FixtureRequest, tmp_path: Path,
-                **context_options: Any) -> AsyncIterator[Page]:
+async def _page(
+    browser: Browser, request: pytest.FixtureRequest, tmp_path: Path, **context_options: Any
+) -> AsyncIterator[Page]:
     context = await browser.new_context(**context_options)
     context.set_default_timeout(10_000)  # Playwright's 30 s is long for a page on this machine
     try:
@@ -88,17 +94,26 @@ async def _page(browser: Browser, request: pytest.FixtureRequest, tmp_path: Path
 
 
 @pytest_asyncio.fixture(loop_scope="session")
-async def browser_page(chromium_browser: Browser, request: pytest.FixtureRequest,
-                       tmp_path: Path) -> AsyncIterator[Page]:
+async def browser_page(
+    chromium_browser: Browser, request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[Page]:
     """A page in a fresh context, at Playwright's default desktop viewport (1280x720)."""
     async with _page(chromium_browser, request, tmp_path) as page:
         yield page
 
 
 @pytest_asyncio.fixture(loop_scope="session")
-async def phone_page(chromium_browser: Browser, request: pytest.FixtureRequest,
-                     tmp_path: Path) -> AsyncIterator[Page]:
+async def phone_page(
+    chromium_browser: Browser, request: pytest.FixtureRequest, tmp_path: Path
+) -> AsyncIterator[Page]:
     """A page in a fresh context that looks like a phone: 390x844, mobile, touch."""
-    async with _page(chromium_browser, request, tmp_path, viewport={"width": 390, "height": 844},
-                     is_mobile=True, has_touch=True, device_scale_factor=3) as page:
+    async with _page(
+        chromium_browser,
+        request,
+        tmp_path,
+        viewport={"width": 390, "height": 844},
+        is_mobile=True,
+        has_touch=True,
+        device_scale_factor=3,
+    ) as page:
         yield page

@@ -38,9 +38,15 @@ def code_in(text: str) -> str:
     return str(found[0])
 
 
-async def message_for(request_id: str, subject_id: str, *, outbox: Path = TEST_OUTBOX,
-                      secrets: JourneySecrets | None = None, wait: float = 15.0,
-                      newer_than: str | None = None) -> OutboxEntry:
+async def message_for(
+    request_id: str,
+    subject_id: str,
+    *,
+    outbox: Path = TEST_OUTBOX,
+    secrets: JourneySecrets | None = None,
+    wait: float = 15.0,
+    newer_than: str | None = None,
+) -> OutboxEntry:
     """The newest message carrying the approval link of (request, subject); ``newer_than`` skips
     the message with that id and older ones (waiting for a resend)."""
     token = (secrets or journey_secrets()).link_token(request_id, subject_id)
@@ -57,14 +63,24 @@ async def message_for(request_id: str, subject_id: str, *, outbox: Path = TEST_O
         await asyncio.sleep(0.05)
 
 
-async def pass_otp(handle: WorkflowHandle[Any, Any], subject_id: str, *, outbox: Path = TEST_OUTBOX,
-                   secrets: JourneySecrets | None = None) -> None:
+async def pass_otp(
+    handle: WorkflowHandle[Any, Any],
+    subject_id: str,
+    *,
+    outbox: Path = TEST_OUTBOX,
+    secrets: JourneySecrets | None = None,
+) -> None:
     """Confirm the subject's code the way the approval page does (its keyed hash in the update)."""
     secrets = secrets or journey_secrets()
     request_id = request_id_from_workflow_id(handle.id)
     entry = await message_for(request_id, subject_id, outbox=outbox, secrets=secrets)
     code_hash = secrets.code_hash(request_id, subject_id, code_in(entry.text))
-    result = await asyncio.wait_for(handle.execute_update(
-        "verify_otp", VerifyOtpInput(subject_id=subject_id, code_hash=code_hash),
-        result_type=VerifyOtpResult), 30)
+    result = await asyncio.wait_for(
+        handle.execute_update(
+            "verify_otp",
+            VerifyOtpInput(subject_id=subject_id, code_hash=code_hash),
+            result_type=VerifyOtpResult,
+        ),
+        30,
+    )
     assert isinstance(result, VerifyOtpResult) and result.outcome == OTP_PASSED, result

@@ -87,6 +87,7 @@ class LiveStack:
 
     def new_org(self) -> Credentials:
         from tests.conftest import new_org
+
         return new_org(self.engine, SecretCipher(self.settings.master_key_bytes()), self.settings)
 
     def api(self, creds: Credentials) -> SignedClient:
@@ -94,23 +95,42 @@ class LiveStack:
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")
-async def live(db_url: str, engine: Engine, settings: Settings, temporal: Client,
-               smtp_server: SmtpServer) -> AsyncIterator[LiveStack]:
+async def live(
+    db_url: str, engine: Engine, settings: Settings, temporal: Client, smtp_server: SmtpServer
+) -> AsyncIterator[LiveStack]:
     if not db_url.startswith("sqlite"):
-        pytest.skip("browser journeys run on SQLite only: the pages read through the same store "
-                    "functions the PostgreSQL tests cover")
+        pytest.skip(
+            "browser journeys run on SQLite only: the pages read through the same store "
+            "functions the PostgreSQL tests cover"
+        )
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     sms = SmsProvider()
-    stack_settings = settings.model_copy(update={
-        "email_transport": "smtp", "smtp_host": smtp_server.host, "smtp_port": smtp_server.port,
-        "sms_transport": "http", "sms_url": sms.url, "sms_token": SecretStr(SmsProvider.TOKEN),
-        "task_queue": f"mandatum-live-{uuid.uuid4().hex[:8]}", "public_url": url})
+    stack_settings = settings.model_copy(
+        update={
+            "email_transport": "smtp",
+            "smtp_host": smtp_server.host,
+            "smtp_port": smtp_server.port,
+            "sms_transport": "http",
+            "sms_url": sms.url,
+            "sms_token": SecretStr(SmsProvider.TOKEN),
+            "task_queue": f"mandatum-live-{uuid.uuid4().hex[:8]}",
+            "public_url": url,
+        }
+    )
     with ThreadPoolExecutor(max_workers=8) as executor:
         async with build_worker(temporal, engine, stack_settings.task_queue, executor, stack_settings):
             app = create_app(stack_settings, temporal=temporal)
-            server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning",
-                                                   access_log=False, server_header=False))
+            server = uvicorn.Server(
+                uvicorn.Config(
+                    app,
+                    host="127.0.0.1",
+                    port=port,
+                    log_level="warning",
+                    access_log=False,
+                    server_header=False,
+                )
+            )
             serving = asyncio.create_task(server.serve())
             while not server.started:
                 if serving.done():

@@ -44,8 +44,9 @@ class _Handler:
     def __init__(self, store: SmtpServer) -> None:
         self._store = store
 
-    async def handle_RCPT(self, server: SMTP, session: Session, envelope: Envelope, address: str,
-                          rcpt_options: list[str]) -> str:
+    async def handle_RCPT(
+        self, server: SMTP, session: Session, envelope: Envelope, address: str, rcpt_options: list[str]
+    ) -> str:
         if address.lower() in self._store.refused:
             return "550 5.1.1 No such mailbox"
         envelope.rcpt_tos.append(address)
@@ -86,8 +87,13 @@ class SmtpServer:
 
     def start(self) -> SmtpServer:
         assert self._controller is None, "already started"
-        controller = _Controller(_Handler(self), hostname=self.host, port=self.port,
-                                 server_hostname="mandatum-test-smtp", ready_timeout=10.0)
+        controller = _Controller(
+            _Handler(self),
+            hostname=self.host,
+            port=self.port,
+            server_hostname="mandatum-test-smtp",
+            ready_timeout=10.0,
+        )
         controller.start()
         self._controller = controller
         self.port = controller.port
@@ -101,8 +107,9 @@ class SmtpServer:
     def __enter__(self) -> SmtpServer:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
     def _add(self, mail: ReceivedMail) -> None:
@@ -125,8 +132,12 @@ class SmtpServer:
     def received_for(self, to: str) -> list[ReceivedMail]:
         return [m for m in self.received() if m.is_to(to)]
 
-    async def wait_for(self, to: str, timeout: float = 10.0,  # noqa: ASYNC109 (a deadline, not a cancel)
-                       predicate: Callable[[EmailMessage], bool] | None = None) -> EmailMessage:
+    async def wait_for(
+        self,
+        to: str,
+        timeout: float = 10.0,  # noqa: ASYNC109 (a deadline, not a cancel)
+        predicate: Callable[[EmailMessage], bool] | None = None,
+    ) -> EmailMessage:
         """The first message delivered to ``to`` (case-insensitive, envelope recipients) that
         matches ``predicate``; waits up to ``timeout`` seconds for it, else AssertionError."""
         deadline = time.monotonic() + timeout
@@ -140,7 +151,8 @@ class SmtpServer:
         arrived = [m.describe() for m in self.received()]
         raise AssertionError(
             f"no e-mail to {to}{' matching the predicate' if predicate else ''} within {timeout}s; "
-            f"arrived: {arrived or 'nothing'}")
+            f"arrived: {arrived or 'nothing'}"
+        )
 
 
 class _TextOfHtml(HTMLParser):

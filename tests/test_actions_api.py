@@ -22,8 +22,17 @@ from trust.credentials import digest_sri
 pytestmark = pytest.mark.usefixtures("no_server_errors")
 RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$")
 UNKNOWN = "urn:via:action:00000000-0000-4000-8000-000000000000"
-VERSION_FIELDS = {"id", "number", "digestSRI", "publishedAt", "name", "description", "executionParams",
-                  "userParams", "rules"}  # description only when the version has one
+VERSION_FIELDS = {
+    "id",
+    "number",
+    "digestSRI",
+    "publishedAt",
+    "name",
+    "description",
+    "executionParams",
+    "userParams",
+    "rules",
+}  # description only when the version has one
 
 
 @pytest.fixture
@@ -103,8 +112,12 @@ async def test_unknown_foreign_draft_only_and_malformed_ids(
     for action_id in (UNKNOWN, theirs, draft_only.id):
         body = assert_error_shape(await api.get(f"/actions/{quote(action_id, safe='')}"), 404)
         assert action_id in body["message"]
-    for bad in ("urn:via:action:123", "rent", "urn:via:action-version:00000000-0000-4000-8000-000000000000",
-                UNKNOWN.upper()):
+    for bad in (
+        "urn:via:action:123",
+        "rent",
+        "urn:via:action-version:00000000-0000-4000-8000-000000000000",
+        UNKNOWN.upper(),
+    ):
         assert any("actionId" in m for m in messages(await api.get(f"/actions/{quote(bad, safe='')}")))
     listed = (await api.get("/actions")).json()["data"]
     assert theirs not in {a["id"] for a in listed}
@@ -126,8 +139,11 @@ async def test_request_pins_the_newest_published_version(api: SignedClient, engi
     assert first.status_code == 201, first.text
     digest1 = actions.get_version(engine, v1).digest_sri  # type: ignore[union-attr]
     assert first.json()["data"]["credentials"][0]["action"] == {
-        "id": action_id, "version": v1, "digestSRI": digest1,
-        "userParams": {"maxAmount": 1200, "payees": []}}  # the default filled the omitted one
+        "id": action_id,
+        "version": v1,
+        "digestSRI": digest1,
+        "userParams": {"maxAmount": 1200, "payees": []},
+    }  # the default filled the omitted one
 
     v2 = actions.add_version(engine, org_id, action_id, spec(name="Second"))
     actions.publish(engine, v2.id)
@@ -165,18 +181,23 @@ async def test_user_params_must_match_the_declared_ones(api: SignedClient, engin
         lines = messages(await api.post("/request", with_action(action_id, user_params)))
         for name in names:
             assert any(line.startswith(f"credentials.0.action.userParams.{name}") for line in lines), (
-                user_params, lines)
+                user_params,
+                lines,
+            )
     lines = messages(await api.post("/request", with_action(action_id)))  # userParams absent = {}
     assert any(line.startswith("credentials.0.action.userParams.maxAmount") for line in lines), lines
 
 
 async def test_action_and_contact_problems_are_listed_together(api: SignedClient, engine: Engine) -> None:
     action_id, _ = published(engine, api.creds.organization_id)
-    body = policy_request(contacts=["ana@example.com", "not a contact"], credentials=[
-        {"type": "POLICY", "name": "Fine", "action": {"id": action_id, "userParams": {"maxAmount": 1}}},
-        {"type": "POLICY", "name": "Unknown", "action": {"id": UNKNOWN, "userParams": {}}},
-        {"type": "POLICY", "name": "Typed", "action": {"id": action_id, "userParams": {"maxAmount": []}}},
-    ])
+    body = policy_request(
+        contacts=["ana@example.com", "not a contact"],
+        credentials=[
+            {"type": "POLICY", "name": "Fine", "action": {"id": action_id, "userParams": {"maxAmount": 1}}},
+            {"type": "POLICY", "name": "Unknown", "action": {"id": UNKNOWN, "userParams": {}}},
+            {"type": "POLICY", "name": "Typed", "action": {"id": action_id, "userParams": {"maxAmount": []}}},
+        ],
+    )
     lines = messages(await api.post("/request", body))
     assert any(line.startswith("contacts.1") for line in lines), lines
     assert any(line.startswith("credentials.1.action.id: unknown") for line in lines), lines

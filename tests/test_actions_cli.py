@@ -84,8 +84,9 @@ def test_create_publish_add_version_and_list(cli: Cli, org_id: str, tmp_path: Pa
 
 def test_yaml_timestamps_stay_text(cli: Cli, org_id: str, tmp_path: Path) -> None:
     """YAML would read 2030-01-01T00:00:00Z as a date; the default must stay RFC 3339 text."""
-    created = cli.json("action", "create", "--org", org_id, "--publish",
-                       "--file", write(tmp_path, "t.yaml", RENT_YAML))
+    created = cli.json(
+        "action", "create", "--org", org_id, "--publish", "--file", write(tmp_path, "t.yaml", RENT_YAML)
+    )
     assert created["status"] == "published"
 
 
@@ -94,30 +95,63 @@ def test_failures_exit_1_with_clear_messages(cli: Cli, org_id: str, tmp_path: Pa
     names_before = [a["name"] for a in cli.json("action", "list", "--org", org_id)]
     bad_rules = {**RENT, "rules": [{"name": "undeclared", "expression": "executionParams.nope > 1"}]}
     draft = cli.json("action", "create", "--org", org_id, "--file", write(tmp_path, "bad.json", bad_rules))
-    published = cli.json("action", "create", "--org", org_id, "--publish",
-                         "--file", write(tmp_path, "ok.json", RENT))
+    published = cli.json(
+        "action", "create", "--org", org_id, "--publish", "--file", write(tmp_path, "ok.json", RENT)
+    )
     cases: list[tuple[tuple[str, ...], str]] = [
         (("action", "create", "--org", org_id, "--file", str(tmp_path / "nope.yaml")), "file not found"),
-        (("action", "create", "--org", org_id, "--file", write(tmp_path, "a.txt", "x")),
-         ".yaml, .yml or .json"),
-        (("action", "create", "--org", org_id, "--file", write(tmp_path, "b.yaml", "name: [unclosed\n")),
-         "YAML syntax error at line 2"),
-        (("action", "create", "--org", org_id, "--file", write(tmp_path, "c.json", '{"name": "x",\n}')),
-         "JSON syntax error at line 2"),
-        (("action", "create", "--org", org_id, "--file", write(tmp_path, "d.yaml", "- a\n- b\n")),
-         "must be a mapping"),
-        (("action", "create", "--org", org_id, "--file", write(tmp_path, "e.json", {
-            "name": "", "userParams": [{"name": "1x", "type": "money"}], "colour": "red"})),
-         "the action is not valid:\n  - "),
+        (
+            ("action", "create", "--org", org_id, "--file", write(tmp_path, "a.txt", "x")),
+            ".yaml, .yml or .json",
+        ),
+        (
+            ("action", "create", "--org", org_id, "--file", write(tmp_path, "b.yaml", "name: [unclosed\n")),
+            "YAML syntax error at line 2",
+        ),
+        (
+            ("action", "create", "--org", org_id, "--file", write(tmp_path, "c.json", '{"name": "x",\n}')),
+            "JSON syntax error at line 2",
+        ),
+        (
+            ("action", "create", "--org", org_id, "--file", write(tmp_path, "d.yaml", "- a\n- b\n")),
+            "must be a mapping",
+        ),
+        (
+            (
+                "action",
+                "create",
+                "--org",
+                org_id,
+                "--file",
+                write(
+                    tmp_path,
+                    "e.json",
+                    {"name": "", "userParams": [{"name": "1x", "type": "money"}], "colour": "red"},
+                ),
+            ),
+            "the action is not valid:\n  - ",
+        ),
         (("action", "create", "--org", "0" * 24, "--file", write(tmp_path, "f.json", RENT)), "not found"),
         (("action", "publish", "--version", draft["versionId"]), "cannot publish:\n  - "),
-        (("action", "create", "--org", org_id, "--publish", "--file", write(tmp_path, "h.json", bad_rules)),
-         "h.json: cannot publish:\n  - "),
+        (
+            (
+                "action",
+                "create",
+                "--org",
+                org_id,
+                "--publish",
+                "--file",
+                write(tmp_path, "h.json", bad_rules),
+            ),
+            "h.json: cannot publish:\n  - ",
+        ),
         (("action", "publish", "--version", published["versionId"]), "already published"),
         (("action", "publish", "--action", published["actionId"]), "no draft version"),
         (("action", "publish"), "exactly one of --version or --action"),
-        (("action", "add-version", "--action", missing_urn, "--file", write(tmp_path, "g.json", RENT)),
-         "not found"),
+        (
+            ("action", "add-version", "--action", missing_urn, "--file", write(tmp_path, "g.json", RENT)),
+            "not found",
+        ),
         (("action", "list", "--org", "0" * 24), "not found"),
     ]
     results = cli.run_all(*((args, {}) for args, _ in cases))

@@ -31,15 +31,24 @@ SRI = re.compile(r"^sha256-[A-Za-z0-9+/]{43}=$")
 RENT: dict[str, Any] = {
     "name": "Pay rent",
     "description": "Pay the monthly rent to an approved payee",
-    "executionParams": [{"name": "amount", "type": "number", "description": "Amount to pay"},
-                        {"name": "payee", "type": "string"}],
-    "userParams": [{"name": "maxAmount", "type": "number", "description": "Largest payment"},
-                   {"name": "payees", "type": "array<string>", "default": []}],
+    "executionParams": [
+        {"name": "amount", "type": "number", "description": "Amount to pay"},
+        {"name": "payee", "type": "string"},
+    ],
+    "userParams": [
+        {"name": "maxAmount", "type": "number", "description": "Largest payment"},
+        {"name": "payees", "type": "array<string>", "default": []},
+    ],
     "rules": [
-        {"name": "underMax", "description": "Never more than approved",
-         "expression": "executionParams.amount <= userParams.maxAmount"},
-        {"name": "knownPayee",
-         "expression": "size(userParams.payees) == 0 || executionParams.payee in userParams.payees"},
+        {
+            "name": "underMax",
+            "description": "Never more than approved",
+            "expression": "executionParams.amount <= userParams.maxAmount",
+        },
+        {
+            "name": "knownPayee",
+            "expression": "size(userParams.payees) == 0 || executionParams.payee in userParams.payees",
+        },
     ],
 }
 
@@ -56,8 +65,9 @@ def spec(raw: dict[str, Any] | None = None, **changes: Any) -> ActionSpec:
     return parsed
 
 
-def published(engine: Engine, org_id: str, raw: dict[str, Any] | None = None,
-              action_id: str | None = None) -> tuple[str, str]:
+def published(
+    engine: Engine, org_id: str, raw: dict[str, Any] | None = None, action_id: str | None = None
+) -> tuple[str, str]:
     """A new action with version 1 published: (action id, version id)."""
     action, draft = actions.create_action(engine, org_id, spec(raw), action_id=action_id)
     actions.publish(engine, draft.id)
@@ -99,8 +109,10 @@ def test_a_published_version_is_immutable(engine: Engine, org: Credentials) -> N
     before = actions.get_version(engine, version_id)
     # the database refuses too, whatever code writes to it
     with pytest.raises(DBAPIError, match="immutable"), write_connection(engine) as conn:
-        conn.execute(text("UPDATE action_version SET content = :c WHERE id = :id"),
-                     {"c": '{"name": "tampered"}', "id": version_id})
+        conn.execute(
+            text("UPDATE action_version SET content = :c WHERE id = :id"),
+            {"c": '{"name": "tampered"}', "id": version_id},
+        )
     after = actions.get_version(engine, version_id)
     assert before is not None and after is not None and after.content == before.content
     assert after.digest_sri == before.digest_sri
@@ -114,11 +126,14 @@ def test_a_draft_can_be_edited_then_published(engine: Engine, org: Credentials) 
 
 
 def test_publish_refuses_with_every_failed_check(engine: Engine, org: Credentials) -> None:
-    bad = {**RENT, "rules": [
-        {"name": "undeclared", "expression": "executionParams.nope > 1"},
-        {"name": "notBoolean", "expression": "executionParams.amount + 1"},
-        {"name": "broken", "expression": "executionParams.amount <="},
-    ]}
+    bad = {
+        **RENT,
+        "rules": [
+            {"name": "undeclared", "expression": "executionParams.nope > 1"},
+            {"name": "notBoolean", "expression": "executionParams.amount + 1"},
+            {"name": "broken", "expression": "executionParams.amount <="},
+        ],
+    }
     _, draft = actions.create_action(engine, org.organization_id, spec(bad))
     with pytest.raises(actions.ActionRefused) as refused:
         actions.publish(engine, draft.id)
@@ -159,14 +174,23 @@ def test_pin_for_request_checks_and_fills_user_params(engine: Engine, org: Crede
     version = actions.get_version(engine, version_id)
     assert version is not None
     where = "credentials.0.action"
-    pin, problems = actions.pin_for_request(engine, org.organization_id, action_id,
-                                            {"maxAmount": 1200}, where=where)
-    assert problems == []
-    assert pin == {"id": action_id, "version": version_id, "digestSRI": version.digest_sri,
-                   "userParams": {"maxAmount": 1200, "payees": []}}
     pin, problems = actions.pin_for_request(
-        engine, org.organization_id, action_id, {"maxAmount": "lots", "payees": [1], "extra": True},
-        where=where)
+        engine, org.organization_id, action_id, {"maxAmount": 1200}, where=where
+    )
+    assert problems == []
+    assert pin == {
+        "id": action_id,
+        "version": version_id,
+        "digestSRI": version.digest_sri,
+        "userParams": {"maxAmount": 1200, "payees": []},
+    }
+    pin, problems = actions.pin_for_request(
+        engine,
+        org.organization_id,
+        action_id,
+        {"maxAmount": "lots", "payees": [1], "extra": True},
+        where=where,
+    )
     assert pin is None
     for name in ("maxAmount", "payees", "extra"):
         assert any(m.startswith(f"{where}.userParams.{name}") for m in problems), problems
@@ -174,9 +198,7 @@ def test_pin_for_request_checks_and_fills_user_params(engine: Engine, org: Crede
     assert any(m.startswith(f"{where}.userParams.maxAmount") for m in problems), problems
 
 
-def test_the_same_urn_in_two_organizations(
-    engine: Engine, org: Credentials, other_org: Credentials
-) -> None:
+def test_the_same_urn_in_two_organizations(engine: Engine, org: Credentials, other_org: Credentials) -> None:
     """An action can be installed under a known URN (staging and production share ids)."""
     action_id = "urn:via:action:6f0c1d2e-3a4b-4c5d-8e6f-708192a3b4c5"
     _, mine = published(engine, org.organization_id, action_id=action_id)
@@ -185,7 +207,9 @@ def test_the_same_urn_in_two_organizations(
     resolved = actions.resolve_for_request(engine, other_org.organization_id, action_id)
     assert resolved is not None and resolved[0].id == theirs and resolved[1].name == "Theirs"
     assert set(actions.organizations_with_action(engine, action_id)) == {
-        org.organization_id, other_org.organization_id}
+        org.organization_id,
+        other_org.organization_id,
+    }
     with pytest.raises(actions.ActionRefused, match="already exists"):
         actions.create_action(engine, org.organization_id, spec(), action_id=action_id)
     with pytest.raises(actions.ActionRefused, match="not an action URN"):
@@ -215,6 +239,7 @@ def test_an_unreferenced_action_can_be_deleted(engine: Engine, org: Credentials)
 def test_concurrent_new_versions_get_distinct_numbers(engine: Engine, org: Credentials) -> None:
     action, _ = actions.create_action(engine, org.organization_id, spec())
     with ThreadPoolExecutor(max_workers=6) as pool:
-        added = list(pool.map(
-            lambda _: actions.add_version(engine, org.organization_id, action.id, spec()), range(6)))
+        added = list(
+            pool.map(lambda _: actions.add_version(engine, org.organization_id, action.id, spec()), range(6))
+        )
     assert sorted(v.number for v in added) == [2, 3, 4, 5, 6, 7]

@@ -32,7 +32,10 @@ async def _vp(api: SignedClient, mandate_id: str) -> dict[str, Any]:
 
 
 async def test_a_mandates_life_is_recorded_signed_and_chained(
-    api: SignedClient, engine: Engine, cipher: SecretCipher, settings: Settings,
+    api: SignedClient,
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
 ) -> None:
     org_id = api.creds.organization_id
     issued = issued_mandate(engine, cipher, settings, org_id)
@@ -48,8 +51,15 @@ async def test_a_mandates_life_is_recorded_signed_and_chained(
 
     records = chain(engine, org_id)
     assert [r.type for r in records] == [
-        "REQUEST_CREATED", "HUMAN_DECISION_ACCEPT", "MANDATE_ISSUED", "VP_ISSUED", "VERIFY_ACCEPT",
-        "VERIFY_DENY", "MANDATE_REVOKED", "VP_ISSUE_DENIED"]
+        "REQUEST_CREATED",
+        "HUMAN_DECISION_ACCEPT",
+        "MANDATE_ISSUED",
+        "VP_ISSUED",
+        "VERIFY_ACCEPT",
+        "VERIFY_DENY",
+        "MANDATE_REVOKED",
+        "VP_ISSUE_DENIED",
+    ]
     assert [r.seq for r in records] == list(range(1, 9))
     assert [r.prev_hash for r in records] == [None, *(r.hash for r in records[:-1])]
     resolver = did_resolver(engine, settings)
@@ -61,9 +71,15 @@ async def test_a_mandates_life_is_recorded_signed_and_chained(
     created, decided, minted, vp_issued, accepted, denied, revoked, vp_denied = records
     assert created.request_id == issued.request_id and created.data["credentials"] == [issued.credential_id]
     assert decided.data | {"decidedAt": None, "decisionId": None} == {
-        "decidedAt": None, "decisionId": None, "subjectId": issued.subject_id,
-        "contact": "ana@example.com", "credentialId": issued.credential_id, "accepted": True,
-        "channel": "email", "surface": "iframe"}
+        "decidedAt": None,
+        "decisionId": None,
+        "subjectId": issued.subject_id,
+        "contact": "ana@example.com",
+        "credentialId": issued.credential_id,
+        "accepted": True,
+        "channel": "email",
+        "surface": "iframe",
+    }
     assert minted.credential_id == issued.mandate_id
     assert minted.data["actionId"] and minted.data["userParams"] == {"maxAmount": 1200, "payees": []}
     assert minted.data["credential"]["id"] == issued.mandate_id
@@ -78,13 +94,24 @@ async def test_a_mandates_life_is_recorded_signed_and_chained(
 
 
 async def test_rejection_and_cancellation_are_recorded(
-    api: SignedClient, engine: Engine, settings: Settings,
+    api: SignedClient,
+    engine: Engine,
+    settings: Settings,
 ) -> None:
     org_id = api.creds.organization_id
     bundle = new_request(engine, org_id)
-    store.record_decision(engine, "urn:via:decision:00000000-0000-4000-8000-0000000000aa",
-                          bundle.request.id, bundle.credentials[0].id, bundle.subjects[0][1].id,
-                          False, "sms", "hosted", utcnow(), True)
+    store.record_decision(
+        engine,
+        "urn:via:decision:00000000-0000-4000-8000-0000000000aa",
+        bundle.request.id,
+        bundle.credentials[0].id,
+        bundle.subjects[0][1].id,
+        False,
+        "sms",
+        "hosted",
+        utcnow(),
+        True,
+    )
     other = new_request(engine, org_id)
     at = utcnow()
     store.record_cancellation(engine, other.request.id, at, "apiKey:k1")
@@ -99,7 +126,10 @@ async def test_rejection_and_cancellation_are_recorded(
 
 
 async def test_a_verification_and_its_record_commit_together(
-    api: SignedClient, engine: Engine, cipher: SecretCipher, settings: Settings,
+    api: SignedClient,
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The record is written in the verification's transaction: when it cannot be written, the
@@ -113,27 +143,42 @@ async def test_a_verification_and_its_record_commit_together(
 
     monkeypatch.setattr(audit, "append", broken_append)
     with pytest.raises(RuntimeError):
-        verifications.verify(engine, cipher, settings, verifier_org_id=org_id, presentation=vp,
-                             execution_params=GOOD)
+        verifications.verify(
+            engine, cipher, settings, verifier_org_id=org_id, presentation=vp, execution_params=GOOD
+        )
     monkeypatch.undo()
     with read_session(engine) as session:
         assert session.get(Presentation, vp["id"]).used_at is None  # type: ignore[union-attr]
-        assert session.execute(select(func.count()).select_from(Verification)
-                               .where(Verification.presentation_id == vp["id"])).scalar_one() == 0
-    verdict = verifications.verify(engine, cipher, settings, verifier_org_id=org_id, presentation=vp,
-                                   execution_params=GOOD)
+        assert (
+            session.execute(
+                select(func.count()).select_from(Verification).where(Verification.presentation_id == vp["id"])
+            ).scalar_one()
+            == 0
+        )
+    verdict = verifications.verify(
+        engine, cipher, settings, verifier_org_id=org_id, presentation=vp, execution_params=GOOD
+    )
     assert verdict.decision == "allow"
     with read_session(engine) as session:
-        verified = session.execute(select(func.count()).select_from(Verification)
-                                   .where(Verification.organization_id == org_id)).scalar_one()  # type: ignore[arg-type]
-        records = session.execute(select(func.count()).select_from(AuditRecord).where(
-            AuditRecord.organization_id == org_id,  # type: ignore[arg-type]
-            AuditRecord.type.in_(["VERIFY_ACCEPT", "VERIFY_DENY"]))).scalar_one()  # type: ignore[attr-defined]
+        verified = session.execute(
+            select(func.count()).select_from(Verification).where(Verification.organization_id == org_id)
+        ).scalar_one()  # type: ignore[arg-type]
+        records = session.execute(
+            select(func.count())
+            .select_from(AuditRecord)
+            .where(
+                AuditRecord.organization_id == org_id,  # type: ignore[arg-type]
+                AuditRecord.type.in_(["VERIFY_ACCEPT", "VERIFY_DENY"]),
+            )
+        ).scalar_one()  # type: ignore[attr-defined]
     assert verified == records == 1
 
 
 async def test_values_jcs_cannot_hold_are_recorded_as_digests(
-    api: SignedClient, engine: Engine, cipher: SecretCipher, settings: Settings,
+    api: SignedClient,
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
 ) -> None:
     org_id = api.creds.organization_id
     issued = issued_mandate(engine, cipher, settings, org_id)
@@ -149,7 +194,10 @@ async def test_values_jcs_cannot_hold_are_recorded_as_digests(
 
 
 async def test_activity_pages_and_filters(
-    api: SignedClient, engine: Engine, cipher: SecretCipher, settings: Settings,
+    api: SignedClient,
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
 ) -> None:
     org_id = api.creds.organization_id
     first = issued_mandate(engine, cipher, settings, org_id)
@@ -166,22 +214,30 @@ async def test_activity_pages_and_filters(
     assert [r["type"] for r in issued["data"]] == ["VP_ISSUED", "MANDATE_ISSUED", "MANDATE_ISSUED"]
     by_request = (await api.get("/activity", params={"requestId": second.request_id})).json()
     assert {r["type"] for r in by_request["data"]} == {
-        "REQUEST_CREATED", "HUMAN_DECISION_ACCEPT", "MANDATE_ISSUED"}
+        "REQUEST_CREATED",
+        "HUMAN_DECISION_ACCEPT",
+        "MANDATE_ISSUED",
+    }
     by_mandate = (await api.get("/activity", params={"credentialId": first.mandate_id})).json()
     assert [r["type"] for r in by_mandate["data"]] == ["VP_ISSUED", "MANDATE_ISSUED"]
     today = utcnow().date().isoformat()
     dated = (await api.get("/activity", params={"dateFrom": today, "dateTo": today})).json()
     assert len(dated["data"]) == 7
-    assert (await api.get("/activity", params={"dateFrom": "2000-01-01", "dateTo": "2000-01-02"})
-            ).json() == {"data": [], "totalPages": 0}
+    assert (await api.get("/activity", params={"dateFrom": "2000-01-01", "dateTo": "2000-01-02"})).json() == {
+        "data": [],
+        "totalPages": 0,
+    }
 
 
-@pytest.mark.parametrize(("params", "words"), [
-    ({"type": "SOMETHING"}, "type SOMETHING is not one of"),
-    ({"requestId": "XYZ"}, "requestId must be"),
-    ({"dateTo": "2026-01-01"}, "dateTo requires dateFrom"),
-    ({"pageSize": 1000}, "pageSize"),
-])
+@pytest.mark.parametrize(
+    ("params", "words"),
+    [
+        ({"type": "SOMETHING"}, "type SOMETHING is not one of"),
+        ({"requestId": "XYZ"}, "requestId must be"),
+        ({"dateTo": "2026-01-01"}, "dateTo requires dateFrom"),
+        ({"pageSize": 1000}, "pageSize"),
+    ],
+)
 async def test_bad_activity_queries_are_400(api: SignedClient, params: dict[str, Any], words: str) -> None:
     resp = await api.get("/activity", params=params)
     assert_error_shape(resp, 400)
@@ -189,7 +245,10 @@ async def test_bad_activity_queries_are_400(api: SignedClient, params: dict[str,
 
 
 async def test_another_organizations_records_are_not_listed(
-    api: SignedClient, engine: Engine, cipher: SecretCipher, settings: Settings,
+    api: SignedClient,
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
 ) -> None:
     from tests.conftest import new_org
 

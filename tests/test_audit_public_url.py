@@ -27,12 +27,22 @@ MANDATUM = Path(sys.executable).parent / "mandatum"
 def _append(engine: Engine, key: Ed25519KeyPair, org_id: str, n: int) -> None:
     for i in range(n):
         with write_connection(engine) as conn:
-            audit.append(conn, key, audit.Entry(audit.VP_ISSUE_DENIED, org_id, credential_id=f"c{i}",
-                                                data={"reason": "credential_not_found", "n": i}))
+            audit.append(
+                conn,
+                key,
+                audit.Entry(
+                    audit.VP_ISSUE_DENIED,
+                    org_id,
+                    credential_id=f"c{i}",
+                    data={"reason": "credential_not_found", "n": i},
+                ),
+            )
 
 
 def test_a_chain_signed_under_earlier_public_urls_still_verifies(
-    engine: Engine, cipher: SecretCipher, settings: Settings,
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
 ) -> None:
     org_id = new_org(engine, cipher, settings).organization_id
     key = audit.signer(engine)
@@ -47,7 +57,9 @@ def test_a_chain_signed_under_earlier_public_urls_still_verifies(
 
 
 def test_a_foreign_key_under_a_did_web_is_still_refused(
-    engine: Engine, cipher: SecretCipher, settings: Settings,
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
 ) -> None:
     ours = audit.signer(engine)
     forger = Ed25519KeyPair.generate()
@@ -69,8 +81,9 @@ def test_a_foreign_key_under_a_did_web_is_still_refused(
         assert problem in check.broken.problem, check.broken.problem
 
 
-def test_audit_verify_of_a_stack_on_another_port(tmp_path: Path, engine: Engine, settings: Settings,
-                                                 cipher: SecretCipher) -> None:
+def test_audit_verify_of_a_stack_on_another_port(
+    tmp_path: Path, engine: Engine, settings: Settings, cipher: SecretCipher
+) -> None:
     """``make run`` with MANDATUM_API_PORT=8123 signs as did:web:127.0.0.1%3A8123; the command, given
     the same environment and no MANDATUM_PUBLIC_URL, derives the same DID and finds the chain whole."""
     did = "did:web:127.0.0.1%3A8123"
@@ -78,14 +91,31 @@ def test_audit_verify_of_a_stack_on_another_port(tmp_path: Path, engine: Engine,
     key = audit.signer(engine)
     _append(engine, key.with_verification_method(f"{did}#{key.public_multikey}"), org_id, 3)
     env = {k: v for k, v in os.environ.items() if not k.startswith("MANDATUM_") and k != "DATABASE_URL"}
-    env.update(MANDATUM_DATABASE_URL=settings.database_url, MANDATUM_MASTER_KEY=MASTER_KEY,
-               MANDATUM_VAR_DIR=str(tmp_path), MANDATUM_ENVIRONMENT="development", MANDATUM_API_PORT="8123")
-    run = subprocess.run([str(MANDATUM), "audit", "verify", "--org", org_id, "--json"], env=env,
-                         capture_output=True, text=True, timeout=60, check=False)
+    env.update(
+        MANDATUM_DATABASE_URL=settings.database_url,
+        MANDATUM_MASTER_KEY=MASTER_KEY,
+        MANDATUM_VAR_DIR=str(tmp_path),
+        MANDATUM_ENVIRONMENT="development",
+        MANDATUM_API_PORT="8123",
+    )
+    run = subprocess.run(
+        [str(MANDATUM), "audit", "verify", "--org", org_id, "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     assert json.loads(run.stdout)["ok"] is True
-    listed = subprocess.run([str(MANDATUM), "org", "list", "--json"], env=env, capture_output=True, text=True,
-                            timeout=60, check=False)
+    listed = subprocess.run(
+        [str(MANDATUM), "org", "list", "--json"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert listed.returncode == 0, listed.stderr
     dids = {o["organizationId"]: o["did"] for o in json.loads(listed.stdout)}
     assert dids[org_id] == f"{did}:orgs:{org_id}"

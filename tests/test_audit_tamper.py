@@ -34,18 +34,36 @@ def _entries(engine: Engine, org_id: str, n: int) -> list[AuditRecord]:
     key = audit.signer(engine)
     for i in range(n):
         with write_connection(engine) as conn:
-            audit.append(conn, key, audit.Entry(audit.VP_ISSUE_DENIED, org_id, credential_id=f"c{i}",
-                                                data={"reason": "credential_not_found", "n": i}))
+            audit.append(
+                conn,
+                key,
+                audit.Entry(
+                    audit.VP_ISSUE_DENIED,
+                    org_id,
+                    credential_id=f"c{i}",
+                    data={"reason": "credential_not_found", "n": i},
+                ),
+            )
     return chain(engine, org_id)
 
 
 def _run_verify(settings: Settings, org_id: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MANDATUM_") and k != "DATABASE_URL"}
-    env.update(MANDATUM_DATABASE_URL=settings.database_url or "", MANDATUM_MASTER_KEY=MASTER_KEY,
-               MANDATUM_VAR_DIR=str(settings.var_dir), MANDATUM_PUBLIC_URL=settings.public_url,
-               MANDATUM_ENVIRONMENT="test")
-    return subprocess.run([str(MANDATUM), "audit", "verify", "--org", org_id], env=env,
-                          capture_output=True, text=True, timeout=60, check=False)
+    env.update(
+        MANDATUM_DATABASE_URL=settings.database_url or "",
+        MANDATUM_MASTER_KEY=MASTER_KEY,
+        MANDATUM_VAR_DIR=str(settings.var_dir),
+        MANDATUM_PUBLIC_URL=settings.public_url,
+        MANDATUM_ENVIRONMENT="test",
+    )
+    return subprocess.run(
+        [str(MANDATUM), "audit", "verify", "--org", org_id],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
 
 
 MIGRATION = importlib.import_module("store.migrations.versions.0005_audit")
@@ -67,12 +85,18 @@ def _execute(engine: Engine, statement: object) -> None:
             conn.execute(text(trigger))
 
 
-@pytest.mark.parametrize("change", [
-    lambda record_id: update(AuditRecord).where(AuditRecord.id == record_id).values(actor="x"),
-    lambda record_id: delete(AuditRecord).where(AuditRecord.id == record_id),
-])
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda record_id: update(AuditRecord).where(AuditRecord.id == record_id).values(actor="x"),
+        lambda record_id: delete(AuditRecord).where(AuditRecord.id == record_id),
+    ],
+)
 def test_records_cannot_be_changed_or_removed(
-    engine: Engine, cipher: SecretCipher, settings: Settings, change: Callable[[str], object],
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
+    change: Callable[[str], object],
 ) -> None:
     org = new_org(engine, cipher, settings)
     [record] = _entries(engine, org.organization_id, 1)
@@ -82,8 +106,12 @@ def test_records_cannot_be_changed_or_removed(
 
 
 def _edit_data(engine: Engine, records: list[AuditRecord]) -> str:
-    _execute(engine, update(AuditRecord).where(AuditRecord.id == records[2].id)  # type: ignore[arg-type]
-             .values(data={"reason": "credential_not_found", "n": 99}))
+    _execute(
+        engine,
+        update(AuditRecord)
+        .where(AuditRecord.id == records[2].id)  # type: ignore[arg-type]
+        .values(data={"reason": "credential_not_found", "n": 99}),
+    )
     return records[2].id
 
 
@@ -92,10 +120,18 @@ def _edit_and_rehash(engine: Engine, records: list[AuditRecord]) -> str:
     signature can tell."""
     changed = records[3].model_copy(update={"actor": "apiKey:someone-else"})
     new_hash = audit.record_hash(audit.document_of(changed))
-    _execute(engine, update(AuditRecord).where(AuditRecord.id == changed.id)  # type: ignore[arg-type]
-             .values(actor=changed.actor, hash=new_hash))
-    _execute(engine, update(AuditRecord).where(AuditRecord.id == records[4].id)  # type: ignore[arg-type]
-             .values(prev_hash=new_hash))
+    _execute(
+        engine,
+        update(AuditRecord)
+        .where(AuditRecord.id == changed.id)  # type: ignore[arg-type]
+        .values(actor=changed.actor, hash=new_hash),
+    )
+    _execute(
+        engine,
+        update(AuditRecord)
+        .where(AuditRecord.id == records[4].id)  # type: ignore[arg-type]
+        .values(prev_hash=new_hash),
+    )
     return changed.id
 
 
@@ -108,8 +144,12 @@ def _swap(engine: Engine, records: list[AuditRecord]) -> str:
     """Records 2 and 3 trade places (their seq), through a free seq for the unique index."""
     a, b = records[1], records[2]
     for record_id, seq in ((a.id, -1), (b.id, a.seq), (a.id, b.seq)):
-        _execute(engine, update(AuditRecord).where(AuditRecord.id == record_id)  # type: ignore[arg-type]
-                 .values(seq=seq))
+        _execute(
+            engine,
+            update(AuditRecord)
+            .where(AuditRecord.id == record_id)  # type: ignore[arg-type]
+            .values(seq=seq),
+        )
     return b.id  # now at seq 2, it is the first out of place
 
 
@@ -119,15 +159,23 @@ def _delete_newest(engine: Engine, records: list[AuditRecord]) -> str:
 
 
 def _reset_head(engine: Engine, records: list[AuditRecord]) -> str:
-    _execute(engine, update(AuditHead).where(AuditHead.organization_id == records[0].organization_id)  # type: ignore[arg-type]
-             .values(seq=len(records) + 1))
+    _execute(
+        engine,
+        update(AuditHead)
+        .where(AuditHead.organization_id == records[0].organization_id)  # type: ignore[arg-type]
+        .values(seq=len(records) + 1),
+    )
     return "the chain's end"
 
 
-@pytest.mark.parametrize("tamper", [_edit_data, _edit_and_rehash, _delete_middle, _swap,
-                                    _delete_newest, _reset_head])
+@pytest.mark.parametrize(
+    "tamper", [_edit_data, _edit_and_rehash, _delete_middle, _swap, _delete_newest, _reset_head]
+)
 def test_tampering_is_found_and_named(
-    engine: Engine, cipher: SecretCipher, settings: Settings, tamper: Callable[..., str],
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
+    tamper: Callable[..., str],
 ) -> None:
     org = new_org(engine, cipher, settings)
     records = _entries(engine, org.organization_id, 6)
@@ -140,7 +188,9 @@ def test_tampering_is_found_and_named(
 
 
 def test_the_command_names_the_broken_record(
-    engine: Engine, cipher: SecretCipher, settings: Settings,
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
 ) -> None:
     tamper = _edit_data
     org = new_org(engine, cipher, settings)
@@ -155,7 +205,9 @@ def test_the_command_names_the_broken_record(
 
 
 def test_a_record_signed_by_another_key_is_named(
-    engine: Engine, cipher: SecretCipher, settings: Settings,
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
 ) -> None:
     """A forger who rewrites a record must sign it; a key that is not the service's is refused."""
     from trust.keys import Ed25519KeyPair
@@ -164,21 +216,34 @@ def test_a_record_signed_by_another_key_is_named(
     records = _entries(engine, org.organization_id, 3)
     forger = Ed25519KeyPair.generate()
     did = f"did:key:{forger.public_multikey}"
-    forged = audit.sign_document(audit.document_of(records[1]),
-                                 forger.with_verification_method(f"{did}#{forger.public_multikey}"),
-                                 proof_purpose="assertionMethod", created=records[1].created_at)
+    forged = audit.sign_document(
+        audit.document_of(records[1]),
+        forger.with_verification_method(f"{did}#{forger.public_multikey}"),
+        proof_purpose="assertionMethod",
+        created=records[1].created_at,
+    )
     new_hash = audit.record_hash(forged)
-    _execute(engine, update(AuditRecord).where(AuditRecord.id == records[1].id)  # type: ignore[arg-type]
-             .values(proof=forged["proof"], hash=new_hash))
-    _execute(engine, update(AuditRecord).where(AuditRecord.id == records[2].id)  # type: ignore[arg-type]
-             .values(prev_hash=new_hash))
+    _execute(
+        engine,
+        update(AuditRecord)
+        .where(AuditRecord.id == records[1].id)  # type: ignore[arg-type]
+        .values(proof=forged["proof"], hash=new_hash),
+    )
+    _execute(
+        engine,
+        update(AuditRecord)
+        .where(AuditRecord.id == records[2].id)  # type: ignore[arg-type]
+        .values(prev_hash=new_hash),
+    )
     [check] = verify_chains(engine, settings, org.organization_id)
     assert check.broken is not None and check.broken.record_id == records[1].id
     assert "not by the service" in check.broken.problem
 
 
 def test_concurrent_writers_of_one_organization_make_one_chain(
-    engine: Engine, cipher: SecretCipher, settings: Settings,
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
 ) -> None:
     org = new_org(engine, cipher, settings)
     start = threading.Barrier(WRITERS)
@@ -187,8 +252,9 @@ def test_concurrent_writers_of_one_organization_make_one_chain(
     def write(i: int) -> None:
         start.wait()
         with write_connection(engine) as conn:
-            audit.append(conn, key, audit.Entry(audit.VP_ISSUE_DENIED, org.organization_id,
-                                                data={"writer": i}))
+            audit.append(
+                conn, key, audit.Entry(audit.VP_ISSUE_DENIED, org.organization_id, data={"writer": i})
+            )
 
     with ThreadPoolExecutor(WRITERS) as pool:
         list(pool.map(write, range(WRITERS)))
@@ -200,7 +266,9 @@ def test_concurrent_writers_of_one_organization_make_one_chain(
 
 
 def test_concurrent_request_creations_chain_their_records(
-    engine: Engine, cipher: SecretCipher, settings: Settings,
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
 ) -> None:
     """The intake path writes "request created" in the creation's transaction, 20 at once."""
     org: Credentials = new_org(engine, cipher, settings)
@@ -218,11 +286,13 @@ def test_concurrent_request_creations_chain_their_records(
     assert len({r.hash for r in records}) == WRITERS
 
 
-def test_the_chain_head_is_one_row_per_organization(engine: Engine, cipher: SecretCipher,
-                                                    settings: Settings) -> None:
+def test_the_chain_head_is_one_row_per_organization(
+    engine: Engine, cipher: SecretCipher, settings: Settings
+) -> None:
     org = new_org(engine, cipher, settings)
     _entries(engine, org.organization_id, 2)
     with engine.connect() as conn:
-        heads = conn.execute(text("SELECT seq FROM audit_head WHERE organization_id = :o"),
-                             {"o": org.organization_id}).all()
+        heads = conn.execute(
+            text("SELECT seq FROM audit_head WHERE organization_id = :o"), {"o": org.organization_id}
+        ).all()
     assert [h.seq for h in heads] == [2]

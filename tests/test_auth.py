@@ -148,14 +148,18 @@ async def test_401_does_not_say_which_part_of_the_key_failed(
     """Unknown, expired and revoked keys answer exactly like a bad signature: a leaked API key
     alone must not tell whether it is still live."""
     creds = new_org(engine, cipher, settings)
-    expired = orgs.create_key(engine, cipher, creds.organization_id,
-                              expires_at=utcnow() - timedelta(minutes=1))
+    expired = orgs.create_key(
+        engine, cipher, creds.organization_id, expires_at=utcnow() - timedelta(minutes=1)
+    )
     revoked = orgs.create_key(engine, cipher, creds.organization_id)
     orgs.revoke_key(engine, revoked.key_id)
     bodies = []
-    for api_key, secret in ((creds.api_key, "wrong"), ("mdt_unknown", creds.secret),
-                            (expired.api_key, expired.signature_secret),
-                            (revoked.api_key, revoked.signature_secret)):
+    for api_key, secret in (
+        (creds.api_key, "wrong"),
+        ("mdt_unknown", creds.secret),
+        (expired.api_key, expired.signature_secret),
+        (revoked.api_key, revoked.signature_secret),
+    ):
         resp = await SignedClient(http, creds).get("/request", api_key=api_key, secret=secret)
         _assert_invalid_signature(resp)
         bodies.append(resp.json())
@@ -166,8 +170,9 @@ async def test_401_does_not_say_which_part_of_the_key_failed(
 
 
 def _client_for(http: httpx.AsyncClient, creds: Credentials, key: orgs.IssuedKey) -> SignedClient:
-    return SignedClient(http, Credentials(creds.organization_id, key.key_id, key.api_key,
-                                          key.signature_secret, creds.did))
+    return SignedClient(
+        http, Credentials(creds.organization_id, key.key_id, key.api_key, key.signature_secret, creds.did)
+    )
 
 
 async def test_expired_key_is_401(
@@ -210,16 +215,20 @@ async def test_rotation_keeps_the_old_secret_for_24_hours(
     rotated = orgs.rotate_key(engine, cipher, org.key_id)
     assert rotated.key_id == org.key_id and rotated.signature_secret != org.secret
     assert rotated.api_key == ""  # the API key itself is kept, not re-issued
-    new = SignedClient(http, Credentials(org.organization_id, org.key_id, org.api_key,
-                                         rotated.signature_secret, org.did))
+    new = SignedClient(
+        http, Credentials(org.organization_id, org.key_id, org.api_key, rotated.signature_secret, org.did)
+    )
     assert (await new.get("/request")).status_code == 200
     assert (await old.get("/request")).status_code == 200
     assert (await new.post("/request", policy_request())).status_code == 201
     assert (await old.post("/request", policy_request())).status_code == 201
 
     with engine.begin() as conn:
-        conn.execute(update(ApiKey).where(ApiKey.id == org.key_id)  # type: ignore[arg-type]
-                     .values(rotated_at=utcnow() - timedelta(hours=25)))
+        conn.execute(
+            update(ApiKey)
+            .where(ApiKey.id == org.key_id)  # type: ignore[arg-type]
+            .values(rotated_at=utcnow() - timedelta(hours=25))
+        )
     _assert_invalid_signature(await old.get("/request"))
     _assert_invalid_signature(await old.post("/request", policy_request()))
     assert (await new.get("/request")).status_code == 200
@@ -263,10 +272,17 @@ async def test_header_names_are_case_insensitive(api: SignedClient) -> None:
 
 
 async def test_extra_headers_are_tolerated(api: SignedClient) -> None:
-    resp = await api.post("/request", policy_request(), headers={
-        "api-version": "2026-11-01", "X-SDK-Language": "typescript", "User-Agent": "via-sdk/1.2.3",
-        "X-Request-Id": "abc", "Accept": "application/json",
-    })
+    resp = await api.post(
+        "/request",
+        policy_request(),
+        headers={
+            "api-version": "2026-11-01",
+            "X-SDK-Language": "typescript",
+            "User-Agent": "via-sdk/1.2.3",
+            "X-Request-Id": "abc",
+            "Accept": "application/json",
+        },
+    )
     assert resp.status_code == 201, resp.text
     assert resp.headers["API-Version"] == "2026-11-01"
 
@@ -275,9 +291,11 @@ async def test_extra_headers_are_tolerated(api: SignedClient) -> None:
 
 
 async def test_raw_bytes_with_extra_spaces_signed_raw(api: SignedClient) -> None:
-    raw = b'{ "contacts" : [ "ana@example.com" ],\n  "securityLevel" : "CONTACT" , "credentials": ' \
-          b'[ { "type": "POLICY", "name": "Spaced", "action": { "id": ' \
-          b'"urn:via:action:0b1e4c1a-7f1d-4a7e-9a55-1f2b3c4d5e6f" } } ] }  '
+    raw = (
+        b'{ "contacts" : [ "ana@example.com" ],\n  "securityLevel" : "CONTACT" , "credentials": '
+        b'[ { "type": "POLICY", "name": "Spaced", "action": { "id": '
+        b'"urn:via:action:0b1e4c1a-7f1d-4a7e-9a55-1f2b3c4d5e6f" } } ] }  '
+    )
     resp = await api.post("/request", raw=raw)
     assert resp.status_code == 201, resp.text
     assert resp.json()["data"]["credentials"][0]["name"] == "Spaced"
@@ -311,30 +329,43 @@ async def test_compact_form_keeps_key_order(api: SignedClient) -> None:
     ts = now_ms()
     resorted = json.dumps(body, separators=(",", ":"), sort_keys=True).encode()
     assert resorted != _compact(body)
-    resp = await api.post("/request", raw=pretty, timestamp=ts,
-                          headers={"X-Signature": hmac_hex(api.creds.secret, ts.encode() + b"." + resorted)})
+    resp = await api.post(
+        "/request",
+        raw=pretty,
+        timestamp=ts,
+        headers={"X-Signature": hmac_hex(api.creds.secret, ts.encode() + b"." + resorted)},
+    )
     _assert_invalid_signature(resp)
 
 
 async def test_empty_object_body_is_signed_over_the_timestamp_alone(api: SignedClient) -> None:
     request_id = await _create(api)
     ts = now_ms()
-    resp = await api.delete(f"/request/{request_id}", raw=b"{}", timestamp=ts,
-                            headers={"X-Signature": hmac_hex(api.creds.secret, ts.encode())})
+    resp = await api.delete(
+        f"/request/{request_id}",
+        raw=b"{}",
+        timestamp=ts,
+        headers={"X-Signature": hmac_hex(api.creds.secret, ts.encode())},
+    )
     assert resp.status_code == 200, resp.text
     assert resp.json() == {"success": True}
     # a POST of {} passes authentication and then fails validation
     ts = now_ms()
-    resp = await api.post("/request", raw=b"{}", timestamp=ts,
-                          headers={"X-Signature": hmac_hex(api.creds.secret, ts.encode())})
+    resp = await api.post(
+        "/request", raw=b"{}", timestamp=ts, headers={"X-Signature": hmac_hex(api.creds.secret, ts.encode())}
+    )
     body = assert_error_shape(resp, 400)
     assert "contacts is required" in body["message"]
 
 
 async def test_pretty_printed_empty_object_counts_as_empty(api: SignedClient) -> None:
     ts = now_ms()
-    resp = await api.post("/request", raw=b"{\n}\n", timestamp=ts,
-                          headers={"X-Signature": hmac_hex(api.creds.secret, ts.encode())})
+    resp = await api.post(
+        "/request",
+        raw=b"{\n}\n",
+        timestamp=ts,
+        headers={"X-Signature": hmac_hex(api.creds.secret, ts.encode())},
+    )
     assert_error_shape(resp, 400)
 
 
@@ -444,8 +475,16 @@ def test_secrets_are_not_stored_in_plain_text(
     creds = new_org(engine, cipher, settings)
     rotated = orgs.rotate_key(engine, cipher, creds.key_id)
     extra = orgs.create_key(engine, cipher, creds.organization_id)
-    needles = [s.encode() for s in (creds.api_key, creds.secret, rotated.signature_secret,
-                                     extra.api_key, extra.signature_secret)]
+    needles = [
+        s.encode()
+        for s in (
+            creds.api_key,
+            creds.secret,
+            rotated.signature_secret,
+            extra.api_key,
+            extra.signature_secret,
+        )
+    ]
     with engine.connect() as conn:
         rows = conn.execute(text("SELECT * FROM api_key")).all()
         keys = conn.execute(text("SELECT * FROM seen_signature")).all()
@@ -468,8 +507,11 @@ def test_secrets_are_not_stored_in_plain_text(
         # drop every POSIX lock this process's SQLite connections hold on it, and another process
         # (a `mandatum` command of a later test) could then take itself for the last connection
         # and remove the WAL under them
-        contents = b"".join(subprocess.run(["cat", str(f)], capture_output=True, check=True).stdout
-                            for f in files if f.exists())
+        contents = b"".join(
+            subprocess.run(["cat", str(f)], capture_output=True, check=True).stdout
+            for f in files
+            if f.exists()
+        )
         assert creds.key_id.encode() in contents  # the scan sees the rows
         for needle in needles:
             assert needle not in contents
@@ -494,8 +536,10 @@ async def test_rotated_secret_works_at_once_despite_the_cache(
     old = SignedClient(cached_http, org)
     assert (await old.get("/request")).status_code == 200  # the key is now cached
     rotated = orgs.rotate_key(engine, cipher, org.key_id)
-    new = SignedClient(cached_http, Credentials(org.organization_id, org.key_id, org.api_key,
-                                                rotated.signature_secret, org.did))
+    new = SignedClient(
+        cached_http,
+        Credentials(org.organization_id, org.key_id, org.api_key, rotated.signature_secret, org.did),
+    )
     assert (await new.get("/request")).status_code == 200
     assert (await old.get("/request")).status_code == 200
     _assert_invalid_signature(await old.get("/request", secret="still-wrong"))

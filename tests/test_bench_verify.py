@@ -42,8 +42,14 @@ async def server() -> AsyncIterator[Starter]:
             try:
                 while True:
                     head = await reader.readuntil(b"\r\n\r\n")
-                    length = next((int(line.split(b":")[1]) for line in head.lower().split(b"\r\n")
-                                   if line.startswith(b"content-length:")), 0)
+                    length = next(
+                        (
+                            int(line.split(b":")[1])
+                            for line in head.lower().split(b"\r\n")
+                            if line.startswith(b"content-length:")
+                        ),
+                        0,
+                    )
                     await reader.readexactly(length)
                     reply = answer(head)
                     if reply is None:
@@ -130,7 +136,9 @@ def test_signer_signs_each_request_distinctly(org: Credentials) -> None:
     assert built[3].startswith(b"POST /credential/urn%3Avia%3Acredential%3Aa/presentation HTTP/1.1\r\n")
     assert built[3].endswith(setup.compact({"targetVerifier": org.did}))
     assert json.loads(built[5].partition(b"\r\n\r\n")[2]) == {
-        "presentation": vp, "executionParams": setup.EXECUTION_PARAMS}
+        "presentation": vp,
+        "executionParams": setup.EXECUTION_PARAMS,
+    }
 
 
 def test_answers_are_read_after_the_run() -> None:
@@ -140,8 +148,12 @@ def test_answers_are_read_after_the_run() -> None:
     assert seen == {"allow": 2, "403 vp_already_used": 1, "500 b'oops'": 1}
     vp = {"id": "urn:via:presentation:1"}
     found, problems = setup.presentations_of(
-        {0: 200, 1: 404}, {0: json.dumps({"data": {"presentation": vp}}).encode(),
-                           1: json.dumps({"statusCode": 404, "message": "no such mandate"}).encode()})
+        {0: 200, 1: 404},
+        {
+            0: json.dumps({"data": {"presentation": vp}}).encode(),
+            1: json.dumps({"statusCode": 404, "message": "no such mandate"}).encode(),
+        },
+    )
     assert found == [vp] and problems == {"404 no such mandate": 1}
 
 
@@ -154,8 +166,14 @@ def _free_port() -> int:
 async def test_load_generator_against_the_real_app(settings: Settings, org: Credentials) -> None:
     """Signed GET /me as the benchmark sends it, through uvicorn and the signature middleware."""
     port = _free_port()
-    config = uvicorn.Config(create_app(settings), host="127.0.0.1", port=port, lifespan="off",
-                            log_level="warning", access_log=False)
+    config = uvicorn.Config(
+        create_app(settings),
+        host="127.0.0.1",
+        port=port,
+        lifespan="off",
+        log_level="warning",
+        access_log=False,
+    )
     uv = uvicorn.Server(config)
     serving = asyncio.create_task(uv.serve())
     while not uv.started:  # noqa: ASYNC110 - uvicorn offers no event to wait on

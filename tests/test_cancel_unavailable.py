@@ -18,7 +18,10 @@ from tests.helpers import SignedClient, assert_error_shape, policy_request
 
 
 async def test_cancel_without_worker_is_503_and_changes_nothing(
-    settings: Settings, engine: Engine, cipher: SecretCipher, temporal: Client,
+    settings: Settings,
+    engine: Engine,
+    cipher: SecretCipher,
+    temporal: Client,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     lonely = settings.model_copy(update={"task_queue": f"no-worker-{uuid.uuid4().hex[:8]}"})

@@ -34,13 +34,22 @@ class Cli:
     var_dir: Path
 
     def run(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(MANDATUM), *args], env=self.env, capture_output=True, text=True,
-                              timeout=60, check=False)
+        return subprocess.run(
+            [str(MANDATUM), *args], env=self.env, capture_output=True, text=True, timeout=60, check=False
+        )
 
     def run_all(self, *commands: tuple[tuple[str, ...], dict[str, str]]) -> list[tuple[int, str, str]]:
         """Independent commands at once (each is mostly interpreter start-up): (code, out, err)."""
-        procs = [subprocess.Popen([str(MANDATUM), *args], env={**self.env, **env}, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, text=True) for args, env in commands]
+        procs = [
+            subprocess.Popen(
+                [str(MANDATUM), *args],
+                env={**self.env, **env},
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for args, env in commands
+        ]
         results = []
         for proc in procs:
             out, err = proc.communicate(timeout=60)
@@ -55,8 +64,13 @@ class Cli:
 
 def _env(database_url: str, var_dir: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MANDATUM_") and k != "DATABASE_URL"}
-    env.update(MANDATUM_DATABASE_URL=database_url, MANDATUM_MASTER_KEY=MASTER_KEY,
-               MANDATUM_VAR_DIR=str(var_dir), MANDATUM_PUBLIC_URL=PUBLIC_URL, **extra)
+    env.update(
+        MANDATUM_DATABASE_URL=database_url,
+        MANDATUM_MASTER_KEY=MASTER_KEY,
+        MANDATUM_VAR_DIR=str(var_dir),
+        MANDATUM_PUBLIC_URL=PUBLIC_URL,
+        **extra,
+    )
     return env
 
 
@@ -100,8 +114,12 @@ def test_org_create_json_and_text(cli: Cli) -> None:
 
     listed = {o["organizationId"]: o for o in cli.json("org", "list")}
     assert listed[created["organizationId"]] == {
-        "organizationId": created["organizationId"], "name": "Acme Payments", "did": created["did"],
-        "requestRatePerMinute": 60, "apiVersion": None}
+        "organizationId": created["organizationId"],
+        "name": "Acme Payments",
+        "did": created["did"],
+        "requestRatePerMinute": 60,
+        "apiVersion": None,
+    }
     assert listed[text_id.group(1)]["requestRatePerMinute"] == 120
 
 
@@ -114,15 +132,23 @@ FAILURES: list[tuple[tuple[str, ...], dict[str, str], int, str]] = [
     (("org", "create", "--name", "Bad rate", "--request-rate", "0"), {}, 2, "--request-rate"),
     (("org", "create"), {}, 2, "--name"),
     (("key", "create", "--org", BAD), {}, 1, f"error: organization {BAD} not found"),
-    (("key", "create", "--org", BAD, "--expires-at", "2020-01-01"), {}, 1,
-     "--expires-at must be in the future"),
+    (
+        ("key", "create", "--org", BAD, "--expires-at", "2020-01-01"),
+        {},
+        1,
+        "--expires-at must be in the future",
+    ),
     (("key", "list", "--org", BAD), {}, 1, f"error: organization {BAD} not found"),
     (("key", "rotate", "--key", BAD), {}, 1, f"error: API key {BAD} not found"),
     (("key", "revoke", "--key", BAD), {}, 1, f"error: API key {BAD} not found"),
     (("org", "set-rate", "--org", BAD, "--request-rate", "5"), {}, 1, f"error: organization {BAD} not found"),
     (("org", "list"), {"MANDATUM_MASTER_KEY": "c2hvcnQ="}, 1, "32 bytes"),
-    (("org", "list"), {"MANDATUM_ENVIRONMENT": "production", "MANDATUM_MASTER_KEY": "changeme"}, 1,
-     "MANDATUM_MASTER_KEY must be set to a real key in production"),
+    (
+        ("org", "list"),
+        {"MANDATUM_ENVIRONMENT": "production", "MANDATUM_MASTER_KEY": "changeme"},
+        1,
+        "MANDATUM_MASTER_KEY must be set to a real key in production",
+    ),
 ]
 
 
@@ -148,8 +174,18 @@ def test_set_rate_and_key_expiry(cli: Cli) -> None:
     org = cli.json("org", "create", "--name", "Rate Org")
     (rate, _, rate_err), (key, key_out, key_err), (zero, _, zero_err) = cli.run_all(
         (("org", "set-rate", "--org", org["organizationId"], "--request-rate", "7"), {}),
-        (("key", "create", "--org", org["organizationId"], "--expires-at", "2999-01-01T00:00:00",
-          "--json"), {}),
+        (
+            (
+                "key",
+                "create",
+                "--org",
+                org["organizationId"],
+                "--expires-at",
+                "2999-01-01T00:00:00",
+                "--json",
+            ),
+            {},
+        ),
         (("org", "set-rate", "--org", org["organizationId"], "--request-rate", "0"), {}),
     )
     assert rate == 0, rate_err
@@ -164,9 +200,15 @@ def test_set_rate_and_key_expiry(cli: Cli) -> None:
 
 @pytest.fixture
 async def cli_http(cli: Cli, temporal: Client) -> AsyncIterator[httpx.AsyncClient]:
-    settings = Settings(environment=Environment.TEST, var_dir=cli.var_dir, database_url=cli.database_url,
-                        master_key=MASTER_KEY, public_url=PUBLIC_URL, auth_cache_seconds=0,
-                        task_queue="mandatum-cli-test")
+    settings = Settings(
+        environment=Environment.TEST,
+        var_dir=cli.var_dir,
+        database_url=cli.database_url,
+        master_key=MASTER_KEY,
+        public_url=PUBLIC_URL,
+        auth_cache_seconds=0,
+        task_queue="mandatum-cli-test",
+    )
     app = create_app(settings, temporal=temporal)
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
     async with httpx.AsyncClient(transport=transport, base_url=PUBLIC_URL) as client:
@@ -174,10 +216,15 @@ async def cli_http(cli: Cli, temporal: Client) -> AsyncIterator[httpx.AsyncClien
     app.state.services.engine.dispose()
 
 
-def _client(http: httpx.AsyncClient, org: dict[str, Any], key: dict[str, Any], secret: str | None = None
-            ) -> SignedClient:
-    return SignedClient(http, Credentials(org["organizationId"], key["keyId"], key["apiKey"],
-                                          secret or key["signatureSecret"], org["did"]))
+def _client(
+    http: httpx.AsyncClient, org: dict[str, Any], key: dict[str, Any], secret: str | None = None
+) -> SignedClient:
+    return SignedClient(
+        http,
+        Credentials(
+            org["organizationId"], key["keyId"], key["apiKey"], secret or key["signatureSecret"], org["did"]
+        ),
+    )
 
 
 async def test_key_lifecycle_and_printed_credentials_at_work(cli: Cli, cli_http: httpx.AsyncClient) -> None:
@@ -238,8 +285,10 @@ async def test_credentials_of_another_database_do_not_work(
 
 def test_org_create_takes_the_default_rate_from_settings(cli: Cli) -> None:
     code, out, err = cli.run_all(
-        (("org", "create", "--name", "Defaulted", "--json"),
-         {"MANDATUM_DEFAULT_REQUEST_RATE_PER_MINUTE": "25"}),
+        (
+            ("org", "create", "--name", "Defaulted", "--json"),
+            {"MANDATUM_DEFAULT_REQUEST_RATE_PER_MINUTE": "25"},
+        ),
     )[0]
     assert code == 0, err
     org_id = json.loads(out)["organizationId"]

@@ -69,8 +69,13 @@ class Stack:
     @property
     def settings(self) -> Settings:
         """What the stack's processes read from their environment, for in-process workers."""
-        return Settings(environment=Environment.TEST, database_url=self.url, master_key=MASTER_KEY,
-                        var_dir=self.var_dir, task_queue=self.queue)
+        return Settings(
+            environment=Environment.TEST,
+            database_url=self.url,
+            master_key=MASTER_KEY,
+            var_dir=self.var_dir,
+            task_queue=self.queue,
+        )
 
 
 @pytest.fixture(scope="module")
@@ -85,14 +90,20 @@ async def stack(dev_env: WorkflowEnvironment, tmp_path: Path) -> AsyncIterator[S
     migrate(url)
     engine = make_engine(url)
     cipher = SecretCipher(base64.b64decode(MASTER_KEY))
-    audit.use_service_key(engine, cipher, Settings(environment=Environment.TEST, database_url=url,
-                                                   master_key=MASTER_KEY, var_dir=tmp_path / "var"))
+    audit.use_service_key(
+        engine,
+        cipher,
+        Settings(
+            environment=Environment.TEST, database_url=url, master_key=MASTER_KEY, var_dir=tmp_path / "var"
+        ),
+    )
     org, key = orgs.create_organization(engine, cipher, "Crash Co")
     publish_example_action(engine, org.id)
     creds = Credentials(org.id, key.key_id, key.api_key, key.signature_secret, "")
     try:
-        yield Stack(url, engine, f"mandatum-crash-{uuid.uuid4().hex[:8]}", tmp_path / "var", creds,
-                    dev_env.client)
+        yield Stack(
+            url, engine, f"mandatum-crash-{uuid.uuid4().hex[:8]}", tmp_path / "var", creds, dev_env.client
+        )
     finally:
         engine.dispose()
 
@@ -101,24 +112,37 @@ class ApiProcess:
     def __init__(self, stack: Stack, crash_at: str | None) -> None:
         self.port = free_port()
         self.log = stack.var_dir.parent / f"api-{self.port}.log"
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith("MANDATUM_") and k != "DATABASE_URL"}
-        env.update({
-            "MANDATUM_DATABASE_URL": stack.url,
-            "MANDATUM_MASTER_KEY": MASTER_KEY,
-            "MANDATUM_TEMPORAL_ADDRESS": stack.client.service_client.config.target_host,
-            "MANDATUM_TASK_QUEUE": stack.queue,
-            "MANDATUM_VAR_DIR": str(stack.var_dir),
-            "MANDATUM_ENVIRONMENT": "test",
-            "MANDATUM_PUBLIC_URL": f"http://127.0.0.1:{self.port}",
-        })
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MANDATUM_") and k != "DATABASE_URL"}
+        env.update(
+            {
+                "MANDATUM_DATABASE_URL": stack.url,
+                "MANDATUM_MASTER_KEY": MASTER_KEY,
+                "MANDATUM_TEMPORAL_ADDRESS": stack.client.service_client.config.target_host,
+                "MANDATUM_TASK_QUEUE": stack.queue,
+                "MANDATUM_VAR_DIR": str(stack.var_dir),
+                "MANDATUM_ENVIRONMENT": "test",
+                "MANDATUM_PUBLIC_URL": f"http://127.0.0.1:{self.port}",
+            }
+        )
         if crash_at:
             env["MANDATUM_CRASH_AT"] = crash_at
         with self.log.open("wb") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "uvicorn", "api.app:create_app", "--factory",
-                 "--host", "127.0.0.1", "--port", str(self.port)],
-                cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+                [
+                    sys.executable,
+                    "-m",
+                    "uvicorn",
+                    "api.app:create_app",
+                    "--factory",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(self.port),
+                ],
+                cwd=ROOT,
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
             )
         self.base_url = f"http://127.0.0.1:{self.port}"
 
@@ -194,10 +218,14 @@ def started_at(stack: Stack, request_id: str) -> Any:
 
 
 async def test_api_dies_after_the_insert_and_the_reconciler_starts_the_workflow(
-    stack: Stack, executor: ThreadPoolExecutor,
+    stack: Stack,
+    executor: ThreadPoolExecutor,
 ) -> None:
-    body = policy_request(internalId="ext-crash-1", securityLevel="ORGANIZATION_KYC",
-                          contacts=["ana@example.com", "bea@example.com"])
+    body = policy_request(
+        internalId="ext-crash-1",
+        securityLevel="ORGANIZATION_KYC",
+        contacts=["ana@example.com", "bea@example.com"],
+    )
     bundle = await post_until_the_api_dies(stack, "after-request-insert", body)
     request_id = bundle.request.id
     assert bundle.request.workflow_started_at is None
@@ -215,9 +243,12 @@ async def test_api_dies_after_the_insert_and_the_reconciler_starts_the_workflow(
         desc = await handle.describe()
         assert desc.status == WorkflowExecutionStatus.RUNNING and desc.task_queue == stack.queue
         sa = desc.typed_search_attributes
-        assert (sa.get(SA_ORGANIZATION), sa.get(SA_STATUS), sa.get(SA_SECURITY_LEVEL),
-                sa.get(SA_INTERNAL_ID)) == (stack.org.organization_id, "PENDING", "ORGANIZATION_KYC",
-                                            "ext-crash-1")
+        assert (
+            sa.get(SA_ORGANIZATION),
+            sa.get(SA_STATUS),
+            sa.get(SA_SECURITY_LEVEL),
+            sa.get(SA_INTERNAL_ID),
+        ) == (stack.org.organization_id, "PENDING", "ORGANIZATION_KYC", "ext-crash-1")
         view = await status_of(handle)
         assert view.awaiting == 2 and view.expires_at == bundle.request.expires_at
 
@@ -226,12 +257,15 @@ async def test_api_dies_after_the_insert_and_the_reconciler_starts_the_workflow(
 
         canceled = await cancel(handle)  # the recovered workflow works end to end
         assert (await result_of(handle)).status == "CANCELED"
-    assert db_request(stack.engine, stack.org.organization_id, request_id).request.canceled_at \
+    assert (
+        db_request(stack.engine, stack.org.organization_id, request_id).request.canceled_at
         == canceled.canceled_at
+    )
 
 
 async def test_api_dies_after_the_workflow_start_and_the_reconciler_only_marks_it(
-    stack: Stack, executor: ThreadPoolExecutor,
+    stack: Stack,
+    executor: ThreadPoolExecutor,
 ) -> None:
     bundle = await post_until_the_api_dies(stack, "after-workflow-start", policy_request())
     request_id = bundle.request.id
@@ -269,14 +303,18 @@ async def test_api_without_crash_point_starts_and_marks(stack: Stack) -> None:
         api.stop()
     request_id = resp.json()["data"]["id"]
     assert started_at(stack, request_id) is not None
-    assert (await request_handle(stack.client, request_id).describe()).status \
-        == WorkflowExecutionStatus.RUNNING
+    assert (
+        await request_handle(stack.client, request_id).describe()
+    ).status == WorkflowExecutionStatus.RUNNING
     assert await reconcile_once(stack.client, stack.engine, stack.queue, NO_GRACE) == []
     await request_handle(stack.client, request_id).terminate("test clean-up")
 
 
 async def test_delete_of_a_request_whose_workflow_never_started(
-    api: SignedClient, temporal: Client, engine: Engine, org: Credentials,
+    api: SignedClient,
+    temporal: Client,
+    engine: Engine,
+    org: Credentials,
 ) -> None:
     """DELETE starts the missing workflow, then cancels it (api/routes/requests.py cancel_request)."""
     bundle = insert_request(engine, org.organization_id)
@@ -302,21 +340,23 @@ class WorkerProcess:
 
     def __init__(self, stack: Stack, name: str) -> None:
         self.log = stack.var_dir.parent / f"worker-{name}.log"
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith("MANDATUM_") and k != "DATABASE_URL"}
-        env.update({
-            "MANDATUM_DATABASE_URL": stack.url,
-            "MANDATUM_MASTER_KEY": MASTER_KEY,
-            "MANDATUM_TEMPORAL_ADDRESS": stack.client.service_client.config.target_host,
-            "MANDATUM_TASK_QUEUE": stack.queue,
-            "MANDATUM_VAR_DIR": str(stack.var_dir),
-            "MANDATUM_ENVIRONMENT": "test",
-            "MANDATUM_RECONCILE_INTERVAL": "PT0.2S",
-            "MANDATUM_RECONCILE_GRACE": "PT0S",
-        })
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MANDATUM_") and k != "DATABASE_URL"}
+        env.update(
+            {
+                "MANDATUM_DATABASE_URL": stack.url,
+                "MANDATUM_MASTER_KEY": MASTER_KEY,
+                "MANDATUM_TEMPORAL_ADDRESS": stack.client.service_client.config.target_host,
+                "MANDATUM_TASK_QUEUE": stack.queue,
+                "MANDATUM_VAR_DIR": str(stack.var_dir),
+                "MANDATUM_ENVIRONMENT": "test",
+                "MANDATUM_RECONCILE_INTERVAL": "PT0.2S",
+                "MANDATUM_RECONCILE_GRACE": "PT0S",
+            }
+        )
         with self.log.open("wb") as out:
-            self.proc = subprocess.Popen([sys.executable, "worker.py"], cwd=ROOT, env=env,
-                                         stdout=out, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(
+                [sys.executable, "worker.py"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT
+            )
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")
@@ -365,5 +405,8 @@ async def test_worker_process_reconciles_then_dies_with_a_cancel_in_flight(stack
         assert second.stop() == 0, second.output()  # SIGTERM: a clean shutdown
     stored = db_request(stack.engine, stack.org.organization_id, request_id)
     assert (stored.request.status, stored.request.canceled_at, stored.request.canceled_by) == (
-        "CANCELED", canceled.canceled_at, "ops")
+        "CANCELED",
+        canceled.canceled_at,
+        "ops",
+    )
     assert await runs_of(stack.client, request_id) == [(await handle.describe()).run_id]

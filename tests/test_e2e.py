@@ -92,16 +92,17 @@ class Devstack:
         return "".join(self.lines)
 
     def env(self) -> dict[str, str]:
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith("MANDATUM_") and k != "DATABASE_URL"}
-        env.update({
-            "MANDATUM_ENVIRONMENT": "development",
-            "MANDATUM_VAR_DIR": str(self.var_dir),
-            "MANDATUM_TEMPORAL_ADDRESS": self.temporal_address,
-            "MANDATUM_TEMPORAL_UI_PORT": str(self.ui),
-            "MANDATUM_API_PORT": str(self.api),
-            "PYTHONUNBUFFERED": "1",
-        })
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MANDATUM_") and k != "DATABASE_URL"}
+        env.update(
+            {
+                "MANDATUM_ENVIRONMENT": "development",
+                "MANDATUM_VAR_DIR": str(self.var_dir),
+                "MANDATUM_TEMPORAL_ADDRESS": self.temporal_address,
+                "MANDATUM_TEMPORAL_UI_PORT": str(self.ui),
+                "MANDATUM_API_PORT": str(self.api),
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
         return env
 
     def _read(self, proc: subprocess.Popen[str]) -> None:
@@ -115,18 +116,27 @@ class Devstack:
         """Start the way ``make run`` does; the output up to the banner's last line."""
         self.lines, self._banner = [], threading.Event()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "cli.devstack"], cwd=PROJECT_ROOT, env=self.env(),
-            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            [sys.executable, "-m", "cli.devstack"],
+            cwd=PROJECT_ROOT,
+            env=self.env(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
         threading.Thread(target=self._read, args=(self.proc,), daemon=True).start()
         deadline = time.monotonic() + START_TIMEOUT
         while not self._banner.wait(0.2):
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 time.sleep(0.5)  # let the reader catch the last lines
-                state = (f"exited with {self.proc.returncode}" if self.proc.poll() is not None
-                         else f"no banner after {START_TIMEOUT:.0f}s")
-                pytest.fail(f"devstack {state}. Output:\n{self.output}\n"
-                            f"temporal.log:\n{self._temporal_log()}")
+                state = (
+                    f"exited with {self.proc.returncode}"
+                    if self.proc.poll() is not None
+                    else f"no banner after {START_TIMEOUT:.0f}s"
+                )
+                pytest.fail(
+                    f"devstack {state}. Output:\n{self.output}\ntemporal.log:\n{self._temporal_log()}"
+                )
         return self.output
 
     def _temporal_log(self) -> str:
@@ -204,8 +214,9 @@ async def assert_workflow_pending(client: Client, request_id: str, org_id: str) 
 async def test_make_run_end_to_end(devstack: Devstack) -> None:
     first = await asyncio.to_thread(devstack.start)
     org_id = printed(r"organization id\s+([0-9a-f]{24})$", first)
-    creds = Credentials(org_id, "", printed(r"API key\s+(\S+)$", first),
-                        printed(r"signature secret\s+(\S+)$", first), "")
+    creds = Credentials(
+        org_id, "", printed(r"API key\s+(\S+)$", first), printed(r"signature secret\s+(\S+)$", first), ""
+    )
 
     async with httpx.AsyncClient(base_url=devstack.api_url, timeout=30) as http:
         api = SignedClient(http, creds)

@@ -54,8 +54,13 @@ async def test_deeply_nested_json_is_400_not_500(api: SignedClient) -> None:
 async def test_validation_is_400_with_readable_messages(api: SignedClient) -> None:
     body = policy_request(securityLevel="SOMETIMES")
     del body["contacts"]
-    body["credentials"] = [{"type": "POLICY", "scope": "payments",
-                            "action": {"id": "urn:via:action:0b1e4c1a-7f1d-4a7e-9a55-1f2b3c4d5e6f"}}]
+    body["credentials"] = [
+        {
+            "type": "POLICY",
+            "scope": "payments",
+            "action": {"id": "urn:via:action:0b1e4c1a-7f1d-4a7e-9a55-1f2b3c4d5e6f"},
+        }
+    ]
     body["unexpected"] = True
     resp = await api.post("/request", body)
     assert resp.status_code == 400 and resp.status_code != 422
@@ -74,9 +79,17 @@ async def test_business_validation_messages(api: SignedClient) -> None:
     resp = await api.post("/request", policy_request(contacts=["ana@example.com", "not a contact"]))
     messages = _shape(resp, 400)["message"]
     assert isinstance(messages, list) and any(m.startswith("contacts.1") for m in messages)
-    resp = await api.post("/request", policy_request(credentials=[{
-        "type": "DOCUMENT", "name": "Passport",
-    }]))
+    resp = await api.post(
+        "/request",
+        policy_request(
+            credentials=[
+                {
+                    "type": "DOCUMENT",
+                    "name": "Passport",
+                }
+            ]
+        ),
+    )
     messages = _shape(resp, 400)["message"]
     assert any("DOCUMENT credential needs data" in m for m in messages), messages
 
@@ -90,8 +103,15 @@ async def test_query_validation_is_400(api: SignedClient) -> None:
 
 
 async def test_bad_object_id_is_400(api: SignedClient) -> None:
-    for bad in ("xyz", "0" * 23, "0" * 25, "g" * 24, "A" * 24, "0" * 24 + "%0A",
-                "urn%3Avia%3Acredential%3Ax"):
+    for bad in (
+        "xyz",
+        "0" * 23,
+        "0" * 25,
+        "g" * 24,
+        "A" * 24,
+        "0" * 24 + "%0A",
+        "urn%3Avia%3Acredential%3Ax",
+    ):
         _shape(await api.get(f"/request/{bad}"), 400)
         _shape(await api.delete(f"/request/{bad}"), 400)
 
@@ -179,7 +199,7 @@ async def test_chunked_body_over_1_mib_is_413(api: SignedClient) -> None:
 
     async def chunks() -> AsyncIterator[bytes]:
         for i in range(0, len(raw), 64 * 1024):
-            yield raw[i:i + 64 * 1024]
+            yield raw[i : i + 64 * 1024]
 
     resp = await api.http.post("/request", content=chunks(), headers=headers)
     assert "content-length" not in resp.request.headers
@@ -194,7 +214,7 @@ async def test_body_of_exactly_1_mib_is_not_413(api: SignedClient) -> None:
 
     async def chunks() -> AsyncIterator[bytes]:
         for i in range(0, len(raw), 100_000):
-            yield raw[i:i + 100_000]
+            yield raw[i : i + 100_000]
 
     headers = {**api.headers(raw), "Content-Type": "application/json"}
     _shape(await api.http.post("/request", content=chunks(), headers=headers), 400)
@@ -232,7 +252,7 @@ async def test_internal_error_is_500_without_leaking(
     for resp in (await failing_client.get("/boom"), await failing_client.post("/boom-sync", {"a": 1})):
         body = _shape(resp, 500)
         assert set(body) == {"statusCode", "message", "error"}
-        for leak in ("secret-detail", "hunter2", "Traceback", "RuntimeError", "KeyError", "File \""):
+        for leak in ("secret-detail", "hunter2", "Traceback", "RuntimeError", "KeyError", 'File "'):
             assert leak not in resp.text
     assert any("secret-detail" in (r.exc_text or "") or r.exc_info for r in caplog.records)
 
@@ -244,8 +264,12 @@ async def test_internal_error_still_needs_authentication(failing_client: SignedC
 async def test_api_error_keeps_its_messages_headers_and_extra_fields(failing_client: SignedClient) -> None:
     resp = await failing_client.get("/teapot")
     assert resp.status_code == 418
-    assert resp.json() == {"statusCode": 418, "message": ["first problem", "second problem"],
-                           "error": "I'm a Teapot", "hint": "h"}
+    assert resp.json() == {
+        "statusCode": 418,
+        "message": ["first problem", "second problem"],
+        "error": "I'm a Teapot",
+        "hint": "h",
+    }
     assert resp.headers["X-Extra"] == "1"
 
 
@@ -274,18 +298,33 @@ def test_error_body_uses_the_reason_phrase() -> None:
 
 
 def test_describe_validation_error() -> None:
-    assert describe_validation_error(
-        {"type": "missing", "loc": ("body", "credentials", 0, "name"), "msg": "Field required"}
-    ) == "credentials.0.name is required"
-    assert describe_validation_error(
-        {"type": "extra_forbidden", "loc": ("body", "foo"), "msg": "Extra inputs are not permitted"}
-    ) == "foo is not a known field"
-    assert describe_validation_error(
-        {"type": "value_error", "loc": ("body", "contacts", 0, "str"), "msg": "Value error, bad contact"}
-    ) == "contacts.0: bad contact"
-    assert describe_validation_error(
-        {"type": "string_too_long", "loc": ("query", "search"), "msg": "String should have at most 100"}
-    ) == "search: string should have at most 100"
-    assert describe_validation_error(
-        {"type": "value_error", "loc": ("body",), "msg": "Value error, whole body is wrong"}
-    ) == "whole body is wrong"
+    assert (
+        describe_validation_error(
+            {"type": "missing", "loc": ("body", "credentials", 0, "name"), "msg": "Field required"}
+        )
+        == "credentials.0.name is required"
+    )
+    assert (
+        describe_validation_error(
+            {"type": "extra_forbidden", "loc": ("body", "foo"), "msg": "Extra inputs are not permitted"}
+        )
+        == "foo is not a known field"
+    )
+    assert (
+        describe_validation_error(
+            {"type": "value_error", "loc": ("body", "contacts", 0, "str"), "msg": "Value error, bad contact"}
+        )
+        == "contacts.0: bad contact"
+    )
+    assert (
+        describe_validation_error(
+            {"type": "string_too_long", "loc": ("query", "search"), "msg": "String should have at most 100"}
+        )
+        == "search: string should have at most 100"
+    )
+    assert (
+        describe_validation_error(
+            {"type": "value_error", "loc": ("body",), "msg": "Value error, whole body is wrong"}
+        )
+        == "whole body is wrong"
+    )

@@ -26,11 +26,16 @@ pytestmark = pytest.mark.usefixtures("worker", "no_server_errors")
 
 SECRET = "PT50 0002 0123 1234 5678 9015 4"
 LEASE: dict[str, Any] = {
-    "type": "DOCUMENT", "name": "Contrato de arrendamento", "description": "Ação de despejo: cœur, año",
-    "internalId": "lease-7", "data": [
+    "type": "DOCUMENT",
+    "name": "Contrato de arrendamento",
+    "description": "Ação de despejo: cœur, año",
+    "internalId": "lease-7",
+    "data": [
         {"label": "Morada", "type": "text", "value": "Rua da Conceição 1, Lisboa", "hidden": False},
         {"label": "Renda mensal", "type": "text", "value": "1 250 €", "hidden": False},
-        {"label": "IBAN", "type": "text", "value": SECRET, "hidden": True}]}
+        {"label": "IBAN", "type": "text", "value": SECRET, "hidden": True},
+    ],
+}
 
 
 def pdf_text(encoded: str) -> str:
@@ -50,7 +55,10 @@ def org_name(engine: Engine, org_id: str) -> str:
 
 
 async def test_a_policy_credential_before_and_after_issuance(
-    api: SignedClient, temporal: Any, engine: Engine, settings: Settings,
+    api: SignedClient,
+    temporal: Any,
+    engine: Engine,
+    settings: Settings,
 ) -> None:
     request = await create_request(api)
     cred_id = request["credentials"][0]["id"]
@@ -65,8 +73,11 @@ async def test_a_policy_credential_before_and_after_issuance(
     assert before["w3cCredential"] is None
 
     [issued] = await accept_all(api, temporal, request)
-    by_id, by_urn, by_raw_urn = (await get(api, cred_id), await get(api, issued["id"]),
-                                 dict((await api.get(f"/credential/{issued['id']}")).json()))
+    by_id, by_urn, by_raw_urn = (
+        await get(api, cred_id),
+        await get(api, issued["id"]),
+        dict((await api.get(f"/credential/{issued['id']}")).json()),
+    )
     assert by_id == by_urn == by_raw_urn
     entity, document = by_id["credential"], by_id["w3cCredential"]
     assert entity["id"] == cred_id and entity["status"] == "ACTIVE" and entity["mandateId"] == issued["id"]
@@ -81,7 +92,8 @@ async def test_a_policy_credential_before_and_after_issuance(
 
 
 async def test_a_document_before_issuance_has_a_pdf_of_what_is_asked(
-    api: SignedClient, engine: Engine,
+    api: SignedClient,
+    engine: Engine,
 ) -> None:
     request = await create_request(api, credentials=[LEASE])
     cred_id = request["credentials"][0]["id"]
@@ -90,16 +102,26 @@ async def test_a_document_before_issuance_has_a_pdf_of_what_is_asked(
     assert [i["value"] for i in plain["credential"]["data"]] == [i["value"] for i in LEASE["data"]]
     assert "pdf" not in await get(api, cred_id, includePdf="false")
     text = pdf_text((await get(api, cred_id, includePdf="true"))["pdf"])
-    for expected in ("Contrato de arrendamento", "Ação de despejo: cœur, año", "Rua da Conceição 1, Lisboa",
-                     "1 250 €", org_name(engine, api.creds.organization_id), cred_id, "No decision yet",
-                     "not issued"):
+    for expected in (
+        "Contrato de arrendamento",
+        "Ação de despejo: cœur, año",
+        "Rua da Conceição 1, Lisboa",
+        "1 250 €",
+        org_name(engine, api.creds.organization_id),
+        cred_id,
+        "No decision yet",
+        "not issued",
+    ):
         assert expected in text, (expected, text)
     assert SECRET not in text and "(hidden)" in text
     assert "PENDING" in text or "DRAFT" in text
 
 
 async def test_a_document_after_issuance_and_revocation(
-    api: SignedClient, temporal: Any, engine: Engine, settings: Settings,
+    api: SignedClient,
+    temporal: Any,
+    engine: Engine,
+    settings: Settings,
 ) -> None:
     request = await create_request(api, credentials=[LEASE], contacts=["ana@example.com", "bea@example.com"])
     cred_id = request["credentials"][0]["id"]
@@ -109,10 +131,20 @@ async def test_a_document_after_issuance_and_revocation(
     assert entity["status"] == "ACTIVE" and entity["internalId"] == "lease-7"
     assert document == issued["w3cCredential"]  # for a DOCUMENT the issued form, until an action
     text = pdf_text(got["pdf"])
-    for expected in ("Contrato de arrendamento", "Rua da Conceição 1, Lisboa", "1 250 €", "ACTIVE",
-                     org_name(engine, api.creds.organization_id), cred_id, issued["id"], settings.service_did,
-                     "ana@example.com: accepted on", "bea@example.com: accepted on",
-                     document["issuanceDate"][:10], "What was approved"):
+    for expected in (
+        "Contrato de arrendamento",
+        "Rua da Conceição 1, Lisboa",
+        "1 250 €",
+        "ACTIVE",
+        org_name(engine, api.creds.organization_id),
+        cred_id,
+        issued["id"],
+        settings.service_did,
+        "ana@example.com: accepted on",
+        "bea@example.com: accepted on",
+        document["issuanceDate"][:10],
+        "What was approved",
+    ):
         assert expected in text, (expected, text)
     assert SECRET not in text
 
@@ -124,8 +156,11 @@ async def test_a_document_after_issuance_and_revocation(
     assert entity["status"] == "REVOKED" and entity["revocationReason"] == "user_initiated"
     assert entity["revokedAt"] == revoked.json()["revokedAt"]
     assert entity["revocationReceipt"] == revoked.json()["receipt"]
-    assert [p["actionType"] for p in document["proof"]] == ["ISSUE", "REVOKE"] == [
-        p["actionType"] for p in entity["proofs"]]
+    assert (
+        [p["actionType"] for p in document["proof"]]
+        == ["ISSUE", "REVOKE"]
+        == [p["actionType"] for p in entity["proofs"]]
+    )
     verify_document_credential(document, did_resolver(engine, settings))
     text = pdf_text(after["pdf"])
     assert "REVOKED" in text and "reason: user_initiated" in text
@@ -144,7 +179,12 @@ async def test_unknown_and_malformed_ids(api: SignedClient) -> None:
 
 
 async def test_another_organizations_credential_is_404(
-    api: SignedClient, temporal: Any, http: Any, engine: Engine, cipher: SecretCipher, settings: Settings,
+    api: SignedClient,
+    temporal: Any,
+    http: Any,
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
 ) -> None:
     request = await create_request(api, credentials=[LEASE])
     cred_id = request["credentials"][0]["id"]
@@ -157,6 +197,7 @@ async def test_another_organizations_credential_is_404(
 
 # --- the renderer on its own: fonts --------------------------------------------------------------
 
+
 def _sheet(description: str) -> Any:
     from datetime import UTC, datetime
 
@@ -164,13 +205,24 @@ def _sheet(description: str) -> Any:
 
     now = datetime.now(UTC)
     return pdf.CredentialSheet(
-        organization_name="Imobiliária São João", name="Contrat", description=description,
-        resource_type="DOCUMENT", status="ACTIVE",
+        organization_name="Imobiliária São João",
+        name="Contrat",
+        description=description,
+        resource_type="DOCUMENT",
+        status="ACTIVE",
         items=[{"label": "Adresse", "value": "Œuvre, «rue» Français", "hidden": False}],
-        decisions=[pdf.Acceptance("ana@example.com", True, now)], credential_id=new_object_id(),
-        mandate_id=urn("credential"), issuer="did:web:mandatum.test", subject="did:web:mandatum.test:orgs:x",
-        issued_at=now, valid_from=now, valid_until=None, revoked_at=None, revocation_reason=None,
-        verify_hint="hint")
+        decisions=[pdf.Acceptance("ana@example.com", True, now)],
+        credential_id=new_object_id(),
+        mandate_id=urn("credential"),
+        issuer="did:web:mandatum.test",
+        subject="did:web:mandatum.test:orgs:x",
+        issued_at=now,
+        valid_from=now,
+        valid_until=None,
+        revoked_at=None,
+        revocation_reason=None,
+        verify_hint="hint",
+    )
 
 
 def test_the_core_font_renders_portuguese_spanish_and_french() -> None:

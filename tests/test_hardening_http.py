@@ -79,18 +79,29 @@ async def test_docs_come_from_the_installed_package_only(http: httpx.AsyncClient
 
 
 async def test_real_uvicorn_sends_no_server_banner(
-    tmp_path: Path, temporal: Client,
+    tmp_path: Path,
+    temporal: Client,
 ) -> None:
     """The API exactly as ``make run`` starts it (cli.stack.api_command) on a real port."""
     url = f"sqlite:///{tmp_path / 'var' / 'mandatum.db'}"
     migrate(url)
     port = free_port()
-    settings = Settings(environment=Environment.TEST, var_dir=tmp_path / "var", database_url=url,
-                        master_key=MASTER_KEY, api_port=port,
-                        temporal_address=temporal.service_client.config.target_host)
+    settings = Settings(
+        environment=Environment.TEST,
+        var_dir=tmp_path / "var",
+        database_url=url,
+        master_key=MASTER_KEY,
+        api_port=port,
+        temporal_address=temporal.service_client.config.target_host,
+    )
     proc = await asyncio.create_subprocess_exec(
-        *api_command(settings), env=child_env(settings), cwd=PROJECT, stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.DEVNULL, start_new_session=True)
+        *api_command(settings),
+        env=child_env(settings),
+        cwd=PROJECT,
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+        start_new_session=True,
+    )
     try:
         async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=5) as http:
             for _ in range(400):  # until it answers (the process start takes a few seconds)
@@ -159,9 +170,14 @@ def test_the_api_makes_its_files_owner_only(tmp_path: Path) -> None:
             print("ready", flush=True)
             input()
     """)
-    proc = subprocess.Popen([sys.executable, "-c", script, str(var), MASTER_KEY], cwd=PROJECT,
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                            env={**os.environ, "MANDATUM_ENVIRONMENT": "test"})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script, str(var), MASTER_KEY],
+        cwd=PROJECT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "MANDATUM_ENVIRONMENT": "test"},
+    )
     try:
         assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
         assert _mode(var) == 0o700
@@ -185,11 +201,13 @@ def test_the_cli_and_an_existing_database_become_owner_only(tmp_path: Path) -> N
     env = {k: v for k, v in os.environ.items() if not k.startswith("MANDATUM_") and k != "DATABASE_URL"}
     env.update(MANDATUM_ENVIRONMENT="development", MANDATUM_VAR_DIR=str(var), MANDATUM_MASTER_KEY=MASTER_KEY)
     cli = Path(sys.executable).parent / "mandatum"
-    run = subprocess.run([str(cli), "db", "upgrade"], env=env, capture_output=True, text=True, timeout=120,
-                         check=False)
+    run = subprocess.run(
+        [str(cli), "db", "upgrade"], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
     assert run.returncode == 0, run.stderr
-    run = subprocess.run([str(cli), "org", "list"], env=env, capture_output=True, text=True, timeout=120,
-                         check=False)
+    run = subprocess.run(
+        [str(cli), "org", "list"], env=env, capture_output=True, text=True, timeout=120, check=False
+    )
     assert run.returncode == 0, run.stderr
     assert _mode(var) == 0o700 and _mode(db) == 0o600
     for extra in (db.with_name("mandatum.db-wal"), db.with_name("mandatum.db-shm")):

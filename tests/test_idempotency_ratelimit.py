@@ -39,13 +39,15 @@ def unique_ts() -> str:
 pytestmark = pytest.mark.usefixtures("no_server_errors")
 
 
-async def post(api: SignedClient, body: dict[str, Any] | None = None, key: str | None = None,
-               raw: bytes | None = None) -> httpx.Response:
+async def post(
+    api: SignedClient, body: dict[str, Any] | None = None, key: str | None = None, raw: bytes | None = None
+) -> httpx.Response:
     headers = {"Idempotency-Key": key} if key is not None else {}
     if raw is not None:
         return await api.post("/request", raw=raw, headers=headers, timestamp=unique_ts())
-    return await api.post("/request", body if body is not None else policy_request(),
-                          headers=headers, timestamp=unique_ts())
+    return await api.post(
+        "/request", body if body is not None else policy_request(), headers=headers, timestamp=unique_ts()
+    )
 
 
 async def request_ids(api: SignedClient) -> list[str]:
@@ -55,8 +57,9 @@ async def request_ids(api: SignedClient) -> list[str]:
 
 
 @pytest.fixture
-def make_client(http: httpx.AsyncClient, engine: Engine, cipher: SecretCipher,
-                settings: Settings) -> Callable[..., SignedClient]:
+def make_client(
+    http: httpx.AsyncClient, engine: Engine, cipher: SecretCipher, settings: Settings
+) -> Callable[..., SignedClient]:
     """Clients of fresh organizations, with their own creation rate."""
 
     def make(rate: int = 1000) -> SignedClient:
@@ -67,16 +70,20 @@ def make_client(http: httpx.AsyncClient, engine: Engine, cipher: SecretCipher,
 
 def age_idempotency_records(engine: Engine, org_id: str, by: timedelta) -> None:
     with write_session(engine) as session:
-        session.execute(update(IdempotencyRecord)
-                        .where(col(IdempotencyRecord.organization_id) == org_id)
-                        .values(created_at=utcnow() - by))
+        session.execute(
+            update(IdempotencyRecord)
+            .where(col(IdempotencyRecord.organization_id) == org_id)
+            .values(created_at=utcnow() - by)
+        )
 
 
 def age_requests(engine: Engine, org_id: str, by: timedelta) -> None:
     with write_session(engine) as session:
-        session.execute(update(CredentialRequest)
-                        .where(col(CredentialRequest.organization_id) == org_id)
-                        .values(created_at=utcnow() - by))
+        session.execute(
+            update(CredentialRequest)
+            .where(col(CredentialRequest.organization_id) == org_id)
+            .values(created_at=utcnow() - by)
+        )
 
 
 # --- Idempotency-Key ----------------------------------------------------------------------------
@@ -300,21 +307,36 @@ async def test_store_replays_a_twin_that_committed_first(engine: Engine, make_cl
 
     def plant() -> None:
         with write_session(engine) as session:
-            session.add(IdempotencyRecord(organization_id=org_id, key="twin", body_hash=digest,
-                                          status_code=201, response={"data": {"id": "first"}},
-                                          created_at=utcnow()))
+            session.add(
+                IdempotencyRecord(
+                    organization_id=org_id,
+                    key="twin",
+                    body_hash=digest,
+                    status_code=201,
+                    response={"data": {"id": "first"}},
+                    created_at=utcnow(),
+                )
+            )
             session.flush()
             planted.set()
             release.wait(5)
 
-    new = store.NewRequest(security_level="CONTACT",
-                           contacts=[store.NewContact("ana@example.com", "email")],
-                           credentials=[store.NewCredential(resource_type="POLICY", name="x")])
+    new = store.NewRequest(
+        security_level="CONTACT",
+        contacts=[store.NewContact("ana@example.com", "email")],
+        credentials=[store.NewCredential(resource_type="POLICY", name="x")],
+    )
 
     def create(body_hash: str) -> Any:
-        return store.create_request(engine, org_id, new, timedelta(days=1), 100,
-                                    store.Idempotency("twin", body_hash, timedelta(hours=24)),
-                                    lambda b: {"data": {"id": b.request.id}})
+        return store.create_request(
+            engine,
+            org_id,
+            new,
+            timedelta(days=1),
+            100,
+            store.Idempotency("twin", body_hash, timedelta(hours=24)),
+            lambda b: {"data": {"id": b.request.id}},
+        )
 
     planter = threading.Thread(target=plant)
     planter.start()
@@ -328,6 +350,9 @@ async def test_store_replays_a_twin_that_committed_first(engine: Engine, make_cl
     with pytest.raises(store.IdempotencyConflict):
         await asyncio.to_thread(create, guards.body_digest({"name": "other"}))
     with write_session(engine) as session:
-        count = session.exec(select(func.count()).select_from(CredentialRequest)
-                             .where(CredentialRequest.organization_id == org_id)).one()
+        count = session.exec(
+            select(func.count())
+            .select_from(CredentialRequest)
+            .where(CredentialRequest.organization_id == org_id)
+        ).one()
     assert count == 0

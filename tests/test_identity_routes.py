@@ -50,9 +50,13 @@ def _assert_did_document(resp: httpx.Response, did: str) -> list[str]:
     assert doc["@context"] == [DID_CONTEXT, MULTIKEY_CONTEXT]
     assert doc["id"] == did
     methods = doc["verificationMethod"]
-    assert methods and all(m["type"] == "Multikey" and m["controller"] == did and
-                           m["id"] == f"{did}#{m['publicKeyMultibase']}" and
-                           m["publicKeyMultibase"].startswith("z6Mk") for m in methods)
+    assert methods and all(
+        m["type"] == "Multikey"
+        and m["controller"] == did
+        and m["id"] == f"{did}#{m['publicKeyMultibase']}"
+        and m["publicKeyMultibase"].startswith("z6Mk")
+        for m in methods
+    )
     ids = [m["id"] for m in methods]
     assert doc["assertionMethod"] == ids and doc["authentication"] == ids
     return [m["publicKeyMultibase"] for m in methods]
@@ -76,10 +80,12 @@ async def test_service_document_lists_every_key_active_first(
     assert cached.status_code == 304 and not cached.content
     # If-None-Match compares weakly (RFC 9110): a W/ form, a list, or * match too
     for header in (f"W/{etag}", f'"other", {etag}', "*"):
-        assert (await client.get("/.well-known/did.json",
-                                 headers={"If-None-Match": header})).status_code == 304
-    assert (await client.get("/.well-known/did.json",
-                             headers={"If-None-Match": '"other"'})).status_code == 200
+        assert (
+            await client.get("/.well-known/did.json", headers={"If-None-Match": header})
+        ).status_code == 304
+    assert (
+        await client.get("/.well-known/did.json", headers={"If-None-Match": '"other"'})
+    ).status_code == 200
 
 
 async def test_document_ids_follow_the_public_url_not_the_request_host(settings: Settings) -> None:
@@ -121,14 +127,19 @@ async def test_subject_document(
     client, _ = public
     subject_id = str(uuid.uuid4())
     with write_session(engine) as session:
-        session.add(Subject(id=subject_id, organization_id=org.organization_id,
-                            contact=f"{subject_id}@example.com", contact_kind="email",
-                            created_at=utcnow()))
+        session.add(
+            Subject(
+                id=subject_id,
+                organization_id=org.organization_id,
+                contact=f"{subject_id}@example.com",
+                contact_kind="email",
+                created_at=utcnow(),
+            )
+        )
     resp = await client.get(f"/subjects/{subject_id}/did.json")
     assert resp.status_code == 200, resp.text
     assert resp.headers["content-type"] == "application/did+json"
-    assert resp.json() == {"@context": [DID_CONTEXT],
-                           "id": f"did:web:mandatum.test:subjects:{subject_id}"}
+    assert resp.json() == {"@context": [DID_CONTEXT], "id": f"did:web:mandatum.test:subjects:{subject_id}"}
     assert resp.json()["id"] == settings.subject_did(subject_id)
     for unknown in (str(uuid.uuid4()), "not-a-uuid", subject_id.upper()):
         body = assert_error_shape(await client.get(f"/subjects/{unknown}/did.json"), 404)
@@ -148,7 +159,7 @@ async def test_json_ld_context(public: tuple[httpx.AsyncClient, FastAPI]) -> Non
 
 
 async def test_signed_routes_are_not_under_public_prefixes(settings: Settings) -> None:
-    """"/orgs/", "/subjects/" and "/credentials/status/" are public prefixes: only the identity
+    """ "/orgs/", "/subjects/" and "/credentials/status/" are public prefixes: only the identity
     documents and the status list credentials may live there."""
     app = _app(settings)
     try:

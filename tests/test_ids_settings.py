@@ -27,9 +27,17 @@ UUID4_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[
 @pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """Settings read the environment: these tests decide every value themselves."""
-    for name in ("DATABASE_URL", "MANDATUM_DATABASE_URL", "MANDATUM_MASTER_KEY", "MANDATUM_ENVIRONMENT",
-                 "MANDATUM_PUBLIC_URL", "MANDATUM_VAR_DIR", "MANDATUM_API_HOST", "MANDATUM_API_PORT",
-                 "MANDATUM_SQLITE_SINGLE_NODE"):
+    for name in (
+        "DATABASE_URL",
+        "MANDATUM_DATABASE_URL",
+        "MANDATUM_MASTER_KEY",
+        "MANDATUM_ENVIRONMENT",
+        "MANDATUM_PUBLIC_URL",
+        "MANDATUM_VAR_DIR",
+        "MANDATUM_API_HOST",
+        "MANDATUM_API_PORT",
+        "MANDATUM_SQLITE_SINGLE_NODE",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -81,14 +89,20 @@ def test_object_ids_are_unique_across_threads() -> None:
 def test_object_ids_differ_between_processes() -> None:
     code = "from core.ids import new_object_id; print(new_object_id())"
     root = Path(__file__).resolve().parent.parent
-    outs = {subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True,
-                           check=True).stdout.strip() for _ in range(2)}
+    outs = {
+        subprocess.run(
+            [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        for _ in range(2)
+    }
     assert len(outs) == 2
     assert len({o[8:18] for o in outs}) == 2  # a fresh random part per process
 
 
-@pytest.mark.parametrize("value", ["", "0" * 23, "0" * 25, "A" * 24, "g" * 24, " " + "0" * 23,
-                                   "0" * 24 + "\n", "urn:via:credential:x"])
+@pytest.mark.parametrize(
+    "value",
+    ["", "0" * 23, "0" * 25, "A" * 24, "g" * 24, " " + "0" * 23, "0" * 24 + "\n", "urn:via:credential:x"],
+)
 def test_is_object_id_refuses(value: str) -> None:
     assert not ids.is_object_id(value)
 
@@ -96,13 +110,14 @@ def test_is_object_id_refuses(value: str) -> None:
 # --- URNs ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("kind", ["credential", "action", "action-version", "decision", "receipt",
-                                  "presentation", "event"])
+@pytest.mark.parametrize(
+    "kind", ["credential", "action", "action-version", "decision", "receipt", "presentation", "event"]
+)
 def test_urn_format(kind: str) -> None:
     value = ids.urn(kind)
     prefix = f"urn:via:{kind}:"
     assert value.startswith(prefix)
-    rest = value[len(prefix):]
+    rest = value[len(prefix) :]
     assert UUID4_RE.fullmatch(rest), value
     assert uuid.UUID(rest).version == 4
     assert ids.urn(kind) != value
@@ -121,10 +136,16 @@ def _production(**kw: object) -> Settings:
 
 
 def _production_values() -> dict[str, object]:
-    return {"environment": Environment.PRODUCTION, "database_url": "postgresql://db/mandatum",
-            "master_key": GOOD_KEY, "email_transport": "smtp", "sms_transport": "http",
-            "sms_url": "https://sms.example/send", "kyc_provider": "none",
-            "public_url": "https://mandatum.example"}
+    return {
+        "environment": Environment.PRODUCTION,
+        "database_url": "postgresql://db/mandatum",
+        "master_key": GOOD_KEY,
+        "email_transport": "smtp",
+        "sms_transport": "http",
+        "sms_url": "https://sms.example/send",
+        "kyc_provider": "none",
+        "public_url": "https://mandatum.example",
+    }
 
 
 def test_production_accepts_real_values(tmp_path: Path) -> None:
@@ -134,15 +155,17 @@ def test_production_accepts_real_values(tmp_path: Path) -> None:
     assert not (tmp_path / "master.key").exists()
 
 
-@pytest.mark.parametrize("key", [None, "", "   ", "changeme", "CHANGEME", "change-me", "secret",
-                                 "placeholder"])
+@pytest.mark.parametrize(
+    "key", [None, "", "   ", "changeme", "CHANGEME", "change-me", "secret", "placeholder"]
+)
 def test_production_refuses_a_missing_or_placeholder_master_key(key: str | None) -> None:
     with pytest.raises(ValidationError, match="MANDATUM_MASTER_KEY"):
         _production(master_key=key)
 
 
-@pytest.mark.parametrize("key", ["not base64 at all!", base64.b64encode(b"short").decode(),
-                                 base64.b64encode(b"x" * 33).decode()])
+@pytest.mark.parametrize(
+    "key", ["not base64 at all!", base64.b64encode(b"short").decode(), base64.b64encode(b"x" * 33).decode()]
+)
 def test_a_master_key_that_is_not_32_bytes_is_refused_at_start(key: str) -> None:
     with pytest.raises(ValidationError, match="32 bytes"):
         _production(master_key=key)
@@ -188,14 +211,17 @@ def test_production_reads_the_environment(monkeypatch: pytest.MonkeyPatch) -> No
 # --- Settings: production hardening (weak keys, plain http, SQLite) ------------------------------
 
 
-@pytest.mark.parametrize(("raw", "why"), [
-    (bytes(32), "1 distinct byte"),
-    (b"\xa7" * 32, "1 distinct byte"),
-    (bytes([0, 255]) * 16, "2 distinct byte"),
-    (bytes(range(128, 143)) * 2 + b"\x80\x81", "15 distinct byte"),
-    (b"kX9#pQ2$vB7!mN4@zR8%wT1^yL6&hJ3*", "printable text"),  # a typed password
-    (bytes(range(0x30, 0x50)), "printable text"),  # 32 distinct bytes, still typed text
-])
+@pytest.mark.parametrize(
+    ("raw", "why"),
+    [
+        (bytes(32), "1 distinct byte"),
+        (b"\xa7" * 32, "1 distinct byte"),
+        (bytes([0, 255]) * 16, "2 distinct byte"),
+        (bytes(range(128, 143)) * 2 + b"\x80\x81", "15 distinct byte"),
+        (b"kX9#pQ2$vB7!mN4@zR8%wT1^yL6&hJ3*", "printable text"),  # a typed password
+        (bytes(range(0x30, 0x50)), "printable text"),  # 32 distinct bytes, still typed text
+    ],
+)
 def test_production_refuses_a_master_key_with_little_entropy(raw: bytes, why: str) -> None:
     key = base64.b64encode(raw).decode()
     with pytest.raises(ValidationError, match=r"MANDATUM_MASTER_KEY (has only|is printable)") as err:
@@ -209,14 +235,25 @@ def test_production_refuses_a_master_key_with_little_entropy(raw: bytes, why: st
 def test_production_refuses_a_public_url_that_is_not_https(url: str) -> None:
     with pytest.raises(ValidationError, match="MANDATUM_PUBLIC_URL must be https in production"):
         _production(public_url=url)
-    assert _production(public_url="https://mandatum.example:8443").public_url == "https://mandatum.example:8443"
+    assert (
+        _production(public_url="https://mandatum.example:8443").public_url == "https://mandatum.example:8443"
+    )
 
 
-@pytest.mark.parametrize("url", [
-    "https://mandatum.example/path", "https://user:pw@mandatum.example", "https://mandatum.example?x=1",
-    "https://mandatum.example#frag", "javascript:alert(1)", "https://", "https://mandatum.example:99999",
-    "https://mandatum.example\r\nSet-Cookie: a=b", "https://mandatum.example/\"><script>",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://mandatum.example/path",
+        "https://user:pw@mandatum.example",
+        "https://mandatum.example?x=1",
+        "https://mandatum.example#frag",
+        "javascript:alert(1)",
+        "https://",
+        "https://mandatum.example:99999",
+        "https://mandatum.example\r\nSet-Cookie: a=b",
+        'https://mandatum.example/"><script>',
+    ],
+)
 def test_a_public_url_that_is_not_an_origin_is_refused_everywhere(url: str) -> None:
     for environment in (Environment.DEVELOPMENT, Environment.PRODUCTION):
         with pytest.raises(ValidationError, match="MANDATUM_PUBLIC_URL"):
@@ -265,12 +302,15 @@ def test_default_database_is_sqlite_under_var_dir(tmp_path: Path) -> None:
 # --- Settings: DIDs ------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("public_url", "did"), [
-    ("https://mandatum.example", "did:web:mandatum.example"),
-    ("https://mandatum.example:8443", "did:web:mandatum.example%3A8443"),
-    ("http://127.0.0.1:8000", "did:web:127.0.0.1%3A8000"),
-    ("https://mandatum.example/", "did:web:mandatum.example"),
-])
+@pytest.mark.parametrize(
+    ("public_url", "did"),
+    [
+        ("https://mandatum.example", "did:web:mandatum.example"),
+        ("https://mandatum.example:8443", "did:web:mandatum.example%3A8443"),
+        ("http://127.0.0.1:8000", "did:web:127.0.0.1%3A8000"),
+        ("https://mandatum.example/", "did:web:mandatum.example"),
+    ],
+)
 def test_service_did_percent_encodes_a_port(public_url: str, did: str) -> None:
     settings = Settings(public_url=public_url)
     assert settings.service_did == did
@@ -331,11 +371,21 @@ def test_development_master_key_has_one_winner_under_concurrency(tmp_path: Path)
 
 def test_development_master_key_race_between_processes(tmp_path: Path) -> None:
     var = tmp_path / "procs"
-    code = ("import sys, base64; from core.settings import Settings; "
-            "print(base64.b64encode(Settings(var_dir=sys.argv[1]).master_key_bytes()).decode())")
+    code = (
+        "import sys, base64; from core.settings import Settings; "
+        "print(base64.b64encode(Settings(var_dir=sys.argv[1]).master_key_bytes()).decode())"
+    )
     root = Path(__file__).resolve().parent.parent
-    procs = [subprocess.Popen([sys.executable, "-c", code, str(var)], cwd=root, stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code, str(var)],
+            cwd=root,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(4)
+    ]
     outs = [p.communicate(timeout=60) for p in procs]
     assert all(p.returncode == 0 for p in procs), outs
     assert len({o[0].strip() for o in outs}) == 1

@@ -30,9 +30,18 @@ def depth(value: Any) -> int:
 
 
 def document_body(contact: str, fields: list[dict[str, Any]]) -> dict[str, Any]:
-    return policy_request(contacts=[contact], credentials=[{
-        "type": "DOCUMENT", "name": "Contract",
-        "data": [{"label": "Clause", "type": "text", "value": "v", "hidden": False, "fields": fields}]}])
+    return policy_request(
+        contacts=[contact],
+        credentials=[
+            {
+                "type": "DOCUMENT",
+                "name": "Contract",
+                "data": [
+                    {"label": "Clause", "type": "text", "value": "v", "hidden": False, "fields": fields}
+                ],
+            }
+        ],
+    )
 
 
 def nested_body(contact: str, total_depth: int) -> dict[str, Any]:
@@ -48,8 +57,13 @@ def nested_body(contact: str, total_depth: int) -> dict[str, Any]:
 
 def stored_requests(engine: Engine, organization_id: str) -> int:
     with engine.connect() as conn:
-        return int(conn.execute(select(func.count()).select_from(CredentialRequest).where(
-            col(CredentialRequest.organization_id) == organization_id)).scalar_one())
+        return int(
+            conn.execute(
+                select(func.count())
+                .select_from(CredentialRequest)
+                .where(col(CredentialRequest.organization_id) == organization_id)
+            ).scalar_one()
+        )
 
 
 async def assert_nothing_happened(api: SignedClient, engine: Engine, temporal: Client, contact: str) -> None:
@@ -67,9 +81,13 @@ def lines(resp: Any) -> list[str]:
 
 # --- item 3: nesting ------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("levels", [33, 500])
 async def test_a_body_nested_too_deeply_is_refused_before_anything_is_stored(
-    api: SignedClient, engine: Engine, temporal: Client, levels: int,
+    api: SignedClient,
+    engine: Engine,
+    temporal: Client,
+    levels: int,
 ) -> None:
     contact = f"deep-{secrets.token_hex(4)}@example.com"
     resp = await api.post("/request", nested_body(contact, levels))
@@ -114,7 +132,10 @@ def with_user_params(contact: str, params: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.parametrize("number", [BIG, -BIG, 10**40])
 async def test_an_integer_beyond_2_53_in_user_params_is_refused_naming_it(
-    api: SignedClient, engine: Engine, temporal: Client, number: int,
+    api: SignedClient,
+    engine: Engine,
+    temporal: Client,
+    number: int,
 ) -> None:
     contact = f"big-{secrets.token_hex(4)}@example.com"
     [line] = lines(await api.post("/request", with_user_params(contact, {"maxAmount": number})))
@@ -130,7 +151,9 @@ async def test_the_largest_safe_integer_is_accepted(api: SignedClient) -> None:
 
 
 async def test_numbers_jcs_cannot_hold_anywhere_in_document_fields_are_refused(
-    api: SignedClient, engine: Engine, temporal: Client,
+    api: SignedClient,
+    engine: Engine,
+    temporal: Client,
 ) -> None:
     contact = f"big-{secrets.token_hex(4)}@example.com"
     fields: list[dict[str, Any]] = [{"ok": 1}, {"terms": {"limits": [1, 2.5, -BIG - 5]}}]
@@ -154,7 +177,7 @@ def assert_short(resp: Any, status: int = 400) -> list[str]:
     found = [message] if isinstance(message, str) else list(message)
     text = "\n".join(found)
     assert len(text) < 600, text
-    assert not any(HUGE[i:i + 101] in text for i in range(len(HUGE) - 100)), text
+    assert not any(HUGE[i : i + 101] in text for i in range(len(HUGE) - 100)), text
     return found
 
 
@@ -164,8 +187,9 @@ async def test_a_huge_bad_contact_is_quoted_short(api: SignedClient) -> None:
     assert_short(await api.post("/request", policy_request(contacts=[f"{HUGE[:300]}@example.com"])))
     request = (await api.post("/request", policy_request())).json()["data"]["id"]
     assert_short(await api.get(f"/request/link/{request}", params={"contact": HUGE}))
-    assert_short(await api.get(f"/request/link/{request}", params={"contact": "ana@example.com",
-                                                                   "parent": HUGE}))
+    assert_short(
+        await api.get(f"/request/link/{request}", params={"contact": "ana@example.com", "parent": HUGE})
+    )
 
 
 async def test_a_huge_unknown_field_name_or_param_name_is_quoted_short(api: SignedClient) -> None:

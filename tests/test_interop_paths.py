@@ -24,13 +24,18 @@ from trust.receipts import verify_receipt
 
 pytestmark = pytest.mark.usefixtures("interop_node", "worker", "no_server_errors")
 
-DOCUMENT = {"type": "DOCUMENT", "name": "Lease", "data": [
-    {"label": "Morada", "type": "text", "value": "Rua da Conceição 1", "hidden": False}]}
+DOCUMENT = {
+    "type": "DOCUMENT",
+    "name": "Lease",
+    "data": [{"label": "Morada", "type": "text", "value": "Rua da Conceição 1", "hidden": False}],
+}
 
 
 async def served_documents(http: Any, settings: Any, org_ids: list[str]) -> dict[str, Any]:
-    documents = {settings.service_did: (await http.get("/.well-known/did.json")).json(),
-                 settings.context_url: (await http.get(CONTEXT_PATH)).json()}
+    documents = {
+        settings.service_did: (await http.get("/.well-known/did.json")).json(),
+        settings.context_url: (await http.get(CONTEXT_PATH)).json(),
+    }
     for org_id in org_ids:
         documents[settings.organization_did(org_id)] = (await http.get(f"/orgs/{org_id}/did.json")).json()
     return documents
@@ -45,7 +50,11 @@ def receipt_job(document: dict[str, Any], documents: dict[str, Any]) -> Job:
 
 
 async def test_issued_mandate_and_document_verify_in_js(
-    api: SignedClient, temporal: Any, http: Any, settings: Any, engine: Any,
+    api: SignedClient,
+    temporal: Any,
+    http: Any,
+    settings: Any,
+    engine: Any,
 ) -> None:
     mandate = (await issued_mandate(api, temporal))["w3cCredential"]
     document = (await issued_mandate(api, temporal, credentials=[DOCUMENT]))["w3cCredential"]
@@ -59,12 +68,16 @@ async def test_issued_mandate_and_document_verify_in_js(
         served = await http.get(list_url.removeprefix(settings.public_url))
         assert served.status_code == 200, served.text
         documents[list_url] = served.json()
-    results = js_verify([
-        credential_job(to_standard(mandate), documents),
-        credential_job(document, documents),
-        credential_job(_tampered(to_standard(mandate), "credentialSubject", "mandate", "scope",
-                                 value="everything"), documents),
-    ])
+    results = js_verify(
+        [
+            credential_job(to_standard(mandate), documents),
+            credential_job(document, documents),
+            credential_job(
+                _tampered(to_standard(mandate), "credentialSubject", "mandate", "scope", value="everything"),
+                documents,
+            ),
+        ]
+    )
     _assert_verified(results[0])
     _assert_verified(results[1])
     _assert_rejected(results[2], "Invalid signature")
@@ -82,13 +95,17 @@ async def _receipts_of_every_path(api: SignedClient, temporal: Any) -> dict[str,
     mandate = await issued_mandate(api, temporal)
     path = quote(mandate["id"], safe="")
     receipts: dict[str, dict[str, Any]] = {}
-    for name, execution in (("allow", {"amount": 100, "payee": "Bob"}),
-                            ("deny", {"amount": 5000, "payee": "Bob"})):
+    for name, execution in (
+        ("allow", {"amount": 100, "payee": "Bob"}),
+        ("deny", {"amount": 5000, "payee": "Bob"}),
+    ):
         issued = await api.post(f"/credential/{path}/presentation", {})
         assert issued.status_code == 200, issued.text
         receipts.setdefault("presentation", issued.json()["data"]["receipt"])
-        answer = await api.post("/credential/verify", {
-            "presentation": issued.json()["data"]["presentation"], "executionParams": execution})
+        answer = await api.post(
+            "/credential/verify",
+            {"presentation": issued.json()["data"]["presentation"], "executionParams": execution},
+        )
         assert answer.status_code == (200 if name == "allow" else 403), answer.text
         receipts[name] = answer.json()["receipt"]
     revoked = await api.post(f"/credential/{path}/revoke", {"reason": "user_initiated"})
@@ -98,11 +115,19 @@ async def _receipts_of_every_path(api: SignedClient, temporal: Any) -> dict[str,
 
 
 async def test_a_receipt_from_each_path_verifies_here_and_in_js(
-    api: SignedClient, temporal: Any, http: Any, settings: Any, engine: Any,
+    api: SignedClient,
+    temporal: Any,
+    http: Any,
+    settings: Any,
+    engine: Any,
 ) -> None:
     receipts = await _receipts_of_every_path(api, temporal)
     assert [r["type"] for r in receipts.values()] == [
-        "PRESENTATION_ISSUED", "VERIFICATION_APPROVED", "VERIFICATION_DENIED", "MANDATE_REVOKED"]
+        "PRESENTATION_ISSUED",
+        "VERIFICATION_APPROVED",
+        "VERIFICATION_DENIED",
+        "MANDATE_REVOKED",
+    ]
     resolver = did_resolver(engine, settings)
     for signed in receipts.values():
         verify_receipt(signed, resolver, issuer_did=settings.service_did)

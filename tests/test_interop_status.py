@@ -31,17 +31,25 @@ pytestmark = pytest.mark.usefixtures("interop_node", "worker", "no_server_errors
 
 def node_bits(encoded_list: str, indices: list[int]) -> dict[str, Any]:
     node = shutil.which("node") or "node"
-    done = subprocess.run([node, str(INTEROP / "status_bits.mjs")], cwd=INTEROP, capture_output=True,
-                          text=True, timeout=60, check=False,
-                          input=json.dumps({"encodedList": encoded_list, "indices": indices}))
+    done = subprocess.run(
+        [node, str(INTEROP / "status_bits.mjs")],
+        cwd=INTEROP,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        input=json.dumps({"encodedList": encoded_list, "indices": indices}),
+    )
     assert done.returncode == 0, f"status_bits.mjs failed ({done.returncode}):\n{done.stderr}"
     result: dict[str, Any] = json.loads(done.stdout)
     return result
 
 
 async def documents_served(http: Any, settings: Any) -> dict[str, Any]:
-    return {settings.service_did: (await http.get("/.well-known/did.json")).json(),
-            settings.context_url: (await http.get(CONTEXT_PATH)).json()}
+    return {
+        settings.service_did: (await http.get("/.well-known/did.json")).json(),
+        settings.context_url: (await http.get(CONTEXT_PATH)).json(),
+    }
 
 
 async def served_list(http: Any, settings: Any, url: str) -> dict[str, Any]:
@@ -55,7 +63,11 @@ def list_job(listed: dict[str, Any], documents: dict[str, Any]) -> dict[str, Any
 
 
 async def test_the_list_verifies_in_js_and_its_bits_follow_revocations(
-    api: SignedClient, temporal: Any, http: Any, settings: Any, engine: Engine,
+    api: SignedClient,
+    temporal: Any,
+    http: Any,
+    settings: Any,
+    engine: Engine,
 ) -> None:
     revoked, kept = await issued_mandate(api, temporal), await issued_mandate(api, temporal)
     entries = [m["w3cCredential"]["credentialStatus"] for m in (revoked, kept)]
@@ -70,8 +82,9 @@ async def test_the_list_verifies_in_js_and_its_bits_follow_revocations(
     after = await served_list(http, settings, url)
     cleared = bsl.encode_list(bsl.bitstring([]))
     forged = {**after, "credentialSubject": {**after["credentialSubject"], "encodedList": cleared}}
-    good_before, good_after, bad = js_verify([list_job(before, documents), list_job(after, documents),
-                                              list_job(forged, documents)])
+    good_before, good_after, bad = js_verify(
+        [list_job(before, documents), list_job(after, documents), list_job(forged, documents)]
+    )
     _assert_verified(good_before)
     _assert_verified(good_after)
     _assert_rejected(bad, "Invalid signature")
@@ -82,6 +95,13 @@ async def test_the_list_verifies_in_js_and_its_bits_follow_revocations(
     assert read_before["bits"] == [0, 0] and read_after["bits"] == [1, 0]
     with read_session(engine) as session:
         list_id = url.rsplit("/", 1)[1]
-        stored = {int(i) for i in session.exec(select(Credential.status_list_index).where(
-            Credential.status_list_id == list_id, col(Credential.revoked_at).is_not(None))) if i is not None}
+        stored = {
+            int(i)
+            for i in session.exec(
+                select(Credential.status_list_index).where(
+                    Credential.status_list_id == list_id, col(Credential.revoked_at).is_not(None)
+                )
+            )
+            if i is not None
+        }
     assert set(read_after["set"]) == stored and set(read_before["set"]) == stored - {indices[0]}

@@ -22,15 +22,22 @@ from trust import credentials as vc
 
 pytestmark = pytest.mark.usefixtures("worker", "no_server_errors")
 
-DOCUMENT = {"type": "DOCUMENT", "name": "Lease", "data": [
-    {"label": "Address", "type": "text", "value": "Rua 1", "hidden": False}]}
+DOCUMENT = {
+    "type": "DOCUMENT",
+    "name": "Lease",
+    "data": [{"label": "Address", "type": "text", "value": "Rua 1", "hidden": False}],
+}
 
 
 async def test_acceptance_by_every_subject_issues_the_mandate(
-    api: SignedClient, temporal: Any, engine: Engine, settings: Settings,
+    api: SignedClient,
+    temporal: Any,
+    engine: Engine,
+    settings: Settings,
 ) -> None:
-    data = await create(api, contacts=["ana@example.com", "bea@example.com"],
-                        authorizedDIDs=["did:web:agent.example.com"])
+    data = await create(
+        api, contacts=["ana@example.com", "bea@example.com"], authorizedDIDs=["did:web:agent.example.com"]
+    )
     handle = request_handle(temporal, data["id"])
     ana, bea = (subject_uuid(s["id"]) for s in data["subjects"])
     cred_id = data["credentials"][0]["id"]
@@ -69,7 +76,10 @@ async def test_a_rejection_issues_nothing(api: SignedClient, temporal: Any) -> N
 
 
 async def test_a_document_is_issued_in_the_document_form(
-    api: SignedClient, temporal: Any, engine: Engine, settings: Settings,
+    api: SignedClient,
+    temporal: Any,
+    engine: Engine,
+    settings: Settings,
 ) -> None:
     data = await create(api, credentials=[DOCUMENT])
     handle = request_handle(temporal, data["id"])
@@ -83,7 +93,11 @@ async def test_a_document_is_issued_in_the_document_form(
 
 
 async def test_issuing_again_returns_the_first_credential(
-    api: SignedClient, temporal: Any, engine: Engine, settings: Settings, cipher: SecretCipher,
+    api: SignedClient,
+    temporal: Any,
+    engine: Engine,
+    settings: Settings,
+    cipher: SecretCipher,
 ) -> None:
     """What a retried activity does: the second call finds the first credential and keeps it."""
     data = await create(api)
@@ -97,10 +111,13 @@ async def test_issuing_again_returns_the_first_credential(
 
 
 async def test_status_list_indices_are_distinct(
-    api: SignedClient, temporal: Any, engine: Engine,
+    api: SignedClient,
+    temporal: Any,
+    engine: Engine,
 ) -> None:
-    data = await create(api, credentials=[DOCUMENT, {**DOCUMENT, "name": "Second"},
-                                          {**DOCUMENT, "name": "Third"}])
+    data = await create(
+        api, credentials=[DOCUMENT, {**DOCUMENT, "name": "Second"}, {**DOCUMENT, "name": "Third"}]
+    )
     handle = request_handle(temporal, data["id"])
     subject = subject_uuid(data["subjects"][0]["id"])
     for cred in data["credentials"]:

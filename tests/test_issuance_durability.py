@@ -65,17 +65,22 @@ class IssuingWorker(WorkerProcess):
 
     def __init__(self, stack: Stack, name: str, crash_at: str | None = None) -> None:
         self.log = stack.var_dir.parent / f"worker-{name}.log"
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith("MANDATUM_") and k != "DATABASE_URL"}
-        env.update(MANDATUM_DATABASE_URL=stack.url, MANDATUM_MASTER_KEY=MASTER_KEY,
-                   MANDATUM_TEMPORAL_ADDRESS=stack.client.service_client.config.target_host,
-                   MANDATUM_TASK_QUEUE=stack.queue, MANDATUM_VAR_DIR=str(stack.var_dir),
-                   MANDATUM_ENVIRONMENT="test", MANDATUM_PUBLIC_URL=PUBLIC_URL)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MANDATUM_") and k != "DATABASE_URL"}
+        env.update(
+            MANDATUM_DATABASE_URL=stack.url,
+            MANDATUM_MASTER_KEY=MASTER_KEY,
+            MANDATUM_TEMPORAL_ADDRESS=stack.client.service_client.config.target_host,
+            MANDATUM_TASK_QUEUE=stack.queue,
+            MANDATUM_VAR_DIR=str(stack.var_dir),
+            MANDATUM_ENVIRONMENT="test",
+            MANDATUM_PUBLIC_URL=PUBLIC_URL,
+        )
         if crash_at:
             env["MANDATUM_CRASH_AT"] = crash_at
         with self.log.open("wb") as out:
-            self.proc = subprocess.Popen([sys.executable, "worker.py"], cwd=ROOT, env=env,
-                                         stdout=out, stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(
+                [sys.executable, "worker.py"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT
+            )
 
     async def exit_code(self, seconds: float) -> int | None:
         for _ in range(int(seconds * 20)):
@@ -87,8 +92,14 @@ class IssuingWorker(WorkerProcess):
 
 def worker_settings(stack: Stack) -> Settings:
     """The settings the worker processes run with (same database, key and issuer DID)."""
-    return Settings(environment=Environment.TEST, database_url=stack.url, master_key=MASTER_KEY,
-                    var_dir=stack.var_dir, task_queue=stack.queue, public_url=PUBLIC_URL)
+    return Settings(
+        environment=Environment.TEST,
+        database_url=stack.url,
+        master_key=MASTER_KEY,
+        var_dir=stack.var_dir,
+        task_queue=stack.queue,
+        public_url=PUBLIC_URL,
+    )
 
 
 @dataclass
@@ -105,14 +116,17 @@ class Scene:
 
 async def started_request(stack: Stack) -> Scene:
     org_id = stack.org.organization_id
-    pin, problems = actions.pin_for_request(stack.engine, org_id, EXAMPLE_ACTION_ID,
-                                            {"maxAmount": 1200}, where="credentials.0.action")
+    pin, problems = actions.pin_for_request(
+        stack.engine, org_id, EXAMPLE_ACTION_ID, {"maxAmount": 1200}, where="credentials.0.action"
+    )
     assert pin is not None, problems
     new = store.NewRequest(
         security_level="CONTACT",
         contacts=[store.NewContact("ana@example.com", "email"), store.NewContact("bea@example.com", "email")],
-        credentials=[store.NewCredential("POLICY", "Rent payments", scope="payments", action=pin),
-                     store.NewCredential("POLICY", "Other", scope="other")],
+        credentials=[
+            store.NewCredential("POLICY", "Rent payments", scope="payments", action=pin),
+            store.NewCredential("POLICY", "Other", scope="other"),
+        ],
         name="Pay the rent",
     )
     bundle = store.create_request(stack.engine, org_id, new, timedelta(days=30), 10_000, None, None)
@@ -120,8 +134,9 @@ async def started_request(stack: Stack) -> Scene:
     assert await start_request_workflow(stack.client, stack.queue, bundle)
     (_, ana), (_, bea) = bundle.subjects
     mandate, other = (c.id for c in bundle.credentials)
-    return Scene(request_handle(stack.client, bundle.request.id), bundle.request.id, ana.id, bea.id,
-                 mandate, other)
+    return Scene(
+        request_handle(stack.client, bundle.request.id), bundle.request.id, ana.id, bea.id, mandate, other
+    )
 
 
 def credentials_of(engine: Engine, request_id: str) -> dict[str, Credential]:
@@ -138,25 +153,43 @@ def allocated(engine: Engine) -> int:
 
 def holders_of_entry(engine: Engine, list_id: str, index: int) -> list[str]:
     with read_session(engine) as session:
-        return list(session.exec(select(Credential.id).where(
-            Credential.status_list_id == list_id, Credential.status_list_index == index)))
+        return list(
+            session.exec(
+                select(Credential.id).where(
+                    Credential.status_list_id == list_id, Credential.status_list_index == index
+                )
+            )
+        )
 
 
-async def decide_until_the_worker_dies(stack: Stack, scene: Scene,
-                                       crash_at: str) -> asyncio.Task[DecisionResult]:
+async def decide_until_the_worker_dies(
+    stack: Stack, scene: Scene, crash_at: str
+) -> asyncio.Task[DecisionResult]:
     """Every decision but the last on a worker told to crash at ``crash_at``; the last one, which
     completes ``scene.mandate``'s acceptance, is left in flight when the worker dies in issuance."""
     crashing = IssuingWorker(stack, "crashing", crash_at)
     try:
         box, keys = stack.var_dir / "outbox", journey_secrets(MASTER_KEY)  # the worker process's
-        for subject, credential, accept in ((scene.ana, scene.mandate, True), (scene.ana, scene.other, False),
-                                            (scene.bea, scene.other, True)):
+        for subject, credential, accept in (
+            (scene.ana, scene.mandate, True),
+            (scene.ana, scene.other, False),
+            (scene.bea, scene.other, True),
+        ):
             decided = await decide(scene.handle, subject, credential, accept, outbox=box, secrets=keys)
             assert decided.mandate_id is None
-        final = asyncio.create_task(scene.handle.execute_update(
-            "decide", DecisionInput(subject_id=scene.bea, credential_id=scene.mandate, accept=True,
-                                    channel="email", surface="hosted"),
-            result_type=DecisionResult))
+        final = asyncio.create_task(
+            scene.handle.execute_update(
+                "decide",
+                DecisionInput(
+                    subject_id=scene.bea,
+                    credential_id=scene.mandate,
+                    accept=True,
+                    channel="email",
+                    surface="hosted",
+                ),
+                result_type=DecisionResult,
+            )
+        )
         try:
             assert await crashing.exit_code(20) == 137, crashing.output()
             await asyncio.sleep(0.2)
@@ -169,8 +202,9 @@ async def decide_until_the_worker_dies(stack: Stack, scene: Scene,
     return final
 
 
-async def retry_now(stack: Stack, handle: WorkflowHandle[Any, Any],
-                    activity_type: str = ActivityNames.ISSUE_CREDENTIAL) -> None:
+async def retry_now(
+    stack: Stack, handle: WorkflowHandle[Any, Any], activity_type: str = ActivityNames.ISSUE_CREDENTIAL
+) -> None:
     """Shorten the waits a dead worker leaves behind, as an operator could; nothing else changes.
 
     The server learns of the lost attempt only when its start-to-close timeout (30 s) expires, and
@@ -179,15 +213,22 @@ async def retry_now(stack: Stack, handle: WorkflowHandle[Any, Any],
     """
     ns, execution = stack.client.namespace, WorkflowExecution(workflow_id=handle.id)
     await stack.client.workflow_service.reset_sticky_task_queue(
-        ResetStickyTaskQueueRequest(namespace=ns, execution=execution))
-    await stack.client.workflow_service.update_activity_options(UpdateActivityOptionsRequest(
-        namespace=ns, execution=execution, type=activity_type,
-        activity_options=ActivityOptions(start_to_close_timeout=Duration(seconds=2)),
-        update_mask=FieldMask(paths=["start_to_close_timeout"])))
+        ResetStickyTaskQueueRequest(namespace=ns, execution=execution)
+    )
+    await stack.client.workflow_service.update_activity_options(
+        UpdateActivityOptionsRequest(
+            namespace=ns,
+            execution=execution,
+            type=activity_type,
+            activity_options=ActivityOptions(start_to_close_timeout=Duration(seconds=2)),
+            update_mask=FieldMask(paths=["start_to_close_timeout"]),
+        )
+    )
 
 
-async def restart_and_finish(stack: Stack, scene: Scene,
-                             final: asyncio.Task[DecisionResult]) -> DecisionResult:
+async def restart_and_finish(
+    stack: Stack, scene: Scene, final: asyncio.Task[DecisionResult]
+) -> DecisionResult:
     """A normal worker process; the in-flight update completes once the activity is retried."""
     [pending] = (await scene.handle.describe()).raw_description.pending_activities
     assert (pending.activity_type.name, pending.attempt) == (ActivityNames.ISSUE_CREDENTIAL, 1)
@@ -204,11 +245,17 @@ async def restart_and_finish(stack: Stack, scene: Scene,
 async def issuance_attempts(handle: WorkflowHandle[Any, Any]) -> list[tuple[int, bool]]:
     """(attempt, newly_issued) of every completed issuance activity in the workflow's history."""
     history = await handle.fetch_history()
-    scheduled = {e.event_id for e in history.events if e.HasField("activity_task_scheduled_event_attributes")
-                 and e.activity_task_scheduled_event_attributes.activity_type.name
-                 == ActivityNames.ISSUE_CREDENTIAL}
-    attempts = {e.event_id: e.activity_task_started_event_attributes.attempt for e in history.events
-                if e.activity_task_started_event_attributes.scheduled_event_id in scheduled}
+    scheduled = {
+        e.event_id
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+        and e.activity_task_scheduled_event_attributes.activity_type.name == ActivityNames.ISSUE_CREDENTIAL
+    }
+    attempts = {
+        e.event_id: e.activity_task_started_event_attributes.attempt
+        for e in history.events
+        if e.activity_task_started_event_attributes.scheduled_event_id in scheduled
+    }
     found = []
     for e in history.events:
         done = e.activity_task_completed_event_attributes
@@ -246,9 +293,15 @@ async def test_a_worker_killed_mid_issuance_issues_exactly_once(stack: Stack, cr
     assert await issuance_attempts(scene.handle) == [(2, crash_at == "issue:before")]
     if crash_at == "issue:after-commit":
         assert (cred.mandate_id, cred.issued_at, cred.w3c_credential) == (
-            crashed.mandate_id, crashed.issued_at, crashed.w3c_credential)
+            crashed.mandate_id,
+            crashed.issued_at,
+            crashed.w3c_credential,
+        )
     assert (cred.status, rows[scene.other].status, rows[scene.other].mandate_id) == (
-        "ACTIVE", "REJECTED", None)
+        "ACTIVE",
+        "REJECTED",
+        None,
+    )
     mandate = cred.w3c_credential
     assert mandate is not None and mandate["id"] == cred.mandate_id
     assert mandate["credentialSubject"]["mandate"]["action"] == cred.action
@@ -257,8 +310,7 @@ async def test_a_worker_killed_mid_issuance_issues_exactly_once(stack: Stack, cr
     assert mandate["credentialStatus"]["statusListIndex"] == str(cred.status_list_index)
     assert allocated(stack.engine) == before + 1  # one entry, for this issuance
     assert holders_of_entry(stack.engine, cred.status_list_id, cred.status_list_index) == [cred.id]
-    assert db_request(stack.engine, stack.org.organization_id, scene.request_id).request.status \
-        == "COMPLETED"
+    assert db_request(stack.engine, stack.org.organization_id, scene.request_id).request.status == "COMPLETED"
 
 
 # --- two acceptances at once -------------------------------------------------------------------
@@ -281,15 +333,22 @@ class HoldingOneDecision(RequestActivities):
 async def _decision_written(engine: Engine, subject_id: str, credential_id: str) -> None:
     for _ in range(200):
         with read_session(engine) as session:
-            if session.exec(select(Decision).where(Decision.subject_id == subject_id,
-                                                   Decision.credential_id == credential_id)).first():
+            if session.exec(
+                select(Decision).where(
+                    Decision.subject_id == subject_id, Decision.credential_id == credential_id
+                )
+            ).first():
                 return
         await asyncio.sleep(0.05)
     raise AssertionError(f"the decision of {subject_id} was never written")
 
 
 async def test_two_subjects_accepting_at_once_issue_one_credential(
-    temporal: Client, engine: Engine, settings: Settings, cipher: SecretCipher, org: Credentials,
+    temporal: Client,
+    engine: Engine,
+    settings: Settings,
+    cipher: SecretCipher,
+    org: Credentials,
 ) -> None:
     """ana's acceptance is still being written when bea's, the last one, lands: bea's update waits
     for ana's write before issuing (the issuance reads the decisions from the database), and both
@@ -298,12 +357,19 @@ async def test_two_subjects_accepting_at_once_issue_one_credential(
     (_, ana), (_, bea) = bundle.subjects
     cred = bundle.credentials[0].id
     queue, acts = fresh_queue(), HoldingOneDecision(engine, ana.id)
-    issuing = [*MandateActivities(engine, cipher, settings).all(),
-               *WebhookActivities(engine, cipher, settings).all(),
-               *JourneyActivities(engine, settings, JourneySecrets(settings.master_key_bytes())).all()]
+    issuing = [
+        *MandateActivities(engine, cipher, settings).all(),
+        *WebhookActivities(engine, cipher, settings).all(),
+        *JourneyActivities(engine, settings, JourneySecrets(settings.master_key_bytes())).all(),
+    ]
     with ThreadPoolExecutor(max_workers=4) as pool:
-        async with Worker(temporal, task_queue=queue, workflows=WORKFLOWS,
-                          activities=[*acts.all(), *issuing], activity_executor=pool):
+        async with Worker(
+            temporal,
+            task_queue=queue,
+            workflows=WORKFLOWS,
+            activities=[*acts.all(), *issuing],
+            activity_executor=pool,
+        ):
             assert await start_request_workflow(temporal, queue, bundle)
             handle = request_handle(temporal, bundle.request.id)
             first = asyncio.create_task(decide(handle, ana.id, cred))
@@ -326,8 +392,13 @@ async def test_two_subjects_accepting_at_once_issue_one_credential(
             mandate = issued.w3c_credential
             assert mandate is not None
             assert mandate["credentialSubject"]["mandate"]["grantor"] == [
-                settings.subject_did(ana.id), settings.subject_did(bea.id)]
-            attempts = [e for e in (await handle.fetch_history()).events
-                        if e.activity_task_scheduled_event_attributes.activity_type.name
-                        == ActivityNames.ISSUE_CREDENTIAL]
+                settings.subject_did(ana.id),
+                settings.subject_did(bea.id),
+            ]
+            attempts = [
+                e
+                for e in (await handle.fetch_history()).events
+                if e.activity_task_scheduled_event_attributes.activity_type.name
+                == ActivityNames.ISSUE_CREDENTIAL
+            ]
             assert len(attempts) == 1  # one issuance, shared by both updates

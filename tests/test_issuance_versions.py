@@ -51,8 +51,14 @@ ACTION_V2: dict[str, Any] = {
     **EXAMPLE_ACTION,
     "userParams": [*example("userParams"), {"name": "currency", "type": "string", "default": "EUR"}],
     "executionParams": [*example("executionParams"), {"name": "currency", "type": "string"}],
-    "rules": [*example("rules"), {"name": "sameCurrency", "description": "Paid in the approved currency.",
-                                  "expression": "executionParams.currency == userParams.currency"}],
+    "rules": [
+        *example("rules"),
+        {
+            "name": "sameCurrency",
+            "description": "Paid in the approved currency.",
+            "expression": "executionParams.currency == userParams.currency",
+        },
+    ],
 }
 
 
@@ -71,7 +77,11 @@ def publish_v2(engine: Engine, org_id: str) -> ActionVersion:
 
 @issuing
 async def test_republishing_the_action_changes_no_issued_mandate(
-    api: SignedClient, temporal: Client, engine: Engine, settings: Settings, cipher: SecretCipher,
+    api: SignedClient,
+    temporal: Client,
+    engine: Engine,
+    settings: Settings,
+    cipher: SecretCipher,
 ) -> None:
     org_id = api.creds.organization_id
     first = await issued_mandate(api, temporal)
@@ -100,9 +110,17 @@ async def test_republishing_the_action_changes_no_issued_mandate(
     assert credential_row(engine, first["id"]).model_dump() == stored
 
     # a new request pins v2: its userParams are v2's (currency is unknown to v1)
-    request = await create_request(api, credentials=[{
-        "type": "POLICY", "name": "Rent payments", "scope": "payments",
-        "action": {"id": EXAMPLE_ACTION_ID, "userParams": {"maxAmount": 900}}}])
+    request = await create_request(
+        api,
+        credentials=[
+            {
+                "type": "POLICY",
+                "name": "Rent payments",
+                "scope": "payments",
+                "action": {"id": EXAMPLE_ACTION_ID, "userParams": {"maxAmount": 900}},
+            }
+        ],
+    )
     pinned = request["credentials"][0]["action"]
     assert (pinned["version"], pinned["digestSRI"]) == (v2.id, v2.digest_sri)
     assert pinned["userParams"] == {"maxAmount": 900, "payees": [], "currency": "EUR"}
@@ -128,30 +146,51 @@ async def test_a_rejection_issues_nothing(api: SignedClient, temporal: Client, e
     with read_session(engine) as session:
         row = session.get(Credential, cred_id)
     assert row is not None
-    assert (row.status, row.mandate_id, row.w3c_credential, row.document_credential, row.issued_at,
-            row.status_list_id, row.status_list_index) == ("REJECTED", None, None, None, None, None, None)
+    assert (
+        row.status,
+        row.mandate_id,
+        row.w3c_credential,
+        row.document_credential,
+        row.issued_at,
+        row.status_list_id,
+        row.status_list_index,
+    ) == ("REJECTED", None, None, None, None, None, None)
     assert allocated(engine) == before
     history = await handle.fetch_history()
-    scheduled = [e.activity_task_scheduled_event_attributes.activity_type.name for e in history.events
-                 if e.HasField("activity_task_scheduled_event_attributes")]
+    scheduled = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+    ]
     # each subject is sent a code and confirms it (the "subject-journey" patch); each decision is
     # written, then its webhook event made (the "webhook-events" patch); nothing is issued
     journey = (ActivityNames.SEND_OTP, ActivityNames.CHECK_OTP)
-    assert sorted(n for n in scheduled if n in journey) == \
-        [ActivityNames.CHECK_OTP] * 2 + [ActivityNames.SEND_OTP] * 2
-    assert [n for n in scheduled if n not in journey] == \
-        [ActivityNames.RECORD_DECISION, ActivityNames.CREATE_CREDENTIAL_EVENT] * 2
+    assert (
+        sorted(n for n in scheduled if n in journey)
+        == [ActivityNames.CHECK_OTP] * 2 + [ActivityNames.SEND_OTP] * 2
+    )
+    assert [n for n in scheduled if n not in journey] == [
+        ActivityNames.RECORD_DECISION,
+        ActivityNames.CREATE_CREDENTIAL_EVENT,
+    ] * 2
 
 
 # --- workflow versions: the histories tests/test_replay.py replays -------------------------------
 
+
 def patch_and_issuance(name: str) -> tuple[list[str], list[str]]:
     """The patch ids marked in a recorded history, and its activities in order."""
     events = json.loads((HISTORIES / f"{name}.json").read_text())["events"]
-    patches = [json.loads(_decode(e["markerRecordedEventAttributes"]["details"]["patch-data"]))["id"]
-               for e in events if e["eventType"] == "EVENT_TYPE_MARKER_RECORDED"]
-    activities = [e["activityTaskScheduledEventAttributes"]["activityType"]["name"]
-                  for e in events if e["eventType"] == "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED"]
+    patches = [
+        json.loads(_decode(e["markerRecordedEventAttributes"]["details"]["patch-data"]))["id"]
+        for e in events
+        if e["eventType"] == "EVENT_TYPE_MARKER_RECORDED"
+    ]
+    activities = [
+        e["activityTaskScheduledEventAttributes"]["activityType"]["name"]
+        for e in events
+        if e["eventType"] == "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED"
+    ]
     return patches, activities
 
 
@@ -162,7 +201,9 @@ def _decode(payloads: dict[str, Any]) -> str:
 def test_the_histories_cover_both_sides_of_the_patch() -> None:
     """decide_then_issue ran with issuance; the others were recorded before it and must stay so."""
     assert patch_and_issuance("decide_then_issue") == (
-        [ISSUANCE_PATCH], [ActivityNames.RECORD_DECISION, ActivityNames.ISSUE_CREDENTIAL])
+        [ISSUANCE_PATCH],
+        [ActivityNames.RECORD_DECISION, ActivityNames.ISSUE_CREDENTIAL],
+    )
     for old in ("cancel", "expiry", "decide_then_complete", "decide_then_expiry"):
         patches, activities = patch_and_issuance(old)
         assert patches == [] and ActivityNames.ISSUE_CREDENTIAL not in activities, old
@@ -187,9 +228,14 @@ async def test_without_the_patch_guard_an_old_history_breaks() -> None:
     replay; with the guard as it is, the same replayer replays it. Unsandboxed, so that only this
     replayer sees the module attribute replaced (a sandboxed worker loads its own copy)."""
     old = load(HISTORIES / "decide_then_complete.json")
-    replayer = Replayer(workflows=[CredentialRequestWorkflow], data_converter=pydantic_data_converter,
-                        workflow_runner=UnsandboxedWorkflowRunner())
-    with mock.patch("workflows.credential_request.workflow", AlwaysPatched()), \
-            pytest.raises(workflow.NondeterminismError):
+    replayer = Replayer(
+        workflows=[CredentialRequestWorkflow],
+        data_converter=pydantic_data_converter,
+        workflow_runner=UnsandboxedWorkflowRunner(),
+    )
+    with (
+        mock.patch("workflows.credential_request.workflow", AlwaysPatched()),
+        pytest.raises(workflow.NondeterminismError),
+    ):
         await replayer.replay_workflow(old)
     assert (await replayer.replay_workflow(old)).replay_failure is None

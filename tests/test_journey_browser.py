@@ -37,8 +37,11 @@ async def new_request(live: LiveStack, **overrides: Any) -> tuple[dict[str, Any]
     message = await live.smtp.wait_for(contact, timeout=20)
     text = text_of(message)
     [link] = [m.group(0) for m in LINK_RE.finditer(text)]
-    return {**resp.json()["data"], "org": creds, "contact": contact, "subject": message["Subject"]}, \
-        code_in(text), link
+    return (
+        {**resp.json()["data"], "org": creds, "contact": contact, "subject": message["Subject"]},
+        code_in(text),
+        link,
+    )
 
 
 def decisions_of(live: LiveStack, credential_id: str) -> list[Decision]:
@@ -48,8 +51,13 @@ def decisions_of(live: LiveStack, credential_id: str) -> list[Decision]:
 
 def events_of(live: LiveStack, request_id: str, event_type: str) -> list[WebhookEvent]:
     with read_session(live.engine) as session:
-        return list(session.exec(select(WebhookEvent).where(
-            WebhookEvent.request_id == request_id, WebhookEvent.event_type == event_type)))
+        return list(
+            session.exec(
+                select(WebhookEvent).where(
+                    WebhookEvent.request_id == request_id, WebhookEvent.event_type == event_type
+                )
+            )
+        )
 
 
 @pytest.mark.parametrize("language", i18n.LANGUAGES)
@@ -125,8 +133,13 @@ async def test_five_wrong_codes_lock_the_code_and_report_it(live: LiveStack, bro
     assert event.payload["otp"]["resendEndpoint"].startswith(f"{live.url}/request/resend/{request['id']}?id=")
     assert event.payload["user"]["contact"] == request["contact"]
     with read_session(live.engine) as session:
-        records = list(session.exec(select(AuditRecord).where(
-            AuditRecord.request_id == request["id"], AuditRecord.type == OTP_LOCKED)))
+        records = list(
+            session.exec(
+                select(AuditRecord).where(
+                    AuditRecord.request_id == request["id"], AuditRecord.type == OTP_LOCKED
+                )
+            )
+        )
     assert len(records) == 1 and records[0].data["failures"] == 5
 
 
@@ -170,15 +183,17 @@ def parent_site(port: int, html: str) -> Iterator[str]:
 
 
 async def test_iframe_posts_the_credential_event_to_the_allowed_parent(
-    live: LiveStack, browser_page: Page,
+    live: LiveStack,
+    browser_page: Page,
 ) -> None:
     request, code, _ = await new_request(live)
     parent_port = free_port()
     parent_origin = f"http://localhost:{parent_port}"
     orgs.set_frame_origins(live.engine, request["org"].organization_id, [parent_origin], True)
     # the integrator asks for the embeddable address of its subject's page
-    link = await live.api(request["org"]).get(f"/request/link/{request['id']}",
-                                              params={"contact": request["contact"], "parent": parent_origin})
+    link = await live.api(request["org"]).get(
+        f"/request/link/{request['id']}", params={"contact": request["contact"], "parent": parent_origin}
+    )
     assert link.status_code == 200, link.text
     src = link.json()["data"]["iframeUrl"]
     with parent_site(parent_port, PARENT_PAGE.format(src=src)):
@@ -229,6 +244,7 @@ async def test_iframe_in_a_page_of_another_origin_is_refused(live: LiveStack, br
 
 # --- identity checks ------------------------------------------------------------------------------
 
+
 async def code_step(page: Page, link: str, code: str) -> None:
     await page.goto(link)
     await page.get_by_role("textbox", name="Security code").fill(code)
@@ -244,8 +260,10 @@ async def test_a_kyc_request_cannot_be_accepted_before_the_check(live: LiveStack
     await expect(page.get_by_role("radio")).to_have_count(0)  # nothing to accept yet
     # a decision forged into this page's form is refused: the check step comes back
     session = await page.locator('input[name="session"]').first.get_attribute("value")
-    forged = await page.request.post(f"{link}/decide", form={
-        "session": session or "", f"decision-{request['credentials'][0]['id']}": "accept"})
+    forged = await page.request.post(
+        f"{link}/decide",
+        form={"session": session or "", f"decision-{request['credentials'][0]['id']}": "accept"},
+    )
     assert "Verify your identity" in await forged.text()
     got = await live.api(request["org"]).get(f"/request/{request['id']}")
     assert got.json()["data"]["credentials"][0]["status"] == "PENDING"
@@ -284,8 +302,11 @@ async def blocking_third_party_cookies() -> AsyncIterator[Page]:
     """A page of a Chromium that blocks third-party cookies (as Chrome's phase-out, incognito and
     other browsers do): only partitioned ones are kept in a frame of another site."""
     async with async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
-            "--no-sandbox", "--test-third-party-cookie-phaseout"])
+        browser = await playwright.chromium.launch(
+            executable_path=CHROMIUM,
+            headless=True,
+            args=["--no-sandbox", "--test-third-party-cookie-phaseout"],
+        )
         try:
             context = await browser.new_context()
             context.set_default_timeout(10_000)
@@ -296,7 +317,9 @@ async def blocking_third_party_cookies() -> AsyncIterator[Page]:
 
 @pytest.mark.parametrize("third_party_cookies", ["allowed", "blocked"])
 async def test_a_kyc_check_inside_the_iframe_comes_back_to_the_frame(
-    live: LiveStack, browser_page: Page, third_party_cookies: str,
+    live: LiveStack,
+    browser_page: Page,
+    third_party_cookies: str,
 ) -> None:
     """The provider opens in the frame and returns into it: the return's cookie is a partitioned
     third-party cookie (SameSite=None; Secure; Partitioned), so it reaches the return in the frame
@@ -313,8 +336,9 @@ async def _kyc_in_the_iframe(live: LiveStack, browser_page: Page) -> None:
     parent_port = free_port()
     parent_origin = f"http://localhost:{parent_port}"
     orgs.set_frame_origins(live.engine, request["org"].organization_id, [parent_origin], True)
-    link = await live.api(request["org"]).get(f"/request/link/{request['id']}",
-                                              params={"contact": request["contact"], "parent": parent_origin})
+    link = await live.api(request["org"]).get(
+        f"/request/link/{request['id']}", params={"contact": request["contact"], "parent": parent_origin}
+    )
     src = link.json()["data"]["iframeUrl"]
     returns: list[str] = []
     browser_page.on("request", lambda r: returns.append(r.url) if "/kyc/return?" in r.url else None)
@@ -340,7 +364,9 @@ async def _kyc_in_the_iframe(live: LiveStack, browser_page: Page) -> None:
 
 
 async def test_a_kyc_return_opened_in_another_browser_does_not_decide(
-    live: LiveStack, browser_page: Page, phone_page: Page,
+    live: LiveStack,
+    browser_page: Page,
+    phone_page: Page,
 ) -> None:
     request, code, link = await new_request(live, securityLevel="PLATFORM_REVALIDATION")
     page = browser_page

@@ -36,8 +36,11 @@ async def create(live: LiveStack, contact: str, **overrides: Any) -> dict[str, A
 async def otp_failed(live: LiveStack, request_id: str) -> dict[str, Any]:
     for _ in range(200):
         with read_session(live.engine) as session:
-            found = session.exec(select(WebhookEvent).where(WebhookEvent.request_id == request_id,
-                                                            WebhookEvent.event_type == "otp.failed")).all()
+            found = session.exec(
+                select(WebhookEvent).where(
+                    WebhookEvent.request_id == request_id, WebhookEvent.event_type == "otp.failed"
+                )
+            ).all()
         if found:
             [event] = found
             return dict(event.payload)
@@ -99,6 +102,7 @@ async def test_the_message_by_email(live: LiveStack) -> None:
     assert message["To"] == contact and message["From"] == live.settings.smtp_sender
     body = text_of(message)
     assert "Rent payments" in body and f"{live.url}/r/" in body and code_in(body)
-    resend = await live.api(org).request("PATCH", f"/request/resend/{request['id']}",
-                                         params={"contact": contact})
+    resend = await live.api(org).request(
+        "PATCH", f"/request/resend/{request['id']}", params={"contact": contact}
+    )
     assert_error_shape(resend, 429)

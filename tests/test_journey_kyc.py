@@ -38,16 +38,22 @@ from workflows.ids import webhook_workflow_id
 from workflows.messages import DecisionInput, DecisionResult
 
 
-async def open_request(api: SignedClient, level: str, contact: str = "ana@example.com",
-                       **overrides: Any) -> dict[str, Any]:
+async def open_request(
+    api: SignedClient, level: str, contact: str = "ana@example.com", **overrides: Any
+) -> dict[str, Any]:
     created = await api.post("/request", policy_request(securityLevel=level, contacts=[contact], **overrides))
     assert created.status_code == 201, created.text
     data: dict[str, Any] = created.json()["data"]
     subject = data["subjects"][0]["id"].rsplit(":", 1)[1]
     entry = await message_for(data["id"], subject)
     [path] = LINK_RE.findall(entry.text)
-    return {**data, "subject": subject, "path": path, "code": code_in(entry.text),
-            "credential": data["credentials"][0]["id"]}
+    return {
+        **data,
+        "subject": subject,
+        "path": path,
+        "code": code_in(entry.text),
+        "credential": data["credentials"][0]["id"],
+    }
 
 
 async def enter_code(http: httpx.AsyncClient, req: dict[str, Any]) -> tuple[httpx.Response, str]:
@@ -65,8 +71,9 @@ def is_review_step(page: httpx.Response, req: dict[str, Any]) -> bool:
     return f'name="decision-{req["credential"]}"' in page.text
 
 
-async def platform_check(http: httpx.AsyncClient, req: dict[str, Any], session: str,
-                         document: str = "pass", selfie: str = "pass") -> httpx.Response:
+async def platform_check(
+    http: httpx.AsyncClient, req: dict[str, Any], session: str, document: str = "pass", selfie: str = "pass"
+) -> httpx.Response:
     """Start the check from the page, pass or fail it on the development provider's page, and
     follow the subject back; the page they land on."""
     started = await http.post(f"{req['path']}/kyc", data={"session": session})
@@ -75,15 +82,17 @@ async def platform_check(http: httpx.AsyncClient, req: dict[str, Any], session: 
     assert provider_page.status_code == 200 and "Identity document" in provider_page.text
     check_path = started.headers["location"].split("?")[0].removeprefix("https://mandatum.test")
     [return_url] = re.findall(r'name="return" value="([^"]+)"', provider_page.text)
-    finished = await http.post(check_path, data={"document": document, "selfie": selfie,
-                                                 "return": return_url.replace("&amp;", "&")})
+    finished = await http.post(
+        check_path, data={"document": document, "selfie": selfie, "return": return_url.replace("&amp;", "&")}
+    )
     assert finished.status_code == 303, finished.text
     return await http.get(finished.headers["location"])
 
 
 async def accept(http: httpx.AsyncClient, req: dict[str, Any], session: str) -> httpx.Response:
-    return await http.post(f"{req['path']}/decide", data={"session": session,
-                                                           f"decision-{req['credential']}": "accept"})
+    return await http.post(
+        f"{req['path']}/decide", data={"session": session, f"decision-{req['credential']}": "accept"}
+    )
 
 
 async def credential_of(api: SignedClient, req: dict[str, Any]) -> dict[str, Any]:
@@ -93,18 +102,30 @@ async def credential_of(api: SignedClient, req: dict[str, Any]) -> dict[str, Any
 
 def events_of(engine: Engine, request_id: str) -> list[WebhookEvent]:
     with read_session(engine) as session:
-        return list(session.exec(select(WebhookEvent).where(WebhookEvent.request_id == request_id)
-                                 .order_by(col(WebhookEvent.created_at))))
+        return list(
+            session.exec(
+                select(WebhookEvent)
+                .where(WebhookEvent.request_id == request_id)
+                .order_by(col(WebhookEvent.created_at))
+            )
+        )
 
 
 def audit_types(engine: Engine, request_id: str) -> list[str]:
     with read_session(engine) as session:
-        return [r.type for r in session.exec(select(AuditRecord).where(AuditRecord.request_id == request_id)
-                                             .order_by(col(AuditRecord.seq)))]
+        return [
+            r.type
+            for r in session.exec(
+                select(AuditRecord).where(AuditRecord.request_id == request_id).order_by(col(AuditRecord.seq))
+            )
+        ]
 
 
 async def test_platform_kyc_comes_before_the_decision_and_is_reused(
-    api: SignedClient, http: httpx.AsyncClient, temporal: Client, engine: Engine,
+    api: SignedClient,
+    http: httpx.AsyncClient,
+    temporal: Client,
+    engine: Engine,
 ) -> None:
     req = await open_request(api, "PLATFORM_KYC")
     page, session = await enter_code(http, req)
@@ -113,9 +134,19 @@ async def test_platform_kyc_comes_before_the_decision_and_is_reused(
     forged = await accept(http, req, session)
     assert is_kyc_step(forged, req)
     handle = request_handle(temporal, req["id"])
-    early = await refused(handle.execute_update("decide", DecisionInput(
-        subject_id=req["subject"], credential_id=req["credential"], accept=True, channel="email",
-        surface="hosted"), result_type=DecisionResult))
+    early = await refused(
+        handle.execute_update(
+            "decide",
+            DecisionInput(
+                subject_id=req["subject"],
+                credential_id=req["credential"],
+                accept=True,
+                channel="email",
+                surface="hosted",
+            ),
+            result_type=DecisionResult,
+        )
+    )
     assert early.type == "identity_required"
     assert (await credential_of(api, req))["status"] == "PENDING"
 
@@ -154,7 +185,9 @@ async def test_platform_kyc_comes_before_the_decision_and_is_reused(
 
 
 async def test_a_failed_check_ends_the_subjects_path_with_no_mandate(
-    api: SignedClient, http: httpx.AsyncClient, engine: Engine,
+    api: SignedClient,
+    http: httpx.AsyncClient,
+    engine: Engine,
 ) -> None:
     req = await open_request(api, "PLATFORM_REVALIDATION", contact="failing@example.com")
     _, session = await enter_code(http, req)
@@ -180,7 +213,9 @@ async def test_a_failed_check_ends_the_subjects_path_with_no_mandate(
 
 
 async def test_organization_kyc_waits_for_the_organizations_own_check(
-    api: SignedClient, http: httpx.AsyncClient, engine: Engine,
+    api: SignedClient,
+    http: httpx.AsyncClient,
+    engine: Engine,
 ) -> None:
     req = await open_request(api, "ORGANIZATION_KYC", contact="org-checked@example.com")
     page, session = await enter_code(http, req)
@@ -192,10 +227,13 @@ async def test_organization_kyc_waits_for_the_organizations_own_check(
     assert platform.status_code == 503 and "decision-" not in platform.text
 
     assert_error_shape(await api.post("/subject/identity", {"success": True}), 400)
-    assert_error_shape(await api.post("/subject/identity", {"contact": "nobody@example.com",
-                                                            "success": True}), 404)
-    reported = await api.post("/subject/identity", {"contact": "Org-Checked@example.com", "success": True,
-                                                    "message": "Passport seen at the branch"})
+    assert_error_shape(
+        await api.post("/subject/identity", {"contact": "nobody@example.com", "success": True}), 404
+    )
+    reported = await api.post(
+        "/subject/identity",
+        {"contact": "Org-Checked@example.com", "success": True, "message": "Passport seen at the branch"},
+    )
     assert reported.status_code == 200, reported.text
     assert reported.json() == {"success": True, "identityStatus": "VERIFIED", "requests": [req["id"]]}
 
@@ -214,6 +252,7 @@ async def test_organization_kyc_waits_for_the_organizations_own_check(
 
 # --- the return from the provider (issue 12, item 6) ----------------------------------------------
 
+
 @asynccontextmanager
 async def another_browser(settings: Settings, temporal: Client) -> AsyncIterator[httpx.AsyncClient]:
     """A client that shares nothing with ``http``: no cookies."""
@@ -229,7 +268,11 @@ def cookie_value(set_cookie: str) -> str:
 
 
 async def test_the_return_from_the_provider_carries_no_session_and_opens_once_in_the_browser_that_left(
-    api: SignedClient, http: httpx.AsyncClient, settings: Settings, temporal: Client, engine: Engine,
+    api: SignedClient,
+    http: httpx.AsyncClient,
+    settings: Settings,
+    temporal: Client,
+    engine: Engine,
 ) -> None:
     req = await open_request(api, "PLATFORM_REVALIDATION", contact="returning@example.com")
     _, session = await enter_code(http, req)
@@ -248,7 +291,8 @@ async def test_the_return_from_the_provider_carries_no_session_and_opens_once_in
     set_cookie = started.headers["set-cookie"]
     attributes = [a.strip() for a in set_cookie.split(";")]
     assert {"HttpOnly", "SameSite=Lax", "Secure", f"Path={req['path']}/kyc", "Max-Age=1800"} <= set(
-        attributes)
+        attributes
+    )
     secret = cookie_value(set_cookie)
     assert len(secret) == 43 and secret not in provider_url
     with read_session(engine) as db:
@@ -256,8 +300,9 @@ async def test_the_return_from_the_provider_carries_no_session_and_opens_once_in
         assert check is not None and check.browser_hash and secret not in check.browser_hash
 
     # the provider passes the subject and sends them back to the return URL
-    finished = await http.post(f"/dev/kyc/{check_id}", data={"document": "pass", "selfie": "pass",
-                                                              "return": return_url})
+    finished = await http.post(
+        f"/dev/kyc/{check_id}", data={"document": "pass", "selfie": "pass", "return": return_url}
+    )
     assert finished.status_code == 303 and finished.headers["location"] == return_url
     # a provider cannot be made to send the subject to another check's return, or elsewhere
     other = return_url.replace(check_id, str(uuid.uuid4()))
@@ -294,20 +339,35 @@ async def test_the_return_from_the_provider_carries_no_session_and_opens_once_in
 
 
 async def test_a_return_is_taken_only_for_its_check_subject_and_browser_and_in_time(
-    api: SignedClient, http: httpx.AsyncClient, settings: Settings, engine: Engine,
+    api: SignedClient,
+    http: httpx.AsyncClient,
+    settings: Settings,
+    engine: Engine,
 ) -> None:
     req = await open_request(api, "PLATFORM_REVALIDATION", contact="taken@example.com")
     secrets = JourneySecrets(settings.master_key_bytes())
     secret = secrets.kyc_browser_secret()
     now = datetime.now(UTC)
     check_id = kyc_store.new_check_id()
-    kyc_store.start_check(engine, req["id"], req["subject"], "development", now, check_id,
-                          secrets.kyc_browser_hash(check_id, secret))
+    kyc_store.start_check(
+        engine,
+        req["id"],
+        req["subject"],
+        "development",
+        now,
+        check_id,
+        secrets.kyc_browser_hash(check_id, secret),
+    )
     right = secrets.kyc_browser_hash(check_id, secret)
     before = now - timedelta(seconds=KYC_RETURN_SECONDS)
 
-    def take(check: str = check_id, request_id: str = req["id"], subject_id: str = req["subject"],
-             browser: str = right, started_after: datetime = before) -> bool:
+    def take(
+        check: str = check_id,
+        request_id: str = req["id"],
+        subject_id: str = req["subject"],
+        browser: str = right,
+        started_after: datetime = before,
+    ) -> bool:
         return kyc_store.take_return(engine, check, request_id, subject_id, browser, now, started_after)
 
     other_secret = secrets.kyc_browser_secret()
@@ -323,8 +383,15 @@ async def test_a_return_is_taken_only_for_its_check_subject_and_browser_and_in_t
 
     # two returns at the same moment (a double click, a replay racing the subject): one is taken
     check_id = kyc_store.new_check_id()
-    kyc_store.start_check(engine, req["id"], req["subject"], "development", now, check_id,
-                          secrets.kyc_browser_hash(check_id, secret))
+    kyc_store.start_check(
+        engine,
+        req["id"],
+        req["subject"],
+        "development",
+        now,
+        check_id,
+        secrets.kyc_browser_hash(check_id, secret),
+    )
     barrier = threading.Barrier(4)
 
     def racing(_: int) -> bool:

@@ -15,10 +15,13 @@ from tests.test_get_credential import LEASE, SECRET
 from tests.test_journey_units import _spellings_of
 
 
-async def test_the_link_is_the_one_in_the_message(api: SignedClient, http: httpx.AsyncClient,
-                                                  engine: Engine) -> None:
-    created = await api.post("/request", policy_request(contacts=[
-        {"contact": "ana@example.com", "internalId": "crm-ana"}, "bea@example.com"]))
+async def test_the_link_is_the_one_in_the_message(
+    api: SignedClient, http: httpx.AsyncClient, engine: Engine
+) -> None:
+    created = await api.post(
+        "/request",
+        policy_request(contacts=[{"contact": "ana@example.com", "internalId": "crm-ana"}, "bea@example.com"]),
+    )
     assert created.status_code == 201, created.text
     data = created.json()["data"]
     ana, bea = (s["id"] for s in data["subjects"])
@@ -44,27 +47,38 @@ async def test_the_link_is_the_one_in_the_message(api: SignedClient, http: httpx
 
 
 async def test_a_document_shows_its_visible_fields_only(api: SignedClient, http: httpx.AsyncClient) -> None:
-    created = await api.post("/request", policy_request(contacts=["tenant@example.com"], language="PRT",
-                                                        credentials=[LEASE]))
+    created = await api.post(
+        "/request", policy_request(contacts=["tenant@example.com"], language="PRT", credentials=[LEASE])
+    )
     assert created.status_code == 201, created.text
     data = created.json()["data"]
-    url = (await api.get(f"/request/link/{data['id']}", params={"contact": "tenant@example.com"})
-           ).json()["data"]["url"]
+    url = (await api.get(f"/request/link/{data['id']}", params={"contact": "tenant@example.com"})).json()[
+        "data"
+    ]["url"]
     page = await http.get(url.removeprefix("https://mandatum.test"))
     assert page.status_code == 200
-    for shown in ("Contrato de arrendamento", "Ação de despejo: cœur, año", "Morada",
-                  "Rua da Conceição 1, Lisboa", "Renda mensal", "1 250 €", "Documento"):
+    for shown in (
+        "Contrato de arrendamento",
+        "Ação de despejo: cœur, año",
+        "Morada",
+        "Rua da Conceição 1, Lisboa",
+        "Renda mensal",
+        "1 250 €",
+        "Documento",
+    ):
         assert shown in page.text, shown
     assert "IBAN" not in page.text and SECRET not in page.text  # a hidden field stays hidden
 
 
-async def test_only_the_canonical_spelling_of_a_link_opens_the_page(api: SignedClient,
-                                                                    http: httpx.AsyncClient) -> None:
+async def test_only_the_canonical_spelling_of_a_link_opens_the_page(
+    api: SignedClient, http: httpx.AsyncClient
+) -> None:
     created = await api.post("/request", policy_request(contacts=["dora@example.com"]))
     assert created.status_code == 201, created.text
     request_id = created.json()["data"]["id"]
-    url = (await api.get(f"/request/link/{request_id}", params={"contact": "dora@example.com"})
-           ).json()["data"]["url"]
+    url = (await api.get(f"/request/link/{request_id}", params={"contact": "dora@example.com"})).json()[
+        "data"
+    ]["url"]
     token = url.rsplit("/", 1)[1]
     assert (await http.get(f"/r/{token}")).status_code == 200
     for other in _spellings_of(token):

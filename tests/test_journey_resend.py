@@ -23,15 +23,20 @@ from workflows.messages import VerifyOtpInput, VerifyOtpResult
 
 
 @pytest_asyncio.fixture
-async def ts_api(ts_env: WorkflowEnvironment, ts_queue: str, settings: Settings,  # noqa: F811
-                 org: Credentials) -> AsyncIterator[SignedClient]:
+async def ts_api(
+    ts_env: WorkflowEnvironment,
+    ts_queue: str,  # noqa: F811
+    settings: Settings,
+    org: Credentials,
+) -> AsyncIterator[SignedClient]:
     """The app starting its workflows on the time-skipping server's worker. Rows are stamped with
     the wall clock while earlier tests have moved the server's virtual clock years ahead, so the
     requests' expiry is set to 30 days after the *virtual* now."""
     ahead = await ts_env.get_current_time() - datetime.now(UTC)
     expiry = max(ahead, timedelta(0)) + timedelta(days=30)
-    app = create_app(settings.model_copy(update={"task_queue": ts_queue, "request_expiry": expiry}),
-                     temporal=ts_env.client)
+    app = create_app(
+        settings.model_copy(update={"task_queue": ts_queue, "request_expiry": expiry}), temporal=ts_env.client
+    )
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
     async with httpx.AsyncClient(transport=transport, base_url="https://mandatum.test") as client:
         yield SignedClient(client, org)
@@ -40,13 +45,13 @@ async def ts_api(ts_env: WorkflowEnvironment, ts_queue: str, settings: Settings,
 async def check(env: WorkflowEnvironment, request_id: str, subject_id: str, code: str) -> str:
     code_hash = journey_secrets().code_hash(request_id, subject_id, code)
     result = await request_handle(env.client, request_id).execute_update(
-        "verify_otp", VerifyOtpInput(subject_id=subject_id, code_hash=code_hash), result_type=VerifyOtpResult)
+        "verify_otp", VerifyOtpInput(subject_id=subject_id, code_hash=code_hash), result_type=VerifyOtpResult
+    )
     return str(result.outcome)
 
 
 async def test_resend_limits_and_a_fresh_code(ts_env: WorkflowEnvironment, ts_api: SignedClient) -> None:
-    created = await ts_api.post("/request", policy_request(
-        contacts=["ana@example.com", "+351912345678"]))
+    created = await ts_api.post("/request", policy_request(contacts=["ana@example.com", "+351912345678"]))
     assert created.status_code == 201, created.text
     data: dict[str, Any] = created.json()["data"]
     request_id = data["id"]
@@ -91,8 +96,9 @@ async def end(env: WorkflowEnvironment, api: SignedClient, request_id: str) -> N
     await request_handle(env.client, request_id).result()
 
 
-async def test_resend_names_exactly_one_subject_of_the_request(ts_env: WorkflowEnvironment,
-                                                               ts_api: SignedClient) -> None:
+async def test_resend_names_exactly_one_subject_of_the_request(
+    ts_env: WorkflowEnvironment, ts_api: SignedClient
+) -> None:
     created = await ts_api.post("/request", policy_request(contacts=["ana@example.com"]))
     request_id = created.json()["data"]["id"]
     path = f"/request/resend/{request_id}"
@@ -101,7 +107,9 @@ async def test_resend_names_exactly_one_subject_of_the_request(ts_env: WorkflowE
     assert "exactly one" in assert_error_shape(both, 400)["message"]
     assert_error_shape(await ts_api.request("PATCH", path, params={"contact": "bob@example.com"}), 404)
     assert_error_shape(await ts_api.request("PATCH", path, params={"contact": "not a contact"}), 400)
-    assert_error_shape(await ts_api.request("PATCH", "/request/resend/" + "0" * 24,
-                                            params={"contact": "ana@example.com"}), 404)
+    assert_error_shape(
+        await ts_api.request("PATCH", "/request/resend/" + "0" * 24, params={"contact": "ana@example.com"}),
+        404,
+    )
     await end(ts_env, ts_api, request_id)
     assert_error_shape(await ts_api.request("PATCH", path, params={"contact": "ana@example.com"}), 409)

@@ -44,8 +44,9 @@ async def test_no_code_in_history_logs_or_tables(live: LiveStack, caplog: pytest
     assert passed.status_code == 200, passed.text
     [session] = SESSION_RE.findall(passed.text)
     credential_id = created.json()["data"]["credentials"][0]["id"]
-    decided = await live.http.post(f"{path}/decide", data={"session": session,
-                                                            f"decision-{credential_id}": "accept"})
+    decided = await live.http.post(
+        f"{path}/decide", data={"session": session, f"decision-{credential_id}": "accept"}
+    )
     assert decided.status_code == 200 and "Rent payments" in decided.text, decided.text
 
     handle = request_handle(live.temporal, request_id)
@@ -60,13 +61,15 @@ async def test_no_code_in_history_logs_or_tables(live: LiveStack, caplog: pytest
         "credential_request": "SELECT * FROM credential_request WHERE id = :r",
         "credential": "SELECT * FROM credential WHERE request_id = :r",
         "decision": "SELECT d.* FROM decision d JOIN credential c ON c.id = d.credential_id "
-                    "WHERE c.request_id = :r",
+        "WHERE c.request_id = :r",
         "audit_record": "SELECT * FROM audit_record WHERE request_id = :r",
         "webhook_event": "SELECT * FROM webhook_event WHERE request_id = :r",
     }
     with live.engine.connect() as conn:
-        tables = {name: [str(tuple(row)) for row in conn.execute(text(sql), {"r": request_id})]
-                  for name, sql in queries.items()}
+        tables = {
+            name: [str(tuple(row)) for row in conn.execute(text(sql), {"r": request_id})]
+            for name, sql in queries.items()
+        }
     assert len(tables["otp_challenge"]) == 1 and len(tables["decision"]) == 1, tables
     rows = [row for found in tables.values() for row in found]
     for code in codes:

@@ -45,20 +45,38 @@ def test_a_link_names_its_subject_and_cannot_be_forged() -> None:
     target = SECRETS.parse_link_token(token)
     assert target is not None and (target.request_id, target.subject_id) == (REQUEST, SUBJECT)
     assert SECRETS.link_token(REQUEST, SUBJECT) == token  # the same link on every resend
-    for bad in (token[:-1] + ("A" if token[-1] != "A" else "B"), token[:-2], token + "A", "", "!" * 59,
-                "A" * 500, JourneySecrets(b"j" * 32).link_token(REQUEST, SUBJECT)):
+    for bad in (
+        token[:-1] + ("A" if token[-1] != "A" else "B"),
+        token[:-2],
+        token + "A",
+        "",
+        "!" * 59,
+        "A" * 500,
+        JourneySecrets(b"j" * 32).link_token(REQUEST, SUBJECT),
+    ):
         assert SECRETS.parse_link_token(bad) is None, bad
 
 
 def _spellings_of(token: str) -> list[str]:
     """Other spellings that a lenient base64 decoder reads as the same bytes as ``token``."""
     last = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".index(token[-1])
-    stray_bits = [token[:-1] + "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"[last ^ b]
-                  for b in (1, 2, 3)]  # the last character carries 2 bits beyond the 44 bytes
+    stray_bits = [
+        token[:-1] + "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"[last ^ b]
+        for b in (1, 2, 3)
+    ]  # the last character carries 2 bits beyond the 44 bytes
     standard = token.replace("-", "+").replace("_", "/")
-    return [*stray_bits, token + "=", token + "==", token + "!!", token + " ", " " + token, token + "\n",
-            token.upper() if token.upper() != token else token.lower(), standard if standard != token else "",
-            token[:20] + "=" + token[20:]]
+    return [
+        *stray_bits,
+        token + "=",
+        token + "==",
+        token + "!!",
+        token + " ",
+        " " + token,
+        token + "\n",
+        token.upper() if token.upper() != token else token.lower(),
+        standard if standard != token else "",
+        token[:20] + "=" + token[20:],
+    ]
 
 
 def test_a_link_token_has_exactly_one_spelling() -> None:
@@ -127,21 +145,34 @@ def test_a_channel_the_service_does_not_offer_is_undeliverable(tmp_path: Path) -
     assert isinstance(transport_for(settings, "email"), Outbox)
 
 
-@pytest.mark.parametrize(("origin", "loopback", "expected"), [
-    ("https://app.example.com", False, "https://app.example.com"),
-    ("HTTPS://App.Example.com:8443/", False, "https://app.example.com:8443"),
-    ("http://localhost:5173", True, "http://localhost:5173"),
-    ("http://127.0.0.1:8080", True, "http://127.0.0.1:8080"),
-])
+@pytest.mark.parametrize(
+    ("origin", "loopback", "expected"),
+    [
+        ("https://app.example.com", False, "https://app.example.com"),
+        ("HTTPS://App.Example.com:8443/", False, "https://app.example.com:8443"),
+        ("http://localhost:5173", True, "http://localhost:5173"),
+        ("http://127.0.0.1:8080", True, "http://127.0.0.1:8080"),
+    ],
+)
 def test_allowed_frame_origins(origin: str, loopback: bool, expected: str) -> None:
     assert check_frame_origin(origin, loopback) == expected
 
 
-@pytest.mark.parametrize("origin", [
-    "http://app.example.com", "http://localhost:5173", "https://app.example.com/path", "app.example.com",
-    "https://user@app.example.com", "https://app.example.com?x=1", "javascript:alert(1)", "https://",
-    "https://app.example.com:99999", "*",
-])
+@pytest.mark.parametrize(
+    "origin",
+    [
+        "http://app.example.com",
+        "http://localhost:5173",
+        "https://app.example.com/path",
+        "app.example.com",
+        "https://user@app.example.com",
+        "https://app.example.com?x=1",
+        "javascript:alert(1)",
+        "https://",
+        "https://app.example.com:99999",
+        "*",
+    ],
+)
 def test_refused_frame_origins(origin: str) -> None:
     with pytest.raises(ValueError):
         check_frame_origin(origin, allow_loopback_http=False)

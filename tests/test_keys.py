@@ -63,9 +63,15 @@ def _all_at_once(n: int, call: Callable[[int], T]) -> list[T]:
 @pytest.fixture(params=["sqlite", "postgresql"])
 def fresh(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[str, Settings]]:
     """An empty migrated database (no service key yet) and settings for it."""
+
     def settings_for(url: str) -> Settings:
-        return Settings(environment=Environment.TEST, var_dir=tmp_path, database_url=url,
-                        master_key=MASTER_KEY, public_url="https://fresh.mandatum.test")
+        return Settings(
+            environment=Environment.TEST,
+            var_dir=tmp_path,
+            database_url=url,
+            master_key=MASTER_KEY,
+            public_url="https://fresh.mandatum.test",
+        )
 
     if request.param == "postgresql":
         if not PG_AVAILABLE:
@@ -85,20 +91,28 @@ def _rows(engine: Engine, owner: str) -> list[SigningKey]:
 
 # ---- storage ---------------------------------------------------------------------------------
 
+
 def test_private_keys_are_stored_only_encrypted(
     engine: Engine, cipher: SecretCipher, settings: Settings, org: Credentials
 ) -> None:
-    pairs = [keys.service_signing_key(engine, cipher, settings),
-             keys.organization_signing_key(engine, cipher, settings, org.organization_id)]
+    pairs = [
+        keys.service_signing_key(engine, cipher, settings),
+        keys.organization_signing_key(engine, cipher, settings, org.organization_id),
+    ]
     with engine.connect() as conn:
         dump = b"".join(
             v if isinstance(v, bytes | memoryview) else str(v).encode()
-            for row in conn.execute(text("SELECT * FROM signing_key")) for v in row
+            for row in conn.execute(text("SELECT * FROM signing_key"))
+            for v in row
         )
     for pair in pairs:
         assert pair.public_multikey.encode() in dump  # the scan does see the rows
-        for secret in (pair.seed, pair.seed.hex().encode(), base64.b64encode(pair.seed),
-                       pair.private_multikey.encode()):
+        for secret in (
+            pair.seed,
+            pair.seed.hex().encode(),
+            base64.b64encode(pair.seed),
+            pair.private_multikey.encode(),
+        ):
             assert secret not in dump
     stored = {r.public_multikey: r for r in _rows(engine, org.organization_id)}
     row = stored[pairs[1].public_multikey]
@@ -127,13 +141,20 @@ def test_one_active_key_per_owner_is_enforced_by_the_database(
     keys.organization_signing_key(engine, cipher, settings, org.organization_id)
     pair = Ed25519KeyPair.generate()
     with pytest.raises(IntegrityError), write_session(engine) as session:
-        session.add(SigningKey(id=new_object_id(), owner=org.organization_id,
-                               public_multikey=pair.public_multikey,
-                               private_key_ciphertext=cipher.encrypt(pair.private_multikey),
-                               status=keys.ACTIVE, created_at=utcnow()))
+        session.add(
+            SigningKey(
+                id=new_object_id(),
+                owner=org.organization_id,
+                public_multikey=pair.public_multikey,
+                private_key_ciphertext=cipher.encrypt(pair.private_multikey),
+                status=keys.ACTIVE,
+                created_at=utcnow(),
+            )
+        )
 
 
 # ---- concurrency -----------------------------------------------------------------------------
+
 
 def test_concurrent_first_use_makes_one_service_key(fresh: tuple[str, Settings]) -> None:
     """Eight "processes" (one engine each, so SQLite's in-process writer lock does not help)."""
@@ -162,8 +183,9 @@ def test_concurrent_first_use_makes_one_organization_key(
 ) -> None:
     engines = [make_engine(db_url) for _ in range(6)]
     try:
-        got = _all_at_once(6, lambda i: keys.organization_signing_key(
-            engines[i], cipher, settings, org.organization_id))
+        got = _all_at_once(
+            6, lambda i: keys.organization_signing_key(engines[i], cipher, settings, org.organization_id)
+        )
         assert len({p.public_multikey for p in got}) == 1
         assert len(_rows(engines[0], org.organization_id)) == 1
     finally:
@@ -173,23 +195,28 @@ def test_concurrent_first_use_makes_one_organization_key(
 
 # ---- rotation and resolution -----------------------------------------------------------------
 
+
 @pytest.mark.parametrize("owner", ["service", "organization"])
 def test_rotation_keeps_old_signatures_verifiable(
     engine: Engine, cipher: SecretCipher, settings: Settings, org: Credentials, owner: str
 ) -> None:
     if owner == "service":
+
         def current() -> Ed25519KeyPair:
             return keys.service_signing_key(engine, cipher, settings)
 
         def rotate() -> keys.Rotation:
             return keys.rotate_service_key(engine, cipher, settings)
+
         did = settings.service_did
     else:
+
         def current() -> Ed25519KeyPair:
             return keys.organization_signing_key(engine, cipher, settings, org.organization_id)
 
         def rotate() -> keys.Rotation:
             return keys.rotate_organization_key(engine, cipher, settings, org.organization_id)
+
         did = org.did
     resolver = keys.did_resolver(engine, settings)
     old = current()
@@ -213,13 +240,16 @@ def test_rotation_keeps_old_signatures_verifiable(
 
     # an old signature still verifies; a new one is made, and verifies, with the new key
     for relationship in ("assertionMethod", "authentication"):
-        assert verify_signature(resolver.public_key(old.verification_method, relationship),
-                                message, old_signature)
+        assert verify_signature(
+            resolver.public_key(old.verification_method, relationship), message, old_signature
+        )
         fresh_message = b"signed after the rotation"
-        assert verify_signature(resolver.public_key(new.verification_method, relationship),
-                                fresh_message, new.sign(fresh_message))
-    assert not verify_signature(resolver.public_key(new.verification_method, "assertionMethod"),
-                                message, old_signature)
+        assert verify_signature(
+            resolver.public_key(new.verification_method, relationship), fresh_message, new.sign(fresh_message)
+        )
+    assert not verify_signature(
+        resolver.public_key(new.verification_method, "assertionMethod"), message, old_signature
+    )
     with pytest.raises(UnknownVerificationMethod):
         resolver.public_key(f"{did}#{Ed25519KeyPair.generate().public_multikey}", "assertionMethod")
 
@@ -237,8 +267,9 @@ def test_a_key_rotated_by_another_process_verifies_and_is_published_at_once(
     finally:
         other.dispose()
     message = b"signed by the other process with its new key"
-    assert verify_signature(resolver.public_key(new.verification_method, "assertionMethod"),
-                            message, new.sign(message))
+    assert verify_signature(
+        resolver.public_key(new.verification_method, "assertionMethod"), message, new.sign(message)
+    )
     published = keys.service_did_document(engine, cipher, settings)  # what the route serves
     assert published["verificationMethod"][0]["id"] == new.verification_method
     assert old.verification_method in published["assertionMethod"]
@@ -249,18 +280,30 @@ def test_did_documents_for_our_dids_only(
 ) -> None:
     subject_id = str(uuid.uuid4())
     with write_session(engine) as session:
-        session.add(Subject(id=subject_id, organization_id=org.organization_id,
-                            contact=f"{subject_id}@example.com", contact_kind="email",
-                            created_at=utcnow()))
+        session.add(
+            Subject(
+                id=subject_id,
+                organization_id=org.organization_id,
+                contact=f"{subject_id}@example.com",
+                contact_kind="email",
+                created_at=utcnow(),
+            )
+        )
     subject_did = settings.subject_did(subject_id)
     assert keys.did_document_for(engine, settings, subject_did) == {
-        "@context": ["https://www.w3.org/ns/did/v1"], "id": subject_did}
+        "@context": ["https://www.w3.org/ns/did/v1"],
+        "id": subject_did,
+    }
     unknown = [
-        "did:web:elsewhere.example", "did:web:elsewhere.example:orgs:" + org.organization_id,
-        settings.organization_did(new_object_id()), settings.organization_did("not-an-id"),
+        "did:web:elsewhere.example",
+        "did:web:elsewhere.example:orgs:" + org.organization_id,
+        settings.organization_did(new_object_id()),
+        settings.organization_did("not-an-id"),
         settings.organization_did(org.organization_id) + ":more",
-        settings.subject_did(str(uuid.uuid4())), settings.subject_did(subject_id.upper()),
-        settings.service_did + ":other:" + org.organization_id, settings.service_did + "x",
+        settings.subject_did(str(uuid.uuid4())),
+        settings.subject_did(subject_id.upper()),
+        settings.service_did + ":other:" + org.organization_id,
+        settings.service_did + "x",
     ]
     for did in unknown:
         assert keys.did_document_for(engine, settings, did) is None, did
@@ -281,13 +324,16 @@ def test_documents_use_the_public_host_and_percent_encode_a_port(
     local = settings.model_copy(update={"public_url": "http://127.0.0.1:8000"})
     document = keys.service_did_document(engine, cipher, local)
     assert document["id"] == "did:web:127.0.0.1%3A8000"
-    assert all(m["id"].startswith("did:web:127.0.0.1%3A8000#z6Mk") and
-               m["controller"] == "did:web:127.0.0.1%3A8000" for m in document["verificationMethod"])
+    assert all(
+        m["id"].startswith("did:web:127.0.0.1%3A8000#z6Mk") and m["controller"] == "did:web:127.0.0.1%3A8000"
+        for m in document["verificationMethod"]
+    )
     signer = keys.service_signing_key(engine, cipher, local)
     assert signer.verification_method == f"did:web:127.0.0.1%3A8000#{signer.public_multikey}"
 
 
 # ---- production and the master key -------------------------------------------------------------
+
 
 @pytest.fixture
 def production_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[None]:
@@ -308,8 +354,11 @@ def test_production_app_refuses_to_start_without_a_master_key(production_env: No
         create_app()
     # settings that skipped validation still cannot reach a key: the app refuses, naming it
     unchecked = Settings.model_construct(
-        environment=Environment.PRODUCTION, master_key=None, var_dir=tmp_path / "var",
-        database_url=f"sqlite:///{tmp_path / 'prod.db'}")
+        environment=Environment.PRODUCTION,
+        master_key=None,
+        var_dir=tmp_path / "var",
+        database_url=f"sqlite:///{tmp_path / 'prod.db'}",
+    )
     with pytest.raises(ValueError, match="MANDATUM_MASTER_KEY is required in production"):
         create_app(unchecked)
     assert not (tmp_path / "var" / "master.key").exists()  # nothing generated in production
@@ -317,16 +366,23 @@ def test_production_app_refuses_to_start_without_a_master_key(production_env: No
 
 # ---- the `mandatum keys` commands --------------------------------------------------------------
 
+
 def _cli_env(url: str, var_dir: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MANDATUM_") and k != "DATABASE_URL"}
-    env.update(MANDATUM_DATABASE_URL=url, MANDATUM_MASTER_KEY=MASTER_KEY, MANDATUM_VAR_DIR=str(var_dir),
-               MANDATUM_PUBLIC_URL="https://keys.mandatum.test:8443", **extra)
+    env.update(
+        MANDATUM_DATABASE_URL=url,
+        MANDATUM_MASTER_KEY=MASTER_KEY,
+        MANDATUM_VAR_DIR=str(var_dir),
+        MANDATUM_PUBLIC_URL="https://keys.mandatum.test:8443",
+        **extra,
+    )
     return env
 
 
 def _mandatum(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(MANDATUM), *args], env=env, capture_output=True, text=True,
-                          timeout=60, check=False)
+    return subprocess.run(
+        [str(MANDATUM), *args], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
 
 
 def test_keys_commands(tmp_path: Path) -> None:

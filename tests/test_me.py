@@ -49,7 +49,10 @@ async def test_me_did_is_the_published_document(http: httpx.AsyncClient, org: Cr
 
 
 async def test_each_key_sees_its_own_organization(
-    http: httpx.AsyncClient, engine: Engine, cipher: SecretCipher, settings: Settings,
+    http: httpx.AsyncClient,
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
     org: Credentials,
 ) -> None:
     other = new_org(engine, cipher, settings)

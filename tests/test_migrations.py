@@ -27,10 +27,26 @@ def test_migrate_is_idempotent_and_versioned(tmp_path) -> None:  # type: ignore[
     eng = make_engine(url)
     try:
         tables = set(inspect(eng).get_table_names())
-        assert {"organization", "api_key", "credential_request", "credential", "subject",
-                "request_subject", "decision", "seen_signature", "idempotency_record",
-                "signing_key", "action", "action_version", "status_list", "presentation",
-                "verification", "audit_record", "audit_head", "alembic_version"} <= tables
+        assert {
+            "organization",
+            "api_key",
+            "credential_request",
+            "credential",
+            "subject",
+            "request_subject",
+            "decision",
+            "seen_signature",
+            "idempotency_record",
+            "signing_key",
+            "action",
+            "action_version",
+            "status_list",
+            "presentation",
+            "verification",
+            "audit_record",
+            "audit_head",
+            "alembic_version",
+        } <= tables
         head = ScriptDirectory.from_config(alembic_config(url)).get_current_head()
         assert head is not None and int(head) >= 5  # the newest revision, whichever it is
         with eng.connect() as conn:
@@ -51,7 +67,8 @@ def test_signing_key_revision_downgrades_and_upgrades(tmp_path) -> None:  # type
         migrate(url)
         with eng.connect() as conn:
             ddl = conn.exec_driver_sql(
-                "SELECT sql FROM sqlite_master WHERE name = 'uq_signing_key_one_active'").scalar()
+                "SELECT sql FROM sqlite_master WHERE name = 'uq_signing_key_one_active'"
+            ).scalar()
         assert ddl is not None and "UNIQUE" in ddl and "WHERE status = 'active'" in ddl
     finally:
         eng.dispose()
@@ -76,8 +93,10 @@ def test_action_revision_downgrades_and_upgrades(tmp_path) -> None:  # type: ign
         assert "action" not in names and "action_version" not in names
         migrate(url)
         with eng.connect() as conn:
-            ddl = conn.exec_driver_sql("SELECT sql FROM sqlite_master WHERE type = 'trigger' "
-                                       "AND name = 'action_version_published_immutable'").scalar()
+            ddl = conn.exec_driver_sql(
+                "SELECT sql FROM sqlite_master WHERE type = 'trigger' "
+                "AND name = 'action_version_published_immutable'"
+            ).scalar()
         assert ddl is not None and "OLD.status = 'published'" in ddl
     finally:
         eng.dispose()
@@ -85,11 +104,15 @@ def test_action_revision_downgrades_and_upgrades(tmp_path) -> None:  # type: ign
 
 def test_published_action_versions_are_guarded_by_a_trigger(engine: Engine) -> None:
     if engine.dialect.name == "postgresql":
-        query = ("SELECT count(*) FROM pg_trigger WHERE tgname = 'action_version_published_immutable' "
-                 "AND tgrelid = 'action_version'::regclass")
+        query = (
+            "SELECT count(*) FROM pg_trigger WHERE tgname = 'action_version_published_immutable' "
+            "AND tgrelid = 'action_version'::regclass"
+        )
     else:
-        query = ("SELECT count(*) FROM sqlite_master WHERE type = 'trigger' "
-                 "AND name = 'action_version_published_immutable'")
+        query = (
+            "SELECT count(*) FROM sqlite_master WHERE type = 'trigger' "
+            "AND name = 'action_version_published_immutable'"
+        )
     with engine.connect() as conn:
         assert conn.exec_driver_sql(query).scalar() == 1
 

@@ -31,9 +31,13 @@ pytestmark = pytest.mark.usefixtures("worker", "no_server_errors")
 
 
 def document(items: int = 1, value: str = "v", label: str = "Item") -> dict[str, Any]:
-    return {"type": "DOCUMENT", "name": "Contract",
-            "data": [{"label": f"{label} {i}", "type": "text", "value": value, "hidden": False}
-                     for i in range(items)]}
+    return {
+        "type": "DOCUMENT",
+        "name": "Contract",
+        "data": [
+            {"label": f"{label} {i}", "type": "text", "value": value, "hidden": False} for i in range(items)
+        ],
+    }
 
 
 def lines(resp: Any) -> list[str]:
@@ -42,6 +46,7 @@ def lines(resp: Any) -> list[str]:
 
 
 # --- bounds at creation ---------------------------------------------------------------------------
+
 
 async def test_a_document_with_too_many_items_is_refused(api: SignedClient) -> None:
     [line] = lines(await api.post("/request", policy_request(credentials=[document(items=51)])))
@@ -57,13 +62,15 @@ async def test_a_document_with_too_long_a_value_is_refused(api: SignedClient) ->
 async def test_a_document_with_too_much_text_in_all_is_refused(api: SignedClient) -> None:
     # 5 items of 4,000 characters each are within the per-item limit, 20,030 characters in all are not
     [line] = lines(await api.post("/request", policy_request(credentials=[document(5, "x" * 4_000)])))
-    assert line == ("credentials.0: data holds 20030 characters of labels and values; a document "
-                    "holds at most 20000"), line
+    assert line == (
+        "credentials.0: data holds 20030 characters of labels and values; a document holds at most 20000"
+    ), line
     ok = await api.post("/request", policy_request(credentials=[document(5, "x" * 3_990)]))
     assert ok.status_code == 201, ok.text
 
 
 # --- rendered once, kept while it is right --------------------------------------------------------
+
 
 @pytest.fixture
 def counted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
@@ -86,7 +93,11 @@ async def get_pdf(api: SignedClient, ident: str) -> str:
 
 
 async def test_a_pdf_is_rendered_once_and_again_after_a_revocation(
-    api: SignedClient, temporal: Any, engine: Engine, counted: list[str], monkeypatch: pytest.MonkeyPatch,
+    api: SignedClient,
+    temporal: Any,
+    engine: Engine,
+    counted: list[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     request = await create_request(api, credentials=[LEASE])
     cred_id = request["credentials"][0]["id"]
@@ -99,8 +110,9 @@ async def test_a_pdf_is_rendered_once_and_again_after_a_revocation(
     monkeypatch.setattr(pdf, "RENDERER", pdf.Renderer())
     assert await get_pdf(api, cred_id) == first and counted == [cred_id]
     with engine.connect() as conn:
-        [(kept_digest,)] = conn.execute(select(col(CredentialPdf.content_digest)).where(
-            col(CredentialPdf.credential_id) == cred_id)).all()
+        [(kept_digest,)] = conn.execute(
+            select(col(CredentialPdf.content_digest)).where(col(CredentialPdf.credential_id) == cred_id)
+        ).all()
     assert kept_pdf(engine, cred_id, kept_digest) == base64.b64decode(first)
 
     revoked = await api.post(f"/credential/{quote(issued['id'], safe='')}/revoke", {"reason": "moved out"})
@@ -116,6 +128,7 @@ async def test_a_pdf_is_rendered_once_and_again_after_a_revocation(
 
 
 # --- bounded concurrency --------------------------------------------------------------------------
+
 
 async def until(condition: Callable[[], bool]) -> None:
     while True:
@@ -140,7 +153,11 @@ def held(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[threading.Event, lis
 
 
 async def test_busy_renderers_do_not_stop_another_organizations_calls(
-    api: SignedClient, http: Any, engine: Engine, cipher: SecretCipher, settings: Settings,
+    api: SignedClient,
+    http: Any,
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
     held: tuple[threading.Event, list[str]],
 ) -> None:
     release, started = held
@@ -153,8 +170,9 @@ async def test_busy_renderers_do_not_stop_another_organizations_calls(
     other = SignedClient(http, new_org(engine, cipher, settings))
     assert (await other.post("/request", policy_request())).status_code == 201
 
-    renders = [asyncio.create_task(api.get(f"/credential/{c}", params={"includePdf": "true"}))
-               for c in cred_ids]
+    renders = [
+        asyncio.create_task(api.get(f"/credential/{c}", params={"includePdf": "true"})) for c in cred_ids
+    ]
     refused_count = len(cred_ids) - pdf.RENDER_WORKERS - pdf.RENDER_WAITING
     try:
         async with asyncio.timeout(20):

@@ -29,8 +29,11 @@ from trust.receipts import verify_receipt
 
 pytestmark = pytest.mark.usefixtures("worker", "no_server_errors")
 
-DOCUMENT = {"type": "DOCUMENT", "name": "Lease", "data": [
-    {"label": "Address", "type": "text", "value": "Rua 1", "hidden": False}]}
+DOCUMENT = {
+    "type": "DOCUMENT",
+    "name": "Lease",
+    "data": [{"label": "Address", "type": "text", "value": "Rua 1", "hidden": False}],
+}
 
 
 def path_of(mandate_id: str) -> str:
@@ -54,12 +57,18 @@ async def presented(api: SignedClient, mandate_id: str, **body: Any) -> dict[str
 def revoke_in_db(engine: Engine, mandate_id: str) -> None:
     """What revocation does to the credential row (the endpoint is built elsewhere)."""
     with write_session(engine) as session:
-        session.execute(update(Credential).where(col(Credential.mandate_id) == mandate_id)
-                        .values(status="REVOKED", revoked_at=utcnow()))
+        session.execute(
+            update(Credential)
+            .where(col(Credential.mandate_id) == mandate_id)
+            .values(status="REVOKED", revoked_at=utcnow())
+        )
 
 
 async def test_a_vp_of_the_mandate_with_its_receipt(
-    api: SignedClient, temporal: Any, engine: Engine, settings: Settings,
+    api: SignedClient,
+    temporal: Any,
+    engine: Engine,
+    settings: Settings,
 ) -> None:
     mandate = await issued_mandate(api, temporal)
     data = await presented(api, mandate["id"])
@@ -77,7 +86,10 @@ async def test_a_vp_of_the_mandate_with_its_receipt(
 
     assert receipt["type"] == "PRESENTATION_ISSUED"
     assert (receipt["credentialId"], receipt["requestId"], receipt["presentationId"]) == (
-        mandate["id"], mandate["requestId"], vp["id"])
+        mandate["id"],
+        mandate["requestId"],
+        vp["id"],
+    )
     assert "verifier" not in receipt
     verify_receipt(receipt, resolver, issuer_did=settings.service_did)
     with read_session(engine) as session:
@@ -99,7 +111,10 @@ async def test_each_vp_is_fresh_and_the_alias_and_encodings_work(api: SignedClie
 
 
 async def test_target_verifier_binds_the_vp(
-    api: SignedClient, temporal: Any, engine: Engine, settings: Settings,
+    api: SignedClient,
+    temporal: Any,
+    engine: Engine,
+    settings: Settings,
 ) -> None:
     mandate = await issued_mandate(api, temporal)
     target = "did:web:verifier.example.com"
@@ -113,15 +128,19 @@ async def test_target_verifier_binds_the_vp(
     verify_receipt(data["receipt"], resolver, issuer_did=settings.service_did)
 
 
-@pytest.mark.parametrize("body", [{"targetVerifier": "https://verifier.example.com"},
-                                  {"targetVerifier": 7}, {"audience": "did:web:x"}])
+@pytest.mark.parametrize(
+    "body",
+    [{"targetVerifier": "https://verifier.example.com"}, {"targetVerifier": 7}, {"audience": "did:web:x"}],
+)
 async def test_a_bad_body_is_a_400(api: SignedClient, temporal: Any, body: dict[str, Any]) -> None:
     mandate = await issued_mandate(api, temporal)
     assert_error_shape(await present(api, mandate["id"], body), 400)
 
 
 async def test_the_lifetime_is_the_organizations_setting(
-    api: SignedClient, temporal: Any, engine: Engine,
+    api: SignedClient,
+    temporal: Any,
+    engine: Engine,
 ) -> None:
     mandate = await issued_mandate(api, temporal)
     presentations.set_presentation_minutes(engine, api.creds.organization_id, 17)
@@ -133,20 +152,24 @@ async def test_the_lifetime_is_the_organizations_setting(
 
 
 def test_the_lifetime_command(
-    monkeypatch: pytest.MonkeyPatch, engine: Engine, cipher: SecretCipher, settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
 ) -> None:
     org = new_org(engine, cipher, settings)
     monkeypatch.setattr("cli.common.get_settings", lambda: settings)
     runner = CliRunner()
-    done = runner.invoke(cli_app, ["org", "set-presentation-minutes", "--org", org.organization_id,
-                                   "--minutes", "60"])
+    done = runner.invoke(
+        cli_app, ["org", "set-presentation-minutes", "--org", org.organization_id, "--minutes", "60"]
+    )
     assert done.exit_code == 0, done.output
     assert "60 minutes" in done.output
-    refused = runner.invoke(cli_app, ["org", "set-presentation-minutes", "--org", org.organization_id,
-                                      "--minutes", "90"])
+    refused = runner.invoke(
+        cli_app, ["org", "set-presentation-minutes", "--org", org.organization_id, "--minutes", "90"]
+    )
     assert refused.exit_code == 1 and "1 to 60 minutes" in refused.output
-    unknown = runner.invoke(cli_app, ["org", "set-presentation-minutes", "--org", "0" * 24,
-                                      "--minutes", "3"])
+    unknown = runner.invoke(cli_app, ["org", "set-presentation-minutes", "--org", "0" * 24, "--minutes", "3"])
     assert unknown.exit_code == 1 and "not found" in unknown.output
     from store.orgs import get_organization
 
@@ -154,7 +177,11 @@ def test_the_lifetime_command(
 
 
 async def test_another_organizations_mandate_is_unknown_unless_it_lists_the_caller(
-    api: SignedClient, http: Any, temporal: Any, engine: Engine, cipher: SecretCipher,
+    api: SignedClient,
+    http: Any,
+    temporal: Any,
+    engine: Engine,
+    cipher: SecretCipher,
     settings: Settings,
 ) -> None:
     """CONTRACT 2: another organization's resource is a 404, never a 403 that says it exists; an
@@ -170,15 +197,21 @@ async def test_another_organizations_mandate_is_unknown_unless_it_lists_the_call
     # what the stranger's own audit trail says is what an unknown mandate gets: nothing more
     denied = [r for r in chain(engine, stranger.creds.organization_id) if r.type == "VP_ISSUE_DENIED"]
     assert [(r.credential_id, r.request_id, r.data["reason"]) for r in denied] == [
-        (unknown_id, None, "credential_not_found"), (mandate["id"], None, "credential_not_found"),
-        (mandate["id"], None, "credential_not_found")]
+        (unknown_id, None, "credential_not_found"),
+        (mandate["id"], None, "credential_not_found"),
+        (mandate["id"], None, "credential_not_found"),
+    ]
     revoke_in_db(engine, mandate["id"])  # nor does its state show through
     assert assert_error_shape(await present(stranger, mandate["id"]), 404)["message"].endswith("not found")
     assert assert_error_shape(await present(agent, mandate["id"]), 400)["reason"] == "credential_revoked"
 
 
 async def test_an_organization_the_mandate_lists_gets_a_vp_held_by_the_mandates_organization(
-    api: SignedClient, http: Any, temporal: Any, engine: Engine, cipher: SecretCipher,
+    api: SignedClient,
+    http: Any,
+    temporal: Any,
+    engine: Engine,
+    cipher: SecretCipher,
     settings: Settings,
 ) -> None:
     agent = SignedClient(http, new_org(engine, cipher, settings))
@@ -201,12 +234,19 @@ async def test_a_revoked_mandate_gets_no_vp(api: SignedClient, temporal: Any, en
 
 
 async def test_unknown_malformed_and_document_ids(
-    api: SignedClient, http: Any, temporal: Any, engine: Engine, cipher: SecretCipher,
+    api: SignedClient,
+    http: Any,
+    temporal: Any,
+    engine: Engine,
+    cipher: SecretCipher,
     settings: Settings,
 ) -> None:
     assert_error_shape(await present(api, "urn:via:credential:5d7f0e59-1b8f-4c55-9a3e-0e3f1c2b4a6d"), 404)
-    for wrong in ("urn:via:action:5d7f0e59-1b8f-4c55-9a3e-0e3f1c2b4a6d", "0123456789abcdef01234567",
-                  "urn:via:credential:nope"):
+    for wrong in (
+        "urn:via:action:5d7f0e59-1b8f-4c55-9a3e-0e3f1c2b4a6d",
+        "0123456789abcdef01234567",
+        "urn:via:credential:nope",
+    ):
         assert_error_shape(await present(api, wrong), 400)
     document = await issued_mandate(api, temporal, credentials=[DOCUMENT])
     body = assert_error_shape(await present(api, document["id"]), 400)
@@ -216,7 +256,11 @@ async def test_unknown_malformed_and_document_ids(
 
 
 async def test_signing_keys_are_cached_briefly_and_rotation_applies(
-    api: SignedClient, temporal: Any, engine: Engine, cipher: SecretCipher, settings: Settings,
+    api: SignedClient,
+    temporal: Any,
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
 ) -> None:
     """Keys are kept for at most KEY_CACHE_SECONDS; what a just-retired key signed still verifies
     (it stays in the DID document)."""

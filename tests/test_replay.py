@@ -78,9 +78,11 @@ class ChangedWorkflow:
 
     @workflow.run
     async def run(self, inp: CredentialRequestInput) -> CredentialRequestResult:
-        await workflow.execute_activity(ActivityNames.RECORD_EXPIRY,
-                                        RecordExpiryInput(request_id=inp.request_id),
-                                        start_to_close_timeout=timedelta(seconds=30))
+        await workflow.execute_activity(
+            ActivityNames.RECORD_EXPIRY,
+            RecordExpiryInput(request_id=inp.request_id),
+            start_to_close_timeout=timedelta(seconds=30),
+        )
         await workflow.wait_condition(lambda: self._done)
         return CredentialRequestResult(request_id=inp.request_id, status="EXPIRED")
 

@@ -30,13 +30,40 @@ ACTION_ID = "urn:via:action:0b1e4c1a-7f1d-4a7e-9a55-1f2b3c4d5e6f"
 AGENT_KEY_DID = "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK"
 
 # SPEC.md full-record fields, plus the extras this service adds (CONTRACT 2: extras are allowed)
-REQUEST_FIELDS = {"id", "securityLevel", "createdAt", "subjects", "credentials", "name", "language",
-                  "redirectUrl", "internalId", "canceledAt"}
+REQUEST_FIELDS = {
+    "id",
+    "securityLevel",
+    "createdAt",
+    "subjects",
+    "credentials",
+    "name",
+    "language",
+    "redirectUrl",
+    "internalId",
+    "canceledAt",
+}
 REQUEST_EXTRAS = {"status", "expiresAt", "authorizedDIDs"}
-SUBJECT_FIELDS = {"id", "contact", "contacts", "identityStatus", "organization", "createdAt",
-                  "internalId", "kyc"}
-CREDENTIAL_FIELDS = {"id", "resourceType", "status", "w3cCredential", "name", "description",
-                     "internalId", "tags", "decisions"}
+SUBJECT_FIELDS = {
+    "id",
+    "contact",
+    "contacts",
+    "identityStatus",
+    "organization",
+    "createdAt",
+    "internalId",
+    "kyc",
+}
+CREDENTIAL_FIELDS = {
+    "id",
+    "resourceType",
+    "status",
+    "w3cCredential",
+    "name",
+    "description",
+    "internalId",
+    "tags",
+    "decisions",
+}
 CREDENTIAL_EXTRAS = {"scope", "action", "data", "validFrom", "validUntil"}
 
 
@@ -122,9 +149,12 @@ async def test_created_record_has_spec_fields_and_values(api: SignedClient) -> N
 
 
 async def test_get_returns_the_same_record_as_post(api: SignedClient) -> None:
-    posted = await create(api, contacts=["ana@example.com", {"contact": "+351912345678",
-                                                            "internalId": "sub-2"}],
-                          internalId="ext-9", redirectUrl="https://example.com/done")
+    posted = await create(
+        api,
+        contacts=["ana@example.com", {"contact": "+351912345678", "internalId": "sub-2"}],
+        internalId="ext-9",
+        redirectUrl="https://example.com/done",
+    )
     got = await api.get(f"/request/{posted['id']}")
     assert got.status_code == 200, got.text
     assert set(got.json()) == {"data"}
@@ -149,17 +179,33 @@ async def test_get_unknown_and_malformed_ids(api: SignedClient) -> None:
 
 async def test_optional_fields_round_trip(api: SignedClient) -> None:
     body = policy_request(
-        name="Quarterly rent", language="PRT", redirectUrl="https://example.com/back?x=1",
-        internalId="order-77", securityLevel="PLATFORM_KYC",
+        name="Quarterly rent",
+        language="PRT",
+        redirectUrl="https://example.com/back?x=1",
+        internalId="order-77",
+        securityLevel="PLATFORM_KYC",
         authorizedDIDs=["did:web:agent.example.com", AGENT_KEY_DID],
         credentials=[
-            {"type": "POLICY", "name": "Rent", "scope": "payments", "description": "Monthly rent",
-             "internalId": "cred-1", "tags": ["rent", "home"],
-             "validFrom": "2030-01-01T10:00:00+02:00", "validUntil": "2030-12-31T23:59:59.5Z",
-             "action": {"id": ACTION_ID, "userParams": {"maxAmount": 900, "payees": ["Bob"]}}},
-            {"type": "DOCUMENT", "name": "Lease", "internalId": "cred-2",
-             "data": [{"label": "Address", "type": "text", "value": "Rua 1", "hidden": False},
-                      {"label": "Tax id", "type": "text", "value": "123", "hidden": True}]},
+            {
+                "type": "POLICY",
+                "name": "Rent",
+                "scope": "payments",
+                "description": "Monthly rent",
+                "internalId": "cred-1",
+                "tags": ["rent", "home"],
+                "validFrom": "2030-01-01T10:00:00+02:00",
+                "validUntil": "2030-12-31T23:59:59.5Z",
+                "action": {"id": ACTION_ID, "userParams": {"maxAmount": 900, "payees": ["Bob"]}},
+            },
+            {
+                "type": "DOCUMENT",
+                "name": "Lease",
+                "internalId": "cred-2",
+                "data": [
+                    {"label": "Address", "type": "text", "value": "Rua 1", "hidden": False},
+                    {"label": "Tax id", "type": "text", "value": "123", "hidden": True},
+                ],
+            },
         ],
     )
     resp = await api.post("/request", body)
@@ -170,11 +216,13 @@ async def test_optional_fields_round_trip(api: SignedClient) -> None:
     assert data["redirectUrl"] == "https://example.com/back?x=1"
     assert data["internalId"] == "order-77"
     assert data["securityLevel"] == "PLATFORM_KYC"
-    assert data["authorizedDIDs"] == [
-        api.creds.did, "did:web:agent.example.com", AGENT_KEY_DID]
+    assert data["authorizedDIDs"] == [api.creds.did, "did:web:agent.example.com", AGENT_KEY_DID]
     policy, document = data["credentials"]
     assert (policy["description"], policy["internalId"], policy["tags"]) == (
-        "Monthly rent", "cred-1", ["rent", "home"])
+        "Monthly rent",
+        "cred-1",
+        ["rent", "home"],
+    )
     assert policy["validFrom"] == "2030-01-01T08:00:00.000Z"
     assert policy["validUntil"] == "2030-12-31T23:59:59.500Z"
     assert policy["action"]["id"] == ACTION_ID
@@ -203,13 +251,31 @@ async def test_organization_did_comes_first_once(api: SignedClient) -> None:
 
 async def test_null_optional_fields_mean_their_defaults(api: SignedClient) -> None:
     """Typed SDKs send unset optional fields as null; that is not an error."""
-    cred = {**policy_request()["credentials"][0], "description": None, "internalId": None,
-            "tags": None, "validFrom": None, "validUntil": None, "scope": None}
-    data = await create(api, name=None, language=None, redirectUrl=None, internalId=None,
-                        authorizedDIDs=None, credentials=[cred],
-                        contacts=[{"contact": "ana@example.com", "internalId": None}])
+    cred = {
+        **policy_request()["credentials"][0],
+        "description": None,
+        "internalId": None,
+        "tags": None,
+        "validFrom": None,
+        "validUntil": None,
+        "scope": None,
+    }
+    data = await create(
+        api,
+        name=None,
+        language=None,
+        redirectUrl=None,
+        internalId=None,
+        authorizedDIDs=None,
+        credentials=[cred],
+        contacts=[{"contact": "ana@example.com", "internalId": None}],
+    )
     assert (data["name"], data["language"], data["redirectUrl"], data["internalId"]) == (
-        None, "ENG", None, None)
+        None,
+        "ENG",
+        None,
+        None,
+    )
     assert data["authorizedDIDs"] == [api.creds.did]
     assert data["credentials"][0]["tags"] == [] and data["credentials"][0]["scope"] is None
     assert data["subjects"][0]["internalId"] is None
@@ -220,8 +286,7 @@ async def test_every_language_is_accepted(api: SignedClient, language: str) -> N
     assert (await create(api, language=language))["language"] == language
 
 
-@pytest.mark.parametrize("level", ["CONTACT", "ORGANIZATION_KYC", "PLATFORM_KYC",
-                                   "PLATFORM_REVALIDATION"])
+@pytest.mark.parametrize("level", ["CONTACT", "ORGANIZATION_KYC", "PLATFORM_KYC", "PLATFORM_REVALIDATION"])
 async def test_every_security_level_is_accepted(api: SignedClient, level: str) -> None:
     assert (await create(api, securityLevel=level))["securityLevel"] == level
 
@@ -230,35 +295,53 @@ async def test_every_security_level_is_accepted(api: SignedClient, level: str) -
 
 
 async def test_contact_objects_set_the_subject_internal_id(api: SignedClient) -> None:
-    data = await create(api, contacts=[
-        {"contact": "ana@example.com", "internalId": "user-1"},
-        "+442071838750",
-        {"contact": "bob@example.com"},
-    ])
+    data = await create(
+        api,
+        contacts=[
+            {"contact": "ana@example.com", "internalId": "user-1"},
+            "+442071838750",
+            {"contact": "bob@example.com"},
+        ],
+    )
     assert [(s["contact"], s["internalId"]) for s in data["subjects"]] == [
-        ("ana@example.com", "user-1"), ("+442071838750", None), ("bob@example.com", None)]
+        ("ana@example.com", "user-1"),
+        ("+442071838750", None),
+        ("bob@example.com", None),
+    ]
 
 
 async def test_valid_contacts_are_normalized(api: SignedClient) -> None:
-    data = await create(api, contacts=["Ana.Silva@Example.COM", " +14155552671 ", "+351912345678",
-                                       "first.last+tag@sub.example.org"])
+    data = await create(
+        api,
+        contacts=[
+            "Ana.Silva@Example.COM",
+            " +14155552671 ",
+            "+351912345678",
+            "first.last+tag@sub.example.org",
+        ],
+    )
     assert [s["contact"] for s in data["subjects"]] == [
-        "ana.silva@example.com", "+14155552671", "+351912345678", "first.last+tag@sub.example.org"]
-    assert [s["contacts"][0]["contact"] for s in data["subjects"]] == [
-        s["contact"] for s in data["subjects"]]
+        "ana.silva@example.com",
+        "+14155552671",
+        "+351912345678",
+        "first.last+tag@sub.example.org",
+    ]
+    assert [s["contacts"][0]["contact"] for s in data["subjects"]] == [s["contact"] for s in data["subjects"]]
     assert len({s["id"] for s in data["subjects"]}) == 4
 
 
-@pytest.mark.parametrize("bad", ["bob", "12345", "+1 415 555 2671", "+999", "a@b", "", "ana@",
-                                 "+14155552671x"])
+@pytest.mark.parametrize(
+    "bad", ["bob", "12345", "+1 415 555 2671", "+999", "a@b", "", "ana@", "+14155552671x"]
+)
 async def test_invalid_contact_is_named(api: SignedClient, bad: str) -> None:
     resp = await api.post("/request", policy_request(contacts=["ana@example.com", bad]))
     assert_message(resp, "contacts.1", repr(bad))
 
 
 async def test_invalid_contact_object_is_named(api: SignedClient) -> None:
-    resp = await api.post("/request", policy_request(
-        contacts=["ana@example.com", {"contact": "bob", "internalId": "u2"}]))
+    resp = await api.post(
+        "/request", policy_request(contacts=["ana@example.com", {"contact": "bob", "internalId": "u2"}])
+    )
     assert_message(resp, "contacts.1", "'bob'")
 
 
@@ -270,11 +353,14 @@ async def test_every_invalid_contact_is_listed(api: SignedClient) -> None:
     assert not any("contacts.1" in m for m in lines), lines
 
 
-@pytest.mark.parametrize("pair", [
-    ["Ana@Example.com", "ana@example.com"],
-    ["ana@example.com", {"contact": "ANA@example.com", "internalId": "x"}],
-    ["+351912345678", "+351912345678"],
-])
+@pytest.mark.parametrize(
+    "pair",
+    [
+        ["Ana@Example.com", "ana@example.com"],
+        ["ana@example.com", {"contact": "ANA@example.com", "internalId": "x"}],
+        ["+351912345678", "+351912345678"],
+    ],
+)
 async def test_duplicate_contacts_are_refused(api: SignedClient, pair: list[Any]) -> None:
     resp = await api.post("/request", policy_request(contacts=pair))
     assert_message(resp, "contacts.1")
@@ -326,30 +412,46 @@ def _with_credential(**changes: Any) -> dict[str, Any]:
 
 INVALID_BODIES: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
     ("policy without action", _with_credential(action=...), ("credentials.0", "action")),
-    ("document without data", _with_credential(type="DOCUMENT", action=...),
-     ("credentials.0", "data")),
-    ("document with empty data", _with_credential(type="DOCUMENT", action=..., data=[]),
-     ("credentials.0.data",)),
-    ("action id not a URN", _with_credential(action={"id": "rent-action", "userParams": {}}),
-     ("credentials.0.action.id",)),
-    ("action id not a uuid", _with_credential(action={"id": "urn:via:action:123", "userParams": {}}),
-     ("credentials.0.action.id",)),
-    ("action without id", _with_credential(action={"userParams": {}}),
-     ("credentials.0.action.id is required",)),
+    ("document without data", _with_credential(type="DOCUMENT", action=...), ("credentials.0", "data")),
+    (
+        "document with empty data",
+        _with_credential(type="DOCUMENT", action=..., data=[]),
+        ("credentials.0.data",),
+    ),
+    (
+        "action id not a URN",
+        _with_credential(action={"id": "rent-action", "userParams": {}}),
+        ("credentials.0.action.id",),
+    ),
+    (
+        "action id not a uuid",
+        _with_credential(action={"id": "urn:via:action:123", "userParams": {}}),
+        ("credentials.0.action.id",),
+    ),
+    (
+        "action without id",
+        _with_credential(action={"userParams": {}}),
+        ("credentials.0.action.id is required",),
+    ),
     ("unknown type", _with_credential(type="MANDATE"), ("credentials.0.type",)),
     ("empty name", _with_credential(name=""), ("credentials.0.name",)),
-    ("unknown credential field", _with_credential(colour="red"),
-     ("credentials.0.colour is not a known field",)),
-    ("naive validFrom", _with_credential(validFrom="2030-01-01T10:00:00"),
-     ("credentials.0.validFrom",)),
-    ("naive validUntil", _with_credential(validUntil="2030-01-01T10:00:00"),
-     ("credentials.0.validUntil",)),
-    ("validUntil before validFrom", _with_credential(validFrom="2030-02-01T00:00:00Z",
-                                                     validUntil="2030-01-01T00:00:00Z"),
-     ("credentials.0", "validUntil")),
-    ("validUntil equal to validFrom", _with_credential(validFrom="2030-02-01T00:00:00Z",
-                                                       validUntil="2030-02-01T02:00:00+02:00"),
-     ("credentials.0", "validUntil")),
+    (
+        "unknown credential field",
+        _with_credential(colour="red"),
+        ("credentials.0.colour is not a known field",),
+    ),
+    ("naive validFrom", _with_credential(validFrom="2030-01-01T10:00:00"), ("credentials.0.validFrom",)),
+    ("naive validUntil", _with_credential(validUntil="2030-01-01T10:00:00"), ("credentials.0.validUntil",)),
+    (
+        "validUntil before validFrom",
+        _with_credential(validFrom="2030-02-01T00:00:00Z", validUntil="2030-01-01T00:00:00Z"),
+        ("credentials.0", "validUntil"),
+    ),
+    (
+        "validUntil equal to validFrom",
+        _with_credential(validFrom="2030-02-01T00:00:00Z", validUntil="2030-02-01T02:00:00+02:00"),
+        ("credentials.0", "validUntil"),
+    ),
     ("malformed validFrom", _with_credential(validFrom="next tuesday"), ("credentials.0.validFrom",)),
     ("unknown top-level field", policy_request(colour="red"), ("colour is not a known field",)),
     ("language DEU", policy_request(language="DEU"), ("language",)),
@@ -358,26 +460,35 @@ INVALID_BODIES: list[tuple[str, dict[str, Any], tuple[str, ...]]] = [
     ("ftp redirectUrl", policy_request(redirectUrl="ftp://example.com/x"), ("redirectUrl",)),
     ("javascript redirectUrl", policy_request(redirectUrl="javascript:alert(1)"), ("redirectUrl",)),
     ("relative redirectUrl", policy_request(redirectUrl="/done"), ("redirectUrl",)),
-    ("authorizedDIDs not a DID", policy_request(authorizedDIDs=["https://agent.example"]),
-     ("authorizedDIDs.0",)),
+    (
+        "authorizedDIDs not a DID",
+        policy_request(authorizedDIDs=["https://agent.example"]),
+        ("authorizedDIDs.0",),
+    ),
     ("contacts not a list", policy_request(contacts="ana@example.com"), ("contacts",)),
     ("name too long", policy_request(name="x" * 201), ("name",)),
     # PostgreSQL cannot store NUL in text: a 400, never a 500
     ("NUL in name", policy_request(name="a\x00b"), ("name", "NUL")),
     ("NUL in internalId", policy_request(internalId="\x00"), ("internalId", "NUL")),
-    ("NUL in contact internalId",
-     policy_request(contacts=[{"contact": "ana@example.com", "internalId": "u\x00"}]),
-     ("contacts.0.internalId", "NUL")),
+    (
+        "NUL in contact internalId",
+        policy_request(contacts=[{"contact": "ana@example.com", "internalId": "u\x00"}]),
+        ("contacts.0.internalId", "NUL"),
+    ),
     ("NUL in contact", policy_request(contacts=["ana\x00@example.com"]), ("contacts", "NUL")),
     ("NUL in credential name", _with_credential(name="x\x00"), ("credentials.0.name", "NUL")),
     ("NUL in tags", _with_credential(tags=["a\x00"]), ("credentials.0.tags", "NUL")),
-    ("NUL in userParams", _with_credential(action={"id": ACTION_ID, "userParams": {"a": ["\x00"]}}),
-     ("credentials.0.action.userParams", "NUL")),
+    (
+        "NUL in userParams",
+        _with_credential(action={"id": ACTION_ID, "userParams": {"a": ["\x00"]}}),
+        ("credentials.0.action.userParams", "NUL"),
+    ),
 ]
 
 
-@pytest.mark.parametrize(("body", "fragments"), [(b, f) for _, b, f in INVALID_BODIES],
-                         ids=[name for name, _, _ in INVALID_BODIES])
+@pytest.mark.parametrize(
+    ("body", "fragments"), [(b, f) for _, b, f in INVALID_BODIES], ids=[name for name, _, _ in INVALID_BODIES]
+)
 async def test_invalid_body_is_400_naming_the_field(
     api: SignedClient, body: dict[str, Any], fragments: tuple[str, ...]
 ) -> None:
@@ -399,7 +510,10 @@ async def test_malformed_json_and_wrong_body_type(api: SignedClient) -> None:
 
 
 async def test_same_contact_is_the_same_subject_within_an_organization(
-    api: SignedClient, http: httpx.AsyncClient, engine: Engine, cipher: SecretCipher,
+    api: SignedClient,
+    http: httpx.AsyncClient,
+    engine: Engine,
+    cipher: SecretCipher,
     settings: Settings,
 ) -> None:
     first = await create(api, contacts=["ana@example.com", "+351912345678"])

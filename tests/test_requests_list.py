@@ -22,8 +22,17 @@ from store.tables import CredentialRequest
 from tests.conftest import new_org
 from tests.helpers import SignedClient, assert_error_shape, policy_request
 
-LIST_FIELDS = {"id", "securityLevel", "createdAt", "name", "language", "redirectUrl", "internalId",
-               "subjects", "credentials"}
+LIST_FIELDS = {
+    "id",
+    "securityLevel",
+    "createdAt",
+    "name",
+    "language",
+    "redirectUrl",
+    "internalId",
+    "subjects",
+    "credentials",
+}
 LIST_EXTRAS = {"canceledAt", "status"}  # CONTRACT 2: extra fields may be added
 
 
@@ -61,8 +70,9 @@ def bad_query(resp: httpx.Response, fragment: str) -> None:
 def move(engine: Engine, request_id: str, when: datetime) -> None:
     """Set a request's creation time directly in the database."""
     with write_session(engine) as session:
-        session.execute(update(CredentialRequest).where(col(CredentialRequest.id) == request_id)
-                        .values(created_at=when))
+        session.execute(
+            update(CredentialRequest).where(col(CredentialRequest.id) == request_id).values(created_at=when)
+        )
 
 
 # --- order and paging ---------------------------------------------------------------------------
@@ -96,14 +106,17 @@ async def test_paging(api: SignedClient) -> None:
     assert (await listing(api, pageSize=7))["totalPages"] == math.ceil(12 / 7)
 
 
-@pytest.mark.parametrize(("params", "fragment"), [
-    ({"pageSize": 4}, "pageSize"),
-    ({"pageSize": 101}, "pageSize"),
-    ({"pageSize": 0}, "pageSize"),
-    ({"pageSize": "ten"}, "pageSize"),
-    ({"pageIndex": -1}, "pageIndex"),
-    ({"pageIndex": "first"}, "pageIndex"),
-])
+@pytest.mark.parametrize(
+    ("params", "fragment"),
+    [
+        ({"pageSize": 4}, "pageSize"),
+        ({"pageSize": 101}, "pageSize"),
+        ({"pageSize": 0}, "pageSize"),
+        ({"pageSize": "ten"}, "pageSize"),
+        ({"pageIndex": -1}, "pageIndex"),
+        ({"pageIndex": "first"}, "pageIndex"),
+    ],
+)
 async def test_bad_paging(api: SignedClient, params: dict[str, Any], fragment: str) -> None:
     bad_query(await api.get("/request", params=params), fragment)
 
@@ -125,15 +138,29 @@ class Three:
 
 
 async def three(api: SignedClient) -> Three:
-    r1 = await create(api, contacts=[{"contact": "ana@example.com", "internalId": "sub-a"}],
-                      securityLevel="CONTACT", internalId="req-1", name="Pay the rent",
-                      credentials=[credential(internalId="cred-1")])
-    r2 = await create(api, contacts=[{"contact": "+351912345678", "internalId": "sub-b"},
-                                     "bob@example.com"],
-                      securityLevel="PLATFORM_KYC", internalId="req-2", name="Buy groceries",
-                      credentials=[credential("Groceries", internalId="cred-2")])
-    r3 = await create(api, contacts=["Bob@Example.com"], securityLevel="ORGANIZATION_KYC",
-                      name=None, credentials=[credential("Car", internalId="cred-1")])
+    r1 = await create(
+        api,
+        contacts=[{"contact": "ana@example.com", "internalId": "sub-a"}],
+        securityLevel="CONTACT",
+        internalId="req-1",
+        name="Pay the rent",
+        credentials=[credential(internalId="cred-1")],
+    )
+    r2 = await create(
+        api,
+        contacts=[{"contact": "+351912345678", "internalId": "sub-b"}, "bob@example.com"],
+        securityLevel="PLATFORM_KYC",
+        internalId="req-2",
+        name="Buy groceries",
+        credentials=[credential("Groceries", internalId="cred-2")],
+    )
+    r3 = await create(
+        api,
+        contacts=["Bob@Example.com"],
+        securityLevel="ORGANIZATION_KYC",
+        name=None,
+        credentials=[credential("Car", internalId="cred-1")],
+    )
     return Three(r1, r2, r3)
 
 
@@ -186,29 +213,38 @@ async def test_filters_combined(api: SignedClient) -> None:
     assert await ids(api, contact="bob@example.com", securityLevel="PLATFORM_KYC") == [r2]
     assert await ids(api, contact="bob@example.com", credentialInternalId="cred-1") == [r3]
     assert await ids(api, internalId="req-1", securityLevel="PLATFORM_KYC") == []
-    assert await ids(api, did=t.r2["subjects"][0]["id"], subjectInternalId="sub-b",
-                     internalId="req-2", credentialInternalId="cred-2",
-                     securityLevel=["PLATFORM_KYC", "CONTACT"], search="grocer") == [r2]
+    assert await ids(
+        api,
+        did=t.r2["subjects"][0]["id"],
+        subjectInternalId="sub-b",
+        internalId="req-2",
+        credentialInternalId="cred-2",
+        securityLevel=["PLATFORM_KYC", "CONTACT"],
+        search="grocer",
+    ) == [r2]
     assert await ids(api, credentialInternalId="cred-1", search="rent") == [r1]
     assert await ids(api, contact="ana@example.com", subjectInternalId="sub-b") == []
     filtered = await listing(api, credentialInternalId="cred-1", pageSize=5)
     assert filtered["totalPages"] == 1 and len(filtered["data"]) == 2
 
 
-@pytest.mark.parametrize(("params", "fragment"), [
-    ({"securityLevel": "SUPER"}, "securityLevel"),
-    ({"securityLevel": ["CONTACT", "contact"]}, "securityLevel"),
-    ({"securityLevel[]": ["CONTACT", "SUPER"]}, "securityLevel"),
-    ({"contact": "bob"}, "contact"),
-    ({"contact": "+1 415 555 2671"}, "contact"),
-    ({"search": "x" * 101}, "search"),
-    ({"search": "a\x00"}, "search"),  # PostgreSQL cannot take NUL: a 400, never a 500
-    ({"internalId": "a\x00"}, "internalId"),
-    ({"subjectInternalId": "a\x00"}, "subjectInternalId"),
-    ({"credentialInternalId": "a\x00"}, "credentialInternalId"),
-    ({"contact": "ana\x00@example.com"}, "contact"),
-    ({"dateFrom": "2025-03-10\x00"}, "dateFrom"),
-])
+@pytest.mark.parametrize(
+    ("params", "fragment"),
+    [
+        ({"securityLevel": "SUPER"}, "securityLevel"),
+        ({"securityLevel": ["CONTACT", "contact"]}, "securityLevel"),
+        ({"securityLevel[]": ["CONTACT", "SUPER"]}, "securityLevel"),
+        ({"contact": "bob"}, "contact"),
+        ({"contact": "+1 415 555 2671"}, "contact"),
+        ({"search": "x" * 101}, "search"),
+        ({"search": "a\x00"}, "search"),  # PostgreSQL cannot take NUL: a 400, never a 500
+        ({"internalId": "a\x00"}, "internalId"),
+        ({"subjectInternalId": "a\x00"}, "subjectInternalId"),
+        ({"credentialInternalId": "a\x00"}, "credentialInternalId"),
+        ({"contact": "ana\x00@example.com"}, "contact"),
+        ({"dateFrom": "2025-03-10\x00"}, "dateFrom"),
+    ],
+)
 async def test_bad_filters(api: SignedClient, params: dict[str, Any], fragment: str) -> None:
     bad_query(await api.get("/request", params=params), fragment)
 
@@ -279,8 +315,7 @@ async def test_date_range_covers_whole_utc_days(api: SignedClient, engine: Engin
     assert await ids(api, dateFrom="2025-03-10", dateTo="2025-03-12") == inside
     # times inside the days do not matter: start of dateFrom's day, end of dateTo's day
     assert await ids(api, dateFrom="2025-03-10T15:30:00Z", dateTo="2025-03-12T00:00:01Z") == inside
-    assert await ids(api, dateFrom="2025-03-10T23:59:59.999Z",
-                     dateTo="2025-03-12T08:00:00.000Z") == inside
+    assert await ids(api, dateFrom="2025-03-10T23:59:59.999Z", dateTo="2025-03-12T08:00:00.000Z") == inside
     # a single day
     assert await ids(api, dateFrom="2025-03-12", dateTo="2025-03-12") == [made["last"]]
     assert await ids(api, dateFrom="2025-03-13", dateTo="2025-03-13") == [made["after"]]
@@ -298,16 +333,19 @@ async def test_date_range_covers_whole_utc_days(api: SignedClient, engine: Engin
     assert page["totalPages"] == 1 and len(page["data"]) == 5
 
 
-@pytest.mark.parametrize(("params", "fragment"), [
-    ({"dateTo": "2025-03-12"}, "dateFrom"),
-    ({"dateFrom": "2025-03-12", "dateTo": "2025-03-11"}, "dateTo"),
-    ({"dateFrom": "2025-03-12T00:00:00Z", "dateTo": "2025-03-11T23:59:59Z"}, "dateTo"),
-    ({"dateFrom": "yesterday"}, "dateFrom"),
-    ({"dateFrom": "2025-02-30"}, "dateFrom"),
-    ({"dateFrom": "2025-03-10", "dateTo": "2025-13-01"}, "dateTo"),
-    ({"dateFrom": "20250310"}, "dateFrom"),  # not silently read as seconds since 1970
-    ({"dateFrom": "1741600000000"}, "dateFrom"),
-])
+@pytest.mark.parametrize(
+    ("params", "fragment"),
+    [
+        ({"dateTo": "2025-03-12"}, "dateFrom"),
+        ({"dateFrom": "2025-03-12", "dateTo": "2025-03-11"}, "dateTo"),
+        ({"dateFrom": "2025-03-12T00:00:00Z", "dateTo": "2025-03-11T23:59:59Z"}, "dateTo"),
+        ({"dateFrom": "yesterday"}, "dateFrom"),
+        ({"dateFrom": "2025-02-30"}, "dateFrom"),
+        ({"dateFrom": "2025-03-10", "dateTo": "2025-13-01"}, "dateTo"),
+        ({"dateFrom": "20250310"}, "dateFrom"),  # not silently read as seconds since 1970
+        ({"dateFrom": "1741600000000"}, "dateFrom"),
+    ],
+)
 async def test_bad_dates(api: SignedClient, params: dict[str, Any], fragment: str) -> None:
     bad_query(await api.get("/request", params=params), fragment)
 
@@ -317,28 +355,53 @@ async def test_bad_dates(api: SignedClient, params: dict[str, Any], fragment: st
 
 async def test_list_item_shape(api: SignedClient) -> None:
     data = await create(
-        api, contacts=[{"contact": "ana@example.com", "internalId": "sub-a"}, "+351912345678"],
-        internalId="req-1", language="SPA", redirectUrl="https://example.com/done",
-        credentials=[credential(internalId="cred-1"),
-                     {"type": "DOCUMENT", "name": "Lease",
-                      "data": [{"label": "A", "type": "text", "value": "1", "hidden": False}]}],
+        api,
+        contacts=[{"contact": "ana@example.com", "internalId": "sub-a"}, "+351912345678"],
+        internalId="req-1",
+        language="SPA",
+        redirectUrl="https://example.com/done",
+        credentials=[
+            credential(internalId="cred-1"),
+            {
+                "type": "DOCUMENT",
+                "name": "Lease",
+                "data": [{"label": "A", "type": "text", "value": "1", "hidden": False}],
+            },
+        ],
     )
     [item] = (await listing(api))["data"]
     assert set(item) == LIST_FIELDS | LIST_EXTRAS
-    assert {k: item[k] for k in ("id", "securityLevel", "createdAt", "name", "language",
-                                 "redirectUrl", "internalId", "canceledAt", "status")} == {
-        "id": data["id"], "securityLevel": "CONTACT", "createdAt": data["createdAt"],
-        "name": "Pay the rent", "language": "SPA", "redirectUrl": "https://example.com/done",
-        "internalId": "req-1", "canceledAt": None, "status": "PENDING",
+    assert {
+        k: item[k]
+        for k in (
+            "id",
+            "securityLevel",
+            "createdAt",
+            "name",
+            "language",
+            "redirectUrl",
+            "internalId",
+            "canceledAt",
+            "status",
+        )
+    } == {
+        "id": data["id"],
+        "securityLevel": "CONTACT",
+        "createdAt": data["createdAt"],
+        "name": "Pay the rent",
+        "language": "SPA",
+        "redirectUrl": "https://example.com/done",
+        "internalId": "req-1",
+        "canceledAt": None,
+        "status": "PENDING",
     }
     assert item["subjects"] == [
-        {"contact": "ana@example.com", "did": data["subjects"][0]["id"], "internalId": "sub-a",
-         "name": None},
-        {"contact": "+351912345678", "did": data["subjects"][1]["id"], "internalId": None,
-         "name": None},
+        {"contact": "ana@example.com", "did": data["subjects"][0]["id"], "internalId": "sub-a", "name": None},
+        {"contact": "+351912345678", "did": data["subjects"][1]["id"], "internalId": None, "name": None},
     ]
     assert [set(c) for c in item["credentials"]] == [
-        {"id", "resourceType", "status", "name", "internalId"}] * 2
+        {"id", "resourceType", "status", "name", "internalId"}
+    ] * 2
     assert [(c["id"], c["resourceType"], c["name"], c["internalId"]) for c in item["credentials"]] == [
         (data["credentials"][0]["id"], "POLICY", "Rent payments", "cred-1"),
         (data["credentials"][1]["id"], "DOCUMENT", "Lease", None),
@@ -347,7 +410,10 @@ async def test_list_item_shape(api: SignedClient) -> None:
 
 
 async def test_organizations_only_see_their_own(
-    api: SignedClient, http: httpx.AsyncClient, engine: Engine, cipher: SecretCipher,
+    api: SignedClient,
+    http: httpx.AsyncClient,
+    engine: Engine,
+    cipher: SecretCipher,
     settings: Settings,
 ) -> None:
     mine = await create(api, internalId="shared-ref", contacts=["ana@example.com"])

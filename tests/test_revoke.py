@@ -48,7 +48,10 @@ async def status_in_request(api: SignedClient, mandate: dict[str, Any]) -> str:
 
 
 async def test_revoke_records_everything_and_answers_with_a_signed_receipt(
-    api: SignedClient, temporal: Any, engine: Engine, settings: Settings,
+    api: SignedClient,
+    temporal: Any,
+    engine: Engine,
+    settings: Settings,
 ) -> None:
     mandate = await issued_mandate(api, temporal)
     resp = await api.post(f"/credential/{path_of(mandate['id'])}/revoke", {"reason": "user_initiated"})
@@ -84,7 +87,9 @@ async def test_revoke_records_everything_and_answers_with_a_signed_receipt(
 
 
 async def test_a_second_revoke_is_409_and_changes_nothing(
-    api: SignedClient, temporal: Any, engine: Engine,
+    api: SignedClient,
+    temporal: Any,
+    engine: Engine,
 ) -> None:
     mandate = await issued_mandate(api, temporal)
     first = await api.post(f"/credential/{path_of(mandate['id'])}/revoke", {"reason": "user_initiated"})
@@ -113,15 +118,21 @@ async def test_a_credential_that_is_not_active_is_409(api: SignedClient, engine:
 
 
 async def test_concurrent_revokes_have_exactly_one_winner(
-    api: SignedClient, temporal: Any, engine: Engine,
+    api: SignedClient,
+    temporal: Any,
+    engine: Engine,
 ) -> None:
     mandate = await issued_mandate(api, temporal)
     path = path_of(mandate["id"])
     reasons = ["user_initiated", "organization_policy", "system_expiry", "user_initiated"]
-    answers = await asyncio.gather(*(
-        api.post(f"/credential/{path}/revoke", {"reason": r}) if i % 2 == 0
-        else api.request("DELETE", f"/credential/revoke/{path}", {"reason": r})
-        for i, r in enumerate(reasons)))
+    answers = await asyncio.gather(
+        *(
+            api.post(f"/credential/{path}/revoke", {"reason": r})
+            if i % 2 == 0
+            else api.request("DELETE", f"/credential/revoke/{path}", {"reason": r})
+            for i, r in enumerate(reasons)
+        )
+    )
     codes = sorted(a.status_code for a in answers)
     assert codes == [200, 409, 409, 409], [a.text for a in answers]
     [winner] = [a.json() for a in answers if a.status_code == 200]
@@ -133,13 +144,20 @@ async def test_concurrent_revokes_have_exactly_one_winner(
 
 
 async def test_another_organization_gets_404_and_the_mandate_stays_active(
-    api: SignedClient, temporal: Any, http: Any, engine: Engine, cipher: SecretCipher, settings: Settings,
+    api: SignedClient,
+    temporal: Any,
+    http: Any,
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
 ) -> None:
     mandate = await issued_mandate(api, temporal)
     other = SignedClient(http, new_org(engine, cipher, settings))
     path = path_of(mandate["id"])
-    for resp in (await other.post(f"/credential/{path}/revoke", {"reason": "user_initiated"}),
-                 await other.delete(f"/credential/revoke/{path}")):
+    for resp in (
+        await other.post(f"/credential/{path}/revoke", {"reason": "user_initiated"}),
+        await other.delete(f"/credential/revoke/{path}"),
+    ):
         body = assert_error_shape(resp, 404)
         assert body["error"] == "Not Found"
     # an unknown mandate reads exactly the same
@@ -152,15 +170,19 @@ async def test_another_organization_gets_404_and_the_mandate_stays_active(
 
 async def test_the_delete_alias_with_a_reason(api: SignedClient, temporal: Any, engine: Engine) -> None:
     mandate = await issued_mandate(api, temporal)
-    resp = await api.request("DELETE", f"/credential/revoke/{path_of(mandate['id'])}",
-                             {"reason": "organization_policy"})
+    resp = await api.request(
+        "DELETE", f"/credential/revoke/{path_of(mandate['id'])}", {"reason": "organization_policy"}
+    )
     assert resp.status_code == 200, resp.text
     assert resp.json()["status"] == "REVOKED" and resp.json()["receipt"]["reason"] == "organization_policy"
     assert stored(engine, mandate["id"]).revocation_reason == "organization_policy"
 
 
 async def test_the_delete_alias_without_a_body(
-    api: SignedClient, temporal: Any, engine: Engine, settings: Settings,
+    api: SignedClient,
+    temporal: Any,
+    engine: Engine,
+    settings: Settings,
 ) -> None:
     """No body (or ``{}``): revoked with no reason; the receipt omits the member."""
     bodies: list[dict[str, Any] | None] = [None, {}]
@@ -175,18 +197,25 @@ async def test_the_delete_alias_without_a_body(
         assert row.status == "REVOKED" and row.revocation_reason is None
 
 
-@pytest.mark.parametrize(("body", "expected"), [
-    ({"reason": "x" * 501}, "reason: string should have at most 500 characters"),
-    ({"reason": 123}, "reason: input should be a valid string"),
-    ({"reason": ["user_initiated"]}, "reason: input should be a valid string"),
-    ({"reason": None}, "reason: input should be a valid string"),
-    ({"reason": "  "}, "reason: must not be empty"),
-    ({"reason": "a\u0000b"}, "reason: must not contain NUL characters"),
-    ({}, "reason is required"),
-    ({"reason": "user_initiated", "why": "x"}, "why is not a known field"),
-])
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        ({"reason": "x" * 501}, "reason: string should have at most 500 characters"),
+        ({"reason": 123}, "reason: input should be a valid string"),
+        ({"reason": ["user_initiated"]}, "reason: input should be a valid string"),
+        ({"reason": None}, "reason: input should be a valid string"),
+        ({"reason": "  "}, "reason: must not be empty"),
+        ({"reason": "a\u0000b"}, "reason: must not contain NUL characters"),
+        ({}, "reason is required"),
+        ({"reason": "user_initiated", "why": "x"}, "why is not a known field"),
+    ],
+)
 async def test_a_bad_reason_is_400_and_revokes_nothing(
-    api: SignedClient, temporal: Any, engine: Engine, body: dict[str, Any], expected: str,
+    api: SignedClient,
+    temporal: Any,
+    engine: Engine,
+    body: dict[str, Any],
+    expected: str,
 ) -> None:
     mandate = await issued_mandate(api, temporal)
     error = assert_error_shape(await api.post(f"/credential/{path_of(mandate['id'])}/revoke", body), 400)
@@ -206,8 +235,16 @@ async def test_the_longest_reason_is_kept_whole(api: SignedClient, temporal: Any
     assert resp.json()["receipt"]["reason"] == reason == stored(engine, mandate["id"]).revocation_reason
 
 
-@pytest.mark.parametrize("bad", ["not-a-mandate", "urn:via:credential:1234", "urn:via:action:"
-                                 "0b1e4c1a-7f1d-4a7e-9a55-1f2b3c4d5e6f", "A" * 24, "0" * 23])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "not-a-mandate",
+        "urn:via:credential:1234",
+        "urn:via:action:0b1e4c1a-7f1d-4a7e-9a55-1f2b3c4d5e6f",
+        "A" * 24,
+        "0" * 23,
+    ],
+)
 async def test_a_malformed_mandate_id_is_400(api: SignedClient, bad: str) -> None:
     body = assert_error_shape(await api.post(f"/credential/{path_of(bad)}/revoke", {"reason": "x"}), 400)
     assert "mandateId must be a mandate URN" in body["message"]

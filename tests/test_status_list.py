@@ -29,8 +29,11 @@ from trust.keys import Ed25519KeyPair
 
 pytestmark = pytest.mark.usefixtures("worker", "no_server_errors")
 
-DOCUMENT = {"type": "DOCUMENT", "name": "Lease", "data": [
-    {"label": "Address", "type": "text", "value": "Rua 1", "hidden": False}]}
+DOCUMENT = {
+    "type": "DOCUMENT",
+    "name": "Lease",
+    "data": [{"label": "Address", "type": "text", "value": "Rua 1", "hidden": False}],
+}
 
 
 def spec_bits(encoded: str) -> bytes:
@@ -56,13 +59,20 @@ async def fetch(http: Any, settings: Any, url: str, **headers: str) -> Any:
 
 def revoked_indices(engine: Engine, list_id: str) -> set[int]:
     with read_session(engine) as session:
-        rows = session.exec(select(Credential.status_list_index).where(
-            Credential.status_list_id == list_id, col(Credential.revoked_at).is_not(None)))
+        rows = session.exec(
+            select(Credential.status_list_index).where(
+                Credential.status_list_id == list_id, col(Credential.revoked_at).is_not(None)
+            )
+        )
         return {int(i) for i in rows if i is not None}
 
 
 async def test_a_revocation_flips_exactly_that_mandates_bit(
-    api: SignedClient, temporal: Any, http: Any, settings: Any, engine: Engine,
+    api: SignedClient,
+    temporal: Any,
+    http: Any,
+    settings: Any,
+    engine: Engine,
 ) -> None:
     mandate = await issued_mandate(api, temporal)
     document = await issued_mandate(api, temporal, credentials=[DOCUMENT])
@@ -80,11 +90,19 @@ async def test_a_revocation_flips_exactly_that_mandates_bit(
     assert listed["issuer"] == settings.service_did == mandate["w3cCredential"]["issuer"]
     assert datetime.fromisoformat(listed["validFrom"].replace("Z", "+00:00")) <= datetime.now(UTC)
     subject = listed["credentialSubject"]
-    assert subject == {"id": f"{url}#list", "type": "BitstringStatusList", "statusPurpose": "revocation",
-                       "encodedList": subject["encodedList"], "ttl": 30000}
+    assert subject == {
+        "id": f"{url}#list",
+        "type": "BitstringStatusList",
+        "statusPurpose": "revocation",
+        "encodedList": subject["encodedList"],
+        "ttl": 30000,
+    }
     proof = listed["proof"]
     assert (proof["type"], proof["cryptosuite"], proof["proofPurpose"]) == (
-        "DataIntegrityProof", "eddsa-jcs-2022", "assertionMethod")
+        "DataIntegrityProof",
+        "eddsa-jcs-2022",
+        "assertionMethod",
+    )
     assert proof["verificationMethod"].startswith(settings.service_did + "#")
     assert len(spec_bits(subject["encodedList"])) * 8 == 131072
     assert spec_bit(subject["encodedList"], index) == 0
@@ -100,7 +118,8 @@ async def test_a_revocation_flips_exactly_that_mandates_bit(
     assert bsl.bit_at(bsl.verify_list_credential(listed, resolver), index) is True
     assert bsl.credential_status(to_standard(mandate["w3cCredential"]), listed, resolver) is True
     assert datetime.fromisoformat(listed["validFrom"].replace("Z", "+00:00")) == datetime.fromisoformat(
-        revoke.json()["revokedAt"].replace("Z", "+00:00")).replace(microsecond=0)
+        revoke.json()["revokedAt"].replace("Z", "+00:00")
+    ).replace(microsecond=0)
 
     # the other mandate (its own list or the same one) is untouched
     other = listed if other_url == url else (await fetch(http, settings, other_url)).json()
@@ -113,7 +132,10 @@ async def test_a_revocation_flips_exactly_that_mandates_bit(
 
 
 async def test_the_list_is_regenerated_only_when_its_revocations_change(
-    api: SignedClient, temporal: Any, http: Any, settings: Any,
+    api: SignedClient,
+    temporal: Any,
+    http: Any,
+    settings: Any,
 ) -> None:
     mandate = await issued_mandate(api, temporal)
     url, _ = entry(mandate)
@@ -126,15 +148,21 @@ async def test_the_list_is_regenerated_only_when_its_revocations_change(
     assert third.status_code == 200 and third.json()["proof"] != first.json()["proof"]
 
 
-@pytest.mark.parametrize("list_id", ["00000000-0000-4000-8000-000000000000", "nope", "0" * 24,
-                                     "00000000-0000-4000-8000-00000000000A"])
+@pytest.mark.parametrize(
+    "list_id",
+    ["00000000-0000-4000-8000-000000000000", "nope", "0" * 24, "00000000-0000-4000-8000-00000000000A"],
+)
 async def test_an_unknown_list_is_404(http: Any, list_id: str) -> None:
     body = assert_error_shape(await http.get(f"/credentials/status/{list_id}"), 404)
     assert "not found" in body["message"]
 
 
 async def test_a_tampered_list_does_not_verify(
-    api: SignedClient, temporal: Any, http: Any, settings: Any, engine: Engine,
+    api: SignedClient,
+    temporal: Any,
+    http: Any,
+    settings: Any,
+    engine: Engine,
 ) -> None:
     mandate = await issued_mandate(api, temporal)
     url, _ = entry(mandate)
@@ -151,6 +179,7 @@ async def test_a_tampered_list_does_not_verify(
 
 # --- trust.status_list on its own ---------------------------------------------------------------
 
+
 def test_bit_order_follows_the_specification() -> None:
     bits = bsl.bitstring([0, 9, 131071])
     assert len(bits) == 16384 and bits[0] == 0x80 and bits[1] == 0x40 and bits[-1] == 0x01
@@ -166,10 +195,19 @@ def test_bit_order_follows_the_specification() -> None:
         bsl.bitstring([], length=8)
 
 
-@pytest.mark.parametrize("bad", [None, 5, "", "H4sIAAAA", "u" + base64.b64encode(b"x" * 9).decode() + "==",
-                                 "u!!!!", "u" + base64.urlsafe_b64encode(b"not gzip").decode().rstrip("="),
-                                 "u" + base64.urlsafe_b64encode(gzip.compress(b"\0" * 64) + b"junk")
-                                 .decode().rstrip("=")])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        None,
+        5,
+        "",
+        "H4sIAAAA",
+        "u" + base64.b64encode(b"x" * 9).decode() + "==",
+        "u!!!!",
+        "u" + base64.urlsafe_b64encode(b"not gzip").decode().rstrip("="),
+        "u" + base64.urlsafe_b64encode(gzip.compress(b"\0" * 64) + b"junk").decode().rstrip("="),
+    ],
+)
 def test_malformed_encoded_lists_are_refused(bad: Any) -> None:
     with pytest.raises(bsl.MalformedValue):
         bsl.decode_list(bad)
@@ -187,9 +225,14 @@ def _signed_list(encoded: str, valid_from: datetime) -> tuple[dict[str, Any], Re
     pair = Ed25519KeyPair.generate()
     key = pair.with_verification_method(key_id(did, pair.public_multikey))
     now = datetime.now(UTC)
-    listed = bsl.list_credential(list_url="https://issuer.example/status/1", issuer_key=key,
-                                 context_url="https://issuer.example", encoded_list=encoded,
-                                 valid_from=valid_from, created=min(now, valid_from))
+    listed = bsl.list_credential(
+        list_url="https://issuer.example/status/1",
+        issuer_key=key,
+        context_url="https://issuer.example",
+        encoded_list=encoded,
+        valid_from=valid_from,
+        created=min(now, valid_from),
+    )
     documents = {did: did_document(did, [pair.public_multikey])}
     return listed, Resolver(documents.get)
 

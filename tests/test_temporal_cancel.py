@@ -65,7 +65,10 @@ def audit_of(engine: Engine, org_id: str, request_id: str, kind: str) -> list[An
 
 
 async def test_a_cancel_requested_in_temporal_is_recorded_like_the_apis(
-    api: SignedClient, temporal: Client, engine: Engine, org: Credentials,
+    api: SignedClient,
+    temporal: Client,
+    engine: Engine,
+    org: Credentials,
 ) -> None:
     data = await create(api, internalId="ext-temporal-cancel")
     handle = request_handle(temporal, data["id"])
@@ -114,7 +117,10 @@ async def terminated(temporal: Client, settings: Settings, bundle: RequestBundle
 
 
 async def test_a_terminated_workflow_is_repaired_by_the_reconciler(
-    temporal: Client, engine: Engine, org: Credentials, settings: Settings,
+    temporal: Client,
+    engine: Engine,
+    org: Credentials,
+    settings: Settings,
 ) -> None:
     bundle = insert_request(engine, org.organization_id, internal_id="ext-terminated")
     handle = await terminated(temporal, settings, bundle)
@@ -136,15 +142,21 @@ async def test_a_terminated_workflow_is_repaired_by_the_reconciler(
 
 
 async def test_a_workflow_terminated_after_the_expiry_is_repaired_as_expired(
-    temporal: Client, engine: Engine, org: Credentials, settings: Settings,
+    temporal: Client,
+    engine: Engine,
+    org: Credentials,
+    settings: Settings,
 ) -> None:
     bundle = insert_request(engine, org.organization_id)
     handle = await terminated(temporal, settings, bundle)
     closed = (await handle.describe()).close_time
     assert closed is not None
     with write_session(engine) as session:  # as if it had been terminated after its expiry
-        session.execute(update(CredentialRequest).where(CredentialRequest.id == bundle.request.id)  # type: ignore[arg-type]
-                        .values(expires_at=closed - timedelta(seconds=1)))
+        session.execute(
+            update(CredentialRequest)
+            .where(CredentialRequest.id == bundle.request.id)  # type: ignore[arg-type]
+            .values(expires_at=closed - timedelta(seconds=1))
+        )
 
     await closed_pending_repaired(temporal, engine, bundle.request.id)
 
@@ -172,15 +184,24 @@ class HeldSends(JourneyActivities):
 
 
 @pytest.fixture
-async def held_sends(temporal: Client, engine: Engine, settings: Settings,
-                     cipher: SecretCipher) -> AsyncIterator[tuple[str, HeldSends]]:
+async def held_sends(
+    temporal: Client, engine: Engine, settings: Settings, cipher: SecretCipher
+) -> AsyncIterator[tuple[str, HeldSends]]:
     queue = fresh_queue()
     journey = HeldSends(engine, settings)
-    others = [*RequestActivities(engine).all(), *MandateActivities(engine, cipher, settings).all(),
-              *WebhookActivities(engine, cipher, settings).all()]
+    others = [
+        *RequestActivities(engine).all(),
+        *MandateActivities(engine, cipher, settings).all(),
+        *WebhookActivities(engine, cipher, settings).all(),
+    ]
     with ThreadPoolExecutor(max_workers=4) as pool:
-        async with Worker(temporal, task_queue=queue, workflows=WORKFLOWS,
-                          activities=[*journey.all(), *others], activity_executor=pool):
+        async with Worker(
+            temporal,
+            task_queue=queue,
+            workflows=WORKFLOWS,
+            activities=[*journey.all(), *others],
+            activity_executor=pool,
+        ):
             try:
                 yield queue, journey
             finally:
@@ -189,7 +210,11 @@ async def held_sends(temporal: Client, engine: Engine, settings: Settings,
 
 @pytest.mark.parametrize("how", ["api-cancel", "temporal-cancel"])
 async def test_a_cancel_before_the_first_code_went_out_reports_no_failed_code(
-    temporal: Client, engine: Engine, org: Credentials, held_sends: tuple[str, HeldSends], how: str,
+    temporal: Client,
+    engine: Engine,
+    org: Credentials,
+    held_sends: tuple[str, HeldSends],
+    how: str,
 ) -> None:
     queue, journey = held_sends
     bundle = insert_request(engine, org.organization_id)
@@ -209,13 +234,19 @@ async def test_a_cancel_before_the_first_code_went_out_reports_no_failed_code(
     assert db_request(engine, org.organization_id, bundle.request.id).request.status == "CANCELED"
     assert [e.event_type for e in events_of_request(engine, org.organization_id, bundle.request.id)] == []
     history = await handle.fetch_history()
-    scheduled = [e.activity_task_scheduled_event_attributes.activity_type.name for e in history.events
-                 if e.HasField("activity_task_scheduled_event_attributes")]
+    scheduled = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+    ]
     assert ActivityNames.CREATE_OTP_FAILED_EVENT not in scheduled
 
 
 async def test_a_cancel_sent_while_no_worker_runs_reports_no_failed_code(
-    temporal: Client, engine: Engine, settings: Settings, org: Credentials,
+    temporal: Client,
+    engine: Engine,
+    settings: Settings,
+    org: Credentials,
 ) -> None:
     """The request is canceled while the worker is down: the cancel reaches the workflow with its
     start, before its first code was sent (the send is canceled before it ever ran)."""
@@ -236,23 +267,33 @@ async def test_a_cancel_sent_while_no_worker_runs_reports_no_failed_code(
 
 
 async def test_the_worker_reconciler_repairs_a_terminated_workflow(
-    temporal: Client, engine: Engine, org: Credentials, settings: Settings,
+    temporal: Client,
+    engine: Engine,
+    org: Credentials,
+    settings: Settings,
 ) -> None:
     """The loop the worker runs (``reconcile_forever``) includes the repair."""
     bundle = insert_request(engine, org.organization_id)
     await terminated(temporal, settings, bundle)
-    loop = asyncio.create_task(reconcile_forever(temporal, engine, settings.task_queue,
-                                                 timedelta(milliseconds=100), timedelta(seconds=10)))
+    loop = asyncio.create_task(
+        reconcile_forever(
+            temporal, engine, settings.task_queue, timedelta(milliseconds=100), timedelta(seconds=10)
+        )
+    )
     try:
-        await wait_for(lambda: db_request(engine, org.organization_id, bundle.request.id)
-                       .request.status == "CANCELED")
+        await wait_for(
+            lambda: db_request(engine, org.organization_id, bundle.request.id).request.status == "CANCELED"
+        )
     finally:
         loop.cancel()
     assert db_request(engine, org.organization_id, bundle.request.id).request.canceled_by == "temporal"
 
 
 async def test_a_cancel_in_temporal_stores_a_decision_in_flight_first(
-    temporal: Client, engine: Engine, org: Credentials, gated: tuple[str, GatedActivities],
+    temporal: Client,
+    engine: Engine,
+    org: Credentials,
+    gated: tuple[str, GatedActivities],
 ) -> None:
     """The operator's cancel cannot be refused like the API's (409 once a subject decided): the
     decision under way is stored first, then the request is canceled; a rejected credential stays
@@ -281,7 +322,10 @@ async def test_a_cancel_in_temporal_stores_a_decision_in_flight_first(
 
 
 async def test_a_cancel_in_temporal_while_no_worker_runs(
-    temporal: Client, engine: Engine, settings: Settings, org: Credentials,
+    temporal: Client,
+    engine: Engine,
+    settings: Settings,
+    org: Credentials,
 ) -> None:
     """Requested before the workflow's first task ran: delivered with the start, it is recorded all
     the same (and the first code's send, canceled, is not an undeliverable code)."""

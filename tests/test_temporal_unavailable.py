@@ -52,13 +52,21 @@ def _page_unavailable(answer: httpx.Response) -> None:
 
 
 async def test_api_and_worker_run_without_temporal_and_recover(
-    settings: Settings, engine: Engine, cipher: SecretCipher, caplog: pytest.LogCaptureFixture,
+    settings: Settings,
+    engine: Engine,
+    cipher: SecretCipher,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, logger="mandatum")
     port = free_port()  # nothing listens here yet
-    down = settings.model_copy(update={
-        "temporal_address": f"127.0.0.1:{port}", "task_queue": f"mandatum-down-{uuid.uuid4().hex[:8]}",
-        "reconcile_interval": timedelta(seconds=0.2), "reconcile_grace": timedelta(0)})
+    down = settings.model_copy(
+        update={
+            "temporal_address": f"127.0.0.1:{port}",
+            "task_queue": f"mandatum-down-{uuid.uuid4().hex[:8]}",
+            "reconcile_interval": timedelta(seconds=0.2),
+            "reconcile_grace": timedelta(0),
+        }
+    )
     stop = asyncio.Event()
     worker_run = asyncio.create_task(worker.main(down, stop))  # starts, and keeps trying
     app = create_app(down)  # no client given: the lifespan makes it, as under uvicorn
@@ -80,9 +88,13 @@ async def test_api_and_worker_run_without_temporal_and_recover(
                 issued = issued_mandate(engine, cipher, down, org_id)
                 vp = await api.post(f"/credential/{quote(issued.mandate_id, safe='')}/presentation", {})
                 assert vp.status_code == 200, vp.text
-                verified = await api.post("/credential/verify", {
-                    "presentation": vp.json()["data"]["presentation"],
-                    "executionParams": {"amount": 100, "payee": "Bob"}})
+                verified = await api.post(
+                    "/credential/verify",
+                    {
+                        "presentation": vp.json()["data"]["presentation"],
+                        "executionParams": {"amount": 100, "payee": "Bob"},
+                    },
+                )
                 assert verified.status_code == 200, verified.text
                 bundle = queries.get_request(engine, org_id, rid)
                 assert bundle is not None
@@ -93,31 +105,45 @@ async def test_api_and_worker_run_without_temporal_and_recover(
                 assert page.status_code == 200 and "text/html" in page.headers["content-type"]
 
                 # what needs Temporal: 503 with Retry-After, JSON for the API, the page for forms
-                for answer in (await api.delete(f"/request/{rid}"),
-                               await api.request("PATCH", f"/request/resend/{rid}",
-                                                   params={"contact": "ana@example.com"})):
+                for answer in (
+                    await api.delete(f"/request/{rid}"),
+                    await api.request(
+                        "PATCH", f"/request/resend/{rid}", params={"contact": "ana@example.com"}
+                    ),
+                ):
                     assert_error_shape(answer, 503)
                     assert answer.headers["retry-after"] == "5"
                 _page_unavailable(await http.post(f"/r/{token}/otp", data={"code": "123456"}))
                 _page_unavailable(await http.post(f"/r/{token}/resend", data={}))
                 _page_unavailable(await http.post(f"/r/{token}/continue", data={"session": session}))
-                _page_unavailable(await http.post(f"/r/{token}/decide", data={
-                    "session": session, f"decision-{credential_id}": "accept"}))
-                assert any(r.name == "mandatum.temporal" and "trying again in" in r.getMessage()
-                           for r in caplog.records), "the worker says it is waiting for Temporal"
+                _page_unavailable(
+                    await http.post(
+                        f"/r/{token}/decide", data={"session": session, f"decision-{credential_id}": "accept"}
+                    )
+                )
+                assert any(
+                    r.name == "mandatum.temporal" and "trying again in" in r.getMessage()
+                    for r in caplog.records
+                ), "the worker says it is waiting for Temporal"
                 assert not worker_run.done()
                 # an outage is expected: one warning per creation, no error with a stack trace
-                assert not [r for r in caplog.records if r.name.startswith("mandatum.api")
-                            and r.levelno >= logging.ERROR], "an outage is logged as an error"
+                assert not [
+                    r
+                    for r in caplog.records
+                    if r.name.startswith("mandatum.api") and r.levelno >= logging.ERROR
+                ], "an outage is logged as an error"
                 assert any("Temporal is unreachable" in r.getMessage() for r in caplog.records)
 
                 # Temporal comes up where the settings point: the worker connects, its reconciler
                 # starts the stored request's workflow, and the same API process cancels it
                 env = await WorkflowEnvironment.start_local(
-                    port=port, ip="127.0.0.1", dev_server_existing_path=str(BIN / "temporal"),
+                    port=port,
+                    ip="127.0.0.1",
+                    dev_server_existing_path=str(BIN / "temporal"),
                     data_converter=pydantic_data_converter,
                     search_attributes=[SA_ORGANIZATION, SA_STATUS, SA_SECURITY_LEVEL, SA_INTERNAL_ID],
-                    dev_server_extra_args=["--log-level", "error"])
+                    dev_server_extra_args=["--log-level", "error"],
+                )
 
                 async def started() -> bool:
                     found = await asyncio.to_thread(queries.get_request, engine, org_id, rid)

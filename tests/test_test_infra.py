@@ -35,8 +35,9 @@ async def test_smtp_server_receives_multipart_mail(smtp_server: SmtpServer) -> N
     message["To"] = f"{first}, {second}"
     message["Subject"] = f"Approve the payment ({tag}) — ünïcode"
     message.set_content(f"Hello,\nplease approve: https://approve.test/{tag}\n")
-    message.add_alternative(f"<html><body><p>Hello,</p><p>please <a href='#'>approve</a> {tag}</p>"
-                            "</body></html>", subtype="html")
+    message.add_alternative(
+        f"<html><body><p>Hello,</p><p>please <a href='#'>approve</a> {tag}</p></body></html>", subtype="html"
+    )
 
     await asyncio.to_thread(_send, smtp_server.host, smtp_server.port, message, [first, second])
 
@@ -63,9 +64,11 @@ async def test_smtp_server_wait_for_an_unknown_recipient_fails_fast(smtp_server:
 def test_text_of_falls_back_to_the_html_without_tags() -> None:
     message = EmailMessage()
     message["Subject"] = "html only"
-    message.set_content("<html><head><title>T</title><style>p{color:red}</style></head><body>"
-                        "<p>Tom &amp; Jerry</p>\n  <p>approve\n   <b>now</b></p></body></html>",
-                        subtype="html")
+    message.set_content(
+        "<html><head><title>T</title><style>p{color:red}</style></head><body>"
+        "<p>Tom &amp; Jerry</p>\n  <p>approve\n   <b>now</b></p></body></html>",
+        subtype="html",
+    )
     assert text_of(message) == "Tom & Jerry\napprove now"
 
 
@@ -184,8 +187,7 @@ def _parent(_: BaseHTTPRequestHandler, query: str, body: bytes) -> tuple[int, st
 
 async def test_cross_origin_iframe_posts_messages_to_its_parent(browser_page: Page) -> None:
     # Two servers, and two host names: the iframe is cross-origin and cross-site (a third party).
-    with serving({"/child": lambda *_: (200, CHILD)}) as child_port, \
-            serving({"/": _parent}) as parent_port:
+    with serving({"/child": lambda *_: (200, CHILD)}) as child_port, serving({"/": _parent}) as parent_port:
         parent_origin = f"http://127.0.0.1:{parent_port}"
         child_origin = f"http://localhost:{child_port}"
         child_url = f"{child_origin}/child?parent={parent_origin}"
@@ -197,8 +199,10 @@ async def test_cross_origin_iframe_posts_messages_to_its_parent(browser_page: Pa
         await browser_page.wait_for_function("window.received.length >= 2", timeout=5_000)
 
         received = await browser_page.evaluate("window.received")
-        assert received == [{"data": {"hello": 1}, "origin": child_origin},
-                            {"data": {"clicked": 1}, "origin": child_origin}]
+        assert received == [
+            {"data": {"hello": 1}, "origin": child_origin},
+            {"data": {"clicked": 1}, "origin": child_origin},
+        ]
         frame = browser_page.frame(url=lambda url: url.startswith(child_origin))
         assert frame is not None
         assert await frame.evaluate("window.origin") == child_origin

@@ -92,8 +92,10 @@ def test_base58btc_decoding_matches_the_reference_package_with_leading_zeros() -
 def test_a_method_missing_from_a_cached_document_is_looked_up_fresh_once() -> None:
     did = "did:web:mandatum.test"
     old, new = Ed25519KeyPair.generate(), Ed25519KeyPair.generate()
-    stale, current = did_document(did, [old.public_multikey]), did_document(did, [new.public_multikey,
-                                                                                  old.public_multikey])
+    stale, current = (
+        did_document(did, [old.public_multikey]),
+        did_document(did, [new.public_multikey, old.public_multikey]),
+    )
     fresh_reads: list[str] = []
 
     def fresh(d: str) -> dict[str, Any]:

@@ -72,32 +72,53 @@ def keyed(did: str) -> Ed25519KeyPair:
 @pytest.fixture
 def parties() -> Parties:
     service, org = keyed(SERVICE), keyed(ORG)
-    documents = {SERVICE: did_document(SERVICE, [service.public_multikey]),
-                 ORG: did_document(ORG, [org.public_multikey])}
+    documents = {
+        SERVICE: did_document(SERVICE, [service.public_multikey]),
+        ORG: did_document(ORG, [org.public_multikey]),
+    }
     return Parties(service, org, Resolver(documents.get), documents)
 
 
 def mandate(p: Parties, **changes: Any) -> dict[str, Any]:
     options: dict[str, Any] = dict(
-        credential_id=MANDATE_ID, issuer_key=p.service, context_url=BASE + "/ns/v1",
-        organization_did=ORG, grantors=[SUBJECT], scope="payments", authorized_dids=[ORG, VERIFIER],
-        valid_from=NOW, valid_until=NOW + timedelta(days=30), created=NOW,
-        action=action_pin("urn:via:action:1", "urn:via:action-version:1", digest_sri({"rules": []}),
-                          {"maxAmount": 100, "currencies": ["EUR"]}),
-        evidences=[evidence_entry("urn:via:evidence:1", b"%PDF-1.7", BASE + "/evidence/1")])
+        credential_id=MANDATE_ID,
+        issuer_key=p.service,
+        context_url=BASE + "/ns/v1",
+        organization_did=ORG,
+        grantors=[SUBJECT],
+        scope="payments",
+        authorized_dids=[ORG, VERIFIER],
+        valid_from=NOW,
+        valid_until=NOW + timedelta(days=30),
+        created=NOW,
+        action=action_pin(
+            "urn:via:action:1",
+            "urn:via:action-version:1",
+            digest_sri({"rules": []}),
+            {"maxAmount": 100, "currencies": ["EUR"]},
+        ),
+        evidences=[evidence_entry("urn:via:evidence:1", b"%PDF-1.7", BASE + "/evidence/1")],
+    )
     options.update(changes)
     return mandate_credential(**options)
 
 
 def vp(p: Parties, credential: dict[str, Any] | None = None, **changes: Any) -> dict[str, Any]:
-    options: dict[str, Any] = dict(holder_did=ORG, presentation_id=PRESENTATION_ID, challenge="nonce-1",
-                                   created=NOW, expires=NOW + timedelta(minutes=5), domain=VERIFIER)
+    options: dict[str, Any] = dict(
+        holder_did=ORG,
+        presentation_id=PRESENTATION_ID,
+        challenge="nonce-1",
+        created=NOW,
+        expires=NOW + timedelta(minutes=5),
+        domain=VERIFIER,
+    )
     options.update(changes)
     key = options.pop("holder_key", p.org)
     return presentation(credential or mandate(p), key, **options)
 
 
 # --- digests ------------------------------------------------------------------------------------
+
 
 def test_digests_are_sha256_sri_of_the_bytes_or_the_jcs_form() -> None:
     content = b"evidence bytes"
@@ -111,6 +132,7 @@ def test_digests_are_sha256_sri_of_the_bytes_or_the_jcs_form() -> None:
 
 
 # --- mandate form -------------------------------------------------------------------------------
+
 
 def test_the_mandate_form_has_spec_shape_and_verifies(parties: Parties) -> None:
     credential = mandate(parties)
@@ -145,17 +167,29 @@ def test_to_standard_and_from_standard_round_trip(parties: Parties) -> None:
     assert from_standard(to_standard(two)) == two
 
 
-@pytest.mark.parametrize("tamper", [
-    lambda c: c["credentialSubject"].update(id="did:web:evil.example"),
-    lambda c: c["credentialSubject"]["mandate"]["grantor"].append("did:web:someone"),
-    lambda c: c["credentialSubject"]["mandate"]["context"]["authorizedDIDs"].append("did:web:x"),
-    lambda c: c["credentialSubject"]["mandate"]["action"]["userParams"].update(maxAmount=1000),
-    lambda c: c["evidences"][0].update(digestSRI=sri_sha256(b"other")),
-    lambda c: c.update(validUntil="2099-01-01T00:00:00Z"),
-    lambda c: c.update(validUntil=None),
-    lambda c: c["proofs"][0].update(created="2026-03-01T12:00:01Z"),
-], ids=["subject", "grantor", "authorizedDIDs", "userParams", "evidences", "validUntil",
-        "validUntil-null", "proof-created"])
+@pytest.mark.parametrize(
+    "tamper",
+    [
+        lambda c: c["credentialSubject"].update(id="did:web:evil.example"),
+        lambda c: c["credentialSubject"]["mandate"]["grantor"].append("did:web:someone"),
+        lambda c: c["credentialSubject"]["mandate"]["context"]["authorizedDIDs"].append("did:web:x"),
+        lambda c: c["credentialSubject"]["mandate"]["action"]["userParams"].update(maxAmount=1000),
+        lambda c: c["evidences"][0].update(digestSRI=sri_sha256(b"other")),
+        lambda c: c.update(validUntil="2099-01-01T00:00:00Z"),
+        lambda c: c.update(validUntil=None),
+        lambda c: c["proofs"][0].update(created="2026-03-01T12:00:01Z"),
+    ],
+    ids=[
+        "subject",
+        "grantor",
+        "authorizedDIDs",
+        "userParams",
+        "evidences",
+        "validUntil",
+        "validUntil-null",
+        "proof-created",
+    ],
+)
 def test_tampering_any_signed_member_of_a_mandate_breaks_it(parties: Parties, tamper: Any) -> None:
     credential = mandate(parties)
     tamper(credential)
@@ -174,8 +208,9 @@ def test_a_mandate_signed_by_another_than_its_issuer_is_refused(parties: Parties
 def test_a_mandate_signed_by_a_retired_key_still_verifies(parties: Parties) -> None:
     credential = mandate(parties)
     newer = keyed(SERVICE)
-    parties.documents[SERVICE] = did_document(SERVICE, [newer.public_multikey,
-                                                        parties.service.public_multikey])
+    parties.documents[SERVICE] = did_document(
+        SERVICE, [newer.public_multikey, parties.service.public_multikey]
+    )
     verify_mandate(credential, parties.resolver, now=NOW)
     parties.documents[SERVICE] = did_document(SERVICE, [newer.public_multikey])
     with pytest.raises(UnknownSigner):
@@ -192,11 +227,18 @@ def test_the_validity_window(parties: Parties) -> None:
 
 # --- document form ------------------------------------------------------------------------------
 
+
 def document(p: Parties) -> dict[str, Any]:
     return document_credential(
-        credential_id=MANDATE_ID, issuer_key=p.service, context_url=BASE + "/ns/v1",
-        organization_did=ORG, valid_from=NOW, valid_until=None, issuance_date=NOW,
-        data=[{"label": "Name", "type": "text", "value": "Ada", "hidden": False, "fields": []}])
+        credential_id=MANDATE_ID,
+        issuer_key=p.service,
+        context_url=BASE + "/ns/v1",
+        organization_did=ORG,
+        valid_from=NOW,
+        valid_until=None,
+        issuance_date=NOW,
+        data=[{"label": "Name", "type": "text", "value": "Ada", "hidden": False, "fields": []}],
+    )
 
 
 def test_the_document_form_has_spec_shape_and_verifies_as_a_standard_vc(parties: Parties) -> None:
@@ -228,6 +270,7 @@ def test_document_actions_accumulate_and_are_signed(parties: Parties) -> None:
 
 # --- the VP ---------------------------------------------------------------------------------------
 
+
 def test_a_presentation_has_spec_shape_and_verifies(parties: Parties) -> None:
     credential = mandate(parties)
     presented = vp(parties, credential)
@@ -238,16 +281,18 @@ def test_a_presentation_has_spec_shape_and_verifies(parties: Parties) -> None:
     assert (proof["challenge"], proof["domain"]) == ("nonce-1", VERIFIER)
     assert proof["expires"] == "2026-03-01T12:05:00Z"
     assert presentation_domain(presented) == VERIFIER
-    found = verify_presentation(presented, parties.resolver, challenge="nonce-1", domain=VERIFIER,
-                                now=NOW + timedelta(minutes=1))
+    found = verify_presentation(
+        presented, parties.resolver, challenge="nonce-1", domain=VERIFIER, now=NOW + timedelta(minutes=1)
+    )
     assert found == credential
     unbound = vp(parties, credential, domain=None)
     assert "domain" not in unbound["proof"] and presentation_domain(unbound) is None
     verify_presentation(unbound, parties.resolver, challenge="nonce-1", now=NOW)
 
 
-def failure(p: Parties, presented: dict[str, Any], error: type[ProofError], reason: str,
-            **options: Any) -> ProofError:
+def failure(
+    p: Parties, presented: dict[str, Any], error: type[ProofError], reason: str, **options: Any
+) -> ProofError:
     options = {"challenge": "nonce-1", "domain": VERIFIER, "now": NOW, **options}
     with pytest.raises(error) as caught:
         verify_presentation(presented, p.resolver, **options)

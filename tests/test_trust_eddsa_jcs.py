@@ -55,11 +55,13 @@ def text(name: str) -> str:
 
 def vector_key() -> Ed25519KeyPair:
     pair = load("keyPair.json")
-    return Ed25519KeyPair.from_private_multikey(pair["privateKeyMultibase"],
-                                                load("proofConfigJCS.json")["verificationMethod"])
+    return Ed25519KeyPair.from_private_multikey(
+        pair["privateKeyMultibase"], load("proofConfigJCS.json")["verificationMethod"]
+    )
 
 
 # --- JCS ---------------------------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("name", JCS_NAMES)
 def test_jcs_reproduces_every_vector_on_both_paths(name: str) -> None:
@@ -69,23 +71,26 @@ def test_jcs_reproduces_every_vector_on_both_paths(name: str) -> None:
     assert canonicalize_reference(value) == expected
 
 
-@pytest.mark.parametrize("value", [
-    {"a": 1.5, "b": [1e30, 56.0]},
-    {"\U0001f602": 1, "\ufb33": 2},  # UTF-16 order differs from code point order here
-    {"ctl": "\x00\x1f\x7f\b\t\n\f\r\"\\/"},
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"a": 1.5, "b": [1e30, 56.0]},
+        {"\U0001f602": 1, "\ufb33": 2},  # UTF-16 order differs from code point order here
+        {"ctl": '\x00\x1f\x7f\b\t\n\f\r"\\/'},
+    ],
+)
 def test_the_fast_path_never_differs_from_the_reference(value: Any) -> None:
     assert canonicalize(value) == canonicalize_reference(value)
 
 
-@pytest.mark.parametrize("value", [{"x": float("nan")}, {"x": "\ud800"}, {"x": {1, 2}},
-                                   {"big": 2**60}])
+@pytest.mark.parametrize("value", [{"x": float("nan")}, {"x": "\ud800"}, {"x": {1, 2}}, {"big": 2**60}])
 def test_values_jcs_cannot_express_are_refused(value: Any) -> None:
     with pytest.raises(CanonicalizationError):
         canonicalize(value)
 
 
 # --- the W3C eddsa-jcs-2022 vector ----------------------------------------------------------------
+
 
 def test_every_intermediate_value_of_the_w3c_vector() -> None:
     unsigned = load("unsigned.json")
@@ -105,8 +110,9 @@ def test_every_intermediate_value_of_the_w3c_vector() -> None:
     created = datetime(2023, 2, 24, 23, 36, 38, tzinfo=UTC)
     proof = create_proof(unsigned, key, proof_purpose=ASSERTION_METHOD, created=created)
     assert proof["proofValue"] == text("sigBTC58JCS.txt")
-    assert sign_document(unsigned, key, proof_purpose=ASSERTION_METHOD, created=created) \
-        == load("signedJCS.json")
+    assert sign_document(unsigned, key, proof_purpose=ASSERTION_METHOD, created=created) == load(
+        "signedJCS.json"
+    )
 
 
 def test_the_signed_vector_verifies() -> None:
@@ -115,22 +121,31 @@ def test_the_signed_vector_verifies() -> None:
 
 def test_the_independent_js_presentation_verifies_with_its_challenge_and_domain() -> None:
     vp = load("interop/js-signed-vp.json")
-    verify_document(vp, Resolver(), proof_purpose=AUTHENTICATION, challenge=VP_CHALLENGE,
-                    domain=VP_DOMAIN, now=NOW)
+    verify_document(
+        vp, Resolver(), proof_purpose=AUTHENTICATION, challenge=VP_CHALLENGE, domain=VP_DOMAIN, now=NOW
+    )
     verify_document(vp["verifiableCredential"][0], Resolver(), proof_purpose=ASSERTION_METHOD, now=NOW)
 
 
 def test_the_independent_js_presentation_is_refused_with_another_challenge_or_domain() -> None:
     vp = load("interop/js-signed-vp.json")
     with pytest.raises(ChallengeMismatch):
-        verify_document(vp, Resolver(), proof_purpose=AUTHENTICATION, challenge="another",
-                        domain=VP_DOMAIN, now=NOW)
+        verify_document(
+            vp, Resolver(), proof_purpose=AUTHENTICATION, challenge="another", domain=VP_DOMAIN, now=NOW
+        )
     with pytest.raises(DomainMismatch):
-        verify_document(vp, Resolver(), proof_purpose=AUTHENTICATION, challenge=VP_CHALLENGE,
-                        domain="verifier.example.org", now=NOW)
+        verify_document(
+            vp,
+            Resolver(),
+            proof_purpose=AUTHENTICATION,
+            challenge=VP_CHALLENGE,
+            domain="verifier.example.org",
+            now=NOW,
+        )
 
 
 # --- each refusal, with its own class and code --------------------------------------------------
+
 
 def signed() -> dict[str, Any]:
     return copy.deepcopy(load("signedJCS.json"))
@@ -187,8 +202,9 @@ def test_an_expected_challenge_that_is_absent_is_a_mismatch() -> None:
     check(signed(), ChallengeMismatch, "challenge_mismatch", challenge="nonce")
 
 
-@pytest.mark.parametrize("member", ["type", "cryptosuite", "verificationMethod", "proofPurpose",
-                                    "proofValue"])
+@pytest.mark.parametrize(
+    "member", ["type", "cryptosuite", "verificationMethod", "proofPurpose", "proofValue"]
+)
 def test_a_proof_without_a_required_member_is_malformed(member: str) -> None:
     doc = signed()
     del doc["proof"][member]
@@ -232,13 +248,21 @@ def our_key() -> tuple[Ed25519KeyPair, Resolver]:
 def test_an_expired_proof_is_refused_and_a_current_one_accepted() -> None:
     key, resolver = our_key()
     created = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
-    doc = sign_document({"id": "urn:x"}, key, proof_purpose=AUTHENTICATION, created=created,
-                        expires=created + timedelta(minutes=5), challenge="c")
-    verify_document(doc, resolver, proof_purpose=AUTHENTICATION, challenge="c",
-                    now=created + timedelta(minutes=4))
+    doc = sign_document(
+        {"id": "urn:x"},
+        key,
+        proof_purpose=AUTHENTICATION,
+        created=created,
+        expires=created + timedelta(minutes=5),
+        challenge="c",
+    )
+    verify_document(
+        doc, resolver, proof_purpose=AUTHENTICATION, challenge="c", now=created + timedelta(minutes=4)
+    )
     with pytest.raises(ProofExpired) as caught:
-        verify_document(doc, resolver, proof_purpose=AUTHENTICATION, challenge="c",
-                        now=created + timedelta(minutes=6))
+        verify_document(
+            doc, resolver, proof_purpose=AUTHENTICATION, challenge="c", now=created + timedelta(minutes=6)
+        )
     assert caught.value.code == "proof_expired"
 
 
@@ -253,8 +277,18 @@ def test_a_proof_created_in_the_future_is_refused_beyond_the_skew() -> None:
 
 
 def test_every_error_kind_has_its_own_code() -> None:
-    kinds = [MalformedProof, WrongProofType, WrongCryptosuite, WrongProofPurpose, DomainMismatch,
-             ChallengeMismatch, ProofExpired, ProofCreatedInFuture, UnknownSigner, InvalidSignature]
+    kinds = [
+        MalformedProof,
+        WrongProofType,
+        WrongCryptosuite,
+        WrongProofPurpose,
+        DomainMismatch,
+        ChallengeMismatch,
+        ProofExpired,
+        ProofCreatedInFuture,
+        UnknownSigner,
+        InvalidSignature,
+    ]
     assert len({k.code for k in kinds}) == len(kinds)
     assert all(issubclass(k, ProofError) for k in kinds)
 
@@ -264,21 +298,34 @@ def test_extra_members_are_signed_and_proof_sets_need_every_proof() -> None:
     other, _ = our_key()
     created = datetime(2026, 1, 1, 12, 0, 0, 123456, tzinfo=UTC)
     document = {"@context": ["https://www.w3.org/ns/credentials/v2"], "id": "urn:x"}
-    proof = create_proof(document, key, proof_purpose=ASSERTION_METHOD, created=created,
-                         extra={"actionType": "ISSUE", "createdAt": format_datetime(created)})
+    proof = create_proof(
+        document,
+        key,
+        proof_purpose=ASSERTION_METHOD,
+        created=created,
+        extra={"actionType": "ISSUE", "createdAt": format_datetime(created)},
+    )
     assert proof["created"] == "2026-01-01T12:00:00Z"
     assert proof["@context"] == document["@context"]
     verify_proof(document, proof, resolver, proof_purpose=ASSERTION_METHOD, now=created)
     with pytest.raises(InvalidSignature):
-        verify_proof(document, {**proof, "actionType": "REVOKE"}, resolver,
-                     proof_purpose=ASSERTION_METHOD, now=created)
+        verify_proof(
+            document, {**proof, "actionType": "REVOKE"}, resolver, proof_purpose=ASSERTION_METHOD, now=created
+        )
     second = create_proof(document, key, proof_purpose=ASSERTION_METHOD, created=created)
-    verify_document({**document, "proof": [proof, second]}, resolver, proof_purpose=ASSERTION_METHOD,
-                    now=created)
+    verify_document(
+        {**document, "proof": [proof, second]}, resolver, proof_purpose=ASSERTION_METHOD, now=created
+    )
     stranger = create_proof(document, other, proof_purpose=ASSERTION_METHOD, created=created)
     with pytest.raises(UnknownSigner):
-        verify_document({**document, "proof": [proof, stranger]}, resolver,
-                        proof_purpose=ASSERTION_METHOD, now=created)
+        verify_document(
+            {**document, "proof": [proof, stranger]}, resolver, proof_purpose=ASSERTION_METHOD, now=created
+        )
     with pytest.raises(ValueError):
-        create_proof(document, key, proof_purpose=ASSERTION_METHOD, created=created,
-                     extra={"proofPurpose": "authentication"})
+        create_proof(
+            document,
+            key,
+            proof_purpose=ASSERTION_METHOD,
+            created=created,
+            extra={"proofPurpose": "authentication"},
+        )

@@ -17,8 +17,9 @@ from trust.receipts import MANDATE_REVOKED, VERIFICATION_DENIED, receipt, verify
 
 SERVICE = "did:web:mandatum.test"
 NOW = datetime(2026, 3, 1, 12, 0, 0, 500000, tzinfo=UTC)
-EVALUATIONS = [{"rule": "max", "expression": "executionParams.amount <= userParams.maxAmount",
-                "result": "fail"}]
+EVALUATIONS = [
+    {"rule": "max", "expression": "executionParams.amount <= userParams.maxAmount", "result": "fail"}
+]
 
 
 @pytest.fixture
@@ -30,11 +31,19 @@ def service() -> tuple[Ed25519KeyPair, Resolver]:
 
 
 def denied(key: Ed25519KeyPair) -> dict[str, Any]:
-    return receipt(key=key, context_url="https://mandatum.test/ns/v1",
-                   receipt_id="urn:via:receipt:1", type=VERIFICATION_DENIED, timestamp=NOW,
-                   credential_id="urn:via:credential:1", presentation_id="urn:via:presentation:1",
-                   decision="deny", reason="rule_failed", verifier="did:web:verifier.example",
-                   evaluations=EVALUATIONS)
+    return receipt(
+        key=key,
+        context_url="https://mandatum.test/ns/v1",
+        receipt_id="urn:via:receipt:1",
+        type=VERIFICATION_DENIED,
+        timestamp=NOW,
+        credential_id="urn:via:credential:1",
+        presentation_id="urn:via:presentation:1",
+        decision="deny",
+        reason="rule_failed",
+        verifier="did:web:verifier.example",
+        evaluations=EVALUATIONS,
+    )
 
 
 def test_a_receipt_has_the_contract_members_and_verifies(service: tuple[Ed25519KeyPair, Resolver]) -> None:
@@ -51,21 +60,43 @@ def test_a_receipt_has_the_contract_members_and_verifies(service: tuple[Ed25519K
 
 def test_absent_members_are_omitted_not_null(service: tuple[Ed25519KeyPair, Resolver]) -> None:
     key, resolver = service
-    signed = receipt(key=key, context_url="https://mandatum.test", receipt_id="urn:via:receipt:2",
-                     type=MANDATE_REVOKED, timestamp=NOW, credential_id="urn:via:credential:1",
-                     reason="user_initiated", evaluations=[])
-    assert set(signed) == {"@context", "id", "type", "timestamp", "credentialId", "reason",
-                           "evaluationsDigest", "proof"}
+    signed = receipt(
+        key=key,
+        context_url="https://mandatum.test",
+        receipt_id="urn:via:receipt:2",
+        type=MANDATE_REVOKED,
+        timestamp=NOW,
+        credential_id="urn:via:credential:1",
+        reason="user_initiated",
+        evaluations=[],
+    )
+    assert set(signed) == {
+        "@context",
+        "id",
+        "type",
+        "timestamp",
+        "credentialId",
+        "reason",
+        "evaluationsDigest",
+        "proof",
+    }
     assert signed["evaluationsDigest"] == digest_sri([])
     assert signed["@context"][1] == "https://mandatum.test/ns/v1"
     verify_receipt(signed, resolver)
 
 
-@pytest.mark.parametrize("member,value", [("decision", "allow"), ("reason", None),
-                                          ("credentialId", "urn:via:credential:2"),
-                                          ("timestamp", "2026-03-01T12:00:01Z")])
-def test_tampering_a_receipt_breaks_it(service: tuple[Ed25519KeyPair, Resolver], member: str,
-                                       value: Any) -> None:
+@pytest.mark.parametrize(
+    "member,value",
+    [
+        ("decision", "allow"),
+        ("reason", None),
+        ("credentialId", "urn:via:credential:2"),
+        ("timestamp", "2026-03-01T12:00:01Z"),
+    ],
+)
+def test_tampering_a_receipt_breaks_it(
+    service: tuple[Ed25519KeyPair, Resolver], member: str, value: Any
+) -> None:
     key, resolver = service
     signed = denied(key)
     if value is None:
@@ -77,7 +108,8 @@ def test_tampering_a_receipt_breaks_it(service: tuple[Ed25519KeyPair, Resolver],
 
 
 def test_a_receipt_by_another_key_or_with_other_evaluations_is_refused(
-        service: tuple[Ed25519KeyPair, Resolver]) -> None:
+    service: tuple[Ed25519KeyPair, Resolver],
+) -> None:
     key, resolver = service
     stranger = Ed25519KeyPair.generate()
     stranger = stranger.with_verification_method(key_id(SERVICE, stranger.public_multikey))
@@ -88,8 +120,14 @@ def test_a_receipt_by_another_key_or_with_other_evaluations_is_refused(
     with pytest.raises(MalformedProof):
         verify_receipt(denied(key), resolver, evaluations=[])
     with pytest.raises(ValueError):
-        receipt(key=key, context_url="https://x", receipt_id="urn:via:receipt:3", type="OTHER",
-                timestamp=NOW, credential_id="urn:via:credential:1")
+        receipt(
+            key=key,
+            context_url="https://x",
+            receipt_id="urn:via:receipt:3",
+            type="OTHER",
+            timestamp=NOW,
+            credential_id="urn:via:credential:1",
+        )
 
 
 # --- the context ----------------------------------------------------------------------------------
@@ -97,22 +135,81 @@ def test_a_receipt_by_another_key_or_with_other_evaluations_is_refused(
 # Every term the W3C credentials v2 context defines (top level and in its type-scoped contexts);
 # a @protected context may not redefine them.
 V2_TERMS = {
-    "id", "type", "description", "digestMultibase", "digestSRI", "mediaType", "name",
-    "VerifiableCredential", "EnvelopedVerifiableCredential", "VerifiablePresentation",
-    "EnvelopedVerifiablePresentation", "JsonSchemaCredential", "JsonSchema",
-    "BitstringStatusListCredential", "BitstringStatusList", "BitstringStatusListEntry",
-    "DataIntegrityProof", "confidenceMethod", "credentialSchema", "credentialStatus",
-    "credentialSubject", "evidence", "issuer", "proof", "refreshService", "relatedResource",
-    "renderMethod", "termsOfUse", "validFrom", "validUntil", "holder", "verifiableCredential",
-    "challenge", "created", "cryptosuite", "domain", "expires", "nonce", "previousProof",
-    "proofPurpose", "proofValue", "verificationMethod",
+    "id",
+    "type",
+    "description",
+    "digestMultibase",
+    "digestSRI",
+    "mediaType",
+    "name",
+    "VerifiableCredential",
+    "EnvelopedVerifiableCredential",
+    "VerifiablePresentation",
+    "EnvelopedVerifiablePresentation",
+    "JsonSchemaCredential",
+    "JsonSchema",
+    "BitstringStatusListCredential",
+    "BitstringStatusList",
+    "BitstringStatusListEntry",
+    "DataIntegrityProof",
+    "confidenceMethod",
+    "credentialSchema",
+    "credentialStatus",
+    "credentialSubject",
+    "evidence",
+    "issuer",
+    "proof",
+    "refreshService",
+    "relatedResource",
+    "renderMethod",
+    "termsOfUse",
+    "validFrom",
+    "validUntil",
+    "holder",
+    "verifiableCredential",
+    "challenge",
+    "created",
+    "cryptosuite",
+    "domain",
+    "expires",
+    "nonce",
+    "previousProof",
+    "proofPurpose",
+    "proofValue",
+    "verificationMethod",
 }
 
 OUR_MEMBERS = {
-    "VIAMandate", "VIADocument", "mandate", "grantor", "scope", "context", "authorizedDIDs",
-    "action", "version", "userParams", "evidences", "location", "proofs", "issuanceDate", "data",
-    "label", "value", "hidden", "fields", "actionType", "actionProof", "createdAt", "credentialId",
-    "requestId", "presentationId", "decision", "reason", "verifier", "evaluationsDigest", "timestamp",
+    "VIAMandate",
+    "VIADocument",
+    "mandate",
+    "grantor",
+    "scope",
+    "context",
+    "authorizedDIDs",
+    "action",
+    "version",
+    "userParams",
+    "evidences",
+    "location",
+    "proofs",
+    "issuanceDate",
+    "data",
+    "label",
+    "value",
+    "hidden",
+    "fields",
+    "actionType",
+    "actionProof",
+    "createdAt",
+    "credentialId",
+    "requestId",
+    "presentationId",
+    "decision",
+    "reason",
+    "verifier",
+    "evaluationsDigest",
+    "timestamp",
     *RECEIPT_TYPES,
 }
 

@@ -38,14 +38,18 @@ def recorded(engine: Engine, presentation_id: str) -> list[Verification]:
 
 
 async def test_fifty_concurrent_verifications_allow_once(
-    api: SignedClient, temporal: Any, engine: Engine, settings: Settings,
+    api: SignedClient,
+    temporal: Any,
+    engine: Engine,
+    settings: Settings,
 ) -> None:
     _, vp = await new_vp(api, temporal)
     stamp = int(time.time() * 1000)
     # distinct timestamps: each call is a distinct signed request, not a replayed signature
     answers = await asyncio.gather(*(verify(api, vp, GOOD, timestamp=str(stamp - i)) for i in range(CALLS)))
-    bodies = [checked(a, engine, settings, None if a.status_code == 200 else "vp_already_used")
-              for a in answers]
+    bodies = [
+        checked(a, engine, settings, None if a.status_code == 200 else "vp_already_used") for a in answers
+    ]
     assert Counter(b["decision"] for b in bodies) == {"allow": 1, "deny": CALLS - 1}
     [allowed] = [b for b in bodies if b["decision"] == "allow"]
     assert len(allowed["evaluations"]) == 2
@@ -56,7 +60,11 @@ async def test_fifty_concurrent_verifications_allow_once(
 
 
 async def test_racing_threads_on_the_store_allow_once(
-    api: SignedClient, temporal: Any, engine: Engine, cipher: SecretCipher, settings: Settings,
+    api: SignedClient,
+    temporal: Any,
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
 ) -> None:
     """The same race without the HTTP layer: threads released together, each with its own
     connection, all reading the VP as unused before any of them writes."""
@@ -65,8 +73,14 @@ async def test_racing_threads_on_the_store_allow_once(
 
     def one() -> verifications.Verdict:
         start.wait()
-        return verifications.verify(engine, cipher, settings, verifier_org_id=api.creds.organization_id,
-                                    presentation=vp, execution_params=GOOD)
+        return verifications.verify(
+            engine,
+            cipher,
+            settings,
+            verifier_org_id=api.creds.organization_id,
+            presentation=vp,
+            execution_params=GOOD,
+        )
 
     def race() -> list[verifications.Verdict]:
         with ThreadPoolExecutor(max_workers=THREADS) as pool:
@@ -74,7 +88,9 @@ async def test_racing_threads_on_the_store_allow_once(
 
     verdicts = await asyncio.to_thread(race)
     assert Counter((v.decision, v.reason) for v in verdicts) == {
-        ("allow", None): 1, ("deny", "vp_already_used"): THREADS - 1}
+        ("allow", None): 1,
+        ("deny", "vp_already_used"): THREADS - 1,
+    }
     with read_session(engine) as session:
         row = session.get(Presentation, vp["id"])
     assert row is not None and row.used_by == api.creds.organization_id
@@ -82,7 +98,11 @@ async def test_racing_threads_on_the_store_allow_once(
 
 
 async def test_a_read_that_saw_the_vp_unused_still_loses_the_write(
-    api: SignedClient, temporal: Any, engine: Engine, cipher: SecretCipher, settings: Settings,
+    api: SignedClient,
+    temporal: Any,
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The conditional UPDATE decides, not the read: a verification whose read raced ahead of
@@ -92,13 +112,20 @@ async def test_a_read_that_saw_the_vp_unused_still_loses_the_write(
     monkeypatch.setattr(verifications, "_load", lambda *_: first_read)
 
     def run() -> verifications.Verdict:
-        return verifications.verify(engine, cipher, settings, verifier_org_id=api.creds.organization_id,
-                                    presentation=vp, execution_params=GOOD)
+        return verifications.verify(
+            engine,
+            cipher,
+            settings,
+            verifier_org_id=api.creds.organization_id,
+            presentation=vp,
+            execution_params=GOOD,
+        )
 
     first, second = run(), run()
     assert (first.decision, first.reason, len(first.evaluations)) == ("allow", None, 2)
     assert (second.decision, second.reason, second.evaluations) == ("deny", "vp_already_used", [])
     assert second.receipt["reason"] == "vp_already_used"
-    verify_receipt(second.receipt, did_resolver(engine, settings), issuer_did=settings.service_did,
-                   evaluations=[])
+    verify_receipt(
+        second.receipt, did_resolver(engine, settings), issuer_did=settings.service_did, evaluations=[]
+    )
     assert Counter(r.reason for r in recorded(engine, vp["id"])) == {None: 1, "vp_already_used": 1}

@@ -28,8 +28,20 @@ def _utc_today() -> date:
 # --- over HTTP -----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("value", ["2026-1-1", "latest", "2026/11/01", "20261101", "2026-11-01T00:00",
-                                   " 2026-11-1", "v1", "2026-11-01,2026-11-02", "2026-11-01x"])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "2026-1-1",
+        "latest",
+        "2026/11/01",
+        "20261101",
+        "2026-11-01T00:00",
+        " 2026-11-1",
+        "v1",
+        "2026-11-01,2026-11-02",
+        "2026-11-01x",
+    ],
+)
 async def test_malformed_version_is_400(api: SignedClient, value: str) -> None:
     resp = await api.get("/request", headers={"API-Version": value})
     body = assert_error_shape(resp, 400)
@@ -127,16 +139,27 @@ def _rename_name_to_title(body: dict[str, Any]) -> dict[str, Any]:
 
 
 async def test_pinned_version_is_kept_when_a_newer_version_exists(
-    http: Any, engine: Engine, cipher: SecretCipher, settings: Settings, two_versions: str,
+    http: Any,
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
+    two_versions: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(versioning, "CHANGES", [
-        VersionChange(two_versions, "request name was title", "request", _rename_name_to_title),
-    ])
+    monkeypatch.setattr(
+        versioning,
+        "CHANGES",
+        [
+            VersionChange(two_versions, "request name was title", "request", _rename_name_to_title),
+        ],
+    )
     old_creds = new_org(engine, cipher, settings)
     with engine.begin() as conn:
-        conn.execute(update(Organization).where(Organization.id == old_creds.organization_id)  # type: ignore[arg-type]
-                     .values(api_version=FIRST))
+        conn.execute(
+            update(Organization)
+            .where(Organization.id == old_creds.organization_id)  # type: ignore[arg-type]
+            .values(api_version=FIRST)
+        )
     old = SignedClient(http, old_creds)
     new = SignedClient(http, new_org(engine, cipher, settings))
 
@@ -157,8 +180,9 @@ async def test_pinned_version_is_kept_when_a_newer_version_exists(
     assert upgraded.headers["API-Version"] == two_versions
     assert upgraded.json()["data"]["name"] == "Old client"
     between = (date.fromisoformat(FIRST) + timedelta(days=1)).isoformat()
-    downgraded = await new.post("/request", policy_request(name="Asked old"),
-                                headers={"API-Version": between})
+    downgraded = await new.post(
+        "/request", policy_request(name="Asked old"), headers={"API-Version": between}
+    )
     assert downgraded.headers["API-Version"] == FIRST
     assert downgraded.json()["data"]["title"] == "Asked old"
     assert _pinned(engine, old_creds.organization_id) == FIRST
@@ -168,9 +192,13 @@ async def test_pinned_version_is_kept_when_a_newer_version_exists(
 async def test_reads_are_served_in_the_older_shape(
     api: SignedClient, two_versions: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(versioning, "CHANGES", [
-        VersionChange(two_versions, "request name was title", "request", _rename_name_to_title),
-    ])
+    monkeypatch.setattr(
+        versioning,
+        "CHANGES",
+        [
+            VersionChange(two_versions, "request name was title", "request", _rename_name_to_title),
+        ],
+    )
     created = await api.post("/request", policy_request(name="Shape"), headers={"API-Version": FIRST})
     assert created.status_code == 201 and created.json()["data"]["title"] == "Shape"
     one = await api.get(f"/request/{created.json()['data']['id']}", headers={"API-Version": FIRST})
@@ -201,8 +229,16 @@ def test_resolve_walks_down_to_the_newest_version_not_after(monkeypatch: pytest.
     assert versioning.resolve("2026-12-31", None, today) == "2026-06-15"
     assert versioning.resolve(" 2026-06-15 ", None, today) == "2026-06-15"
     assert versioning.newest() == "2026-06-15"
-    for bad in ("2026-01-09", "2027-01-01", "2026-02-30", "2026-1-10", "latest", "2026-06-15x",
-                "\uff12\uff10\uff12\uff16-06-15", "2026-0\u096c-15"):  # non-ASCII digits
+    for bad in (
+        "2026-01-09",
+        "2027-01-01",
+        "2026-02-30",
+        "2026-1-10",
+        "latest",
+        "2026-06-15x",
+        "\uff12\uff10\uff12\uff16-06-15",
+        "2026-0\u096c-15",
+    ):  # non-ASCII digits
         with pytest.raises(ApiError) as info:
             versioning.resolve(bad, None, today)
         assert info.value.status == 400
@@ -214,6 +250,7 @@ def test_resolve_walks_down_to_the_newest_version_not_after(monkeypatch: pytest.
 def _tag(label: str) -> Any:
     def change(body: dict[str, Any]) -> dict[str, Any]:
         return {**body, "applied": [*body.get("applied", []), label]}
+
     return change
 
 
@@ -234,7 +271,10 @@ def test_render_undoes_newer_changes_newest_first() -> None:
 
 def test_render_skips_changes_not_newer_than_the_version() -> None:
     assert versioning.render("request", {}, "2026-03-01", FAKE_CHANGES)["applied"] == [
-        "c@09-01", "b2@06-15", "b1@06-15"]
+        "c@09-01",
+        "b2@06-15",
+        "b1@06-15",
+    ]
     assert versioning.render("request", {}, "2026-06-15", FAKE_CHANGES)["applied"] == ["c@09-01"]
     assert versioning.render("request", {"x": 1}, "2026-09-01", FAKE_CHANGES) == {"x": 1}
 
@@ -252,18 +292,34 @@ def test_render_order_does_not_depend_on_registration_order() -> None:
 
 def test_render_chains_real_transformations() -> None:
     changes = [
-        VersionChange("2026-03-01", "status was state", "request",
-                      lambda b: {**{k: v for k, v in b.items() if k != "status"}, "state": b["status"]}),
-        VersionChange("2026-06-15", "canceledAt was a boolean canceled", "request",
-                      lambda b: {**{k: v for k, v in b.items() if k != "canceledAt"},
-                                 "canceled": b["canceledAt"] is not None}),
+        VersionChange(
+            "2026-03-01",
+            "status was state",
+            "request",
+            lambda b: {**{k: v for k, v in b.items() if k != "status"}, "state": b["status"]},
+        ),
+        VersionChange(
+            "2026-06-15",
+            "canceledAt was a boolean canceled",
+            "request",
+            lambda b: {
+                **{k: v for k, v in b.items() if k != "canceledAt"},
+                "canceled": b["canceledAt"] is not None,
+            },
+        ),
     ]
     newest = {"id": "x", "status": "CANCELED", "canceledAt": "2026-06-20T00:00:00.000Z"}
     assert versioning.render("request", dict(newest), "2026-06-15", changes) == newest
     assert versioning.render("request", dict(newest), "2026-03-01", changes) == {
-        "id": "x", "status": "CANCELED", "canceled": True}
+        "id": "x",
+        "status": "CANCELED",
+        "canceled": True,
+    }
     assert versioning.render("request", dict(newest), "2026-01-10", changes) == {
-        "id": "x", "state": "CANCELED", "canceled": True}
+        "id": "x",
+        "state": "CANCELED",
+        "canceled": True,
+    }
 
 
 def test_registered_changes_are_well_formed() -> None:

@@ -36,8 +36,13 @@ def _real_time_on_sqlite_only(db_url: str) -> None:
 
 
 async def test_500s_then_200_is_delivered_once_with_one_webhook_id(
-    temporal: Client, worker: None, engine: Engine, cipher: SecretCipher, settings: Settings,
-    org: Credentials, db_url: str,
+    temporal: Client,
+    worker: None,
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
+    org: Credentials,
+    db_url: str,
 ) -> None:
     _real_time_on_sqlite_only(db_url)
     with receiving(lambda n: 500 if n <= 2 else 200) as receiver:
@@ -66,11 +71,18 @@ async def test_500s_then_200_is_delivered_once_with_one_webhook_id(
     for attempt, delivery in zip(store.attempts_of(engine, event.id), got, strict=True):
         assert abs(attempt.scheduled_at.timestamp() - delivery.received_at) < 1.5
     assert [(a.number, a.status_code) for a in store.attempts_of(engine, event.id)] == [
-        (1, 500), (2, 500), (3, 200)]
+        (1, 500),
+        (2, 500),
+        (3, 200),
+    ]
 
 
 async def test_410_stops_at_once(
-    temporal: Client, worker: None, engine: Engine, cipher: SecretCipher, settings: Settings,
+    temporal: Client,
+    worker: None,
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
     org: Credentials,
 ) -> None:
     with receiving(lambda n: 410) as receiver:
@@ -88,7 +100,11 @@ async def test_410_stops_at_once(
 
 
 async def test_without_a_webhook_the_event_is_kept_and_skipped(
-    temporal: Client, worker: None, engine: Engine, settings: Settings, org: Credentials,
+    temporal: Client,
+    worker: None,
+    engine: Engine,
+    settings: Settings,
+    org: Credentials,
 ) -> None:
     event = create_test_event(engine, settings, org.organization_id)
     handle = await deliver(temporal, settings.task_queue, event.id)
@@ -100,13 +116,17 @@ async def test_without_a_webhook_the_event_is_kept_and_skipped(
 
 
 def test_settings_are_checked_and_secrets_stored_encrypted(
-    engine: Engine, cipher: SecretCipher, org: Credentials,
+    engine: Engine,
+    cipher: SecretCipher,
+    org: Credentials,
 ) -> None:
     good = store.WebhookSettings("https://hooks.example.test/x", SIGNATURE_SECRET, ENCRYPTION_SECRET, SALT)
-    for bad in [store.WebhookSettings("ftp://x", SIGNATURE_SECRET, ENCRYPTION_SECRET, SALT),
-                store.WebhookSettings(good.url, SIGNATURE_SECRET, "not base64!", SALT),
-                store.WebhookSettings(good.url, "", ENCRYPTION_SECRET, SALT),
-                store.WebhookSettings(good.url, SIGNATURE_SECRET, ENCRYPTION_SECRET, "")]:
+    for bad in [
+        store.WebhookSettings("ftp://x", SIGNATURE_SECRET, ENCRYPTION_SECRET, SALT),
+        store.WebhookSettings(good.url, SIGNATURE_SECRET, "not base64!", SALT),
+        store.WebhookSettings(good.url, "", ENCRYPTION_SECRET, SALT),
+        store.WebhookSettings(good.url, SIGNATURE_SECRET, ENCRYPTION_SECRET, ""),
+    ]:
         with pytest.raises(ValueError):
             store.set_config(engine, cipher, org.organization_id, bad, LOCAL)
     store.set_config(engine, cipher, org.organization_id, good, LOCAL)
@@ -118,16 +138,27 @@ def test_settings_are_checked_and_secrets_stored_encrypted(
 
 def _cli(settings: Settings, temporal: Client, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MANDATUM_") and k != "DATABASE_URL"}
-    env.update(MANDATUM_DATABASE_URL=settings.sqlalchemy_url, MANDATUM_MASTER_KEY=MASTER_KEY,
-               MANDATUM_VAR_DIR=str(settings.var_dir), MANDATUM_PUBLIC_URL=settings.public_url,
-               MANDATUM_ENVIRONMENT="test", MANDATUM_TASK_QUEUE=settings.task_queue,
-               MANDATUM_TEMPORAL_ADDRESS=temporal.service_client.config.target_host)
-    return subprocess.run([str(MANDATUM), "webhook", *args], env=env, capture_output=True, text=True,
-                          timeout=60, check=False)
+    env.update(
+        MANDATUM_DATABASE_URL=settings.sqlalchemy_url,
+        MANDATUM_MASTER_KEY=MASTER_KEY,
+        MANDATUM_VAR_DIR=str(settings.var_dir),
+        MANDATUM_PUBLIC_URL=settings.public_url,
+        MANDATUM_ENVIRONMENT="test",
+        MANDATUM_TASK_QUEUE=settings.task_queue,
+        MANDATUM_TEMPORAL_ADDRESS=temporal.service_client.config.target_host,
+    )
+    return subprocess.run(
+        [str(MANDATUM), "webhook", *args], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
 
 
 async def test_the_webhook_command(
-    temporal: Client, worker: None, engine: Engine, settings: Settings, org: Credentials, db_url: str,
+    temporal: Client,
+    worker: None,
+    engine: Engine,
+    settings: Settings,
+    org: Credentials,
+    db_url: str,
 ) -> None:
     _real_time_on_sqlite_only(db_url)
     org_id = org.organization_id
@@ -137,9 +168,21 @@ async def test_the_webhook_command(
     assert made.returncode == 0, made.stderr
     assert "signature secret" in made.stdout and "encryption secret" in made.stdout
     with receiving(lambda n: 200) as receiver:
-        done = _cli(settings, temporal, "set", "--org", org_id, "--url", receiver.url,
-                    "--signature-secret", SIGNATURE_SECRET, "--encryption-secret", ENCRYPTION_SECRET,
-                    "--salt", SALT)
+        done = _cli(
+            settings,
+            temporal,
+            "set",
+            "--org",
+            org_id,
+            "--url",
+            receiver.url,
+            "--signature-secret",
+            SIGNATURE_SECRET,
+            "--encryption-secret",
+            ENCRYPTION_SECRET,
+            "--salt",
+            SALT,
+        )
         assert done.returncode == 0, done.stderr
         assert "generated" not in done.stdout
         shown = _cli(settings, temporal, "show", "--org", org_id, "--json")
@@ -155,6 +198,7 @@ async def test_the_webhook_command(
     assert delivery.event is not None and delivery.event["eventType"] == "test"
     listed = json.loads(_cli(settings, temporal, "list", "--org", org_id, "--json").stdout)
     assert [(e["id"], e["state"], e["attempts"], e["lastStatus"]) for e in listed] == [
-        (event_id, "delivered", 1, 200)]
+        (event_id, "delivered", 1, 200)
+    ]
     again = _cli(settings, temporal, "retry", event_id)
     assert again.returncode == 1 and "only a failed one is retried" in again.stderr

@@ -38,9 +38,13 @@ from tests.webhook_receiver import ENCRYPTION_SECRET, SALT, SIGNATURE_SECRET, re
 from workflows.webhook_messages import DeliverWebhookInput
 
 PUBLIC = "93.184.215.14"  # a global address (never connected to here)
-BAD_NAMES = {"internal.example.com": ["10.1.2.3"], "meta.example.com": ["169.254.169.254"],
-             "mixed.example.com": [PUBLIC, "127.0.0.1"], "v6.example.com": ["2606:4700::1111", "fd00::1"],
-             "mapped.example.com": ["::ffff:127.0.0.1"]}
+BAD_NAMES = {
+    "internal.example.com": ["10.1.2.3"],
+    "meta.example.com": ["169.254.169.254"],
+    "mixed.example.com": [PUBLIC, "127.0.0.1"],
+    "v6.example.com": ["2606:4700::1111", "fd00::1"],
+    "mapped.example.com": ["::ffff:127.0.0.1"],
+}
 
 
 class FakeResolver:
@@ -72,25 +76,57 @@ def hook(url: str) -> store.WebhookSettings:
 
 REFUSED_IN_PRODUCTION = [
     "http://hooks.example.com/x",  # https only
-    "https://127.0.0.1/x", "https://2130706433/x", "https://0x7f.1/x", "https://0177.0.0.1/x",
-    "https://127.1/x", "https://0/x", "https://0.0.0.0/x", "https://[::]/x", "https://[::1]/x",
-    "https://[::ffff:127.0.0.1]/x", "https://[::ffff:7f00:1]/x", "https://[64:ff9b::7f00:1]/x",
-    "https://[64:ff9b::a00:1]/x", "https://[2002:7f00:1::]/x", "https://[2002:c0a8:101::]/x",
-    "https://10.0.0.1/x", "https://172.16.5.4/x", "https://192.168.1.1:8443/x",
-    "https://169.254.169.254/latest/meta-data", "https://[fe80::1]/x", "https://100.64.0.1/x",
-    "https://100.127.255.254/x", "https://224.0.0.1/x", "https://[ff02::1]/x", "https://[ff0e::1]/x",
-    "https://240.0.0.1/x", "https://255.255.255.255/x", "https://[fc00::1]/x", "https://[fd12:3456::1]/x",
-    "https://[fec0::1]/x", "https://192.0.0.8/x", "https://198.18.0.1/x", "https://[2001:db8::1]/x",
+    "https://127.0.0.1/x",
+    "https://2130706433/x",
+    "https://0x7f.1/x",
+    "https://0177.0.0.1/x",
+    "https://127.1/x",
+    "https://0/x",
+    "https://0.0.0.0/x",
+    "https://[::]/x",
+    "https://[::1]/x",
+    "https://[::ffff:127.0.0.1]/x",
+    "https://[::ffff:7f00:1]/x",
+    "https://[64:ff9b::7f00:1]/x",
+    "https://[64:ff9b::a00:1]/x",
+    "https://[2002:7f00:1::]/x",
+    "https://[2002:c0a8:101::]/x",
+    "https://10.0.0.1/x",
+    "https://172.16.5.4/x",
+    "https://192.168.1.1:8443/x",
+    "https://169.254.169.254/latest/meta-data",
+    "https://[fe80::1]/x",
+    "https://100.64.0.1/x",
+    "https://100.127.255.254/x",
+    "https://224.0.0.1/x",
+    "https://[ff02::1]/x",
+    "https://[ff0e::1]/x",
+    "https://240.0.0.1/x",
+    "https://255.255.255.255/x",
+    "https://[fc00::1]/x",
+    "https://[fd12:3456::1]/x",
+    "https://[fec0::1]/x",
+    "https://192.0.0.8/x",
+    "https://198.18.0.1/x",
+    "https://[2001:db8::1]/x",
     "https://[2001::1]/x",  # Teredo
-    "https://localhost/x", "https://LocalHost./x", "https://api.localhost/x",
+    "https://localhost/x",
+    "https://LocalHost./x",
+    "https://api.localhost/x",
     *(f"https://{name}/x" for name in BAD_NAMES),
-    "https://user:password@hooks.example.com/x", "https://hooks.example.com/x y", "https:///x",
-    "ftp://hooks.example.com/x", "https://" + "a" * 2048 + ".example.com/",
+    "https://user:password@hooks.example.com/x",
+    "https://hooks.example.com/x y",
+    "https:///x",
+    "ftp://hooks.example.com/x",
+    "https://" + "a" * 2048 + ".example.com/",
 ]
 
 
 def test_the_setter_refuses_each_url_leading_inside_in_production(
-    engine: Engine, cipher: SecretCipher, settings: Settings, org: Credentials,
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
+    org: Credentials,
 ) -> None:
     resolve = FakeResolver({"hooks.example.com": [PUBLIC], **BAD_NAMES})
     policy = production(settings, resolve)
@@ -99,8 +135,12 @@ def test_the_setter_refuses_each_url_leading_inside_in_production(
             store.set_config(engine, cipher, org.organization_id, hook(url), policy)
         assert "webhook URL" in str(refused.value), url
         assert store.config_row(engine, org.organization_id) is None, url
-    for good in ["https://hooks.example.com/x", "https://8.8.8.8/x", "https://[2606:4700::1111]:8443/x",
-                 "https://not-resolvable-now.example.com/x"]:  # checked again at every delivery
+    for good in [
+        "https://hooks.example.com/x",
+        "https://8.8.8.8/x",
+        "https://[2606:4700::1111]:8443/x",
+        "https://not-resolvable-now.example.com/x",
+    ]:  # checked again at every delivery
         store.set_config(engine, cipher, org.organization_id, hook(good), policy)
         assert store.get_config(engine, cipher, org.organization_id) == hook(good)
     assert "internal.example.com" in resolve.calls  # names are resolved when set
@@ -110,8 +150,13 @@ def test_outside_production_loopback_and_http_are_allowed_unless_turned_off(sett
     resolve = FakeResolver({"receiver.example.test": ["127.0.0.1"], **BAD_NAMES})
     dev = EgressPolicy.of(settings, resolve)
     assert settings.environment is Environment.TEST and (dev.https_only, dev.allow_loopback) == (False, True)
-    for url in ["http://127.0.0.1:8080/x", "http://localhost/x", "http://[::1]/x", "http://2130706433/x",
-                "http://receiver.example.test/x"]:
+    for url in [
+        "http://127.0.0.1:8080/x",
+        "http://localhost/x",
+        "http://[::1]/x",
+        "http://2130706433/x",
+        "http://receiver.example.test/x",
+    ]:
         assert dev.check_url(url) == url
     for url in ["http://10.0.0.1/x", "http://169.254.169.254/x", "https://internal.example.com/x"]:
         with pytest.raises(ValueError):
@@ -121,8 +166,9 @@ def test_outside_production_loopback_and_http_are_allowed_unless_turned_off(sett
         with pytest.raises(ValueError):
             strict.check_url(url)
     # production ignores the setting
-    loose = settings.model_copy(update={"environment": Environment.PRODUCTION,
-                                        "webhook_allow_loopback": True})
+    loose = settings.model_copy(
+        update={"environment": Environment.PRODUCTION, "webhook_allow_loopback": True}
+    )
     assert (EgressPolicy.of(loose).https_only, EgressPolicy.of(loose).allow_loopback) == (True, False)
 
 
@@ -134,7 +180,10 @@ def _deliver(acts: WebhookActivities, event_id: str) -> None:
 
 
 def test_a_name_rebound_to_loopback_is_refused_at_delivery_in_production(
-    engine: Engine, cipher: SecretCipher, settings: Settings, org: Credentials,
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
+    org: Credentials,
 ) -> None:
     """DNS rebinding: the name resolves to a public address when the URL is set, to 127.0.0.1
     when the delivery comes. Nothing reaches the (real) server listening there."""
@@ -156,7 +205,10 @@ def test_a_name_rebound_to_loopback_is_refused_at_delivery_in_production(
 
 
 def test_the_post_goes_to_the_checked_address_under_its_name(
-    engine: Engine, cipher: SecretCipher, settings: Settings, org: Credentials,
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
+    org: Credentials,
 ) -> None:
     """The name is resolved once per attempt, by the seam; the connection is made to that
     address (no second lookup: the system resolver does not know the name) with the original
@@ -185,8 +237,14 @@ def _read_request(conn: socket.socket) -> None:
             return
         data += chunk
     head, body = data.split(b"\r\n\r\n", 1)
-    length = next((int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
-                   if line.lower().startswith(b"content-length:")), 0)
+    length = next(
+        (
+            int(line.split(b":", 1)[1])
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")
+        ),
+        0,
+    )
     while len(body) < length:
         chunk = conn.recv(65536)
         if not chunk:
@@ -230,14 +288,21 @@ def _tcp_server(reply: bytes | None) -> Iterator[int]:
         sock.close()
 
 
-@pytest.mark.parametrize(("reply", "error"), [
-    (b"SSH-2.0-OpenSSH_9.6 internal-bastion\r\n", "no valid HTTP answer"),
-    (b"-ERR redis secret-key-7f3a unknown command\r\n", "no valid HTTP answer"),
-    (None, "connection refused"),
-])
+@pytest.mark.parametrize(
+    ("reply", "error"),
+    [
+        (b"SSH-2.0-OpenSSH_9.6 internal-bastion\r\n", "no valid HTTP answer"),
+        (b"-ERR redis secret-key-7f3a unknown command\r\n", "no valid HTTP answer"),
+        (None, "connection refused"),
+    ],
+)
 def test_the_stored_error_never_repeats_what_the_other_end_said(
-    engine: Engine, cipher: SecretCipher, settings: Settings, org: Credentials,
-    reply: bytes | None, error: str,
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
+    org: Credentials,
+    reply: bytes | None,
+    error: str,
 ) -> None:
     with _tcp_server(reply) as port:
         store.set_config(engine, cipher, org.organization_id, hook(f"http://127.0.0.1:{port}/h"), LOCAL)
@@ -250,10 +315,14 @@ def test_the_stored_error_never_repeats_what_the_other_end_said(
 
 
 def test_redirects_are_not_followed(
-    engine: Engine, cipher: SecretCipher, settings: Settings, org: Credentials,
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
+    org: Credentials,
 ) -> None:
-    reply = (b"HTTP/1.1 307 Temporary Redirect\r\nLocation: http://169.254.169.254/\r\n"
-             b"Content-Length: 0\r\n\r\n")
+    reply = (
+        b"HTTP/1.1 307 Temporary Redirect\r\nLocation: http://169.254.169.254/\r\nContent-Length: 0\r\n\r\n"
+    )
     with _tcp_server(reply) as port:
         store.set_config(engine, cipher, org.organization_id, hook(f"http://127.0.0.1:{port}/h"), LOCAL)
         event = create_test_event(engine, settings, org.organization_id)
@@ -268,8 +337,9 @@ def test_the_pinned_request_keeps_the_name_for_host_and_sni() -> None:
     assert str(target) == "https://[2606:4700::1111]:8443/in?x=1"
     assert host == {"Host": "hooks.example.com:8443"}
     assert extensions == {"sni_hostname": "hooks.example.com"}
-    plain, host, extensions = pinned_request(httpx.URL("http://bücher.example/x"),
-                                             ipaddress.ip_address("93.184.215.14"))
+    plain, host, extensions = pinned_request(
+        httpx.URL("http://bücher.example/x"), ipaddress.ip_address("93.184.215.14")
+    )
     assert (str(plain), host, extensions) == ("http://93.184.215.14/x", {"Host": "xn--bcher-kva.example"}, {})
 
 
@@ -277,15 +347,24 @@ def _self_signed(directory: Path, name: str) -> tuple[Path, Path]:
     key = ec.generate_private_key(ec.SECP256R1())
     subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
     now = dt.datetime.now(dt.UTC)
-    cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(hours=1))
-            .not_valid_after(now + dt.timedelta(hours=1))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
-            .sign(key, hashes.SHA256()))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - dt.timedelta(hours=1))
+        .not_valid_after(now + dt.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
+        .sign(key, hashes.SHA256())
+    )
     cert_path, key_path = directory / "cert.pem", directory / "key.pem"
     cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
+    key_path.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
     return cert_path, key_path
 
 
@@ -314,8 +393,13 @@ def test_tls_goes_to_the_address_with_the_name_as_sni_and_verifies_the_certifica
     thread.start()
     try:
         with pytest.raises(httpx.ConnectError) as failed:
-            post_pinned(httpx.URL(f"https://hooks.example.test:{port}/h"),
-                        [ipaddress.ip_address("127.0.0.1")], b"{}", {}, 5)
+            post_pinned(
+                httpx.URL(f"https://hooks.example.test:{port}/h"),
+                [ipaddress.ip_address("127.0.0.1")],
+                b"{}",
+                {},
+                5,
+            )
     finally:
         thread.join(5)
         listener.close()
@@ -324,7 +408,10 @@ def test_tls_goes_to_the_address_with_the_name_as_sni_and_verifies_the_certifica
 
 
 def test_a_refused_address_gives_way_to_the_next_checked_one(
-    engine: Engine, cipher: SecretCipher, settings: Settings, org: Credentials,
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
+    org: Credentials,
 ) -> None:
     """The receiver listens on 127.0.0.1 only: 127.0.0.2 refuses, and the next address the name
     resolved to (checked with it) is tried."""

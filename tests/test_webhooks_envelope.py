@@ -70,7 +70,8 @@ def test_each_body_has_a_fresh_iv_and_a_fixed_iv_is_deterministic() -> None:
     assert first["iv"] != second["iv"] and first["data"] != second["data"]
     iv = bytes(range(12))
     assert env.encrypt_event(EVENT, ENCRYPTION_SECRET, SALT, iv) == env.encrypt_event(
-        EVENT, ENCRYPTION_SECRET, SALT, iv)
+        EVENT, ENCRYPTION_SECRET, SALT, iv
+    )
     with pytest.raises(ValueError):
         env.encrypt_event(EVENT, ENCRYPTION_SECRET, SALT, b"short")
 

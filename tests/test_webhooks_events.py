@@ -26,7 +26,11 @@ from workflows.webhook_messages import CreateCredentialEventInput
 
 
 async def test_an_acceptance_and_a_rejection_each_send_one_credential_event(
-    temporal: Client, worker: None, engine: Engine, cipher: SecretCipher, settings: Settings,
+    temporal: Client,
+    worker: None,
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
     org: Credentials,
 ) -> None:
     org_id = org.organization_id
@@ -38,8 +42,9 @@ async def test_an_acceptance_and_a_rejection_each_send_one_credential_event(
             assert await start_request_workflow(temporal, settings.task_queue, bundle)
         (_, ana), (_, bea) = accepted.subjects[0], rejected.subjects[0]
         yes = await decide(request_handle(temporal, accepted.request.id), ana.id, accepted.credentials[0].id)
-        no = await decide(request_handle(temporal, rejected.request.id), bea.id,
-                          rejected.credentials[0].id, accept=False)
+        no = await decide(
+            request_handle(temporal, rejected.request.id), bea.id, rejected.credentials[0].id, accept=False
+        )
         await wait_for(lambda: receiver.count() >= 2)
         await asyncio.sleep(1)  # and no more
         got = {d.event["requestId"]: d for d in receiver.deliveries if d.event}
@@ -56,14 +61,27 @@ async def test_an_acceptance_and_a_rejection_each_send_one_credential_event(
         assert (event.state, event.attempts, event.event_type) == ("delivered", 1, "credential")
         assert event.fact_key.startswith("credential:urn:via:decision:")
         # its delivery workflow is the child webhook:<eventId>
-        assert (await temporal.get_workflow_handle(webhook_workflow_id(event.id)).result())["state"] \
-            == "delivered"
+        assert (await temporal.get_workflow_handle(webhook_workflow_id(event.id)).result())[
+            "state"
+        ] == "delivered"
 
     sent = accept_event.payload
-    assert list(sent)[:8] == ["id", "eventType", "requestId", "internalId", "issuerDid", "user",
-                              "api_version", "createdAt"]
+    assert list(sent)[:8] == [
+        "id",
+        "eventType",
+        "requestId",
+        "internalId",
+        "issuerDid",
+        "user",
+        "api_version",
+        "createdAt",
+    ]
     assert (sent["id"], sent["eventType"], sent["requestId"], sent["internalId"]) == (
-        accept_event.id, "credential", accepted.request.id, "loan-7")
+        accept_event.id,
+        "credential",
+        accepted.request.id,
+        "loan-7",
+    )
     assert sent["issuerDid"] == settings.service_did
     assert sent["user"] == {"contact": "ana@example.com", "id": settings.subject_did(ana.id)}
     assert sent["api_version"] == versioning.newest()
@@ -73,7 +91,8 @@ async def test_an_acceptance_and_a_rejection_each_send_one_credential_event(
     assert [d["id"] for d in sent["credential"]["decisions"]] == [yes.decision_id]
     assert sent["decision"]["action"] == "accept"
     assert datetime.fromisoformat(sent["decision"]["date"].replace("Z", "+00:00")).replace(
-        microsecond=0) == yes.decided_at.replace(microsecond=0)
+        microsecond=0
+    ) == yes.decided_at.replace(microsecond=0)
 
     refused = reject_event.payload
     assert "internalId" not in refused
@@ -85,16 +104,23 @@ async def test_an_acceptance_and_a_rejection_each_send_one_credential_event(
 
 
 def test_creating_an_event_twice_for_one_decision_gives_the_first(
-    engine: Engine, cipher: SecretCipher, settings: Settings, org: Credentials,
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
+    org: Credentials,
 ) -> None:
     """What a retried activity (or a replayed workflow) gets: the event made the first time."""
     bundle = insert_request(engine, org.organization_id)
     acts = WebhookActivities(engine, cipher, settings)
     inp = CreateCredentialEventInput(
-        request_id=bundle.request.id, organization_id=org.organization_id,
+        request_id=bundle.request.id,
+        organization_id=org.organization_id,
         decision_id="urn:via:decision:00000000-0000-4000-8000-000000000001",
-        subject_id=bundle.subjects[0][1].id, credential_id=bundle.credentials[0].id, accepted=False,
-        decided_at=datetime.fromisoformat("2026-11-23T10:00:00+00:00"))
+        subject_id=bundle.subjects[0][1].id,
+        credential_id=bundle.credentials[0].id,
+        accepted=False,
+        decided_at=datetime.fromisoformat("2026-11-23T10:00:00+00:00"),
+    )
     first, second = acts.create_credential_event(inp), acts.create_credential_event(inp)
     assert (first.created, second.created) == (True, False)
     assert first.event_id == second.event_id and first.event_id.startswith("urn:via:event:")

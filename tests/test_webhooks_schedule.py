@@ -36,17 +36,25 @@ def test_the_policy_numbers() -> None:
     assert DELIVERY_RETRY.maximum_interval == timedelta(hours=4)
     assert DELIVERY_RETRY.maximum_attempts == 0
     assert [retry_delay(n).total_seconds() for n in (1, 2, 3, 12, 13, 40)] == [
-        5, 10, 20, 10240, 4 * HOUR, 4 * HOUR]
+        5,
+        10,
+        20,
+        10240,
+        4 * HOUR,
+        4 * HOUR,
+    ]
 
 
 async def test_attempts_spread_over_three_days_then_failed_then_retried(
-    ts_env: WorkflowEnvironment, engine: Engine, cipher: SecretCipher, settings: Settings,
+    ts_env: WorkflowEnvironment,
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
     org: Credentials,
 ) -> None:
     queue = f"mandatum-webhooks-{uuid.uuid4().hex[:8]}"
     succeed = False
-    with receiving(lambda n: 200 if succeed else 503) as receiver, \
-            ThreadPoolExecutor(max_workers=4) as pool:
+    with receiving(lambda n: 200 if succeed else 503) as receiver, ThreadPoolExecutor(max_workers=4) as pool:
         configure(engine, cipher, org.organization_id, receiver)
         event = create_test_event(engine, settings, org.organization_id)
         async with build_worker(ts_env.client, engine, queue, pool, settings):
@@ -64,8 +72,12 @@ async def test_attempts_spread_over_three_days_then_failed_then_retried(
                 result = DeliveryResult.model_validate(await handle.result())
             with pytest.raises(WorkflowAlreadyStartedError):  # a delivered event is never re-sent
                 await ts_env.client.start_workflow(
-                    "WebhookDelivery", {"event_id": event.id}, id=handle.id, task_queue=queue,
-                    id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY)
+                    "WebhookDelivery",
+                    {"event_id": event.id},
+                    id=handle.id,
+                    task_queue=queue,
+                    id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
+                )
         got = list(receiver.deliveries)
 
     # The schedule, in Temporal's (skipped) time. The time-skipping server stamps a retry's

@@ -56,7 +56,8 @@ from workflows.messages import (
 )
 
 DECISION_ID = re.compile(
-    r"^urn:via:decision:[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+    r"^urn:via:decision:[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$"
+)
 UPDATE_TIMEOUT = 20
 
 
@@ -64,16 +65,22 @@ UPDATE_TIMEOUT = 20
 
 
 def insert_request(
-    engine: Engine, org_id: str, *, contacts: tuple[str, ...] = ("ana@example.com",),
-    credentials: tuple[str, ...] = ("Rent payments",), expiry: timedelta = timedelta(days=30),
-    internal_id: str | None = None, security_level: str = "CONTACT",
+    engine: Engine,
+    org_id: str,
+    *,
+    contacts: tuple[str, ...] = ("ana@example.com",),
+    credentials: tuple[str, ...] = ("Rent payments",),
+    expiry: timedelta = timedelta(days=30),
+    internal_id: str | None = None,
+    security_level: str = "CONTACT",
 ) -> store.RequestBundle:
     """A request row as POST /request stores it, without starting its workflow."""
     new = store.NewRequest(
         security_level=security_level,
         contacts=[store.NewContact(c, "email") for c in contacts],
         credentials=[store.NewCredential("POLICY", n, scope="payments") for n in credentials],
-        name="Pay the rent", internal_id=internal_id,
+        name="Pay the rent",
+        internal_id=internal_id,
     )
     result = store.create_request(engine, org_id, new, expiry, 10_000, None, None)
     assert isinstance(result, store.RequestBundle)
@@ -96,7 +103,8 @@ async def result_of(handle: WorkflowHandle[Any, Any]) -> CredentialRequestResult
 
 
 async def skip_to_result(
-    env: WorkflowEnvironment, handle: WorkflowHandle[Any, Any],
+    env: WorkflowEnvironment,
+    handle: WorkflowHandle[Any, Any],
 ) -> CredentialRequestResult:
     """Wait for the result, letting the time-skipping server jump over timers meanwhile.
 
@@ -112,20 +120,35 @@ async def status_of(handle: WorkflowHandle[Any, Any]) -> RequestStatusView:
     return view
 
 
-async def decide(handle: WorkflowHandle[Any, Any], subject_id: str, credential_id: str,
-                 accept: bool = True, confirm: bool = True, outbox: Path = TEST_OUTBOX,
-                 secrets: JourneySecrets | None = None) -> DecisionResult:
+async def decide(
+    handle: WorkflowHandle[Any, Any],
+    subject_id: str,
+    credential_id: str,
+    accept: bool = True,
+    confirm: bool = True,
+    outbox: Path = TEST_OUTBOX,
+    secrets: JourneySecrets | None = None,
+) -> DecisionResult:
     """The subject's decision, after confirming their code when they have not yet (as the approval
     page does; ``confirm=False`` skips that, for a subject with no code). ``outbox`` and ``secrets``
     are those of the worker that sent the code (the session's by default)."""
     status = await handle.query("status", result_type=RequestStatusView)
     if confirm and subject_id not in status.otp_passed:
         await pass_otp(handle, subject_id, outbox=outbox, secrets=secrets)
-    result = await asyncio.wait_for(handle.execute_update(
-        "decide", DecisionInput(subject_id=subject_id, credential_id=credential_id, accept=accept,
-                                channel="email", surface="hosted"),
-        result_type=DecisionResult,
-    ), UPDATE_TIMEOUT)
+    result = await asyncio.wait_for(
+        handle.execute_update(
+            "decide",
+            DecisionInput(
+                subject_id=subject_id,
+                credential_id=credential_id,
+                accept=accept,
+                channel="email",
+                surface="hosted",
+            ),
+            result_type=DecisionResult,
+        ),
+        UPDATE_TIMEOUT,
+    )
     assert isinstance(result, DecisionResult)
     return result
 
@@ -218,8 +241,9 @@ def executor() -> Iterator[ThreadPoolExecutor]:
 
 
 @pytest_asyncio.fixture(scope="module")
-async def ts_queue(ts_env: WorkflowEnvironment, engine: Engine, settings: Settings,
-                   executor: ThreadPoolExecutor) -> AsyncIterator[str]:
+async def ts_queue(
+    ts_env: WorkflowEnvironment, engine: Engine, settings: Settings, executor: ThreadPoolExecutor
+) -> AsyncIterator[str]:
     queue = fresh_queue()
     async with build_worker(ts_env.client, engine, queue, executor, settings):
         yield queue
@@ -235,12 +259,20 @@ async def virtual_expiry(env: WorkflowEnvironment, expiry: timedelta) -> timedel
 
 
 async def test_request_expires_after_thirty_days(
-    ts_env: WorkflowEnvironment, ts_queue: str, engine: Engine, org: Credentials, settings: Settings,
+    ts_env: WorkflowEnvironment,
+    ts_queue: str,
+    engine: Engine,
+    org: Credentials,
+    settings: Settings,
 ) -> None:
     assert settings.request_expiry == timedelta(days=30)
-    bundle = insert_request(engine, org.organization_id, credentials=("Rent", "Utilities"),
-                            expiry=await virtual_expiry(ts_env, settings.request_expiry),
-                            internal_id="ext-expiry")
+    bundle = insert_request(
+        engine,
+        org.organization_id,
+        credentials=("Rent", "Utilities"),
+        expiry=await virtual_expiry(ts_env, settings.request_expiry),
+        internal_id="ext-expiry",
+    )
     assert await start_request_workflow(ts_env.client, ts_queue, bundle)
     handle = request_handle(ts_env.client, bundle.request.id)
 
@@ -262,11 +294,16 @@ async def test_request_expires_after_thirty_days(
 
 
 async def test_shorter_expiry_from_settings(
-    ts_env: WorkflowEnvironment, ts_queue: str, engine: Engine, org: Credentials, settings: Settings,
+    ts_env: WorkflowEnvironment,
+    ts_queue: str,
+    engine: Engine,
+    org: Credentials,
+    settings: Settings,
 ) -> None:
     short = settings.model_copy(update={"request_expiry": timedelta(hours=2)})
-    bundle = insert_request(engine, org.organization_id,
-                            expiry=await virtual_expiry(ts_env, short.request_expiry))
+    bundle = insert_request(
+        engine, org.organization_id, expiry=await virtual_expiry(ts_env, short.request_expiry)
+    )
     assert await start_request_workflow(ts_env.client, ts_queue, bundle)
     handle = request_handle(ts_env.client, bundle.request.id)
 
@@ -280,22 +317,28 @@ async def test_shorter_expiry_from_settings(
 
 
 async def test_expiry_in_the_past_expires_at_once(
-    ts_env: WorkflowEnvironment, ts_queue: str, engine: Engine, org: Credentials,
+    ts_env: WorkflowEnvironment,
+    ts_queue: str,
+    engine: Engine,
+    org: Credentials,
 ) -> None:
     """A workflow started late (by the reconciler) for a request already past its expiry."""
-    bundle = insert_request(engine, org.organization_id,
-                            expiry=await virtual_expiry(ts_env, -timedelta(days=1)))
+    bundle = insert_request(
+        engine, org.organization_id, expiry=await virtual_expiry(ts_env, -timedelta(days=1))
+    )
     assert await start_request_workflow(ts_env.client, ts_queue, bundle)
     handle = request_handle(ts_env.client, bundle.request.id)
     assert (await skip_to_result(ts_env, handle)).status == "EXPIRED"
     desc = await handle.describe()
     assert desc.close_time is not None and desc.close_time - desc.start_time < timedelta(minutes=1)
-    assert [c.status for c in db_request(engine, org.organization_id, bundle.request.id).credentials] \
-        == ["EXPIRED"]
+    assert [c.status for c in db_request(engine, org.organization_id, bundle.request.id).credentials] == [
+        "EXPIRED"
+    ]
 
 
-def api_with(settings: Settings, temporal: Client, org: Credentials,
-             **changes: Any) -> contextlib.AbstractAsyncContextManager[SignedClient]:
+def api_with(
+    settings: Settings, temporal: Client, org: Credentials, **changes: Any
+) -> contextlib.AbstractAsyncContextManager[SignedClient]:
     """The real app with some settings changed, for ``org``."""
 
     @contextlib.asynccontextmanager
@@ -309,15 +352,20 @@ def api_with(settings: Settings, temporal: Client, org: Credentials,
 
 
 async def test_settings_expiry_through_the_api(
-    ts_env: WorkflowEnvironment, ts_queue: str, engine: Engine, org: Credentials, settings: Settings,
+    ts_env: WorkflowEnvironment,
+    ts_queue: str,
+    engine: Engine,
+    org: Credentials,
+    settings: Settings,
 ) -> None:
     """The expiry comes from the settings (MANDATUM_REQUEST_EXPIRY), on the time-skipping server:
     two hours pass in virtual time, so no real clock races anything."""
     expiry = await virtual_expiry(ts_env, timedelta(hours=2))
     async with api_with(settings, ts_env.client, org, request_expiry=expiry, task_queue=ts_queue) as api:
         data = await create(api)
-        assert parse_time(data["expiresAt"]) - parse_time(data["createdAt"]) \
-            == pytest.approx(expiry, abs=timedelta(milliseconds=2))
+        assert parse_time(data["expiresAt"]) - parse_time(data["createdAt"]) == pytest.approx(
+            expiry, abs=timedelta(milliseconds=2)
+        )
         handle = request_handle(ts_env.client, data["id"])
 
         assert (await skip_to_result(ts_env, handle)).status == "EXPIRED"
@@ -333,7 +381,11 @@ async def test_settings_expiry_through_the_api(
 
 
 async def test_a_cancel_before_the_settings_expiry(
-    temporal: Client, worker: None, engine: Engine, org: Credentials, settings: Settings,
+    temporal: Client,
+    worker: None,
+    engine: Engine,
+    org: Credentials,
+    settings: Settings,
 ) -> None:
     """A cancel before the expiry means the request never expires. On the dev server (the
     time-skipping server loses the updates of workflows that have closed) with an expiry of an
@@ -341,8 +393,9 @@ async def test_a_cancel_before_the_settings_expiry(
     async with api_with(settings, temporal, org, request_expiry=timedelta(hours=1)) as api:
         kept, canceled = await create(api), await create(api)
         for data in (kept, canceled):
-            assert parse_time(data["expiresAt"]) - parse_time(data["createdAt"]) \
-                == pytest.approx(timedelta(hours=1), abs=timedelta(milliseconds=2))
+            assert parse_time(data["expiresAt"]) - parse_time(data["createdAt"]) == pytest.approx(
+                timedelta(hours=1), abs=timedelta(milliseconds=2)
+            )
         assert (await api.delete(f"/request/{canceled['id']}")).status_code == 200
 
         handle = request_handle(temporal, canceled["id"])
@@ -357,12 +410,15 @@ async def test_a_cancel_before_the_settings_expiry(
         history = await handle.fetch_history()
         assert not any(e.HasField("timer_fired_event_attributes") for e in history.events)
         assert ActivityNames.RECORD_EXPIRY not in [
-            e.activity_task_scheduled_event_attributes.activity_type.name for e in history.events
-            if e.HasField("activity_task_scheduled_event_attributes")]
+            e.activity_task_scheduled_event_attributes.activity_type.name
+            for e in history.events
+            if e.HasField("activity_task_scheduled_event_attributes")
+        ]
         assert_error_shape(await api.delete(f"/request/{canceled['id']}"), 409)
         # the other one waits for its expiry, untouched by the cancel
-        assert (await request_handle(temporal, kept["id"]).describe()).status \
-            == WorkflowExecutionStatus.RUNNING
+        assert (
+            await request_handle(temporal, kept["id"]).describe()
+        ).status == WorkflowExecutionStatus.RUNNING
         assert db_request(engine, org.organization_id, kept["id"]).request.status == "PENDING"
         assert (await api.delete(f"/request/{kept['id']}")).status_code == 200
 
@@ -388,7 +444,10 @@ def two_credentials() -> list[dict[str, Any]]:
 
 
 async def test_cancel_through_the_api(
-    api: SignedClient, temporal: Client, engine: Engine, org: Credentials,
+    api: SignedClient,
+    temporal: Client,
+    engine: Engine,
+    org: Credentials,
 ) -> None:
     data = await create(api, internalId="ext-cancel")
     handle = request_handle(temporal, data["id"])
@@ -413,7 +472,9 @@ async def test_cancel_through_the_api(
 
 
 async def test_search_attributes_at_start_and_visibility(
-    api: SignedClient, temporal: Client, org: Credentials,
+    api: SignedClient,
+    temporal: Client,
+    org: Credentials,
 ) -> None:
     data = await create(api, internalId="ext-sa", securityLevel="PLATFORM_KYC")
     other = await create(api)
@@ -425,15 +486,17 @@ async def test_search_attributes_at_start_and_visibility(
     assert sa.get(SA_STATUS) == "PENDING"
     assert sa.get(SA_SECURITY_LEVEL) == "PLATFORM_KYC"
     assert sa.get(SA_INTERNAL_ID) == "ext-sa"
-    assert (await request_handle(temporal, other["id"]).describe()) \
-        .typed_search_attributes.get(SA_INTERNAL_ID) is None
+    assert (await request_handle(temporal, other["id"]).describe()).typed_search_attributes.get(
+        SA_INTERNAL_ID
+    ) is None
     assert desc.status == WorkflowExecutionStatus.RUNNING
 
     query = f'MandatumOrganization="{org.organization_id}"'
     found = await wait_for_visibility(temporal, query, 2)
     assert sorted(found) == sorted(f"credential-request:{d['id']}" for d in (data, other))
     by_internal = await wait_for_visibility(
-        temporal, f'{query} AND MandatumInternalId="ext-sa" AND MandatumStatus="PENDING"', 1)
+        temporal, f'{query} AND MandatumInternalId="ext-sa" AND MandatumStatus="PENDING"', 1
+    )
     assert by_internal == [f"credential-request:{data['id']}"]
     for d in (data, other):
         assert (await api.delete(f"/request/{d['id']}")).status_code == 200
@@ -442,7 +505,10 @@ async def test_search_attributes_at_start_and_visibility(
 
 
 async def test_decision_is_recorded_and_blocks_cancel(
-    api: SignedClient, temporal: Client, engine: Engine, org: Credentials,
+    api: SignedClient,
+    temporal: Client,
+    engine: Engine,
+    org: Credentials,
 ) -> None:
     data = await create(api, contacts=["ana@example.com", "bea@example.com"])
     handle = request_handle(temporal, data["id"])
@@ -456,16 +522,25 @@ async def test_decision_is_recorded_and_blocks_cancel(
     after = await get(api, data["id"])
     assert after["status"] == "PENDING" and after["canceledAt"] is None
     [decision] = after["credentials"][0]["decisions"]
-    assert decision == {"id": result.decision_id, "contact": "ana@example.com", "accepted": True,
-                        "decidedAt": decision["decidedAt"]}
+    assert decision == {
+        "id": result.decision_id,
+        "contact": "ana@example.com",
+        "accepted": True,
+        "decidedAt": decision["decidedAt"],
+    }
     assert parse_time(decision["decidedAt"]) == to_ms(result.decided_at)
     [(stored, _)] = db_request(engine, org.organization_id, data["id"]).decisions[credential_id]
     assert (stored.id, stored.decided_at, stored.channel, stored.surface) == (
-        result.decision_id, result.decided_at, "email", "hosted")
+        result.decision_id,
+        result.decided_at,
+        "email",
+        "hosted",
+    )
     view = await status_of(handle)
     assert view.status == "PENDING" and view.awaiting == 1
     assert [(d.subject_id, d.credential_id, d.accepted, d.decision_id) for d in view.decisions] == [
-        (ana, credential_id, True, result.decision_id)]
+        (ana, credential_id, True, result.decision_id)
+    ]
 
     body = assert_error_shape(await api.delete(f"/request/{data['id']}"), 409)
     assert "decided" in body["message"]
@@ -484,8 +559,9 @@ async def test_decide_validators(api: SignedClient, temporal: Client) -> None:
     ana = subject_uuid(data["subjects"][0]["id"])
     credential_id = data["credentials"][0]["id"]
 
-    unknown_subject = await refused(decide(handle, subject_uuid(other["subjects"][0]["id"]),
-                                           credential_id, confirm=False))
+    unknown_subject = await refused(
+        decide(handle, subject_uuid(other["subjects"][0]["id"]), credential_id, confirm=False)
+    )
     assert unknown_subject.type == "unknown_subject"
     unknown_credential = await refused(decide(handle, ana, other["credentials"][0]["id"]))
     assert unknown_credential.type == "unknown_credential"
@@ -503,13 +579,16 @@ async def test_decide_validators(api: SignedClient, temporal: Client) -> None:
 
 
 async def test_every_decision_completes_the_request(api: SignedClient, temporal: Client) -> None:
-    data = await create(api, contacts=["ana@example.com", "bea@example.com"],
-                        credentials=two_credentials())
+    data = await create(api, contacts=["ana@example.com", "bea@example.com"], credentials=two_credentials())
     handle = request_handle(temporal, data["id"])
     subjects = [subject_uuid(s["id"]) for s in data["subjects"]]
     rent, utilities = (c["id"] for c in data["credentials"])
-    plan = [(subjects[0], rent, True), (subjects[1], rent, True),
-            (subjects[0], utilities, False), (subjects[1], utilities, True)]
+    plan = [
+        (subjects[0], rent, True),
+        (subjects[1], rent, True),
+        (subjects[0], utilities, False),
+        (subjects[1], utilities, True),
+    ]
 
     results = []
     for i, (subject, credential, accept) in enumerate(plan):
@@ -528,8 +607,10 @@ async def test_every_decision_completes_the_request(api: SignedClient, temporal:
     rent = str(results[1].mandate_id)
     stored = {(d["contact"], c["id"]): d for c in after["credentials"] for d in c["decisions"]}
     assert {k: v["accepted"] for k, v in stored.items()} == {
-        ("ana@example.com", rent): True, ("bea@example.com", rent): True,
-        ("ana@example.com", utilities): False, ("bea@example.com", utilities): True,
+        ("ana@example.com", rent): True,
+        ("bea@example.com", rent): True,
+        ("ana@example.com", utilities): False,
+        ("bea@example.com", utilities): True,
     }
     assert sorted(v["id"] for v in stored.values()) == sorted(r.decision_id for r in results)
     assert (await handle.describe()).typed_search_attributes.get(SA_STATUS) == "COMPLETED"
@@ -538,7 +619,8 @@ async def test_every_decision_completes_the_request(api: SignedClient, temporal:
 
 
 async def test_decision_and_cancel_racing_never_both_land(
-    api: SignedClient, temporal: Client,
+    api: SignedClient,
+    temporal: Client,
 ) -> None:
     """Sent at the same moment, exactly one of them wins and the database agrees with it."""
     for _ in range(3):
@@ -546,7 +628,8 @@ async def test_decision_and_cancel_racing_never_both_land(
         handle = request_handle(temporal, data["id"])
         ana = subject_uuid(data["subjects"][0]["id"])
         outcomes = await asyncio.gather(
-            decide(handle, ana, data["credentials"][0]["id"]), cancel(handle),
+            decide(handle, ana, data["credentials"][0]["id"]),
+            cancel(handle),
             return_exceptions=True,
         )
         won = [not isinstance(o, BaseException) for o in outcomes]
@@ -564,7 +647,11 @@ async def test_decision_and_cancel_racing_never_both_land(
 
 
 async def test_update_in_the_first_workflow_task(
-    temporal: Client, engine: Engine, settings: Settings, org: Credentials, executor: ThreadPoolExecutor,
+    temporal: Client,
+    engine: Engine,
+    settings: Settings,
+    org: Credentials,
+    executor: ThreadPoolExecutor,
 ) -> None:
     """A cancel sent right after the start (DELETE of a request the reconciler had not started yet)
     is delivered with the start itself, before run() begins: the handlers must already have the input.
@@ -579,8 +666,9 @@ async def test_update_in_the_first_workflow_task(
 
     async with build_worker(temporal, engine, queue, executor, settings):
         canceled = await pending
-        assert await result_of(handle) == CredentialRequestResult(request_id=bundle.request.id,
-                                                                  status="CANCELED")
+        assert await result_of(handle) == CredentialRequestResult(
+            request_id=bundle.request.id, status="CANCELED"
+        )
     stored = db_request(engine, org.organization_id, bundle.request.id)
     assert stored.request.canceled_at == canceled.canceled_at
     assert stored.request.canceled_by == "first-task"
@@ -590,15 +678,23 @@ async def test_update_in_the_first_workflow_task(
 
 
 @pytest_asyncio.fixture
-async def gated(temporal: Client, engine: Engine, executor: ThreadPoolExecutor, settings: Settings,
-                cipher: SecretCipher) -> AsyncIterator[tuple[str, GatedActivities]]:
+async def gated(
+    temporal: Client, engine: Engine, executor: ThreadPoolExecutor, settings: Settings, cipher: SecretCipher
+) -> AsyncIterator[tuple[str, GatedActivities]]:
     queue = fresh_queue()
     acts = GatedActivities(engine)
-    issuing = [*MandateActivities(engine, cipher, settings).all(),
-               *WebhookActivities(engine, cipher, settings).all(),
-               *JourneyActivities(engine, settings, JourneySecrets(settings.master_key_bytes())).all()]
-    worker = Worker(temporal, task_queue=queue, workflows=WORKFLOWS, activities=[*acts.all(), *issuing],
-                    activity_executor=executor)
+    issuing = [
+        *MandateActivities(engine, cipher, settings).all(),
+        *WebhookActivities(engine, cipher, settings).all(),
+        *JourneyActivities(engine, settings, JourneySecrets(settings.master_key_bytes())).all(),
+    ]
+    worker = Worker(
+        temporal,
+        task_queue=queue,
+        workflows=WORKFLOWS,
+        activities=[*acts.all(), *issuing],
+        activity_executor=executor,
+    )
     async with worker:
         try:
             yield queue, acts
@@ -608,7 +704,10 @@ async def gated(temporal: Client, engine: Engine, executor: ThreadPoolExecutor, 
 
 
 async def test_cancel_and_decide_while_expiry_is_being_recorded(
-    temporal: Client, engine: Engine, org: Credentials, gated: tuple[str, GatedActivities],
+    temporal: Client,
+    engine: Engine,
+    org: Credentials,
+    gated: tuple[str, GatedActivities],
 ) -> None:
     queue, acts = gated
     bundle = insert_request(engine, org.organization_id, expiry=timedelta(seconds=1))
@@ -636,14 +735,17 @@ async def history_has(handle: WorkflowHandle[Any, Any], field: Any, seconds: flo
     while True:
         events = list((await handle.fetch_history()).events)
         found = [i for i, e in enumerate(events) if e.HasField(field)]
-        if found and any(e.HasField("workflow_task_completed_event_attributes") for e in events[found[0]:]):
+        if found and any(e.HasField("workflow_task_completed_event_attributes") for e in events[found[0] :]):
             return
         assert asyncio.get_running_loop().time() < deadline, f"no {field} in the history"
         await asyncio.sleep(0.05)
 
 
 async def test_expiry_waits_for_a_decision_in_flight(
-    temporal: Client, engine: Engine, org: Credentials, gated: tuple[str, GatedActivities],
+    temporal: Client,
+    engine: Engine,
+    org: Credentials,
+    gated: tuple[str, GatedActivities],
 ) -> None:
     """A decision accepted before the expiry is stored, and stored before the expiry is.
 
@@ -655,8 +757,9 @@ async def test_expiry_waits_for_a_decision_in_flight(
     queue, acts = gated
     expiry = timedelta(seconds=3)
     while True:
-        bundle = insert_request(engine, org.organization_id, contacts=("ana@example.com", "bea@example.com"),
-                                expiry=expiry)
+        bundle = insert_request(
+            engine, org.organization_id, contacts=("ana@example.com", "bea@example.com"), expiry=expiry
+        )
         assert await start_request_workflow(temporal, queue, bundle)
         handle = request_handle(temporal, bundle.request.id)
         ana, credential = bundle.subjects[0][1].id, bundle.credentials[0].id
@@ -689,7 +792,10 @@ async def test_expiry_waits_for_a_decision_in_flight(
 
 
 async def test_cancel_while_a_completing_decision_is_recorded(
-    temporal: Client, engine: Engine, org: Credentials, gated: tuple[str, GatedActivities],
+    temporal: Client,
+    engine: Engine,
+    org: Credentials,
+    gated: tuple[str, GatedActivities],
 ) -> None:
     queue, acts = gated
     bundle = insert_request(engine, org.organization_id)

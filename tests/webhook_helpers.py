@@ -22,9 +22,18 @@ LOCAL = EgressPolicy(https_only=False, allow_loopback=True)
 
 
 def configure(engine: Engine, cipher: SecretCipher, org_id: str, receiver: Receiver) -> None:
-    store.set_config(engine, cipher, org_id, store.WebhookSettings(
-        url=receiver.url, signature_secret=SIGNATURE_SECRET, encryption_secret=ENCRYPTION_SECRET,
-        salt=SALT), LOCAL)
+    store.set_config(
+        engine,
+        cipher,
+        org_id,
+        store.WebhookSettings(
+            url=receiver.url,
+            signature_secret=SIGNATURE_SECRET,
+            encryption_secret=ENCRYPTION_SECRET,
+            salt=SALT,
+        ),
+        LOCAL,
+    )
 
 
 async def deliver(client: Client, queue: str, event_id: str) -> WorkflowHandle[Any, Any]:

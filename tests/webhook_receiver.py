@@ -44,21 +44,23 @@ class Delivery:
     host: str = ""  # the Host header
 
 
-def decrypt(raw_body: bytes, encryption_secret: str = ENCRYPTION_SECRET, salt: str = SALT) -> tuple[
-        dict[str, Any], list[str]]:
+def decrypt(
+    raw_body: bytes, encryption_secret: str = ENCRYPTION_SECRET, salt: str = SALT
+) -> tuple[dict[str, Any], list[str]]:
     envelope = json.loads(raw_body)
-    key = hashlib.pbkdf2_hmac("sha256", base64.b64decode(encryption_secret), salt.encode("utf-8"),
-                              10_000, dklen=32)
+    key = hashlib.pbkdf2_hmac(
+        "sha256", base64.b64decode(encryption_secret), salt.encode("utf-8"), 10_000, dklen=32
+    )
     iv, data, tag = (base64.b64decode(envelope[name]) for name in ("iv", "data", "tag"))
     assert len(iv) == 12 and len(tag) == 16
     plain = AESGCM(key).decrypt(iv, data + tag, None)
     return json.loads(plain.decode("utf-8")), list(envelope)
 
 
-def signature_ok(raw_body: bytes, timestamp: str, received: str,
-                 secret: str = SIGNATURE_SECRET) -> bool:
-    expected = hmac.new(secret.encode("utf-8"), timestamp.encode() + b"." + raw_body,
-                        hashlib.sha256).hexdigest()
+def signature_ok(raw_body: bytes, timestamp: str, received: str, secret: str = SIGNATURE_SECRET) -> bool:
+    expected = hmac.new(
+        secret.encode("utf-8"), timestamp.encode() + b"." + raw_body, hashlib.sha256
+    ).hexdigest()
     return hmac.compare_digest(expected, received) and received == received.lower()
 
 
@@ -78,12 +80,19 @@ class Receiver:
             event, order = None, []
         timestamp = headers.get("X-Timestamp", "")
         with self.lock:
-            self.deliveries.append(Delivery(
-                webhook_id=headers.get("Webhook-Id", ""), timestamp_ms=int(timestamp or 0),
-                received_at=time.time(), raw_body=raw,
-                signature_ok=signature_ok(raw, timestamp, headers.get("X-Signature", "")),
-                content_type=headers.get("Content-Type", ""), event=event, key_order=order,
-                host=headers.get("Host", "")))
+            self.deliveries.append(
+                Delivery(
+                    webhook_id=headers.get("Webhook-Id", ""),
+                    timestamp_ms=int(timestamp or 0),
+                    received_at=time.time(),
+                    raw_body=raw,
+                    signature_ok=signature_ok(raw, timestamp, headers.get("X-Signature", "")),
+                    content_type=headers.get("Content-Type", ""),
+                    event=event,
+                    key_order=order,
+                    host=headers.get("Host", ""),
+                )
+            )
             return self.answer(len(self.deliveries))
 
     def count(self) -> int:

@@ -28,8 +28,7 @@ VOCAB = "https://w3id.org/mandatum#"
 
 XSD_DATETIME = "http://www.w3.org/2001/XMLSchema#dateTime"
 SRI_STRING = "https://www.w3.org/2018/credentials#sriString"
-RECEIPT_TYPES = ("PRESENTATION_ISSUED", "VERIFICATION_APPROVED", "VERIFICATION_DENIED",
-                 "MANDATE_REVOKED")
+RECEIPT_TYPES = ("PRESENTATION_ISSUED", "VERIFICATION_APPROVED", "VERIFICATION_DENIED", "MANDATE_REVOKED")
 
 _PROOF = {"@id": "https://w3id.org/security#proof", "@type": "@id", "@container": "@graph"}
 
@@ -60,8 +59,9 @@ _TERMS: dict[str, Any] = {
     # types
     "VIAMandate": _iri("VIAMandate"),
     "VIADocument": _iri("VIADocument"),
-    **{name: {"@id": _iri(name), "@context": {"@protected": True, "proof": _PROOF}}
-       for name in RECEIPT_TYPES},
+    **{
+        name: {"@id": _iri(name), "@context": {"@protected": True, "proof": _PROOF}} for name in RECEIPT_TYPES
+    },
     # mandate form
     "mandate": _iri("mandate"),
     "grantor": _ref("grantor"),
@@ -75,8 +75,7 @@ _TERMS: dict[str, Any] = {
     "location": _ref("location"),
     "proofs": _PROOF | {"@id": _iri("proofs")},
     # document form
-    "issuanceDate": {"@id": "https://www.w3.org/2018/credentials#issuanceDate",
-                     "@type": XSD_DATETIME},
+    "issuanceDate": {"@id": "https://www.w3.org/2018/credentials#issuanceDate", "@type": XSD_DATETIME},
     "data": _json("data"),
     "label": _iri("label"),
     "value": _iri("value"),

@@ -87,6 +87,7 @@ class CredentialProofError(ProofError):
 
 # --- digests and evidences -------------------------------------------------------------------------
 
+
 def sri_sha256(content: bytes) -> str:
     """The Subresource Integrity form of SHA-256: ``sha256-`` + base64 (padded) of the digest."""
     return "sha256-" + base64.b64encode(hashlib.sha256(content).digest()).decode("ascii")
@@ -102,14 +103,20 @@ def evidence_entry(evidence_id: str, content: bytes, location: str) -> dict[str,
     return {"id": evidence_id, "digestSRI": sri_sha256(content), "location": location}
 
 
-def action_pin(action_id: str, version_id: str, version_digest: str,
-               user_params: Mapping[str, Any]) -> dict[str, Any]:
+def action_pin(
+    action_id: str, version_id: str, version_digest: str, user_params: Mapping[str, Any]
+) -> dict[str, Any]:
     """``credentialSubject.mandate.action``: the pinned action version and the approved params."""
-    return {"id": action_id, "version": version_id, "digestSRI": version_digest,
-            "userParams": dict(user_params)}
+    return {
+        "id": action_id,
+        "version": version_id,
+        "digestSRI": version_digest,
+        "userParams": dict(user_params),
+    }
 
 
 # --- helpers -------------------------------------------------------------------------------------
+
 
 def _did_of(verification_method: str) -> str:
     return verification_method.split("#", 1)[0]
@@ -134,17 +141,30 @@ def _check_signers(proofs: Sequence[Mapping[str, Any]], did: str, what: str) -> 
 
 # --- mandate form --------------------------------------------------------------------------------
 
-def mandate_credential(*, credential_id: str, issuer_key: Ed25519KeyPair, context_url: str,
-                       organization_did: str, grantors: Sequence[str], scope: str,
-                       authorized_dids: Sequence[str], valid_from: datetime,
-                       valid_until: datetime | None, created: datetime,
-                       action: Mapping[str, Any] | None = None,
-                       evidences: Sequence[Mapping[str, str]] = (),
-                       credential_status: Mapping[str, Any] | None = None) -> dict[str, Any]:
+
+def mandate_credential(
+    *,
+    credential_id: str,
+    issuer_key: Ed25519KeyPair,
+    context_url: str,
+    organization_did: str,
+    grantors: Sequence[str],
+    scope: str,
+    authorized_dids: Sequence[str],
+    valid_from: datetime,
+    valid_until: datetime | None,
+    created: datetime,
+    action: Mapping[str, Any] | None = None,
+    evidences: Sequence[Mapping[str, str]] = (),
+    credential_status: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """The signed mandate, in the mandate form (signatures under ``proofs``); ``credential_status``
     is its W3C status entry (a BitstringStatusListEntry) when given."""
-    mandate: dict[str, Any] = {"grantor": list(grantors), "scope": scope,
-                               "context": {"authorizedDIDs": list(authorized_dids)}}
+    mandate: dict[str, Any] = {
+        "grantor": list(grantors),
+        "scope": scope,
+        "context": {"authorizedDIDs": list(authorized_dids)},
+    }
     if action is not None:
         mandate["action"] = dict(action)
     credential: dict[str, Any] = {
@@ -181,15 +201,17 @@ def from_standard(standard: Mapping[str, Any]) -> dict[str, Any]:
     return form
 
 
-def verify_credential(standard: Mapping[str, Any], resolver: Resolver, *,
-                      now: datetime | None = None) -> None:
+def verify_credential(
+    standard: Mapping[str, Any], resolver: Resolver, *, now: datetime | None = None
+) -> None:
     """Every proof (purpose assertionMethod) is valid and made by the credential's issuer."""
     _check_signers(proofs_of(standard), _issuer_did(standard), "issuer")
     verify_document(standard, resolver, proof_purpose=ASSERTION_METHOD, now=now)
 
 
-def verify_mandate(mandate_form: Mapping[str, Any], resolver: Resolver, *,
-                   now: datetime | None = None) -> None:
+def verify_mandate(
+    mandate_form: Mapping[str, Any], resolver: Resolver, *, now: datetime | None = None
+) -> None:
     """The mandate form's ``proofs`` verify as a standard VC's proof set (ProofError otherwise)."""
     verify_credential(to_standard(mandate_form), resolver, now=now)
 
@@ -205,20 +227,34 @@ def validity_error(credential: Mapping[str, Any], now: datetime) -> str | None:
 
 # --- document form -------------------------------------------------------------------------------
 
-def _action_proof(document: Mapping[str, Any], key: Ed25519KeyPair, action_type: str,
-                  created: datetime) -> dict[str, Any]:
-    extra = {"actionType": action_type, "actionProof": digest_sri(unsecured(document)),
-             "createdAt": format_datetime(created)}
-    return create_proof(unsecured(document), key, proof_purpose=ASSERTION_METHOD, created=created,
-                        extra=extra)
+
+def _action_proof(
+    document: Mapping[str, Any], key: Ed25519KeyPair, action_type: str, created: datetime
+) -> dict[str, Any]:
+    extra = {
+        "actionType": action_type,
+        "actionProof": digest_sri(unsecured(document)),
+        "createdAt": format_datetime(created),
+    }
+    return create_proof(
+        unsecured(document), key, proof_purpose=ASSERTION_METHOD, created=created, extra=extra
+    )
 
 
-def document_credential(*, credential_id: str, issuer_key: Ed25519KeyPair, context_url: str,
-                        organization_did: str, data: Sequence[Mapping[str, Any]],
-                        valid_from: datetime, valid_until: datetime | None,
-                        issuance_date: datetime, evidences: Sequence[Mapping[str, str]] = (),
-                        action_type: str = ISSUE,
-                        credential_status: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def document_credential(
+    *,
+    credential_id: str,
+    issuer_key: Ed25519KeyPair,
+    context_url: str,
+    organization_did: str,
+    data: Sequence[Mapping[str, Any]],
+    valid_from: datetime,
+    valid_until: datetime | None,
+    issuance_date: datetime,
+    evidences: Sequence[Mapping[str, str]] = (),
+    action_type: str = ISSUE,
+    credential_status: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """The signed document form, with one ``proof`` item of ``action_type`` made at issuance."""
     credential: dict[str, Any] = {
         "@context": contexts(context_url),
@@ -236,15 +272,17 @@ def document_credential(*, credential_id: str, issuer_key: Ed25519KeyPair, conte
     return {**credential, "proof": [_action_proof(credential, issuer_key, action_type, issuance_date)]}
 
 
-def add_document_action(document: Mapping[str, Any], key: Ed25519KeyPair, action_type: str,
-                        created: datetime) -> dict[str, Any]:
+def add_document_action(
+    document: Mapping[str, Any], key: Ed25519KeyPair, action_type: str, created: datetime
+) -> dict[str, Any]:
     """The document with one more signed ``proof`` item recording ``action_type``."""
     proofs = proofs_of(document) if "proof" in document else []
     return {**unsecured(document), "proof": [*proofs, _action_proof(document, key, action_type, created)]}
 
 
-def verify_document_credential(document: Mapping[str, Any], resolver: Resolver, *,
-                               now: datetime | None = None) -> None:
+def verify_document_credential(
+    document: Mapping[str, Any], resolver: Resolver, *, now: datetime | None = None
+) -> None:
     """Every proof item verifies, is the issuer's, and its ``actionProof`` names this content."""
     verify_credential(document, resolver, now=now)
     expected = digest_sri(unsecured(document))
@@ -255,9 +293,18 @@ def verify_document_credential(document: Mapping[str, Any], resolver: Resolver, 
 
 # --- the VP ---------------------------------------------------------------------------------------
 
-def presentation(mandate_form: Mapping[str, Any], holder_key: Ed25519KeyPair, *, holder_did: str,
-                 presentation_id: str, challenge: str, created: datetime, expires: datetime,
-                 domain: str | None = None) -> dict[str, Any]:
+
+def presentation(
+    mandate_form: Mapping[str, Any],
+    holder_key: Ed25519KeyPair,
+    *,
+    holder_did: str,
+    presentation_id: str,
+    challenge: str,
+    created: datetime,
+    expires: datetime,
+    domain: str | None = None,
+) -> dict[str, Any]:
     """A VP of the mandate by its holder (the organization), bound to ``challenge`` (and ``domain``)."""
     if _signing_did(holder_key) != holder_did:
         raise ValueError("the holder key is not one of the holder DID's keys")
@@ -270,8 +317,15 @@ def presentation(mandate_form: Mapping[str, Any], holder_key: Ed25519KeyPair, *,
         "holder": holder_did,
         "verifiableCredential": dict(mandate_form),
     }
-    proof = create_proof(vp, holder_key, proof_purpose=AUTHENTICATION, created=created,
-                         challenge=challenge, domain=domain, expires=expires)
+    proof = create_proof(
+        vp,
+        holder_key,
+        proof_purpose=AUTHENTICATION,
+        created=created,
+        challenge=challenge,
+        domain=domain,
+        expires=expires,
+    )
     return {**vp, "proof": proof}
 
 
@@ -292,8 +346,14 @@ def presentation_domain(vp: Mapping[str, Any]) -> str | None:
     return domain if isinstance(domain, str) else None
 
 
-def verify_presentation(vp: Mapping[str, Any], resolver: Resolver, *, challenge: str,
-                        domain: str | None = None, now: datetime | None = None) -> dict[str, Any]:
+def verify_presentation(
+    vp: Mapping[str, Any],
+    resolver: Resolver,
+    *,
+    challenge: str,
+    domain: str | None = None,
+    now: datetime | None = None,
+) -> dict[str, Any]:
     """Verify the VP proof, then the embedded credential; return the credential (mandate form).
 
     VP failures raise the eddsa_jcs errors (or WrongSigner when the proof is not the holder's or
@@ -305,8 +365,9 @@ def verify_presentation(vp: Mapping[str, Any], resolver: Resolver, *, challenge:
     holder = str(vp.get("holder", ""))
     credential = presented_credential(vp)
     _check_signers([proof], holder, "holder")
-    verify_proof(vp, proof, resolver, proof_purpose=AUTHENTICATION, challenge=challenge,
-                 domain=domain, now=now)
+    verify_proof(
+        vp, proof, resolver, proof_purpose=AUTHENTICATION, challenge=challenge, domain=domain, now=now
+    )
     subject = credential.get("credentialSubject")
     if not isinstance(subject, Mapping) or subject.get("id") != holder:
         raise WrongSigner("the holder is not the credential's subject")

@@ -27,8 +27,12 @@ class VerificationMethod:
     public_key_multibase: str
 
     def as_json(self) -> dict[str, str]:
-        return {"id": self.id, "type": "Multikey", "controller": self.controller,
-                "publicKeyMultibase": self.public_key_multibase}
+        return {
+            "id": self.id,
+            "type": "Multikey",
+            "controller": self.controller,
+            "publicKeyMultibase": self.public_key_multibase,
+        }
 
 
 def key_id(did: str, public_key_multibase: str) -> str:
@@ -53,7 +57,7 @@ def did_key_document(did: str) -> dict[str, Any]:
     """The DID document of a did:key (Ed25519 Multikey form), derived from the DID alone."""
     if not did.startswith("did:key:z6Mk"):
         raise UnknownVerificationMethod(f"not an Ed25519 did:key: {did}")
-    multikey = did[len("did:key:"):]
+    multikey = did[len("did:key:") :]
     try:
         decode_public_key(multikey)
     except MultibaseError as exc:
@@ -68,8 +72,11 @@ def _absolute(did: str, ref: str) -> str:
 def find_method(document: Mapping[str, Any], method_id: str, relationship: str) -> bytes:
     """The public key of ``method_id`` if the document lists it under ``relationship``."""
     did = str(document.get("id", ""))
-    methods = {_absolute(did, m.get("id", "")): m for m in document.get("verificationMethod", [])
-               if isinstance(m, dict)}
+    methods = {
+        _absolute(did, m.get("id", "")): m
+        for m in document.get("verificationMethod", [])
+        if isinstance(m, dict)
+    }
     allowed: set[str] = set()
     for ref in document.get(relationship, []):
         if isinstance(ref, dict):  # an embedded verification method
@@ -100,8 +107,9 @@ class Resolver:
     in a fresh one (a key rotated a moment ago elsewhere).
     """
 
-    def __init__(self, fetch_did_document: DocumentFetcher | None = None,
-                 fetch_fresh: DocumentFetcher | None = None) -> None:
+    def __init__(
+        self, fetch_did_document: DocumentFetcher | None = None, fetch_fresh: DocumentFetcher | None = None
+    ) -> None:
         self._fetch = fetch_did_document
         self._fetch_fresh = fetch_fresh
 

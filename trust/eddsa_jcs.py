@@ -145,10 +145,17 @@ def hash_data(document: Mapping[str, Any], config: Mapping[str, Any]) -> bytes:
         raise MalformedProof(f"not canonicalizable JSON: {exc}") from exc
 
 
-def create_proof(document: Mapping[str, Any], key: Ed25519KeyPair, *, proof_purpose: str,
-                 created: datetime, challenge: str | None = None, domain: str | None = None,
-                 expires: datetime | None = None,
-                 extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def create_proof(
+    document: Mapping[str, Any],
+    key: Ed25519KeyPair,
+    *,
+    proof_purpose: str,
+    created: datetime,
+    challenge: str | None = None,
+    domain: str | None = None,
+    expires: datetime | None = None,
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
     """The signed proof object for ``document`` (whose own ``proof`` member, if any, is ignored)."""
     if not key.verification_method:
         raise ValueError("the key pair has no verification method id")
@@ -194,8 +201,9 @@ def _check_members(proof: Mapping[str, Any]) -> None:
         raise WrongCryptosuite(f"cryptosuite {proof['cryptosuite']!r} is not {CRYPTOSUITE}")
 
 
-def _check_options(proof: Mapping[str, Any], *, proof_purpose: str, challenge: str | None,
-                   domain: str | None, now: datetime) -> None:
+def _check_options(
+    proof: Mapping[str, Any], *, proof_purpose: str, challenge: str | None, domain: str | None, now: datetime
+) -> None:
     if proof["proofPurpose"] != proof_purpose:
         raise WrongProofPurpose(f"proof purpose {proof['proofPurpose']!r}, expected {proof_purpose!r}")
     if domain is not None:
@@ -223,9 +231,16 @@ def _verify_key(public_key: bytes) -> VerifyKey:
     return found
 
 
-def verify_proof(document: Mapping[str, Any], proof: Mapping[str, Any], resolver: Resolver, *,
-                 proof_purpose: str, challenge: str | None = None, domain: str | None = None,
-                 now: datetime | None = None) -> None:
+def verify_proof(
+    document: Mapping[str, Any],
+    proof: Mapping[str, Any],
+    resolver: Resolver,
+    *,
+    proof_purpose: str,
+    challenge: str | None = None,
+    domain: str | None = None,
+    now: datetime | None = None,
+) -> None:
     """Return when ``proof`` is a valid eddsa-jcs-2022 proof of ``document``; else a ProofError.
 
     ``document`` may still hold its ``proof`` member (it is left out of the hash). ``challenge``
@@ -270,11 +285,24 @@ def proofs_of(secured: Mapping[str, Any], member: str = "proof") -> list[Mapping
     return proofs
 
 
-def verify_document(secured: Mapping[str, Any], resolver: Resolver, *, proof_purpose: str,
-                    challenge: str | None = None, domain: str | None = None,
-                    now: datetime | None = None) -> None:
+def verify_document(
+    secured: Mapping[str, Any],
+    resolver: Resolver,
+    *,
+    proof_purpose: str,
+    challenge: str | None = None,
+    domain: str | None = None,
+    now: datetime | None = None,
+) -> None:
     """Verify ``secured["proof"]``; with a proof set (a list) every proof must verify."""
     document = unsecured(secured)
     for proof in proofs_of(secured):
-        verify_proof(document, proof, resolver, proof_purpose=proof_purpose, challenge=challenge,
-                     domain=domain, now=now)
+        verify_proof(
+            document,
+            proof,
+            resolver,
+            proof_purpose=proof_purpose,
+            challenge=challenge,
+            domain=domain,
+            now=now,
+        )

@@ -21,8 +21,7 @@ from typing import Any
 
 import rfc8785
 
-_dumps = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False,
-                          allow_nan=False).encode
+_dumps = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
 
 
 class CanonicalizationError(ValueError):

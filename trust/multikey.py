@@ -50,7 +50,7 @@ def _decode(prefix: bytes, value: str, what: str) -> bytes:
     raw = decode_base58btc(value)
     if not raw.startswith(prefix) or len(raw) != len(prefix) + 32:
         raise MultibaseError(f"not an Ed25519 {what} Multikey")
-    return raw[len(prefix):]
+    return raw[len(prefix) :]
 
 
 def encode_public_key(public_key: bytes) -> str:

@@ -29,11 +29,21 @@ from trust.keys import Ed25519KeyPair
 PRESENTATION_ISSUED, VERIFICATION_APPROVED, VERIFICATION_DENIED, MANDATE_REVOKED = RECEIPT_TYPES
 
 
-def receipt(*, key: Ed25519KeyPair, context_url: str, receipt_id: str, type: str,
-            timestamp: datetime, credential_id: str, request_id: str | None = None,
-            presentation_id: str | None = None, decision: str | None = None,
-            reason: str | None = None, verifier: str | None = None,
-            evaluations: Sequence[Mapping[str, Any]] | None = None) -> dict[str, Any]:
+def receipt(
+    *,
+    key: Ed25519KeyPair,
+    context_url: str,
+    receipt_id: str,
+    type: str,
+    timestamp: datetime,
+    credential_id: str,
+    request_id: str | None = None,
+    presentation_id: str | None = None,
+    decision: str | None = None,
+    reason: str | None = None,
+    verifier: str | None = None,
+    evaluations: Sequence[Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
     """A signed receipt of ``type`` (one of RECEIPT_TYPES)."""
     if type not in RECEIPT_TYPES:
         raise ValueError(f"unknown receipt type {type!r}")
@@ -44,15 +54,25 @@ def receipt(*, key: Ed25519KeyPair, context_url: str, receipt_id: str, type: str
         "timestamp": format_datetime(timestamp),
         "credentialId": credential_id,
     }
-    optional = {"requestId": request_id, "presentationId": presentation_id, "decision": decision,
-                "reason": reason, "verifier": verifier,
-                "evaluationsDigest": None if evaluations is None else digest_sri(list(evaluations))}
+    optional = {
+        "requestId": request_id,
+        "presentationId": presentation_id,
+        "decision": decision,
+        "reason": reason,
+        "verifier": verifier,
+        "evaluationsDigest": None if evaluations is None else digest_sri(list(evaluations)),
+    }
     body.update({name: value for name, value in optional.items() if value is not None})
     return sign_document(body, key, proof_purpose=ASSERTION_METHOD, created=timestamp)
 
 
-def verify_receipt(signed: Mapping[str, Any], resolver: Resolver, *, issuer_did: str | None = None,
-                   evaluations: Sequence[Mapping[str, Any]] | None = None) -> None:
+def verify_receipt(
+    signed: Mapping[str, Any],
+    resolver: Resolver,
+    *,
+    issuer_did: str | None = None,
+    evaluations: Sequence[Mapping[str, Any]] | None = None,
+) -> None:
     """The receipt's proof verifies (and is ``issuer_did``'s when given); ProofError otherwise.
 
     With ``evaluations`` it also checks that ``evaluationsDigest`` is their digest.

@@ -69,6 +69,7 @@ class ListNotVerified(StatusError):
 
 # --- the bitstring ------------------------------------------------------------------------------
 
+
 def bitstring(set_indices: Iterable[int], length: int = MIN_LENGTH) -> bytes:
     """``length`` bits (a multiple of 8) with the given indices set, index 0 the left-most bit."""
     if length < MIN_LENGTH or length % 8:
@@ -116,12 +117,25 @@ def bit_at(bits: bytes, index: int) -> bool:
 
 # --- the list credential ------------------------------------------------------------------------
 
-def list_credential(*, list_url: str, issuer_key: Ed25519KeyPair, context_url: str,
-                    encoded_list: str, valid_from: datetime, created: datetime,
-                    ttl_ms: int | None = None, purpose: str = REVOCATION) -> dict[str, Any]:
+
+def list_credential(
+    *,
+    list_url: str,
+    issuer_key: Ed25519KeyPair,
+    context_url: str,
+    encoded_list: str,
+    valid_from: datetime,
+    created: datetime,
+    ttl_ms: int | None = None,
+    purpose: str = REVOCATION,
+) -> dict[str, Any]:
     """The signed BitstringStatusListCredential served at ``list_url``."""
-    subject: dict[str, Any] = {"id": f"{list_url}#list", "type": LIST_TYPE, "statusPurpose": purpose,
-                               "encodedList": encoded_list}
+    subject: dict[str, Any] = {
+        "id": f"{list_url}#list",
+        "type": LIST_TYPE,
+        "statusPurpose": purpose,
+        "encodedList": encoded_list,
+    }
     if ttl_ms is not None:
         subject["ttl"] = ttl_ms
     credential = {
@@ -135,8 +149,9 @@ def list_credential(*, list_url: str, issuer_key: Ed25519KeyPair, context_url: s
     return sign_document(credential, issuer_key, proof_purpose=ASSERTION_METHOD, created=created)
 
 
-def verify_list_credential(listed: Mapping[str, Any], resolver: Resolver, *,
-                           now: datetime | None = None) -> bytes:
+def verify_list_credential(
+    listed: Mapping[str, Any], resolver: Resolver, *, now: datetime | None = None
+) -> bytes:
     """Check a list credential as a verifier does (types, proof by its issuer, validity window at
     ``now``, by default the current time, length) and return its bitstring; a StatusError
     otherwise."""
@@ -158,14 +173,23 @@ def verify_list_credential(listed: Mapping[str, Any], resolver: Resolver, *,
     return bits
 
 
-def credential_status(credential: Mapping[str, Any], listed: Mapping[str, Any], resolver: Resolver, *,
-                      purpose: str = REVOCATION, now: datetime | None = None) -> bool:
+def credential_status(
+    credential: Mapping[str, Any],
+    listed: Mapping[str, Any],
+    resolver: Resolver,
+    *,
+    purpose: str = REVOCATION,
+    now: datetime | None = None,
+) -> bool:
     """Whether ``credential``'s ``purpose`` bit is set in ``listed`` (the list credential fetched
     from its entry's ``statusListCredential``): True = revoked for purpose ``revocation``."""
     entries = credential.get("credentialStatus")
     items = entries if isinstance(entries, list) else [entries]
-    matching = [e for e in items if isinstance(e, Mapping) and e.get("type") == ENTRY_TYPE
-                and e.get("statusPurpose") == purpose]
+    matching = [
+        e
+        for e in items
+        if isinstance(e, Mapping) and e.get("type") == ENTRY_TYPE and e.get("statusPurpose") == purpose
+    ]
     if len(matching) != 1:
         raise MalformedValue(f"the credential has no single {ENTRY_TYPE} for {purpose}")
     entry = matching[0]

@@ -34,8 +34,9 @@ def derive_key(encryption_secret_b64: str, salt: str) -> bytes:
     return hashlib.pbkdf2_hmac("sha256", password, salt.encode(), PBKDF2_ITERATIONS, KEY_BYTES)
 
 
-def encrypt_event(event: dict[str, Any], encryption_secret_b64: str, salt: str,
-                  iv: bytes | None = None) -> bytes:
+def encrypt_event(
+    event: dict[str, Any], encryption_secret_b64: str, salt: str, iv: bytes | None = None
+) -> bytes:
     """The request body for one delivery attempt: a fresh random IV unless one is given (tests)."""
     iv = os.urandom(IV_BYTES) if iv is None else iv
     if len(iv) != IV_BYTES:

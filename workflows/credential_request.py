@@ -83,23 +83,23 @@ TEMPORAL_CANCEL_PATCH = "temporal-cancel"
 QUIET_CANCEL_PATCH = "canceled-send-not-undeliverable"
 ISSUANCE_FAILURE_PATCH = "issuance-failure-ends"
 TEMPORAL_ACTOR = "temporal"  # who canceled a request whose workflow an operator canceled in Temporal
-SEND_RETRY = RetryPolicy(initial_interval=timedelta(seconds=2), maximum_interval=timedelta(minutes=1),
-                         maximum_attempts=8)
-DB_WRITE_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1),
-                             maximum_interval=timedelta(minutes=1))
+SEND_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=2), maximum_interval=timedelta(minutes=1), maximum_attempts=8
+)
+DB_WRITE_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(minutes=1))
 
 
 async def record(activity_name: str, arg: object) -> None:
     """Write a state change to the database; retried until it lands."""
     await workflow.execute_activity(
-        activity_name, arg, start_to_close_timeout=timedelta(seconds=30),
+        activity_name,
+        arg,
+        start_to_close_timeout=timedelta(seconds=30),
         retry_policy=DB_WRITE_RETRY,
     )
 
 
-def search_attributes_for(
-    inp: CredentialRequestInput, status: str
-) -> list[SearchAttributePair[str]]:
+def search_attributes_for(inp: CredentialRequestInput, status: str) -> list[SearchAttributePair[str]]:
     """The typed search attributes of a request workflow, at start and after each change."""
     pairs = [
         SearchAttributePair(SA_ORGANIZATION, inp.organization_id),
@@ -150,8 +150,11 @@ class CredentialRequestWorkflow:
     async def run(self, inp: CredentialRequestInput) -> CredentialRequestResult:
         # every subject is sent a code while the request waits, so a cancel or the expiry is never
         # held up by a slow mail server; a request that closes sends no more codes
-        sending = (asyncio.create_task(self._send_codes(inp.subject_ids), name="send codes")
-                   if self._journey else None)
+        sending = (
+            asyncio.create_task(self._send_codes(inp.subject_ids), name="send codes")
+            if self._journey
+            else None
+        )
         remaining = inp.expires_at - workflow.now()
         canceled_in_temporal = False
         try:
@@ -236,8 +239,9 @@ class CredentialRequestWorkflow:
         at = workflow.now()
         await record(
             ActivityNames.RECORD_CANCELLATION,
-            RecordCancellationInput(request_id=self._input.request_id, canceled_at=at,
-                                    canceled_by=canceled_by),
+            RecordCancellationInput(
+                request_id=self._input.request_id, canceled_at=at, canceled_by=canceled_by
+            ),
         )
         self._canceled_at = at
         self._set_status(CANCELED)
@@ -262,8 +266,11 @@ class CredentialRequestWorkflow:
         decision_id = f"urn:via:decision:{workflow.uuid4()}"  # an identifier, not a secret
         at = workflow.now()
         self._decisions[key] = DecisionView(
-            subject_id=inp.subject_id, credential_id=inp.credential_id, accepted=inp.accept,
-            decision_id=decision_id, decided_at=at,
+            subject_id=inp.subject_id,
+            credential_id=inp.credential_id,
+            accepted=inp.accept,
+            decision_id=decision_id,
+            decided_at=at,
         )
         completes = self._all_decided()
         if completes:
@@ -271,10 +278,16 @@ class CredentialRequestWorkflow:
         await record(
             ActivityNames.RECORD_DECISION,
             RecordDecisionInput(
-                request_id=self._input.request_id, decision_id=decision_id,
-                subject_id=inp.subject_id, credential_id=inp.credential_id, accepted=inp.accept,
-                channel=inp.channel, surface=inp.surface, decided_at=at,
-                completes_request=completes, reason=inp.reason,
+                request_id=self._input.request_id,
+                decision_id=decision_id,
+                subject_id=inp.subject_id,
+                credential_id=inp.credential_id,
+                accepted=inp.accept,
+                channel=inp.channel,
+                surface=inp.surface,
+                decided_at=at,
+                completes_request=completes,
+                reason=inp.reason,
             ),
         )
         self._recorded.add(key)
@@ -288,8 +301,12 @@ class CredentialRequestWorkflow:
             await self._emit_credential_event(inp, decision_id, at)
         if completes:
             self._set_status(COMPLETED)
-        return DecisionResult(decision_id=decision_id, decided_at=at, mandate_id=mandate_id,
-                              request_status=COMPLETED if completes else PENDING)
+        return DecisionResult(
+            decision_id=decision_id,
+            decided_at=at,
+            mandate_id=mandate_id,
+            request_status=COMPLETED if completes else PENDING,
+        )
 
     @decide.validator
     def _validate_decide(self, inp: DecisionInput) -> None:
@@ -299,15 +316,14 @@ class CredentialRequestWorkflow:
         if inp.credential_id not in self._input.credential_ids:
             raise ApplicationError("Unknown credential for this request", type="unknown_credential")
         if (inp.subject_id, inp.credential_id) in self._decisions:
-            raise ApplicationError("This subject already decided on this credential",
-                                   type="already_decided")
+            raise ApplicationError("This subject already decided on this credential", type="already_decided")
         if self._journey and inp.subject_id not in self._otp_passed:
-            raise ApplicationError("The subject has not confirmed the code sent to them",
-                                   type="otp_required")
+            raise ApplicationError("The subject has not confirmed the code sent to them", type="otp_required")
         identity = self._identity_state(inp.subject_id)
         if self._journey and identity == IDENTITY_REQUIRED:
-            raise ApplicationError("The security level requires an identity check first",
-                                   type="identity_required")
+            raise ApplicationError(
+                "The security level requires an identity check first", type="identity_required"
+            )
         if identity == IDENTITY_FAILED:
             raise ApplicationError("The subject's identity check failed", type="identity_failed")
 
@@ -326,13 +342,18 @@ class CredentialRequestWorkflow:
             issued = await workflow.execute_activity(
                 ActivityNames.ISSUE_CREDENTIAL,
                 IssueCredentialInput(request_id=self._input.request_id, credential_id=credential_id),
-                result_type=IssueCredentialResult, start_to_close_timeout=timedelta(seconds=30),
-                retry_policy=DB_WRITE_RETRY, summary=f"issue {credential_id}",
+                result_type=IssueCredentialResult,
+                start_to_close_timeout=timedelta(seconds=30),
+                retry_policy=DB_WRITE_RETRY,
+                summary=f"issue {credential_id}",
             )
         except ActivityError as err:
             self._issued[credential_id] = None
-            if (isinstance(err.cause, ApplicationError) and err.cause.type == ISSUANCE_FAILED
-                    and workflow.patched(ISSUANCE_FAILURE_PATCH)):
+            if (
+                isinstance(err.cause, ApplicationError)
+                and err.cause.type == ISSUANCE_FAILED
+                and workflow.patched(ISSUANCE_FAILURE_PATCH)
+            ):
                 # the credential is FAILED (with its audit record); the decision stands, and its
                 # ``credential`` event tells the integrator (the credential's status is FAILED)
                 return None
@@ -356,12 +377,18 @@ class CredentialRequestWorkflow:
         created = await workflow.execute_activity(
             ActivityNames.CREATE_CREDENTIAL_EVENT,
             CreateCredentialEventInput(
-                request_id=self._input.request_id, organization_id=self._input.organization_id,
-                decision_id=decision_id, subject_id=inp.subject_id, credential_id=inp.credential_id,
-                accepted=inp.accept, decided_at=at,
+                request_id=self._input.request_id,
+                organization_id=self._input.organization_id,
+                decision_id=decision_id,
+                subject_id=inp.subject_id,
+                credential_id=inp.credential_id,
+                accepted=inp.accept,
+                decided_at=at,
             ),
-            result_type=CreateEventResult, start_to_close_timeout=timedelta(seconds=30),
-            retry_policy=DB_WRITE_RETRY, summary=f"credential event for {decision_id}",
+            result_type=CreateEventResult,
+            start_to_close_timeout=timedelta(seconds=30),
+            retry_policy=DB_WRITE_RETRY,
+            summary=f"credential event for {decision_id}",
         )
         # a subject's identity event is delivered before their credential events (CONTRACT 7)
         await self._deliver(created.event_id, after=self._identity_events.get(inp.subject_id))
@@ -369,7 +396,8 @@ class CredentialRequestWorkflow:
     async def _deliver(self, event_id: str, after: str | None = None) -> None:
         try:
             await workflow.start_child_workflow(
-                WEBHOOK_WORKFLOW_TYPE, DeliverWebhookInput(event_id=event_id, after=after),
+                WEBHOOK_WORKFLOW_TYPE,
+                DeliverWebhookInput(event_id=event_id, after=after),
                 id=webhook_workflow_id(event_id),
                 parent_close_policy=ParentClosePolicy.ABANDON,
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
@@ -389,10 +417,11 @@ class CredentialRequestWorkflow:
         try:
             sent = await workflow.execute_activity(
                 ActivityNames.SEND_OTP,
-                SendOtpInput(request_id=self._input.request_id, subject_id=subject_id,
-                             send_number=number),
-                result_type=SendOtpResult, start_to_close_timeout=timedelta(seconds=60),
-                retry_policy=SEND_RETRY, summary=f"code {number} to subject {subject_id}",
+                SendOtpInput(request_id=self._input.request_id, subject_id=subject_id, send_number=number),
+                result_type=SendOtpResult,
+                start_to_close_timeout=timedelta(seconds=60),
+                retry_policy=SEND_RETRY,
+                summary=f"code {number} to subject {subject_id}",
             )
         except ActivityError as err:
             if isinstance(err.cause, CancelledError) and workflow.patched(QUIET_CANCEL_PATCH):
@@ -400,14 +429,21 @@ class CredentialRequestWorkflow:
                 # not a contact the code cannot reach, so no ``otp.failed`` event
                 raise asyncio.CancelledError("the request closed before the code was sent") from err
             # the transport kept failing: the subject has no code
-            sent = SendOtpResult(channel="unknown", delivered=False, error_code="UNDELIVERABLE",
-                                 error_message="The code could not be sent")
+            sent = SendOtpResult(
+                channel="unknown",
+                delivered=False,
+                error_code="UNDELIVERABLE",
+                error_message="The code could not be sent",
+            )
         if sent.delivered:
             self._channels[subject_id] = sent.channel
         if not sent.delivered:
-            await self._emit_otp_failed(subject_id, f"undelivered:{number}",
-                                        sent.error_code or "UNDELIVERABLE",
-                                        sent.error_message or "The code could not be delivered")
+            await self._emit_otp_failed(
+                subject_id,
+                f"undelivered:{number}",
+                sent.error_code or "UNDELIVERABLE",
+                sent.error_message or "The code could not be delivered",
+            )
         return sent
 
     @workflow.update(name="verify_otp")
@@ -416,10 +452,13 @@ class CredentialRequestWorkflow:
         await workflow.wait_condition(lambda: inp.subject_id in self._sends)
         checked = await workflow.execute_activity(
             ActivityNames.CHECK_OTP,
-            CheckOtpInput(request_id=self._input.request_id, subject_id=inp.subject_id,
-                          code_hash=inp.code_hash),
-            result_type=VerifyOtpResult, start_to_close_timeout=timedelta(seconds=30),
-            retry_policy=DB_WRITE_RETRY, summary=f"check code of subject {inp.subject_id}",
+            CheckOtpInput(
+                request_id=self._input.request_id, subject_id=inp.subject_id, code_hash=inp.code_hash
+            ),
+            result_type=VerifyOtpResult,
+            start_to_close_timeout=timedelta(seconds=30),
+            retry_policy=DB_WRITE_RETRY,
+            summary=f"check code of subject {inp.subject_id}",
         )
         if checked.outcome == OTP_PASSED:
             self._otp_passed.add(inp.subject_id)
@@ -427,8 +466,11 @@ class CredentialRequestWorkflow:
             return checked.model_copy(update={"identity": self._identity_state(inp.subject_id)})
         if checked.outcome == OTP_LOCKED_NOW:
             await self._emit_otp_failed(
-                inp.subject_id, f"locked:{self._sends.get(inp.subject_id, 0)}", "INVALID_CODE_LIMIT",
-                "Too many wrong codes: the code is locked until a new one is sent")
+                inp.subject_id,
+                f"locked:{self._sends.get(inp.subject_id, 0)}",
+                "INVALID_CODE_LIMIT",
+                "Too many wrong codes: the code is locked until a new one is sent",
+            )
         return checked
 
     @verify_otp.validator
@@ -446,14 +488,14 @@ class CredentialRequestWorkflow:
         self._refuse_outside_journey(inp.subject_id)
         self._refuse_when_decided_all(inp.subject_id)
         if self._sends.get(inp.subject_id, 0) >= MAX_SENDS:
-            raise ApplicationError(f"At most {MAX_SENDS} codes are sent to a subject",
-                                   type="too_many_sends")
+            raise ApplicationError(f"At most {MAX_SENDS} codes are sent to a subject", type="too_many_sends")
         last = self._last_sent.get(inp.subject_id)
         if last is not None:
             wait = RESEND_INTERVAL_SECONDS - (workflow.now() - last).total_seconds()
             if wait > 0:
-                raise ApplicationError(f"A new code can be sent in {int(wait) + 1} seconds",
-                                       int(wait) + 1, type="too_soon")
+                raise ApplicationError(
+                    f"A new code can be sent in {int(wait) + 1} seconds", int(wait) + 1, type="too_soon"
+                )
 
     def _refuse_outside_journey(self, subject_id: str) -> None:
         """A code step needs an open request, a subject of it, and a workflow with the journey."""
@@ -474,10 +516,17 @@ class CredentialRequestWorkflow:
         created = await workflow.execute_activity(
             ActivityNames.CREATE_OTP_FAILED_EVENT,
             CreateOtpFailedEventInput(
-                request_id=self._input.request_id, organization_id=self._input.organization_id,
-                subject_id=subject_id, fact=fact, code=code, message=message),
-            result_type=CreateEventResult, start_to_close_timeout=timedelta(seconds=30),
-            retry_policy=DB_WRITE_RETRY, summary=f"otp.failed event ({code})",
+                request_id=self._input.request_id,
+                organization_id=self._input.organization_id,
+                subject_id=subject_id,
+                fact=fact,
+                code=code,
+                message=message,
+            ),
+            result_type=CreateEventResult,
+            start_to_close_timeout=timedelta(seconds=30),
+            retry_policy=DB_WRITE_RETRY,
+            summary=f"otp.failed event ({code})",
         )
         await self._deliver(created.event_id)
 
@@ -493,13 +542,23 @@ class CredentialRequestWorkflow:
             return
         level = self._input.security_level
         if level == "PLATFORM_KYC" and kyc == "VERIFIED":
-            await self._record_identity(IdentityInput(
-                subject_id=subject_id, success=True, source="platform-reuse",
-                message="An earlier platform identity check of the subject is reused"))
+            await self._record_identity(
+                IdentityInput(
+                    subject_id=subject_id,
+                    success=True,
+                    source="platform-reuse",
+                    message="An earlier platform identity check of the subject is reused",
+                )
+            )
         elif level == "ORGANIZATION_KYC" and identity_status == "VERIFIED":
-            await self._record_identity(IdentityInput(
-                subject_id=subject_id, success=True, source="organization",
-                message="Verified by the organization"))
+            await self._record_identity(
+                IdentityInput(
+                    subject_id=subject_id,
+                    success=True,
+                    source="organization",
+                    message="Verified by the organization",
+                )
+            )
 
     @workflow.update(name="record_identity")
     async def record_identity(self, inp: IdentityInput) -> IdentityResult:
@@ -512,14 +571,17 @@ class CredentialRequestWorkflow:
         self._refuse_unknown_subject(inp.subject_id)
         required = IDENTITY_SOURCES.get(self._input.security_level)
         if required is None:
-            raise ApplicationError("The request's security level requires no identity check",
-                                   type="identity_not_required")
+            raise ApplicationError(
+                "The request's security level requires no identity check", type="identity_not_required"
+            )
         if required != ("platform" if inp.source == "platform-reuse" else inp.source):
-            raise ApplicationError(f"The security level requires a {required} identity check",
-                                   type="wrong_identity_source")
+            raise ApplicationError(
+                f"The security level requires a {required} identity check", type="wrong_identity_source"
+            )
         if inp.subject_id in self._identity:
-            raise ApplicationError("The subject's identity result is already recorded",
-                                   type="identity_recorded")
+            raise ApplicationError(
+                "The subject's identity result is already recorded", type="identity_recorded"
+            )
         self._refuse_when_decided_all(inp.subject_id)
 
     async def _record_identity(self, inp: IdentityInput) -> None:
@@ -528,25 +590,47 @@ class CredentialRequestWorkflow:
         subject = inp.subject_id
         self._identity[subject] = inp.success
         at = workflow.now()
-        await record(ActivityNames.RECORD_IDENTITY, RecordIdentityInput(
-            request_id=self._input.request_id, subject_id=subject, success=inp.success,
-            source=inp.source, message=inp.message, check_id=inp.check_id, at=at))
+        await record(
+            ActivityNames.RECORD_IDENTITY,
+            RecordIdentityInput(
+                request_id=self._input.request_id,
+                subject_id=subject,
+                success=inp.success,
+                source=inp.source,
+                message=inp.message,
+                check_id=inp.check_id,
+                at=at,
+            ),
+        )
         created = await workflow.execute_activity(
             ActivityNames.CREATE_IDENTITY_EVENT,
             CreateIdentityEventInput(
-                request_id=self._input.request_id, organization_id=self._input.organization_id,
-                subject_id=subject, success=inp.success, message=inp.message, date=at),
-            result_type=CreateEventResult, start_to_close_timeout=timedelta(seconds=30),
-            retry_policy=DB_WRITE_RETRY, summary=f"identity event for subject {subject}",
+                request_id=self._input.request_id,
+                organization_id=self._input.organization_id,
+                subject_id=subject,
+                success=inp.success,
+                message=inp.message,
+                date=at,
+            ),
+            result_type=CreateEventResult,
+            start_to_close_timeout=timedelta(seconds=30),
+            retry_policy=DB_WRITE_RETRY,
+            summary=f"identity event for subject {subject}",
         )
         self._identity_events[subject] = created.event_id
         await self._deliver(created.event_id)
         if not inp.success:
             for credential_id in self._input.credential_ids:
                 if (subject, credential_id) not in self._decisions and self._outcome is None:
-                    await self._decide(DecisionInput(
-                        subject_id=subject, credential_id=credential_id, accept=False,
-                        channel=self._channels.get(subject), reason="identity_failed"))
+                    await self._decide(
+                        DecisionInput(
+                            subject_id=subject,
+                            credential_id=credential_id,
+                            accept=False,
+                            channel=self._channels.get(subject),
+                            reason="identity_failed",
+                        )
+                    )
 
     # --- live state ---------------------------------------------------------------------------
 
@@ -554,16 +638,22 @@ class CredentialRequestWorkflow:
     def status(self) -> RequestStatusView:
         total = len(self._input.subject_ids) * len(self._input.credential_ids)
         return RequestStatusView(
-            request_id=self._input.request_id, status=self._status,
-            expires_at=self._input.expires_at, canceled_at=self._canceled_at,
-            decisions=list(self._decisions.values()), awaiting=total - len(self._decisions),
-            otp_passed=sorted(self._otp_passed), identity=dict(self._identity),
+            request_id=self._input.request_id,
+            status=self._status,
+            expires_at=self._input.expires_at,
+            canceled_at=self._canceled_at,
+            decisions=list(self._decisions.values()),
+            awaiting=total - len(self._decisions),
+            otp_passed=sorted(self._otp_passed),
+            identity=dict(self._identity),
         )
 
     def _accepted_by_all(self, credential_id: str) -> bool:
         """Every subject of the request accepted ``credential_id`` (CONTRACT 9: it becomes ACTIVE)."""
-        return all((found := self._decisions.get((subject, credential_id))) is not None and found.accepted
-                   for subject in self._input.subject_ids)
+        return all(
+            (found := self._decisions.get((subject, credential_id))) is not None and found.accepted
+            for subject in self._input.subject_ids
+        )
 
     def _all_decided(self) -> bool:
         expected = len(self._input.subject_ids) * len(self._input.credential_ids)

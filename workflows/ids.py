@@ -28,7 +28,7 @@ def request_workflow_id(request_id: str) -> str:
 def request_id_from_workflow_id(workflow_id: str) -> str:
     if not workflow_id.startswith(REQUEST_WORKFLOW_PREFIX):
         raise ValueError(f"not a credential-request workflow id: {workflow_id}")
-    return workflow_id[len(REQUEST_WORKFLOW_PREFIX):]
+    return workflow_id[len(REQUEST_WORKFLOW_PREFIX) :]
 
 
 def webhook_workflow_id(event_id: str) -> str:
@@ -38,7 +38,7 @@ def webhook_workflow_id(event_id: str) -> str:
 def event_id_from_webhook_workflow_id(workflow_id: str) -> str:
     if not workflow_id.startswith(WEBHOOK_WORKFLOW_PREFIX):
         raise ValueError(f"not a webhook workflow id: {workflow_id}")
-    return workflow_id[len(WEBHOOK_WORKFLOW_PREFIX):]
+    return workflow_id[len(WEBHOOK_WORKFLOW_PREFIX) :]
 
 
 class ActivityNames:

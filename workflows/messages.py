@@ -112,7 +112,13 @@ class IssueCredentialResult(BaseModel):
 # --- the subject's journey: codes -------------------------------------------------------------
 
 OTP_PASSED, OTP_WRONG, OTP_EXPIRED, OTP_LOCKED, OTP_LOCKED_NOW, OTP_NO_CODE = (
-    "passed", "wrong", "expired", "locked", "locked_now", "no_code")
+    "passed",
+    "wrong",
+    "expired",
+    "locked",
+    "locked_now",
+    "no_code",
+)
 MAX_SENDS = 5  # codes per subject and request (CONTRACT 4)
 RESEND_INTERVAL_SECONDS = 60
 
@@ -162,10 +168,17 @@ class CheckOtpInput(BaseModel):
 # --- the subject's journey: identity (KYC) --------------------------------------------------------
 
 # the source of identity each security level requires (CONTRACT 8)
-IDENTITY_SOURCES = {"ORGANIZATION_KYC": "organization", "PLATFORM_KYC": "platform",
-                    "PLATFORM_REVALIDATION": "platform"}
+IDENTITY_SOURCES = {
+    "ORGANIZATION_KYC": "organization",
+    "PLATFORM_KYC": "platform",
+    "PLATFORM_REVALIDATION": "platform",
+}
 IDENTITY_NOT_REQUIRED, IDENTITY_REQUIRED, IDENTITY_PASSED, IDENTITY_FAILED = (
-    "not_required", "required", "passed", "failed")
+    "not_required",
+    "required",
+    "passed",
+    "failed",
+)
 
 
 def identity_state(security_level: str, passed: bool | None) -> str:

@@ -33,9 +33,13 @@ with workflow.unsafe.imports_passed_through():
         RecordWebhookFailureInput,
     )
 
-DELIVERY_RETRY = RetryPolicy(initial_interval=FIRST_RETRY, backoff_coefficient=BACKOFF,
-                             maximum_interval=MAX_RETRY_INTERVAL, maximum_attempts=0,
-                             non_retryable_error_types=["gone"])
+DELIVERY_RETRY = RetryPolicy(
+    initial_interval=FIRST_RETRY,
+    backoff_coefficient=BACKOFF,
+    maximum_interval=MAX_RETRY_INTERVAL,
+    maximum_attempts=0,
+    non_retryable_error_types=["gone"],
+)
 DB_WRITE_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(minutes=1))
 
 
@@ -58,19 +62,27 @@ class WebhookDeliveryWorkflow:
             await self._wait_for(inp.after)
         try:
             return await workflow.execute_activity(
-                ActivityNames.DELIVER_WEBHOOK, inp, result_type=DeliveryResult,
-                start_to_close_timeout=ATTEMPT_TIMEOUT, schedule_to_close_timeout=DELIVERY_WINDOW,
-                retry_policy=DELIVERY_RETRY, summary=f"deliver {inp.event_id}",
+                ActivityNames.DELIVER_WEBHOOK,
+                inp,
+                result_type=DeliveryResult,
+                start_to_close_timeout=ATTEMPT_TIMEOUT,
+                schedule_to_close_timeout=DELIVERY_WINDOW,
+                retry_policy=DELIVERY_RETRY,
+                summary=f"deliver {inp.event_id}",
             )
         except ActivityError as exc:
             reason = _reason(exc)
         await workflow.execute_activity(
             ActivityNames.RECORD_WEBHOOK_FAILURE,
             RecordWebhookFailureInput(event_id=inp.event_id, reason=reason),
-            start_to_close_timeout=timedelta(seconds=30), retry_policy=DB_WRITE_RETRY,
+            start_to_close_timeout=timedelta(seconds=30),
+            retry_policy=DB_WRITE_RETRY,
         )
-        raise ApplicationError(f"webhook event {inp.event_id} not delivered: {reason}",
-                               type="webhook_not_delivered", non_retryable=True)
+        raise ApplicationError(
+            f"webhook event {inp.event_id} not delivered: {reason}",
+            type="webhook_not_delivered",
+            non_retryable=True,
+        )
 
     async def _wait_for(self, event_id: str) -> None:
         """Until the earlier event is delivered, skipped or given up (within the delivery window):
@@ -79,9 +91,13 @@ class WebhookDeliveryWorkflow:
         delay = timedelta(seconds=1)
         while workflow.now() < deadline:
             state = await workflow.execute_activity(
-                ActivityNames.WEBHOOK_EVENT_STATE, event_id, result_type=str,
-                start_to_close_timeout=timedelta(seconds=30), retry_policy=DB_WRITE_RETRY,
-                summary=f"is {event_id} delivered?")
+                ActivityNames.WEBHOOK_EVENT_STATE,
+                event_id,
+                result_type=str,
+                start_to_close_timeout=timedelta(seconds=30),
+                retry_policy=DB_WRITE_RETRY,
+                summary=f"is {event_id} delivered?",
+            )
             if state != "pending":
                 return
             await workflow.sleep(delay, summary=f"wait for {event_id}")

@@ -26,15 +26,23 @@ ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorOut} for code in
 def _version_out(version: ActionVersion) -> ActionVersionOut:
     content = store.content_fields(version)
     assert version.digest_sri is not None and version.published_at is not None  # published
-    return ActionVersionOut(id=version.id, number=version.number, digestSRI=version.digest_sri,
-                            publishedAt=version.published_at, **content)
+    return ActionVersionOut(
+        id=version.id,
+        number=version.number,
+        digestSRI=version.digest_sri,
+        publishedAt=version.published_at,
+        **content,
+    )
 
 
 def action_out(view: store.ActionView) -> ActionOut:
     action = view.action
     return ActionOut(
-        id=action.id, name=action.name, description=action.description,
-        createdAt=action.created_at, currentVersion=view.versions[-1].id,
+        id=action.id,
+        name=action.name,
+        description=action.description,
+        createdAt=action.created_at,
+        currentVersion=view.versions[-1].id,
         versions=[_version_out(v) for v in view.versions],
     )
 

@@ -51,17 +51,25 @@ class ActivityPage(BaseModel):
 
 @router.get("/activity", response_model=ActivityPage, responses=ERRORS)
 async def list_activity(
-    caller: CallerDep, services: ServicesDep,
+    caller: CallerDep,
+    services: ServicesDep,
     pageIndex: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
     pageSize: Annotated[int, Query(ge=5, le=100)] = 10,
     type: Annotated[list[str] | None, Query(description="One record type, or several repeated")] = None,
     requestId: Annotated[str | None, Query(max_length=24)] = None,
-    credentialId: Annotated[str | None, Query(max_length=64, description=(
-        "A mandate URN or a 24-character credential id"))] = None,
-    dateFrom: Annotated[str | None, Query(max_length=40, description=(
-        "ISO 8601 date or date-time; the start of its UTC day"))] = None,
-    dateTo: Annotated[str | None, Query(max_length=40, description=(
-        "ISO 8601 date or date-time; the end of its UTC day; requires dateFrom"))] = None,
+    credentialId: Annotated[
+        str | None, Query(max_length=64, description=("A mandate URN or a 24-character credential id"))
+    ] = None,
+    dateFrom: Annotated[
+        str | None, Query(max_length=40, description=("ISO 8601 date or date-time; the start of its UTC day"))
+    ] = None,
+    dateTo: Annotated[
+        str | None,
+        Query(
+            max_length=40,
+            description=("ISO 8601 date or date-time; the end of its UTC day; requires dateFrom"),
+        ),
+    ] = None,
 ) -> Any:
     """The organization's audit records, newest first: requests created, decisions, mandates
     issued, canceled and revoked, VPs issued or refused, verifications allowed or denied."""
@@ -75,12 +83,20 @@ async def list_activity(
     if credentialId is not None and "\x00" in credentialId:
         raise ApiError(400, "credentialId must not contain NUL characters")
     date_from, date_to = day_range(dateFrom, dateTo)
-    where = ActivityFilter(types=tuple(dict.fromkeys(type or ())), request_id=requestId,
-                           credential_id=credentialId, date_from=date_from, date_to=date_to)
+    where = ActivityFilter(
+        types=tuple(dict.fromkeys(type or ())),
+        request_id=requestId,
+        credential_id=credentialId,
+        date_from=date_from,
+        date_to=date_to,
+    )
     rows, pages = await asyncio.to_thread(
-        activity_page, services.engine, caller.organization_id, where, pageIndex, pageSize)
+        activity_page, services.engine, caller.organization_id, where, pageIndex, pageSize
+    )
     items = [{**audit.document_of(row), "hash": row.hash} for row in rows]
-    return JSONResponse({
-        "data": [versioning.render("activity", item, caller.api_version) for item in items],
-        "totalPages": pages,
-    })
+    return JSONResponse(
+        {
+            "data": [versioning.render("activity", item, caller.api_version) for item in items],
+            "totalPages": pages,
+        }
+    )

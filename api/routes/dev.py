@@ -52,15 +52,23 @@ async def outbox_page(services: ServicesDep, to: str | None = None) -> HTMLRespo
     entries = await asyncio.to_thread(outbox_of(services.settings).entries, to)
     nonce = secrets.token_urlsafe(16)
     html = TEMPLATES.get_template("outbox.html").render(
-        html_lang="en", title="Development outbox", nonce=nonce,
-        entries=[{**asdict(e), "parts": _parts(e.text)} for e in entries])
+        html_lang="en",
+        title="Development outbox",
+        nonce=nonce,
+        entries=[{**asdict(e), "parts": _parts(e.text)} for e in entries],
+    )
     return HTMLResponse(html, headers=_page_headers(nonce))
 
 
 def _page_headers(nonce: str, frame_ancestors: str = "'none'") -> dict[str, str]:
-    return {"Content-Security-Policy": (f"default-src 'none'; style-src 'nonce-{nonce}'; form-action 'self'; "
-                                        f"frame-ancestors {frame_ancestors}"),
-            "Cache-Control": "no-store", "Referrer-Policy": "no-referrer"}
+    return {
+        "Content-Security-Policy": (
+            f"default-src 'none'; style-src 'nonce-{nonce}'; form-action 'self'; "
+            f"frame-ancestors {frame_ancestors}"
+        ),
+        "Cache-Control": "no-store",
+        "Referrer-Policy": "no-referrer",
+    }
 
 
 RETURN_PATH_RE = re.compile(r"/r/[A-Za-z0-9_-]{1,64}/kyc/return")
@@ -71,23 +79,32 @@ def _safe_return(services: ServicesDep, url: str, check_id: str) -> str:
     public = urlsplit(services.settings.public_url)
     parts = urlsplit(url)
     query = parse_qs(parts.query)
-    if ((parts.scheme, parts.netloc) != (public.scheme, public.netloc) or parts.fragment
-            or not RETURN_PATH_RE.fullmatch(parts.path) or query.get("check") != [check_id]):
+    if (
+        (parts.scheme, parts.netloc) != (public.scheme, public.netloc)
+        or parts.fragment
+        or not RETURN_PATH_RE.fullmatch(parts.path)
+        or query.get("check") != [check_id]
+    ):
         raise ApiError(400, "return must be this check's return to an approval page of this service")
     return url
 
 
 @router.get("/dev/kyc/{check_id}", response_class=HTMLResponse)
-async def kyc_page(check_id: str, services: ServicesDep,
-                   return_: Annotated[str, Query(alias="return")] = "") -> HTMLResponse:
+async def kyc_page(
+    check_id: str, services: ServicesDep, return_: Annotated[str, Query(alias="return")] = ""
+) -> HTMLResponse:
     check = await run_db(services.engine, kyc_store.get_check, services.engine, check_id)
     if check is None:
         raise ApiError(404, "Identity check not found")
     nonce = secrets.token_urlsafe(16)
     html = TEMPLATES.get_template("dev_kyc.html").render(
-        html_lang="en", title="Identity check (development)", nonce=nonce, check_id=check.id,
+        html_lang="en",
+        title="Identity check (development)",
+        nonce=nonce,
+        check_id=check.id,
         return_url=_safe_return(services, return_, check.id) if return_ else "",
-        done=None if check.status == kyc_store.PENDING else check.status.lower())
+        done=None if check.status == kyc_store.PENDING else check.status.lower(),
+    )
     # shown inside the approval iframe too: the same origins may frame it
     origins = await run_db(services.engine, _frame_origins, services, check.request_id)
     allowed = header_origins(origins, services.settings.dev_pages)  # checked again for the header
@@ -100,15 +117,23 @@ def _frame_origins(services: ServicesDep, request_id: str) -> list[str]:
 
 
 @router.post("/dev/kyc/{check_id}")
-async def kyc_result(check_id: str, services: ServicesDep, temporal: TemporalDep,
-                     document: str = Form("pass"), selfie: str = Form("pass"),
-                     return_: str = Form("", alias="return")) -> Response:
+async def kyc_result(
+    check_id: str,
+    services: ServicesDep,
+    temporal: TemporalDep,
+    document: str = Form("pass"),
+    selfie: str = Form("pass"),
+    return_: str = Form("", alias="return"),
+) -> Response:
     if await run_db(services.engine, kyc_store.get_check, services.engine, check_id) is None:
         raise ApiError(404, "Identity check not found")
     failed = [name for name, value in (("document", document), ("selfie", selfie)) if value != "pass"]
-    message = (f"The {' and '.join(failed)} check failed" if failed else "Document and selfie verified")
+    message = f"The {' and '.join(failed)} check failed" if failed else "Document and selfie verified"
     check = await complete_check(services.engine, temporal, check_id, not failed, message)
     if return_:
-        return RedirectResponse(_safe_return(services, return_, check_id), status_code=303,
-                                headers={"Referrer-Policy": "no-referrer"})
+        return RedirectResponse(
+            _safe_return(services, return_, check_id),
+            status_code=303,
+            headers={"Referrer-Policy": "no-referrer"},
+        )
     return JSONResponse({"id": check.id, "status": check.status, "message": check.message})

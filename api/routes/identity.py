@@ -36,32 +36,44 @@ CONTEXT_CACHE_CONTROL = "public, max-age=86400"
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorOut}}
 
 
-@router.get("/.well-known/did.json", summary="The service's DID document (issuer keys)",
-            response_class=Response)
+@router.get(
+    "/.well-known/did.json", summary="The service's DID document (issuer keys)", response_class=Response
+)
 async def service_did_document(request: Request, services: ServicesDep) -> Response:
     document = await asyncio.to_thread(
-        keys.service_did_document, services.engine, services.cipher, services.settings)
+        keys.service_did_document, services.engine, services.cipher, services.settings
+    )
     return json_document(request, document, DID_MEDIA_TYPE, DID_CACHE_CONTROL)
 
 
-@router.get("/orgs/{org_id}/did.json", summary="An organization's DID document",
-            response_class=Response, responses=NOT_FOUND)
+@router.get(
+    "/orgs/{org_id}/did.json",
+    summary="An organization's DID document",
+    response_class=Response,
+    responses=NOT_FOUND,
+)
 async def organization_did_document(org_id: str, request: Request, services: ServicesDep) -> Response:
     document = None
     if is_object_id(org_id):
         document = await asyncio.to_thread(
-            keys.organization_did_document, services.engine, services.cipher, services.settings, org_id)
+            keys.organization_did_document, services.engine, services.cipher, services.settings, org_id
+        )
     if document is None:
         raise ApiError(404, f"Organization {shown(org_id)} not found")
     return json_document(request, document, DID_MEDIA_TYPE, DID_CACHE_CONTROL)
 
 
-@router.get("/subjects/{subject_id}/did.json", summary="A subject's DID document",
-            response_class=Response, responses=NOT_FOUND)
+@router.get(
+    "/subjects/{subject_id}/did.json",
+    summary="A subject's DID document",
+    response_class=Response,
+    responses=NOT_FOUND,
+)
 async def subject_did_document(subject_id: str, request: Request, services: ServicesDep) -> Response:
     settings = services.settings
     document = await asyncio.to_thread(
-        keys.did_document_for, services.engine, settings, settings.subject_did(subject_id))
+        keys.did_document_for, services.engine, settings, settings.subject_did(subject_id)
+    )
     if document is None:
         raise ApiError(404, f"Subject {shown(subject_id)} not found")
     return json_document(request, document, DID_MEDIA_TYPE, DID_CACHE_CONTROL)

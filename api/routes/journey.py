@@ -66,8 +66,12 @@ from workflows.messages import (
 )
 
 router = APIRouter(include_in_schema=False)
-TEMPLATES = Environment(loader=FileSystemLoader(Path(__file__).resolve().parent.parent / "templates"),
-                        autoescape=select_autoescape(["html"]), trim_blocks=True, lstrip_blocks=True)
+TEMPLATES = Environment(
+    loader=FileSystemLoader(Path(__file__).resolve().parent.parent / "templates"),
+    autoescape=select_autoescape(["html"]),
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
 HOSTED, IFRAME = "hosted", "iframe"
 CODE_RE = re.compile(r"[0-9]{6}")
 SurfaceForm = Annotated[str, Form()]
@@ -100,20 +104,28 @@ def _headers(nonce: str, frame_ancestors: str, form_targets: list[str] | None = 
     return {
         "Content-Security-Policy": (
             f"default-src 'none'; style-src 'nonce-{nonce}'; script-src 'nonce-{nonce}'; "
-            f"form-action {form_action}; base-uri 'none'; frame-ancestors {frame_ancestors}"),
+            f"form-action {form_action}; base-uri 'none'; frame-ancestors {frame_ancestors}"
+        ),
         "Referrer-Policy": "no-referrer",
         "Cache-Control": "no-store",
         "X-Content-Type-Options": "nosniff",
     }
 
 
-def _render(step: str, *, page: Page | None = None, lang: str = i18n.DEFAULT_LANGUAGE,
-            status: int = 200, **extra: Any) -> HTMLResponse:
+def _render(
+    step: str, *, page: Page | None = None, lang: str = i18n.DEFAULT_LANGUAGE, status: int = 200, **extra: Any
+) -> HTMLResponse:
     nonce = secrets.token_urlsafe(16)
     lang = page.lang if page else i18n.language_of(lang)
     t = partial(i18n.text, lang)
-    context: dict[str, Any] = {"t": t, "lang": lang, "html_lang": i18n.HTML_LANG[lang], "nonce": nonce,
-                               "step": step, "title": t("invalid_heading")}
+    context: dict[str, Any] = {
+        "t": t,
+        "lang": lang,
+        "html_lang": i18n.HTML_LANG[lang],
+        "nonce": nonce,
+        "step": step,
+        "title": t("invalid_heading"),
+    }
     frame_ancestors = "'none'"
     form_targets: list[str] = []
     if page is not None:
@@ -124,12 +136,20 @@ def _render(step: str, *, page: Page | None = None, lang: str = i18n.DEFAULT_LAN
         total = 3 if kyc else 2
         number = {"otp": 1, "kyc": 2, "review": 3 if kyc else 2}.get(step)
         context.update(
-            org=org, title=t("page_title", org=org), request_name=j.request.name,
-            contact=mask_contact(j.subject.contact), credentials=j.credentials,
-            open_credentials=j.open_credentials, base=page.base, surface=page.surface,
-            parent=page.parent, step_number=number, step_total=total if number else None,
+            org=org,
+            title=t("page_title", org=org),
+            request_name=j.request.name,
+            contact=mask_contact(j.subject.contact),
+            credentials=j.credentials,
+            open_credentials=j.open_credentials,
+            base=page.base,
+            surface=page.surface,
+            parent=page.parent,
+            step_number=number,
+            step_total=total if number else None,
             kyc_source=IDENTITY_SOURCES.get(j.request.security_level),
-            languages=_language_links(page) if step == "otp" else None)
+            languages=_language_links(page) if step == "otp" else None,
+        )
         if page.surface == IFRAME and page.parent:
             frame_ancestors = page.parent
     context.update(extra)
@@ -147,15 +167,17 @@ def _language_links(page: Page) -> list[tuple[str, str, str]]:
     return links
 
 
-async def _page(services: ServicesDep, token: str, lang: str | None, surface: str | None,
-                parent: str | None) -> Page | HTMLResponse:
+async def _page(
+    services: ServicesDep, token: str, lang: str | None, surface: str | None, parent: str | None
+) -> Page | HTMLResponse:
     """The page's subject and request, or the answer for a bad link, an ended request or an
     iframe parent that is not allowed."""
     target = services.journey.parse_link_token(token)
     if target is None:
         return _render("invalid", lang=lang or i18n.DEFAULT_LANGUAGE, status=404)
-    journey = await run_db(services.engine, journeys.load_journey, services.engine, target.request_id,
-                           target.subject_id)
+    journey = await run_db(
+        services.engine, journeys.load_journey, services.engine, target.request_id, target.subject_id
+    )
     if journey is None:
         return _render("invalid", lang=lang or i18n.DEFAULT_LANGUAGE, status=404)
     language = i18n.language_of(lang if lang in i18n.CATALOG else journey.request.language)
@@ -166,10 +188,19 @@ async def _page(services: ServicesDep, token: str, lang: str | None, surface: st
         # the browser refuses to show it anyway (frame-ancestors 'none'); say why to a direct visit
         return _render("invalid", lang=language, status=403)
     redirect = safe_url(journey.request.redirect_url, local) if kind == HOSTED else None  # the parent leads
-    targets = [origin_of_url(redirect, local),
-               (provider := provider_for(services.settings)) and provider.origin]
-    page = Page(token, journey, language, kind, parent if kind == IFRAME else None,
-                sorted({t for t in targets if t}), redirect)
+    targets = [
+        origin_of_url(redirect, local),
+        (provider := provider_for(services.settings)) and provider.origin,
+    ]
+    page = Page(
+        token,
+        journey,
+        language,
+        kind,
+        parent if kind == IFRAME else None,
+        sorted({t for t in targets if t}),
+        redirect,
+    )
     if journey.request.status != "PENDING" or journey.request.canceled_at is not None:
         if not journey.open_credentials and journey.decided:
             return _done(page)
@@ -177,8 +208,9 @@ async def _page(services: ServicesDep, token: str, lang: str | None, surface: st
     return page
 
 
-async def _with_session(services: ServicesDep, token: str, session: str, lang: str | None,
-                        surface: str | None, parent: str | None) -> Page | HTMLResponse:
+async def _with_session(
+    services: ServicesDep, token: str, session: str, lang: str | None, surface: str | None, parent: str | None
+) -> Page | HTMLResponse:
     """The page of a step after the code: its session must be valid, else back to the code."""
     page = await _page(services, token, lang, surface, parent)
     if isinstance(page, HTMLResponse):
@@ -198,13 +230,24 @@ def _done(page: Page, post_message: list[dict[str, Any]] | None = None) -> HTMLR
     message = None
     if post_message and page.surface == IFRAME and page.parent:
         message = {"payloads": post_message, "targetOrigin": page.parent}
-    return _render("done", page=page, approved=approved, declined=declined, redirect_url=page.redirect_url,
-                   post_message=message)
+    return _render(
+        "done",
+        page=page,
+        approved=approved,
+        declined=declined,
+        redirect_url=page.redirect_url,
+        post_message=message,
+    )
 
 
 @router.get("/r/{token}", response_class=HTMLResponse)
-async def approval_page(token: str, services: ServicesDep, lang: str | None = None,
-                        surface: str | None = None, parent: str | None = None) -> Response:
+async def approval_page(
+    token: str,
+    services: ServicesDep,
+    lang: str | None = None,
+    surface: str | None = None,
+    parent: str | None = None,
+) -> Response:
     page = await _page(services, token, lang, surface, parent)
     if isinstance(page, HTMLResponse):
         return page
@@ -214,10 +257,15 @@ async def approval_page(token: str, services: ServicesDep, lang: str | None = No
 
 
 @router.post("/r/{token}/otp", response_class=HTMLResponse)
-async def submit_code(token: str, services: ServicesDep, temporal: TemporalDep,
-                      code: Annotated[str, Form()] = "", surface: SurfaceForm = HOSTED,
-                      lang: Annotated[str | None, Form()] = None,
-                      parent: Annotated[str | None, Form()] = None) -> Response:
+async def submit_code(
+    token: str,
+    services: ServicesDep,
+    temporal: TemporalDep,
+    code: Annotated[str, Form()] = "",
+    surface: SurfaceForm = HOSTED,
+    lang: Annotated[str | None, Form()] = None,
+    parent: Annotated[str | None, Form()] = None,
+) -> Response:
     page = await _page(services, token, lang, surface, parent)
     if isinstance(page, HTMLResponse):
         return page
@@ -227,9 +275,13 @@ async def submit_code(token: str, services: ServicesDep, temporal: TemporalDep,
     j = page.journey
     code_hash = services.journey.code_hash(j.request.id, j.subject.id, digits)
     try:
-        checked = await run_update(temporal, j.request.id, "verify_otp",
-                                   VerifyOtpInput(subject_id=j.subject.id, code_hash=code_hash),
-                                   VerifyOtpResult)
+        checked = await run_update(
+            temporal,
+            j.request.id,
+            "verify_otp",
+            VerifyOtpInput(subject_id=j.subject.id, code_hash=code_hash),
+            VerifyOtpResult,
+        )
     except Refused:
         return _render("ended", page=page, status=410)
     except Unavailable:
@@ -281,10 +333,15 @@ async def _continue(page: Page, temporal: TemporalDep, session: str) -> HTMLResp
 
 
 @router.post("/r/{token}/continue", response_class=HTMLResponse)
-async def continue_journey(token: str, services: ServicesDep, temporal: TemporalDep,
-                           session: Annotated[str, Form()] = "", surface: SurfaceForm = HOSTED,
-                           lang: Annotated[str | None, Form()] = None,
-                           parent: Annotated[str | None, Form()] = None) -> Response:
+async def continue_journey(
+    token: str,
+    services: ServicesDep,
+    temporal: TemporalDep,
+    session: Annotated[str, Form()] = "",
+    surface: SurfaceForm = HOSTED,
+    lang: Annotated[str | None, Form()] = None,
+    parent: Annotated[str | None, Form()] = None,
+) -> Response:
     """Checking again where the subject stands (the page session in the form, never in a URL)."""
     page = await _with_session(services, token, session, lang, surface, parent)
     return page if isinstance(page, HTMLResponse) else await _continue(page, temporal, session)
@@ -315,8 +372,12 @@ def kyc_cookie(token: str, value: str, surface: str, secure: bool, max_age: int)
     check gets it back)."""
     if value and not JourneySecrets.kyc_browser_secret_wellformed(value):
         raise ValueError("not a browser secret")
-    attributes = [f"{KYC_COOKIE}={value}", f"Max-Age={max_age}", f"Path={_kyc_cookie_path(token)}",
-                  "HttpOnly"]
+    attributes = [
+        f"{KYC_COOKIE}={value}",
+        f"Max-Age={max_age}",
+        f"Path={_kyc_cookie_path(token)}",
+        "HttpOnly",
+    ]
     if surface == IFRAME:
         attributes += ["SameSite=None", "Secure", "Partitioned"]
     else:
@@ -330,9 +391,14 @@ def _secure_cookies(services: ServicesDep) -> bool:
 
 
 @router.post("/r/{token}/kyc", response_class=HTMLResponse)
-async def start_identity_check(token: str, services: ServicesDep, session: Annotated[str, Form()] = "",
-                               surface: SurfaceForm = HOSTED, lang: Annotated[str | None, Form()] = None,
-                               parent: Annotated[str | None, Form()] = None) -> Response:
+async def start_identity_check(
+    token: str,
+    services: ServicesDep,
+    session: Annotated[str, Form()] = "",
+    surface: SurfaceForm = HOSTED,
+    lang: Annotated[str | None, Form()] = None,
+    parent: Annotated[str | None, Form()] = None,
+) -> Response:
     """Start a platform identity check and send the subject to the provider."""
     page = await _with_session(services, token, session, lang, surface, parent)
     if isinstance(page, HTMLResponse):
@@ -343,24 +409,43 @@ async def start_identity_check(token: str, services: ServicesDep, session: Annot
         return _render("kyc", page=page, status=503, session=session, error=page.t("kyc_unavailable"))
     secret = JourneySecrets.kyc_browser_secret()
     check_id = kyc_store.new_check_id()
-    check = await run_db(services.engine, kyc_store.start_check, services.engine, j.request.id, j.subject.id,
-                         provider.name, utcnow(), check_id,
-                         services.journey.kyc_browser_hash(check_id, secret))
+    check = await run_db(
+        services.engine,
+        kyc_store.start_check,
+        services.engine,
+        j.request.id,
+        j.subject.id,
+        provider.name,
+        utcnow(),
+        check_id,
+        services.journey.kyc_browser_hash(check_id, secret),
+    )
     back: dict[str, str] = {"check": check.id, "lang": page.lang}
     if page.surface == IFRAME and page.parent:
         back.update(surface=IFRAME, parent=page.parent)
     return_url = f"{services.settings.public_url.rstrip('/')}{page.base}/kyc/return?{urlencode(back)}"
-    response = RedirectResponse(provider.start_url(check, return_url, page.lang), status_code=303,
-                                headers={"Referrer-Policy": "no-referrer", "Cache-Control": "no-store"})
-    response.headers.append("Set-Cookie", kyc_cookie(token, secret, page.surface, _secure_cookies(services),
-                                                     KYC_RETURN_SECONDS))
+    response = RedirectResponse(
+        provider.start_url(check, return_url, page.lang),
+        status_code=303,
+        headers={"Referrer-Policy": "no-referrer", "Cache-Control": "no-store"},
+    )
+    response.headers.append(
+        "Set-Cookie", kyc_cookie(token, secret, page.surface, _secure_cookies(services), KYC_RETURN_SECONDS)
+    )
     return response
 
 
 @router.get("/r/{token}/kyc/return", response_class=HTMLResponse)
-async def return_from_identity_check(token: str, request: Request, services: ServicesDep,
-                                     temporal: TemporalDep, check: str = "", lang: str | None = None,
-                                     surface: str | None = None, parent: str | None = None) -> Response:
+async def return_from_identity_check(
+    token: str,
+    request: Request,
+    services: ServicesDep,
+    temporal: TemporalDep,
+    check: str = "",
+    lang: str | None = None,
+    surface: str | None = None,
+    parent: str | None = None,
+) -> Response:
     """Back from the provider: where the subject stands, with a new page session, only in the
     browser that started this check and only once; anyone else gets the code step again."""
     page = await _page(services, token, lang, surface, parent)
@@ -368,33 +453,49 @@ async def return_from_identity_check(token: str, request: Request, services: Ser
         return page
     secret = request.cookies.get(KYC_COOKIE)
     now = utcnow()
-    taken = (CHECK_ID_RE.fullmatch(check) is not None
-             and JourneySecrets.kyc_browser_secret_wellformed(secret)
-             and await run_db(services.engine, kyc_store.take_return, services.engine, check,
-                              page.journey.request.id, page.journey.subject.id,
-                              services.journey.kyc_browser_hash(check, secret or ""), now,
-                              now - timedelta(seconds=KYC_RETURN_SECONDS)))
+    taken = (
+        CHECK_ID_RE.fullmatch(check) is not None
+        and JourneySecrets.kyc_browser_secret_wellformed(secret)
+        and await run_db(
+            services.engine,
+            kyc_store.take_return,
+            services.engine,
+            check,
+            page.journey.request.id,
+            page.journey.subject.id,
+            services.journey.kyc_browser_hash(check, secret or ""),
+            now,
+            now - timedelta(seconds=KYC_RETURN_SECONDS),
+        )
+    )
     if taken:
         response = await _continue(page, temporal, services.journey.session_for(token))
     else:
         response = _render("otp", page=page, status=403, error=page.t("kyc_return_elsewhere"))
     if secret is not None:  # used or useless here: cleared either way
-        response.headers.append("Set-Cookie",
-                                 kyc_cookie(token, "", page.surface, _secure_cookies(services), 0))
+        response.headers.append(
+            "Set-Cookie", kyc_cookie(token, "", page.surface, _secure_cookies(services), 0)
+        )
     return response
 
 
 @router.post("/r/{token}/resend", response_class=HTMLResponse)
-async def resend_code(token: str, services: ServicesDep, temporal: TemporalDep,
-                      surface: SurfaceForm = HOSTED, lang: Annotated[str | None, Form()] = None,
-                      parent: Annotated[str | None, Form()] = None) -> Response:
+async def resend_code(
+    token: str,
+    services: ServicesDep,
+    temporal: TemporalDep,
+    surface: SurfaceForm = HOSTED,
+    lang: Annotated[str | None, Form()] = None,
+    parent: Annotated[str | None, Form()] = None,
+) -> Response:
     page = await _page(services, token, lang, surface, parent)
     if isinstance(page, HTMLResponse):
         return page
     j = page.journey
     try:
-        sent = await run_update(temporal, j.request.id, "resend_otp", ResendOtpInput(subject_id=j.subject.id),
-                                SendOtpResult)
+        sent = await run_update(
+            temporal, j.request.id, "resend_otp", ResendOtpInput(subject_id=j.subject.id), SendOtpResult
+        )
     except Refused as exc:
         if exc.kind == "too_soon":
             seconds = exc.details[0] if exc.details else 60
@@ -410,10 +511,16 @@ async def resend_code(token: str, services: ServicesDep, temporal: TemporalDep,
 
 
 @router.post("/r/{token}/decide", response_class=HTMLResponse)
-async def decide(token: str, request: Request, services: ServicesDep, temporal: TemporalDep,
-                 session: Annotated[str, Form()] = "", surface: SurfaceForm = HOSTED,
-                 lang: Annotated[str | None, Form()] = None,
-                 parent: Annotated[str | None, Form()] = None) -> Response:
+async def decide(
+    token: str,
+    request: Request,
+    services: ServicesDep,
+    temporal: TemporalDep,
+    session: Annotated[str, Form()] = "",
+    surface: SurfaceForm = HOSTED,
+    lang: Annotated[str | None, Form()] = None,
+    parent: Annotated[str | None, Form()] = None,
+) -> Response:
     page = await _with_session(services, token, session, lang, surface, parent)
     if isinstance(page, HTMLResponse):
         return page
@@ -428,9 +535,19 @@ async def decide(token: str, request: Request, services: ServicesDep, temporal: 
     decision_ids: list[str] = []
     for credential_id, accept in choices.items():
         try:
-            result = await run_update(temporal, j.request.id, "decide", DecisionInput(
-                subject_id=j.subject.id, credential_id=credential_id, accept=accept, channel=j.channel,
-                surface=page.surface), DecisionResult)
+            result = await run_update(
+                temporal,
+                j.request.id,
+                "decide",
+                DecisionInput(
+                    subject_id=j.subject.id,
+                    credential_id=credential_id,
+                    accept=accept,
+                    channel=j.channel,
+                    surface=page.surface,
+                ),
+                DecisionResult,
+            )
         except Refused as exc:
             if exc.kind == "already_decided":  # a second submit of the same form
                 continue
@@ -442,14 +559,22 @@ async def decide(token: str, request: Request, services: ServicesDep, temporal: 
         except Unavailable:
             return _unavailable(page)
         decision_ids.append(result.decision_id)
-    reloaded = await run_db(services.engine, journeys.load_journey, services.engine, j.request.id,
-                            j.subject.id)
+    reloaded = await run_db(
+        services.engine, journeys.load_journey, services.engine, j.request.id, j.subject.id
+    )
     page.journey = reloaded or j
     if page.redirect_url:
-        return RedirectResponse(page.redirect_url, status_code=303,
-                                headers={"Referrer-Policy": "no-referrer", "Cache-Control": "no-store"})
-    events = await asyncio.gather(*(run_db(services.engine, webhook_store.event_by_fact, services.engine,
-                                           f"credential:{d}") for d in decision_ids))
+        return RedirectResponse(
+            page.redirect_url,
+            status_code=303,
+            headers={"Referrer-Policy": "no-referrer", "Cache-Control": "no-store"},
+        )
+    events = await asyncio.gather(
+        *(
+            run_db(services.engine, webhook_store.event_by_fact, services.engine, f"credential:{d}")
+            for d in decision_ids
+        )
+    )
     return _done(page, [for_the_browser(e.payload) for e in events if e is not None])
 
 

@@ -38,8 +38,10 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorOut} for code in (400, 401, 404, 409, 413, 429, 503)
 }
 STATUS_LIST_MEDIA_TYPE = "application/vc"  # VC Data Model 2.0, registered with IANA
-BAD_REFERENCE = ("must be a mandate URN urn:via:credential:<uuid> or a credential id "
-                 "(24 lower-case hexadecimal characters)")
+BAD_REFERENCE = (
+    "must be a mandate URN urn:via:credential:<uuid> or a credential id "
+    "(24 lower-case hexadecimal characters)"
+)
 
 
 def _reference(raw: str, name: str) -> tuple[str, str]:
@@ -54,13 +56,20 @@ async def _revoke(services: ServicesDep, caller: CallerDep, raw_id: str, reason:
     reference = _reference(raw_id, "mandateId")
     try:
         done = await asyncio.to_thread(
-            revocation.revoke, services.engine, services.cipher, services.settings,
-            caller.organization_id, reference, reason)
+            revocation.revoke,
+            services.engine,
+            services.cipher,
+            services.settings,
+            caller.organization_id,
+            reference,
+            reason,
+        )
     except revocation.NotFound as exc:
         raise ApiError(404, f"Credential {shown(raw_id)} not found") from exc
     except revocation.NotActive as exc:
-        raise ApiError(409, f"Credential {shown(raw_id)} is {exc.status}: only an ACTIVE mandate can be "
-                            f"revoked") from exc
+        raise ApiError(
+            409, f"Credential {shown(raw_id)} is {exc.status}: only an ACTIVE mandate can be revoked"
+        ) from exc
     body = RevokeOut(credentialId=done.credential_id, revokedAt=done.revoked_at, receipt=done.receipt)
     return JSONResponse(versioning.render("revocation", body.model_dump(mode="json"), caller.api_version))
 
@@ -74,7 +83,9 @@ async def revoke_mandate(mandateId: str, body: RevokeIn, caller: CallerDep, serv
 
 @router.delete("/credential/revoke/{mandateId}", response_model=RevokeOut, responses=ERRORS)
 async def revoke_mandate_alias(
-    mandateId: str, caller: CallerDep, services: ServicesDep,
+    mandateId: str,
+    caller: CallerDep,
+    services: ServicesDep,
     body: Annotated[RevokeAliasIn | None, Body()] = None,
 ) -> Any:
     """Alias of `POST /credential/{mandateId}/revoke`; the body `{reason}` is optional."""
@@ -82,6 +93,7 @@ async def revoke_mandate_alias(
 
 
 # --- reading a credential -----------------------------------------------------------------------
+
 
 def _entity(record: revocation.CredentialRecord) -> CredentialEntityOut:
     cred = record.credential
@@ -93,36 +105,64 @@ def _entity(record: revocation.CredentialRecord) -> CredentialEntityOut:
         data = [dict(i) for i in cred.data or []] if cred.resource_type == "DOCUMENT" else []
     proofs = (document or {}).get("proof") or []
     return CredentialEntityOut(
-        id=cred.id, resourceType=cred.resource_type, status=cred.status,
-        proofs=proofs if isinstance(proofs, list) else [proofs], data=data, name=cred.name,
-        internalId=cred.internal_id, mandateId=cred.mandate_id, requestId=cred.request_id,
-        description=cred.description, scope=cred.scope, action=cred.action, tags=list(cred.tags),
-        validFrom=cred.valid_from, validUntil=cred.valid_until, issuedAt=cred.issued_at,
-        revokedAt=cred.revoked_at, revocationReason=cred.revocation_reason,
-        revocationReceipt=cred.revocation_receipt)
+        id=cred.id,
+        resourceType=cred.resource_type,
+        status=cred.status,
+        proofs=proofs if isinstance(proofs, list) else [proofs],
+        data=data,
+        name=cred.name,
+        internalId=cred.internal_id,
+        mandateId=cred.mandate_id,
+        requestId=cred.request_id,
+        description=cred.description,
+        scope=cred.scope,
+        action=cred.action,
+        tags=list(cred.tags),
+        validFrom=cred.valid_from,
+        validUntil=cred.valid_until,
+        issuedAt=cred.issued_at,
+        revokedAt=cred.revoked_at,
+        revocationReason=cred.revocation_reason,
+        revocationReceipt=cred.revocation_receipt,
+    )
 
 
-def _sheet(settings: Settings, record: revocation.CredentialRecord,
-           entity: CredentialEntityOut) -> pdf.CredentialSheet:
+def _sheet(
+    settings: Settings, record: revocation.CredentialRecord, entity: CredentialEntityOut
+) -> pdf.CredentialSheet:
     cred, document = record.credential, record.credential.document_credential or {}
     status_url = (document.get("credentialStatus") or {}).get("statusListCredential")
-    hint = ("This PDF is a rendering for reading. What verifies is the signed W3C credential "
-            f"(w3cCredential): the issuer's keys are at {settings.public_url.rstrip('/')}"
-            "/.well-known/did.json" + (f"; its revocation status at {status_url}." if status_url else "."))
+    hint = (
+        "This PDF is a rendering for reading. What verifies is the signed W3C credential "
+        f"(w3cCredential): the issuer's keys are at {settings.public_url.rstrip('/')}"
+        "/.well-known/did.json" + (f"; its revocation status at {status_url}." if status_url else ".")
+    )
     return pdf.CredentialSheet(
-        organization_name=record.organization_name, name=cred.name, description=cred.description,
-        resource_type=cred.resource_type, status=cred.status, items=entity.data,
+        organization_name=record.organization_name,
+        name=cred.name,
+        description=cred.description,
+        resource_type=cred.resource_type,
+        status=cred.status,
+        items=entity.data,
         decisions=[pdf.Acceptance(s.contact, d.accepted, d.decided_at) for d, s in record.decisions],
-        credential_id=cred.id, mandate_id=cred.mandate_id,
+        credential_id=cred.id,
+        mandate_id=cred.mandate_id,
         issuer=str(document.get("issuer") or settings.service_did),
-        subject=settings.organization_did(record.request.organization_id), issued_at=cred.issued_at,
-        valid_from=cred.valid_from or cred.issued_at, valid_until=cred.valid_until,
-        revoked_at=cred.revoked_at, revocation_reason=cred.revocation_reason, verify_hint=hint)
+        subject=settings.organization_did(record.request.organization_id),
+        issued_at=cred.issued_at,
+        valid_from=cred.valid_from or cred.issued_at,
+        valid_until=cred.valid_until,
+        revoked_at=cred.revoked_at,
+        revocation_reason=cred.revocation_reason,
+        verify_hint=hint,
+    )
 
 
 @router.get("/credential/{credentialId}", response_model=CredentialDetailOut, responses=ERRORS)
 async def get_credential(
-    credentialId: str, caller: CallerDep, services: ServicesDep,
+    credentialId: str,
+    caller: CallerDep,
+    services: ServicesDep,
     includePdf: Annotated[bool, Query(description="Include a base64 PDF (DOCUMENT credentials)")] = False,
 ) -> Any:
     """A credential of the caller's organization, by its id (24 hex characters) or mandate URN,
@@ -130,25 +170,32 @@ async def get_credential(
     `Retry-After` while the service's PDF renderers are all busy)."""
     reference = _reference(credentialId, "credentialId")
     record = await asyncio.to_thread(
-        revocation.find_credential, services.engine, caller.organization_id, reference)
+        revocation.find_credential, services.engine, caller.organization_id, reference
+    )
     if record is None:
         raise ApiError(404, f"Credential {shown(credentialId)} not found")
     entity = _entity(record)
-    body: dict[str, Any] = {"credential": entity.model_dump(mode="json"),
-                            "w3cCredential": record.credential.document_credential}
+    body: dict[str, Any] = {
+        "credential": entity.model_dump(mode="json"),
+        "w3cCredential": record.credential.document_credential,
+    }
     if includePdf and record.credential.resource_type == "DOCUMENT":
         try:
-            rendered = await pdf.RENDERER.pdf(_sheet(services.settings, record, entity),
-                                              partial(pdfs.kept_pdf, services.engine),
-                                              partial(pdfs.keep_pdf, services.engine))
+            rendered = await pdf.RENDERER.pdf(
+                _sheet(services.settings, record, entity),
+                partial(pdfs.kept_pdf, services.engine),
+                partial(pdfs.keep_pdf, services.engine),
+            )
         except pdf.Busy as exc:
-            raise ApiError(503, "PDF rendering is busy; retry shortly",
-                           headers={"Retry-After": str(exc.retry_after)}) from exc
+            raise ApiError(
+                503, "PDF rendering is busy; retry shortly", headers={"Retry-After": str(exc.retry_after)}
+            ) from exc
         body["pdf"] = base64.b64encode(rendered).decode("ascii")
     return JSONResponse(versioning.render("credential", body, caller.api_version))
 
 
 # --- the public status lists --------------------------------------------------------------------
+
 
 def _is_uuid(value: str) -> bool:
     try:
@@ -157,16 +204,26 @@ def _is_uuid(value: str) -> bool:
         return False
 
 
-@router.get("/credentials/status/{listId}", summary="A Bitstring Status List credential (public)",
-            response_class=Response, responses={404: {"model": ErrorOut}})
+@router.get(
+    "/credentials/status/{listId}",
+    summary="A Bitstring Status List credential (public)",
+    response_class=Response,
+    responses={404: {"model": ErrorOut}},
+)
 async def status_list_credential(listId: str, request: Request, services: ServicesDep) -> Response:
     """The W3C Bitstring Status List credential (purpose revocation) that mandates' `credentialStatus`
     points to, signed by the service (eddsa-jcs-2022). Unsigned request; cacheable for 30 seconds."""
     served = None
     if _is_uuid(listId):
         served = await asyncio.to_thread(
-            status_lists.served_list, services.engine, services.cipher, services.settings, listId)
+            status_lists.served_list, services.engine, services.cipher, services.settings, listId
+        )
     if served is None:
         raise ApiError(404, f"Status list {shown(listId)} not found")
-    return json_document(request, served.document, STATUS_LIST_MEDIA_TYPE,
-                         f"public, max-age={status_lists.TTL_SECONDS}", etag=served.etag)
+    return json_document(
+        request,
+        served.document,
+        STATUS_LIST_MEDIA_TYPE,
+        f"public, max-age={status_lists.TTL_SECONDS}",
+        etag=served.etag,
+    )

@@ -25,11 +25,16 @@ class MeOut(BaseModel):
     apiVersion: str
 
 
-@router.get("/me", response_model=MeOut, responses=ERRORS,
-            summary="The calling organization (checks a signing set-up)")
+@router.get(
+    "/me",
+    response_model=MeOut,
+    responses=ERRORS,
+    summary="The calling organization (checks a signing set-up)",
+)
 async def me(caller: CallerDep, services: ServicesDep) -> MeOut:
     """The organization behind the API key, its DID, and the API version this call is served in
     (the `API-Version` header if sent, else the organization's pinned version)."""
     org_id = caller.organization_id
-    return MeOut(organizationId=org_id, did=services.settings.organization_did(org_id),
-                 apiVersion=caller.api_version)
+    return MeOut(
+        organizationId=org_id, did=services.settings.organization_did(org_id), apiVersion=caller.api_version
+    )

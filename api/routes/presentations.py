@@ -30,14 +30,18 @@ from store.db import run_db
 
 router = APIRouter(tags=["credentials"])
 PRESENTATION_ERRORS: dict[int | str, dict[str, Any]] = {
-    400: {"model": PresentationDenied}, **{code: {"model": ErrorOut} for code in (401, 403, 404, 409, 413)}
+    400: {"model": PresentationDenied},
+    **{code: {"model": ErrorOut} for code in (401, 403, 404, 409, 413)},
 }
 VERIFY_ERRORS: dict[int | str, dict[str, Any]] = {
-    403: {"model": VerifyDenied}, **{code: {"model": ErrorOut} for code in (400, 401, 413)}
+    403: {"model": VerifyDenied},
+    **{code: {"model": ErrorOut} for code in (400, 401, 413)},
 }
 _REFUSALS: list[tuple[type[presentations.PresentationRefused], int]] = [
-    (presentations.MandateNotFound, 404), (presentations.NotAuthorized, 403),
-    (presentations.NotAMandate, 400), (presentations.MandateRevoked, 400),
+    (presentations.MandateNotFound, 404),
+    (presentations.NotAuthorized, 403),
+    (presentations.NotAMandate, 400),
+    (presentations.MandateRevoked, 400),
     (presentations.MandateNotActive, 409),
 ]
 
@@ -50,14 +54,20 @@ def _mandate_id(raw: str) -> str:
     return value
 
 
-async def _present(mandate_id: str, body: PresentationIn | None, caller: CallerDep,
-                   services: ServicesDep) -> Any:
+async def _present(
+    mandate_id: str, body: PresentationIn | None, caller: CallerDep, services: ServicesDep
+) -> Any:
     try:
         issued = await run_db(
-            services.engine, presentations.issue_presentation, services.engine, services.cipher,
+            services.engine,
+            presentations.issue_presentation,
+            services.engine,
+            services.cipher,
             services.settings,
-            caller_org_id=caller.organization_id, mandate_id=_mandate_id(mandate_id),
-            target_verifier=body.targetVerifier if body is not None else None)
+            caller_org_id=caller.organization_id,
+            mandate_id=_mandate_id(mandate_id),
+            target_verifier=body.targetVerifier if body is not None else None,
+        )
     except presentations.PresentationRefused as exc:
         status = next(code for kind, code in _REFUSALS if isinstance(exc, kind))
         if exc.reason is not None:
@@ -67,10 +77,12 @@ async def _present(mandate_id: str, body: PresentationIn | None, caller: CallerD
     return JSONResponse({"data": versioning.render("presentation", data, caller.api_version)})
 
 
-@router.post("/credential/{mandateId}/presentation", response_model=PresentationEnvelope,
-             responses=PRESENTATION_ERRORS)
-async def create_presentation(mandateId: str, caller: CallerDep, services: ServicesDep,
-                              body: PresentationIn | None = None) -> Any:
+@router.post(
+    "/credential/{mandateId}/presentation", response_model=PresentationEnvelope, responses=PRESENTATION_ERRORS
+)
+async def create_presentation(
+    mandateId: str, caller: CallerDep, services: ServicesDep, body: PresentationIn | None = None
+) -> Any:
     """A fresh, short-lived, single-use VP of a mandate, with its `PRESENTATION_ISSUED` receipt.
 
     The mandate is the caller's organization's, or lists the caller's organization DID in its
@@ -85,10 +97,10 @@ async def create_presentation(mandateId: str, caller: CallerDep, services: Servi
     return await _present(mandateId, body, caller, services)
 
 
-@router.post("/credential/vp/{mandateId}", response_model=PresentationEnvelope,
-             responses=PRESENTATION_ERRORS)
-async def create_presentation_alias(mandateId: str, caller: CallerDep, services: ServicesDep,
-                                    body: PresentationIn | None = None) -> Any:
+@router.post("/credential/vp/{mandateId}", response_model=PresentationEnvelope, responses=PRESENTATION_ERRORS)
+async def create_presentation_alias(
+    mandateId: str, caller: CallerDep, services: ServicesDep, body: PresentationIn | None = None
+) -> Any:
     """The same as `POST /credential/{mandateId}/presentation`."""
     return await _present(mandateId, body, caller, services)
 
@@ -105,15 +117,30 @@ async def verify_presentation(body: VerifyIn, caller: CallerDep, services: Servi
     `presentation` object is a 400.
     """
     verdict = await run_db(
-        services.engine, verifications.verify, services.engine, services.cipher, services.settings,
-        verifier_org_id=caller.organization_id, presentation=body.presentation,
-        execution_params=body.executionParams)
+        services.engine,
+        verifications.verify,
+        services.engine,
+        services.cipher,
+        services.settings,
+        verifier_org_id=caller.organization_id,
+        presentation=body.presentation,
+        execution_params=body.executionParams,
+    )
     if verdict.reason is None:
-        allowed = {"decision": verdict.decision, "credentialId": verdict.credential_id,
-                   "evaluations": verdict.evaluations, "receipt": verdict.receipt}
+        allowed = {
+            "decision": verdict.decision,
+            "credentialId": verdict.credential_id,
+            "evaluations": verdict.evaluations,
+            "receipt": verdict.receipt,
+        }
         return JSONResponse(versioning.render("verification", allowed, caller.api_version))
-    denied = error_body(403, verdict.message, decision=verdict.decision, reason=verdict.reason,
-                        credentialId=verdict.credential_id, evaluations=verdict.evaluations,
-                        receipt=verdict.receipt)
-    return JSONResponse(versioning.render("verification", denied, caller.api_version),
-                        status_code=403)
+    denied = error_body(
+        403,
+        verdict.message,
+        decision=verdict.decision,
+        reason=verdict.reason,
+        credentialId=verdict.credential_id,
+        evaluations=verdict.evaluations,
+        receipt=verdict.receipt,
+    )
+    return JSONResponse(versioning.render("verification", denied, caller.api_version), status_code=403)

@@ -34,10 +34,14 @@ class IdentityReportOut(BaseModel):
     requests: list[str] = Field(description="Open ORGANIZATION_KYC requests that took the result")
 
 
-@router.post("/subject/identity", response_model=IdentityReportOut,
-             responses={code: {"model": ErrorOut} for code in (400, 401, 404)})
-async def report_identity(body: IdentityReportIn, caller: CallerDep, services: ServicesDep,
-                          temporal: TemporalDep) -> Any:
+@router.post(
+    "/subject/identity",
+    response_model=IdentityReportOut,
+    responses={code: {"model": ErrorOut} for code in (400, 401, 404)},
+)
+async def report_identity(
+    body: IdentityReportIn, caller: CallerDep, services: ServicesDep, temporal: TemporalDep
+) -> Any:
     """Report the organization's own identity check of a subject, named by `contact` or `id`."""
     if (body.contact is None) == (body.id is None):
         raise ApiError(400, "Give exactly one of contact or id")
@@ -48,10 +52,17 @@ async def report_identity(body: IdentityReportIn, caller: CallerDep, services: S
         except ValueError as exc:
             raise ApiError(400, str(exc)) from exc
     subject_id = queries.subject_id_from_did(body.id) if body.id is not None else None
-    subject = await run_db(services.engine, kyc_store.find_subject, services.engine, caller.organization_id,
-                           contact=contact, subject_id=subject_id)
+    subject = await run_db(
+        services.engine,
+        kyc_store.find_subject,
+        services.engine,
+        caller.organization_id,
+        contact=contact,
+        subject_id=subject_id,
+    )
     if subject is None:
         raise ApiError(404, f"No subject of this organization with that {'contact' if contact else 'id'}")
-    applied = await report_organization_check(services.engine, temporal, caller.organization_id,
-                                              subject.id, body.success, body.message)
+    applied = await report_organization_check(
+        services.engine, temporal, caller.organization_id, subject.id, body.success, body.message
+    )
     return IdentityReportOut(identityStatus="VERIFIED" if body.success else "FAILED", requests=applied)

@@ -85,13 +85,15 @@ JOURNEY: dict[str, Any] = {}
 Scenario = Callable[[Client, Engine, str, str], Awaitable[WorkflowHandle[Any, Any]]]
 
 
-def insert(engine: Engine, org_id: str, contacts: int, credentials: int,
-           expiry: timedelta, level: str = "CONTACT") -> store.RequestBundle:
+def insert(
+    engine: Engine, org_id: str, contacts: int, credentials: int, expiry: timedelta, level: str = "CONTACT"
+) -> store.RequestBundle:
     new = store.NewRequest(
         security_level=level,
         contacts=[store.NewContact(f"subject{i}@example.com", "email") for i in range(contacts)],
-        credentials=[store.NewCredential("POLICY", f"Credential {i}", scope="payments")
-                     for i in range(credentials)],
+        credentials=[
+            store.NewCredential("POLICY", f"Credential {i}", scope="payments") for i in range(credentials)
+        ],
         internal_id="history-example",
     )
     bundle = store.create_request(engine, org_id, new, expiry, 1000, None, None)
@@ -104,11 +106,14 @@ async def started(client: Client, queue: str, bundle: store.RequestBundle) -> Wo
     return request_handle(client, bundle.request.id)
 
 
-async def decide(handle: WorkflowHandle[Any, Any], subject: str, credential: str,
-                 accept: bool) -> DecisionResult:
+async def decide(
+    handle: WorkflowHandle[Any, Any], subject: str, credential: str, accept: bool
+) -> DecisionResult:
     result = await handle.execute_update(
-        "decide", DecisionInput(subject_id=subject, credential_id=credential, accept=accept,
-                                channel="email", surface="hosted"),
+        "decide",
+        DecisionInput(
+            subject_id=subject, credential_id=credential, accept=accept, channel="email", surface="hosted"
+        ),
         result_type=DecisionResult,
     )
     assert isinstance(result, DecisionResult)
@@ -117,20 +122,26 @@ async def decide(handle: WorkflowHandle[Any, Any], subject: str, credential: str
 
 async def cancel_path(client: Client, engine: Engine, queue: str, org_id: str) -> WorkflowHandle[Any, Any]:
     handle = await started(client, queue, insert(engine, org_id, 1, 1, timedelta(days=30)))
-    await handle.execute_update("cancel", CancelInput(canceled_by="apiKey:000000000000000000000000"),
-                                result_type=CancelResult)
+    await handle.execute_update(
+        "cancel", CancelInput(canceled_by="apiKey:000000000000000000000000"), result_type=CancelResult
+    )
     return handle
 
 
-async def decide_then_complete(client: Client, engine: Engine, queue: str,
-                               org_id: str) -> WorkflowHandle[Any, Any]:
+async def decide_then_complete(
+    client: Client, engine: Engine, queue: str, org_id: str
+) -> WorkflowHandle[Any, Any]:
     bundle = insert(engine, org_id, 2, 2, timedelta(days=30))
     handle = await started(client, queue, bundle)
     subjects = [s.id for _, s in bundle.subjects]
     creds = [c.id for c in bundle.credentials]
     await handle.query("status")
-    for subject, cred, accept in [(subjects[0], creds[0], True), (subjects[1], creds[0], True),
-                                  (subjects[0], creds[1], False), (subjects[1], creds[1], True)]:
+    for subject, cred, accept in [
+        (subjects[0], creds[0], True),
+        (subjects[1], creds[0], True),
+        (subjects[0], creds[1], False),
+        (subjects[1], creds[1], True),
+    ]:
         await decide(handle, subject, cred, accept)
     return handle
 
@@ -139,16 +150,18 @@ async def expiry(client: Client, engine: Engine, queue: str, org_id: str) -> Wor
     return await started(client, queue, insert(engine, org_id, 1, 1, timedelta(seconds=1)))
 
 
-async def decide_then_expiry(client: Client, engine: Engine, queue: str,
-                             org_id: str) -> WorkflowHandle[Any, Any]:
+async def decide_then_expiry(
+    client: Client, engine: Engine, queue: str, org_id: str
+) -> WorkflowHandle[Any, Any]:
     bundle = insert(engine, org_id, 2, 1, timedelta(seconds=2))
     handle = await started(client, queue, bundle)
     await decide(handle, bundle.subjects[0][1].id, bundle.credentials[0].id, False)
     return handle
 
 
-async def decide_then_issue(client: Client, engine: Engine, queue: str,
-                            org_id: str) -> WorkflowHandle[Any, Any]:
+async def decide_then_issue(
+    client: Client, engine: Engine, queue: str, org_id: str
+) -> WorkflowHandle[Any, Any]:
     """The one subject accepts the one credential: the decision completes the request and the
     workflow issues the credential (activity ``issue_credential``, behind the patch)."""
     bundle = insert(engine, org_id, 1, 1, timedelta(days=30))
@@ -158,8 +171,9 @@ async def decide_then_issue(client: Client, engine: Engine, queue: str,
     return handle
 
 
-async def decide_then_events(client: Client, engine: Engine, queue: str,
-                             org_id: str) -> WorkflowHandle[Any, Any]:
+async def decide_then_events(
+    client: Client, engine: Engine, queue: str, org_id: str
+) -> WorkflowHandle[Any, Any]:
     """Two subjects, two credentials: the first is accepted by both (issued), the second rejected by
     one; each decision creates a ``credential`` event and starts its ``webhook:<eventId>`` child."""
     bundle = insert(engine, org_id, 2, 2, timedelta(days=30))
@@ -177,12 +191,14 @@ async def confirm(handle: WorkflowHandle[Any, Any], request_id: str, subject: st
     result = await handle.execute_update(
         "verify_otp",
         VerifyOtpInput(subject_id=subject, code_hash=secrets.code_hash(request_id, subject, code)),
-        result_type=VerifyOtpResult)
+        result_type=VerifyOtpResult,
+    )
     return str(result.outcome)
 
 
-async def journey_with_identity(client: Client, engine: Engine, queue: str,
-                                org_id: str) -> WorkflowHandle[Any, Any]:
+async def journey_with_identity(
+    client: Client, engine: Engine, queue: str, org_id: str
+) -> WorkflowHandle[Any, Any]:
     """PLATFORM_REVALIDATION, two subjects, one credential (the "subject-journey" patch): codes are
     sent at the start; the first subject enters a wrong code, then the right one, passes the
     identity check and accepts; the second confirms the code and fails the check, which declines
@@ -191,48 +207,72 @@ async def journey_with_identity(client: Client, engine: Engine, queue: str,
     handle = await started(client, queue, bundle)
     request_id, cred = bundle.request.id, bundle.credentials[0].id
     (s0, s1) = [s.id for _, s in bundle.subjects]
-    codes = {s: code_in((await message_for(request_id, s, outbox=JOURNEY["outbox"],
-                                            secrets=JOURNEY["secrets"])).text) for s in (s0, s1)}
+    codes = {
+        s: code_in(
+            (await message_for(request_id, s, outbox=JOURNEY["outbox"], secrets=JOURNEY["secrets"])).text
+        )
+        for s in (s0, s1)
+    }
     wrong = f"{(int(codes[s0]) + 1) % 1_000_000:06d}"
     assert await confirm(handle, request_id, s0, wrong) == "wrong"
     assert await confirm(handle, request_id, s0, codes[s0]) == "passed"
-    await handle.execute_update("record_identity", IdentityInput(
-        subject_id=s0, success=True, source="platform", message="verified", check_id=str(uuid.uuid4())),
-        result_type=IdentityResult)
+    await handle.execute_update(
+        "record_identity",
+        IdentityInput(
+            subject_id=s0, success=True, source="platform", message="verified", check_id=str(uuid.uuid4())
+        ),
+        result_type=IdentityResult,
+    )
     await decide(handle, s0, cred, True)
     assert await confirm(handle, request_id, s1, codes[s1]) == "passed"
-    await handle.execute_update("record_identity", IdentityInput(
-        subject_id=s1, success=False, source="platform", message="selfie", check_id=str(uuid.uuid4())),
-        result_type=IdentityResult)
+    await handle.execute_update(
+        "record_identity",
+        IdentityInput(
+            subject_id=s1, success=False, source="platform", message="selfie", check_id=str(uuid.uuid4())
+        ),
+        result_type=IdentityResult,
+    )
     return handle
 
 
-async def cancel_in_temporal(client: Client, engine: Engine, queue: str,
-                             org_id: str) -> WorkflowHandle[Any, Any]:
+async def cancel_in_temporal(
+    client: Client, engine: Engine, queue: str, org_id: str
+) -> WorkflowHandle[Any, Any]:
     """An operator's "Request Cancellation" in the Temporal UI once the code is out (the
     "temporal-cancel" patch): the workflow records the cancel by ``temporal`` and ends canceled."""
     bundle = insert(engine, org_id, 1, 1, timedelta(days=30))
     handle = await started(client, queue, bundle)
-    await message_for(bundle.request.id, bundle.subjects[0][1].id, outbox=JOURNEY["outbox"],
-                      secrets=JOURNEY["secrets"])
+    await message_for(
+        bundle.request.id, bundle.subjects[0][1].id, outbox=JOURNEY["outbox"], secrets=JOURNEY["secrets"]
+    )
     await handle.cancel()
     return handle
 
 
-async def issuance_failed(client: Client, engine: Engine, queue: str,
-                          org_id: str) -> WorkflowHandle[Any, Any]:
+async def issuance_failed(
+    client: Client, engine: Engine, queue: str, org_id: str
+) -> WorkflowHandle[Any, Any]:
     """The one subject accepts a credential whose stored content JCS cannot hold (written around the
     API): issuance fails for good ("issuance-failure-ends"), the decision's event still goes out
     and the request completes."""
     bundle = insert(engine, org_id, 1, 1, timedelta(days=30))
     request_id, subject, cred = bundle.request.id, bundle.subjects[0][1].id, bundle.credentials[0].id
     with write_session(engine) as session:
-        session.execute(update(Credential).where(Credential.id == cred)  # type: ignore[arg-type]
-                        .values(action={"id": "history-action", "version": "history-version",
-                                        "userParams": {"maxAmount": 2**60}}))
+        session.execute(
+            update(Credential)
+            .where(Credential.id == cred)  # type: ignore[arg-type]
+            .values(
+                action={
+                    "id": "history-action",
+                    "version": "history-version",
+                    "userParams": {"maxAmount": 2**60},
+                }
+            )
+        )
     handle = await started(client, queue, bundle)
-    code = code_in((await message_for(request_id, subject, outbox=JOURNEY["outbox"],
-                                      secrets=JOURNEY["secrets"])).text)
+    code = code_in(
+        (await message_for(request_id, subject, outbox=JOURNEY["outbox"], secrets=JOURNEY["secrets"])).text
+    )
     assert await confirm(handle, request_id, subject, code) == "passed"
     result = await decide(handle, subject, cred, True)
     assert result.mandate_id is None and result.request_status == "COMPLETED", result
@@ -286,7 +326,8 @@ async def main(names: list[str]) -> None:
         print("every scenario has its history; name the ones to re-record")
         return
     env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=str(BIN / "temporal"), ip="127.0.0.1",
+        dev_server_existing_path=str(BIN / "temporal"),
+        ip="127.0.0.1",
         data_converter=pydantic_data_converter,
         search_attributes=[SA_ORGANIZATION, SA_STATUS, SA_SECURITY_LEVEL, SA_INTERNAL_ID],
         dev_server_extra_args=["--log-level", "error"],
@@ -298,9 +339,14 @@ async def main(names: list[str]) -> None:
         master_key = bytes(32)  # a throwaway database: the issuer key it encrypts is thrown away too
         org, _ = orgs.create_organization(engine, SecretCipher(master_key), "History Org")
         queue = f"mandatum-histories-{uuid.uuid4().hex[:8]}"
-        settings = Settings(environment=Environment.TEST, var_dir=Path(tmp), database_url=url,
-                            master_key=base64.b64encode(master_key).decode(), task_queue=queue,
-                            public_url="https://mandatum.test")
+        settings = Settings(
+            environment=Environment.TEST,
+            var_dir=Path(tmp),
+            database_url=url,
+            master_key=base64.b64encode(master_key).decode(),
+            task_queue=queue,
+            public_url="https://mandatum.test",
+        )
         audit.use_service_key(engine, SecretCipher(master_key), settings)
         JOURNEY.update(outbox=Path(tmp) / "outbox", secrets=JourneySecrets(master_key))
         async with env:

@@ -15,8 +15,8 @@ import sqlalchemy as sa
 import sqlmodel
 from alembic import op
 
-revision: str = '0003'
-down_revision: str | None = '0002'
+revision: str = "0003"
+down_revision: str | None = "0002"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
@@ -45,28 +45,37 @@ EXECUTE FUNCTION action_version_published_immutable()
 
 
 def upgrade() -> None:
-    op.create_table('action',
-    sa.Column('organization_id', sqlmodel.sql.sqltypes.AutoString(length=24), nullable=False),
-    sa.Column('id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
-    sa.Column('name', sqlmodel.sql.sqltypes.AutoString(length=200), nullable=False),
-    sa.Column('description', sqlmodel.sql.sqltypes.AutoString(length=2000), nullable=True),
-    sa.Column('created_at', sqlmodel.sql.sqltypes.UTCDateTime(), nullable=False),
-    sa.ForeignKeyConstraint(['organization_id'], ['organization.id'], ),
-    sa.PrimaryKeyConstraint('organization_id', 'id')
+    op.create_table(
+        "action",
+        sa.Column("organization_id", sqlmodel.sql.sqltypes.AutoString(length=24), nullable=False),
+        sa.Column("id", sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+        sa.Column("name", sqlmodel.sql.sqltypes.AutoString(length=200), nullable=False),
+        sa.Column("description", sqlmodel.sql.sqltypes.AutoString(length=2000), nullable=True),
+        sa.Column("created_at", sqlmodel.sql.sqltypes.UTCDateTime(), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["organization_id"],
+            ["organization.id"],
+        ),
+        sa.PrimaryKeyConstraint("organization_id", "id"),
     )
-    op.create_table('action_version',
-    sa.Column('id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
-    sa.Column('organization_id', sqlmodel.sql.sqltypes.AutoString(length=24), nullable=False),
-    sa.Column('action_id', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
-    sa.Column('number', sa.Integer(), nullable=False),
-    sa.Column('status', sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
-    sa.Column('content', sa.JSON(), nullable=False),
-    sa.Column('digest_sri', sqlmodel.sql.sqltypes.AutoString(length=100), nullable=True),
-    sa.Column('created_at', sqlmodel.sql.sqltypes.UTCDateTime(), nullable=False),
-    sa.Column('published_at', sqlmodel.sql.sqltypes.UTCDateTime(), nullable=True),
-    sa.ForeignKeyConstraint(['organization_id', 'action_id'], ['action.organization_id', 'action.id'], name='fk_action_version_action'),
-    sa.PrimaryKeyConstraint('id'),
-    sa.UniqueConstraint('organization_id', 'action_id', 'number', name='uq_action_version_number')
+    op.create_table(
+        "action_version",
+        sa.Column("id", sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+        sa.Column("organization_id", sqlmodel.sql.sqltypes.AutoString(length=24), nullable=False),
+        sa.Column("action_id", sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+        sa.Column("number", sa.Integer(), nullable=False),
+        sa.Column("status", sqlmodel.sql.sqltypes.AutoString(length=16), nullable=False),
+        sa.Column("content", sa.JSON(), nullable=False),
+        sa.Column("digest_sri", sqlmodel.sql.sqltypes.AutoString(length=100), nullable=True),
+        sa.Column("created_at", sqlmodel.sql.sqltypes.UTCDateTime(), nullable=False),
+        sa.Column("published_at", sqlmodel.sql.sqltypes.UTCDateTime(), nullable=True),
+        sa.ForeignKeyConstraint(
+            ["organization_id", "action_id"],
+            ["action.organization_id", "action.id"],
+            name="fk_action_version_action",
+        ),
+        sa.PrimaryKeyConstraint("id"),
+        sa.UniqueConstraint("organization_id", "action_id", "number", name="uq_action_version_number"),
     )
     if op.get_bind().dialect.name == "postgresql":
         op.execute(POSTGRES_FUNCTION)
@@ -81,5 +90,5 @@ def downgrade() -> None:
         op.execute("DROP FUNCTION IF EXISTS action_version_published_immutable()")
     else:
         op.execute("DROP TRIGGER IF EXISTS action_version_published_immutable")
-    op.drop_table('action_version')
-    op.drop_table('action')
+    op.drop_table("action_version")
+    op.drop_table("action")

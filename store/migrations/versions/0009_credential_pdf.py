@@ -11,22 +11,26 @@ import sqlalchemy as sa
 import sqlmodel
 from alembic import op
 
-revision: str = '0009'
-down_revision: str | None = '0008'
+revision: str = "0009"
+down_revision: str | None = "0008"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    op.create_table('credential_pdf',
-    sa.Column('credential_id', sqlmodel.sql.sqltypes.AutoString(length=24), nullable=False),
-    sa.Column('content_digest', sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
-    sa.Column('pdf', sa.LargeBinary(), nullable=False),
-    sa.Column('rendered_at', sqlmodel.sql.sqltypes.UTCDateTime(), nullable=False),
-    sa.ForeignKeyConstraint(['credential_id'], ['credential.id'], ),
-    sa.PrimaryKeyConstraint('credential_id')
+    op.create_table(
+        "credential_pdf",
+        sa.Column("credential_id", sqlmodel.sql.sqltypes.AutoString(length=24), nullable=False),
+        sa.Column("content_digest", sqlmodel.sql.sqltypes.AutoString(length=64), nullable=False),
+        sa.Column("pdf", sa.LargeBinary(), nullable=False),
+        sa.Column("rendered_at", sqlmodel.sql.sqltypes.UTCDateTime(), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["credential_id"],
+            ["credential.id"],
+        ),
+        sa.PrimaryKeyConstraint("credential_id"),
     )
 
 
 def downgrade() -> None:
-    op.drop_table('credential_pdf')
+    op.drop_table("credential_pdf")
