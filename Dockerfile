@@ -14,12 +14,15 @@ COPY pyproject.toml README.md ./
 COPY api ./api
 COPY workflows ./workflows
 COPY activities ./activities
+COPY services ./services
+COPY orchestration ./orchestration
+COPY wire ./wire
 COPY store ./store
 COPY core ./core
 COPY cli ./cli
 COPY trust ./trust
 COPY policy ./policy
-COPY worker.py ./
+COPY worker ./worker
 
 RUN pip install . \
     && useradd --system --uid 10001 --home-dir /app --shell /usr/sbin/nologin mandatum \

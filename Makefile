@@ -21,9 +21,10 @@ run: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy api workflows activities store core cli trust policy worker.py bench tests
+	$(VENV)/bin/mypy api workflows activities services orchestration wire store core cli trust policy worker bench tests
 
 # The browser tests drive Debian's chromium (Playwright's own browser downloads are never used).
 CHROMIUM := /usr/bin/chromium
@@ -41,8 +42,11 @@ browser:
 	  fi; \
 	fi
 
+# The suite on every core (pytest-xdist): each worker process has its own Temporal servers,
+# databases, var dirs and ports; a module's tests stay on one worker (its module fixtures once).
+PYTEST_WORKERS ?= auto
 unit: $(STAMP) browser
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadscope
 
 test: lint typecheck unit
 

@@ -15,12 +15,13 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from core import i18n
-from core.delivery import Message, Undeliverable, transport_for
+from core.actors import Actor
 from core.otp import JourneySecrets, approval_url
 from core.settings import Settings
 from core.text import one_line
+from orchestration.delivery import Message, Undeliverable, transport_for
+from services import journey as journey_service
 from store import journey as journeys
-from store import kyc as kyc_store
 from store import otp as otp_store
 from store.db import utcnow
 from workflows.ids import ActivityNames
@@ -56,7 +57,7 @@ def code_message(
 ) -> Message:
     """The message with a subject's code. Integrator text (the credential names) is set apart: each
     name quoted on a line of its own under a label saying the organization wrote it; the
-    organization's name is made one line too. The checks at creation (api/models.py) already
+    organization's name is made one line too. The checks at creation (wire/models.py) already
     refuse such characters; this holds whatever is stored."""
     org = one_line(organization, ORG_LIMIT)
     if channel == "email":
@@ -123,26 +124,14 @@ class JourneyActivities:
 
     @activity.defn(name=ActivityNames.CHECK_OTP)
     def check_otp(self, inp: CheckOtpInput) -> VerifyOtpResult:
-        checked = otp_store.check_code(self._engine, inp.request_id, inp.subject_id, inp.code_hash, utcnow())
-        kyc, identity_status = kyc_store.prior_identity(self._engine, inp.subject_id)
-        return VerifyOtpResult(
-            outcome=checked.outcome,
-            attempts_left=checked.attempts_left,
-            kyc=kyc,
-            identity_status=identity_status,
+        return journey_service.check_code(
+            self._engine, Actor.subject(inp.subject_id), inp.request_id, inp.subject_id, inp.code_hash
         )
 
     @activity.defn(name=ActivityNames.RECORD_IDENTITY)
     def record_identity(self, inp: RecordIdentityInput) -> None:
-        kyc_store.record_identity(
-            self._engine,
-            inp.request_id,
-            inp.subject_id,
-            inp.success,
-            inp.source,
-            inp.message,
-            inp.check_id,
-            inp.at,
+        journey_service.record_identity(
+            self._engine, journey_service.identity_actor(inp.subject_id, inp.source), inp
         )
 
     def all(self) -> list[Callable[..., Any]]:

@@ -9,10 +9,11 @@ from sqlalchemy import Engine
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from core.actors import TEMPORAL
 from core.faults import crash_point
 from core.secretbox import SecretCipher
 from core.settings import Settings
-from store import mandates
+from services import mandates
 from workflows.ids import ActivityNames
 from workflows.messages import ISSUANCE_FAILED, IssueCredentialInput, IssueCredentialResult
 
@@ -23,14 +24,16 @@ class MandateActivities:
 
     @activity.defn(name=ActivityNames.ISSUE_CREDENTIAL)
     def issue_credential(self, inp: IssueCredentialInput) -> IssueCredentialResult:
-        """Idempotent (store.mandates.issue): a retry returns the credential issued before."""
+        """Idempotent (services.mandates.issue): a retry returns the credential issued before."""
         crash_point("issue:before")
         try:
-            issued = mandates.issue(self._engine, self._cipher, self._settings, inp.credential_id)
+            issued = mandates.issue(
+                self._engine, self._cipher, self._settings, inp.credential_id, actor=TEMPORAL
+            )
         except mandates.NotIssuable as exc:  # the state says no: retrying cannot change that
             raise ApplicationError(str(exc), type="not_issuable", non_retryable=True) from exc
         except mandates.IssuanceFailed as exc:  # nor can it change the stored content
-            mandates.record_issuance_failure(self._engine, inp.credential_id, exc.reason)
+            mandates.record_issuance_failure(self._engine, TEMPORAL, inp.credential_id, exc.reason)
             raise ApplicationError(
                 f"credential {inp.credential_id} cannot be issued: {exc.reason}",
                 type=ISSUANCE_FAILED,

@@ -12,13 +12,6 @@ from sqlalchemy import Engine
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
-from activities.webhook_payloads import (
-    api_version_of,
-    credential_event,
-    identity_event,
-    otp_failed_event,
-    sample_event,
-)
 from core.egress import EgressPolicy, UrlNotAllowed, describe_failure, post_pinned
 from core.faults import crash_point
 from core.secretbox import SecretCipher
@@ -28,8 +21,13 @@ from store import request_queries as queries
 from store import webhooks as store
 from store.db import utcnow
 from store.requests import RequestBundle
-from store.tables import WebhookEvent
 from trust.webhook_envelope import delivery_headers, encrypt_event
+from wire.webhook_payloads import (
+    api_version_of,
+    credential_event,
+    identity_event,
+    otp_failed_event,
+)
 from workflows.ids import ActivityNames
 from workflows.webhook_messages import (
     HTTP_TIMEOUT,
@@ -42,20 +40,6 @@ from workflows.webhook_messages import (
     RecordWebhookFailureInput,
     retry_delay,
 )
-
-
-def create_test_event(engine: Engine, settings: Settings, org_id: str) -> WebhookEvent:
-    """A ``test`` event (``mandatum webhook test``); each call is a new fact."""
-    api_version = api_version_of(orgs.get_organization(engine, org_id).api_version)
-    event, _ = store.create_event(
-        engine,
-        org_id,
-        f"test:{time.time_ns()}",
-        "test",
-        None,
-        lambda event_id, at: sample_event(settings, api_version, event_id, at),
-    )
-    return event
 
 
 class WebhookActivities:

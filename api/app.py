@@ -29,7 +29,7 @@ from api.routes import (
 )
 from core.secretbox import SecretCipher
 from core.settings import Environment, Settings, get_settings
-from core.temporal import build_client
+from orchestration.temporal import build_client
 from store import audit
 from store.db import keep_files_private, make_engine
 

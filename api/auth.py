@@ -14,12 +14,14 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
-from api import versioning
 from api.deps import Caller, Services
 from api.errors import ApiError, error_response
 from api.signing import signature_matches
-from store import guards, orgs
+from core.actors import Actor
+from services import access
+from store import orgs
 from store.db import run_db
+from wire import versioning
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -88,14 +90,7 @@ class Authenticator:
         hit = self._cache.get(api_key)
         if not fresh and hit is not None and hit[0] > time.monotonic():
             return hit[1], True
-        key = await run_db(
-            self._s.engine,
-            orgs.resolve_api_key,
-            self._s.engine,
-            self._s.cipher,
-            api_key,
-            self._s.settings.rotation_grace,
-        )
+        key = await run_db(self._s.engine, access.resolve_key, self._s, api_key)
         if ttl > 0:
             if len(self._cache) > 10_000:
                 self._cache.clear()
@@ -147,13 +142,16 @@ class Authenticator:
         if key is None:
             raise ApiError(401, INVALID_SIGNATURE)
         # a bad API-Version is refused before the signature is spent, so the client can resend
-        version = versioning.resolve(headers.get("api-version"), key.api_version)
+        try:
+            version = versioning.resolve(headers.get("api-version"), key.api_version)
+        except versioning.BadVersion as bad:
+            raise ApiError(bad.status, str(bad)) from bad
         # remembered until the timestamp leaves the acceptance window, plus a margin
         keep = timedelta(milliseconds=int(timestamp) + window_ms - time.time() * 1000)
         fresh = await run_db(
             self._s.engine,
-            guards.remember_signature,
-            self._s.engine,
+            access.use_signature,
+            self._s,
             key.key_id,
             signature.lower(),
             method not in READ_METHODS,
@@ -163,7 +161,12 @@ class Authenticator:
             raise ApiError(401, "Signature already used")
         if key.api_version is None:
             await run_db(
-                self._s.engine, orgs.pin_api_version, self._s.engine, key.organization_id, versioning.newest()
+                self._s.engine,
+                access.pin_api_version,
+                self._s,
+                Actor.api_key(key.key_id),
+                key.organization_id,
+                versioning.newest(),
             )
             self._remember_pin(api_key, key, versioning.newest())
         return Caller(key=key, api_version=version)

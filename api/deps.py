@@ -2,37 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from functools import partial
+from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, Request
-from sqlalchemy import Engine
 from temporalio.client import Client
 
-from core.group_commit import GroupCommit
-from core.otp import JourneySecrets
-from core.secretbox import SecretCipher
-from core.settings import Settings
-from store import requests as store_requests
+from core.actors import Actor
+from services import requests as request_service
+from services.context import Context
 from store.orgs import ActiveKey
+from store.requests import RequestBundle
 
-
-@dataclass
-class Services:
-    settings: Settings
-    engine: Engine
-    cipher: SecretCipher
-    temporal: Client | None = None
-    # "workflow started" marks of concurrent creations, written together (core.group_commit)
-    started_marks: GroupCommit[str] = field(init=False)
-
-    # the keyed operations of the subject's journey (codes, links, page sessions)
-    journey: JourneySecrets = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.started_marks = GroupCommit(partial(store_requests.mark_workflows_started, self.engine))
-        self.journey = JourneySecrets(self.settings.master_key_bytes())
+# the API's name for the service context (services.context.Context)
+Services = Context
 
 
 @dataclass(frozen=True)
@@ -45,6 +28,11 @@ class Caller:
     @property
     def organization_id(self) -> str:
         return self.key.organization_id
+
+    @property
+    def actor(self) -> Actor:
+        """Who the calls of this key are recorded as: ``apiKey:<keyId>``."""
+        return Actor.api_key(self.key.key_id)
 
 
 async def get_services(request: Request) -> Services:
@@ -68,3 +56,11 @@ async def get_temporal(request: Request) -> Client:
 ServicesDep = Annotated[Services, Depends(get_services)]
 CallerDep = Annotated[Caller, Depends(get_caller)]
 TemporalDep = Annotated[Client, Depends(get_temporal)]
+
+
+async def get_request_bundle(requestId: str, caller: CallerDep, services: ServicesDep) -> RequestBundle:
+    """The caller's request named in the path: 400 for a malformed id, 404 for none of theirs."""
+    return await request_service.get(services, caller.organization_id, requestId)
+
+
+RequestDep = Annotated[RequestBundle, Depends(get_request_bundle)]

@@ -23,8 +23,10 @@ from starlette.routing import Match
 from temporalio.service import RPCError
 
 from api.headers import security_headers
-from core.temporal import temporal_unavailable
+from core.kinds import UpdateRefusal
 from core.text import ELLIPSIS, QUOTE_LIMIT, quote_input
+from orchestration.temporal import temporal_unavailable
+from services.errors import Conflict, Invalid, NotFound, Refused, ServiceError, TooMany, Unavailable
 
 log = logging.getLogger("mandatum.api")
 BODY_PARSE_DETAIL = "There was an error parsing the body"
@@ -123,10 +125,42 @@ def allowed_methods(request: Request) -> list[str]:
     return allowed
 
 
+# the HTTP status of each kind of service refusal
+STATUS_OF: dict[type[ServiceError], int] = {
+    Invalid: 400,
+    NotFound: 404,
+    Conflict: 409,
+    TooMany: 429,
+    Unavailable: 503,
+}
+
+# the HTTP status of each refusal of a request workflow's update, for every route that runs one;
+# a refusal not listed is 409
+REFUSAL_STATUS: dict[UpdateRefusal, int] = {
+    UpdateRefusal.TOO_MANY_SENDS: 429,
+    UpdateRefusal.TOO_SOON: 429,
+}
+
+
+def service_error_status(exc: ServiceError) -> int:
+    if isinstance(exc, Refused):
+        return REFUSAL_STATUS.get(exc.refusal, 409)
+    return next((status for kind, status in STATUS_OF.items() if isinstance(exc, kind)), 400)
+
+
+def service_error_response(exc: ServiceError) -> JSONResponse:
+    headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after is not None else None
+    return error_response(service_error_status(exc), exc.message, headers, **exc.extra)
+
+
 def install_error_handlers(app: FastAPI, hsts: bool = False) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
         return error_response(exc.status, exc.message, exc.headers, **exc.extra)
+
+    @app.exception_handler(ServiceError)
+    async def _service_error(_: Request, exc: ServiceError) -> JSONResponse:
+        return service_error_response(exc)
 
     @app.exception_handler(RequestValidationError)
     async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:

@@ -1,6 +1,6 @@
 """Limits on what a JSON body may hold: its nesting, checked where it enters, before FastAPI decodes
-it or pydantic sees it; and numbers the signed forms cannot hold (``reject_non_jcs``, used by the
-wire models).
+it or pydantic sees it. (Numbers the signed forms cannot hold are refused by the wire models:
+``wire.numbers.reject_non_jcs``.)
 
 ``JsonDepthMiddleware`` sits right inside the signature middleware (which has buffered the body,
 refused more than 1 MiB and authenticated the caller): a body nested more than ``MAX_JSON_DEPTH``
@@ -18,14 +18,11 @@ then reports as such).
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable, Iterator, MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
-
-import rfc8785
 
 from api.auth import replay_body
 from api.errors import error_response
-from core.text import quote_input
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -93,46 +90,3 @@ class JsonDepthMiddleware:
             )
             return
         await self.app(scope, replay_body(body, receive), send)
-
-
-def _key(key: object) -> str:
-    """A member name as a path segment in an error message (a long or odd one quoted and cut)."""
-    text = str(key)
-    return text if len(text) <= 60 and text.isprintable() and "." not in text else quote_input(text, 60)
-
-
-def _leaves(value: Any) -> Iterator[tuple[str, Any]]:
-    """(path below ``value``, number) for every int and float anywhere in ``value``."""
-    stack: list[tuple[str, Any]] = [("", value)]
-    while stack:
-        path, item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend((f"{path}.{_key(k)}" if path else _key(k), v) for k, v in reversed(item.items()))
-        elif isinstance(item, list):
-            stack.extend((f"{path}.{i}" if path else str(i), v) for i, v in reversed(list(enumerate(item))))
-        elif isinstance(item, int | float) and not isinstance(item, bool):
-            yield path, item
-
-
-def reject_non_jcs(value: Any) -> Any:
-    """Refuse numbers the signed forms cannot hold: RFC 8785 (JCS) numbers are IEEE doubles, so an
-    integer beyond +-(2^53-1), NaN or an infinity could be stored but never canonicalized, signed
-    or issued. rfc8785 itself judges each number; the message names where it sits."""
-    problems = []
-    for path, number in _leaves(value):
-        try:
-            rfc8785.dumps(number)
-        except rfc8785.IntegerDomainError:
-            digits = str(number)
-            shown = digits if len(digits) <= 30 else f"{digits[:20]}\u2026 ({len(digits)} digits)"
-            problems.append(
-                f"{path or 'value'} is {shown}: integers must be within \u00b1(2^53-1) "
-                "(9007199254740991), the most RFC 8785 JSON canonicalization holds"
-            )
-        except rfc8785.CanonicalizationError:
-            problems.append(
-                f"{path or 'value'} is {number}: not a number RFC 8785 JSON canonicalization can hold"
-            )
-    if problems:
-        raise ValueError("; ".join(problems))
-    return value

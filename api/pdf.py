@@ -10,7 +10,7 @@ Portuguese, Spanish and French (ã, ç, ñ, é, œ, «», €...); a character o
 Hidden data items are masked with a fixed-length mask (their length is not revealed).
 
 Rendering is CPU work (about 13 microseconds per character of text), so it is bounded three ways:
-a document's text is capped at creation (``api/models.py``), each rendering is kept
+a document's text is capped at creation (``wire/models.py``), each rendering is kept
 (``Renderer``: in memory and in the database, ``store.pdfs``, under a digest of everything the PDF
 shows, so a status change or a revocation makes a new digest and an old PDF is never served for
 it), and renderings run on their own small

@@ -46,7 +46,7 @@ from cli.stack import Stack
 from core.ids import new_object_id
 from core.secretbox import SecretCipher
 from core.settings import Environment, Settings
-from core.temporal import start_workflow_for
+from orchestration.temporal import start_workflow_for
 from store import orgs
 from store.db import make_engine, migrate, read_session
 from store.tables import CredentialRequest

@@ -32,6 +32,7 @@ from core.secretbox import SecretCipher
 from core.settings import Settings
 from store import orgs, presentations
 from store.db import make_engine
+from trust.did import web_organization_did
 
 PAYEES = ["ACME Property Ltd", "Harbour Lettings"]
 USER_PARAMS = {"maxAmount": 2500, "payees": PAYEES}
@@ -65,7 +66,9 @@ def create_organization(settings: Settings) -> Caller:
         presentations.set_presentation_minutes(engine, org.id, VP_MINUTES)
     finally:
         engine.dispose()
-    return Caller(org.id, settings.organization_did(org.id), key.api_key, key.signature_secret)
+    return Caller(
+        org.id, web_organization_did(settings.public_url, org.id), key.api_key, key.signature_secret
+    )
 
 
 def compact(value: Any) -> bytes:

@@ -13,7 +13,9 @@ import typer
 import yaml
 from sqlalchemy import Engine
 
-from cli.common import JsonOpt, context, emit, fail
+from cli.common import JsonOpt, context, emit, fail, operator, services_context
+from services.context import Context
+from services.errors import ServiceError
 from store import orgs
 
 if TYPE_CHECKING:
@@ -110,13 +112,20 @@ def _version_row(version: Any) -> dict[str, object]:
     }
 
 
-def _publish(engine: Engine, version_id: str, org: str | None = None) -> Any:
+def _services() -> ModuleType:
+    """``services.actions`` (which loads ``store.actions``), imported on first use."""
+    import services.actions
+
+    return services.actions
+
+
+def _publish(ctx: Context, version_id: str, org: str | None = None) -> Any:
     try:
-        return _actions().publish(engine, version_id, org)
-    except _actions().NotFound as exc:
+        return _services().publish(ctx, operator(), version_id, org)
+    except _services().PublishRefused as exc:
+        fail("cannot publish:\n" + "\n".join(f"  - {m}" for m in exc.problems))
+    except ServiceError as exc:
         fail(str(exc))
-    except _actions().ActionRefused as exc:
-        fail("cannot publish:\n" + "\n".join(f"  - {m}" for m in exc.messages))
 
 
 @action_app.command("create")
@@ -133,16 +142,16 @@ def action_create(
     as_json: JsonOpt = False,
 ) -> None:
     """Create an action from a file, as draft version 1."""
-    _, engine, _ = context()
+    ctx = services_context()
     spec = _read_spec(file)
     if publish:
         _checked_for_publish(spec, file)
     try:
-        _, version = _actions().create_action(engine, org, spec, action_id=action_id)
-    except (_actions().NotFound, _actions().ActionRefused) as exc:
+        _, version = _services().create(ctx, operator(), org, spec, action_id)
+    except ServiceError as exc:
         fail(str(exc))
     if publish:
-        version = _publish(engine, version.id)
+        version = _publish(ctx, version.id)
     emit(_version_row(version), as_json, f"Action created ({version.status} version 1).")
 
 
@@ -155,17 +164,17 @@ def action_add_version(
     as_json: JsonOpt = False,
 ) -> None:
     """Add the next numbered draft version of an action from a file."""
-    _, engine, _ = context()
+    ctx = services_context()
     spec = _read_spec(file)
     if publish:
         _checked_for_publish(spec, file)
-    org_id = _action_org(engine, action_id, org)
+    org_id = _action_org(ctx.engine, action_id, org)
     try:
-        version = _actions().add_version(engine, org_id, action_id, spec)
-    except _actions().NotFound as exc:
+        version = _services().add_version(ctx, operator(), org_id, action_id, spec)
+    except ServiceError as exc:
         fail(str(exc))
     if publish:
-        version = _publish(engine, version.id)
+        version = _publish(ctx, version.id)
     emit(_version_row(version), as_json, f"Version {version.number} added ({version.status}).")
 
 
@@ -179,7 +188,8 @@ def action_publish(
     as_json: JsonOpt = False,
 ) -> None:
     """Publish a draft: the publish checks run, its digestSRI is fixed, and it becomes immutable."""
-    _, engine, _ = context()
+    ctx = services_context()
+    engine = ctx.engine
     if (version_id is None) == (action_id is None):
         fail("give exactly one of --version or --action")
     if action_id is not None:
@@ -189,7 +199,7 @@ def action_publish(
             fail(f"action {action_id} has no draft version to publish")
         version_id = draft.id
     assert version_id is not None
-    version = _publish(engine, version_id, org)
+    version = _publish(ctx, version_id, org)
     emit(_version_row(version), as_json, f"Version {version.number} published.")
 
 

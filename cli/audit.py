@@ -6,8 +6,8 @@ from typing import Annotated
 
 import typer
 
-from cli.common import JsonOpt, context, emit
-from store.audit_queries import verify_chains
+from cli.common import JsonOpt, emit, operator, services_context
+from services import audit
 
 audit_app = typer.Typer(help="The audit trail.", no_args_is_help=True)
 
@@ -19,8 +19,7 @@ def audit_verify(
 ) -> None:
     """Walk each organization's chain: every seq, prevHash, hash and signature, and the chain's
     end. Names the first broken record and exits 1 when a chain does not check."""
-    settings, engine, _ = context()
-    checks = verify_chains(engine, settings, org)
+    checks = audit.verify_chains(services_context(), operator(), org)
     broken = [c.broken for c in checks if c.broken is not None]
     if as_json:
         emit(

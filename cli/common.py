@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import getpass
 import json
 from datetime import datetime
 from typing import Annotated, NoReturn
@@ -9,8 +10,10 @@ from typing import Annotated, NoReturn
 import typer
 from sqlalchemy import Engine, inspect
 
+from core.actors import Actor
 from core.secretbox import SecretCipher
 from core.settings import Settings, get_settings
+from services.context import Context
 from store import audit
 from store.db import keep_files_private, make_engine
 
@@ -29,6 +32,21 @@ def context() -> tuple[Settings, Engine, SecretCipher]:
         fail("the database has no schema yet: run `mandatum db upgrade` first")
     audit.use_service_key(engine, cipher, settings)
     return settings, engine, cipher
+
+
+def services_context() -> Context:
+    """The service layer's context for this command (no Temporal client until one is needed)."""
+    settings, engine, cipher = context()
+    return Context(settings, engine, cipher)
+
+
+def operator() -> Actor:
+    """Who a command is done by: ``operator:<the user running it>`` (``operator:unknown`` when the
+    user name cannot be an actor id)."""
+    try:
+        return Actor.operator(getpass.getuser())
+    except (ValueError, OSError, KeyError):
+        return Actor.operator("unknown")
 
 
 def emit(data: dict[str, object], as_json: bool, title: str) -> None:

@@ -24,10 +24,14 @@ from cli.stack import (
     StartupError,
     log_tail,
 )
+from core.actors import SYSTEM
 from core.secretbox import SecretCipher
 from core.settings import Settings, browsable, get_settings
-from store import actions, orgs
+from services import orgs as organizations
+from services.context import Context
+from store import orgs
 from store.db import keep_files_private, make_engine, migrate
+from trust.did import web_organization_did
 
 # The action the README's walkthrough (and the test suite's organizations) use: rent payments up to
 # an amount the subject approves, to payees the subject lists.
@@ -60,8 +64,9 @@ EXAMPLE_ACTION: dict[str, object] = {
 
 def publish_example_action(engine: Engine, org_id: str) -> None:
     """Publish the example action in an organization (once: a second call changes nothing)."""
-    if actions.get_action(engine, org_id, EXAMPLE_ACTION_ID) is None:
-        actions.install_published(engine, org_id, dict(EXAMPLE_ACTION), action_id=EXAMPLE_ACTION_ID)
+    from services import actions  # with the CEL runtime: loaded only where an action is installed
+
+    actions.install_published(engine, SYSTEM, org_id, dict(EXAMPLE_ACTION), EXAMPLE_ACTION_ID)
 
 
 def bootstrap_dev_org(settings: Settings) -> str:
@@ -74,14 +79,14 @@ def bootstrap_dev_org(settings: Settings) -> str:
             with contextlib.suppress(orgs.NotFound):  # gone with a deleted database: make anew
                 orgs.get_organization(engine, org_id)
                 publish_example_action(engine, org_id)
+                org_did = web_organization_did(settings.public_url, org_id)
                 return (
-                    f"Development organization {org_id} ({settings.organization_did(org_id)}).\n"
+                    f"Development organization {org_id} ({org_did}).\n"
                     "  Its API key was printed on the first run; for a new one:\n"
                     f"  .venv/bin/mandatum key create --org {org_id}"
                 )
-        org, key = orgs.create_organization(
-            engine, SecretCipher(settings.master_key_bytes()), "Development organization", 600
-        )
+        ctx = Context(settings, engine, SecretCipher(settings.master_key_bytes()))
+        org, key = organizations.create_organization(ctx, SYSTEM, "Development organization", 600)
         publish_example_action(engine, org.id)
     finally:
         engine.dispose()
@@ -89,7 +94,7 @@ def bootstrap_dev_org(settings: Settings) -> str:
     return (
         "Created the development organization. Its secrets are shown ONCE; save them now:\n"
         f"  organization id   {org.id}\n"
-        f"  DID               {settings.organization_did(org.id)}\n"
+        f"  DID               {web_organization_did(settings.public_url, org.id)}\n"
         f"  API key           {key.api_key}\n"
         f"  signature secret  {key.signature_secret}"
     )

@@ -11,15 +11,19 @@ from sqlalchemy import Engine, inspect
 
 from cli.actions import action_app
 from cli.audit import audit_app
-from cli.common import JsonOpt, context, emit, fail
+from cli.common import JsonOpt, context, emit, fail, operator, services_context
 from cli.org_settings import register_org_settings
 from cli.webhooks import webhook_app
+from core.kinds import MemberRole
 from core.secretbox import SecretCipher
 from core.settings import Settings, get_settings
+from services import orgs as organizations
+from services.context import Context
+from services.errors import ServiceError
 from store import keys as signing_keys
 from store import orgs
 from store.db import keep_files_private, migrate
-from trust.did import key_id
+from trust.did import key_id, web_organization_did, web_service_did
 
 app = typer.Typer(help="Administer a Mandatum installation.", no_args_is_help=True)
 org_app = typer.Typer(help="Organizations.", no_args_is_help=True)
@@ -64,24 +68,43 @@ def org_create(
             help="Requests per minute (default: MANDATUM_DEFAULT_REQUEST_RATE_PER_MINUTE, 60).",
         ),
     ] = None,
+    owner_email: Annotated[
+        str | None,
+        typer.Option(
+            "--owner-email",
+            help="Invite the dashboard owner: prints a one-time link to set their password.",
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Create an organization with its first API key (the secret is shown only now)."""
-    settings, engine, cipher = context()
+    ctx = services_context()
+    settings = ctx.settings
+    if owner_email is not None:
+        from services import members  # with the password hasher: loaded only here
+
+        try:
+            members.check_new_email(ctx, owner_email)
+        except ServiceError as exc:
+            fail(f"--owner-email: {exc}")
     try:
-        org, key = orgs.create_organization(
-            engine, cipher, name, rate or settings.default_request_rate_per_minute
+        org, key = organizations.create_organization(ctx, operator(), name, rate)
+        owner = (
+            members.invite(ctx, operator(), org.id, owner_email, MemberRole.OWNER)
+            if owner_email is not None
+            else None
         )
-    except ValueError as exc:
+    except ServiceError as exc:
         fail(str(exc))
     emit(
         {
             "organizationId": org.id,
             "name": org.name,
-            "did": settings.organization_did(org.id),
+            "did": web_organization_did(settings.public_url, org.id),
             "keyId": key.key_id,
             "apiKey": key.api_key,
             "signatureSecret": key.signature_secret,
+            **({"ownerEmail": owner.member.email, "ownerSetPasswordLink": owner.link} if owner else {}),
         },
         as_json,
         "Organization created. Store the API key and secret now: they are not shown again.",
@@ -96,7 +119,7 @@ def org_list(as_json: JsonOpt = False) -> None:
         {
             "organizationId": o.id,
             "name": o.name,
-            "did": settings.organization_did(o.id),
+            "did": web_organization_did(settings.public_url, o.id),
             "requestRatePerMinute": o.request_rate_per_minute,
             "apiVersion": o.api_version,
         }
@@ -114,10 +137,9 @@ def org_set_rate(
     rate: Annotated[int, typer.Option("--request-rate", help="Requests per minute.")],
 ) -> None:
     """Set how many requests per minute the organization may create."""
-    _, engine, _ = context()
     try:
-        orgs.set_request_rate(engine, org, rate)
-    except (orgs.NotFound, ValueError) as exc:
+        organizations.set_request_rate(services_context(), operator(), org, rate)
+    except ServiceError as exc:
         fail(str(exc))
     typer.echo(f"organization {org} may create {rate} requests per minute")
 
@@ -129,13 +151,13 @@ def key_create(
     as_json: JsonOpt = False,
 ) -> None:
     """Add an API key to an organization."""
-    _, engine, cipher = context()
+    ctx = services_context()
     expires = _aware(expires_at)
     if expires is not None and expires <= datetime.now(UTC):
         fail("--expires-at must be in the future")
     try:
-        key = orgs.create_key(engine, cipher, org, expires)
-    except orgs.NotFound as exc:
+        key = organizations.create_key(ctx, operator(), org, expires)
+    except ServiceError as exc:
         fail(str(exc))
     emit(
         {
@@ -158,10 +180,11 @@ def _aware(value: datetime | None) -> datetime | None:
 @key_app.command("rotate")
 def key_rotate(key: Annotated[str, typer.Option("--key", help="Key id.")], as_json: JsonOpt = False) -> None:
     """New signature secret for a key; the old one keeps working for 24 hours."""
-    settings, engine, cipher = context()
+    ctx = services_context()
+    settings = ctx.settings
     try:
-        issued = orgs.rotate_key(engine, cipher, key)
-    except (orgs.NotFound, ValueError) as exc:
+        issued = organizations.rotate_key(ctx, operator(), key)
+    except ServiceError as exc:
         fail(str(exc))
     hours = int(settings.rotation_grace.total_seconds() // 3600)
     emit(
@@ -179,10 +202,9 @@ def key_rotate(key: Annotated[str, typer.Option("--key", help="Key id.")], as_js
 @key_app.command("revoke")
 def key_revoke(key: Annotated[str, typer.Option("--key", help="Key id.")], as_json: JsonOpt = False) -> None:
     """Revoke a key at once."""
-    _, engine, _ = context()
     try:
-        at = orgs.revoke_key(engine, key)
-    except orgs.NotFound as exc:
+        at = organizations.revoke_key(services_context(), operator(), key)
+    except ServiceError as exc:
         fail(str(exc))
     emit({"keyId": key, "revokedAt": at.isoformat()}, as_json, "API key revoked.")
 
@@ -239,8 +261,8 @@ def _rotated(rotation: signing_keys.Rotation, did: str, as_json: bool, who: str)
 def keys_rotate_issuer(as_json: JsonOpt = False) -> None:
     """Make a new service (issuer) key; the old one is retired but stays in the DID document."""
     settings, engine, cipher = _signing_context()
-    rotation = signing_keys.rotate_service_key(engine, cipher, settings)
-    _rotated(rotation, settings.service_did, as_json, "Issuer")
+    rotation = organizations.rotate_service_signing_key(Context(settings, engine, cipher), operator())
+    _rotated(rotation, web_service_did(settings.public_url), as_json, "Issuer")
 
 
 @signing_app.command("rotate-org")
@@ -250,10 +272,12 @@ def keys_rotate_org(
     """Make a new key for an organization (its presentations); the old one stays listed."""
     settings, engine, cipher = _signing_context()
     try:
-        rotation = signing_keys.rotate_organization_key(engine, cipher, settings, org)
-    except orgs.NotFound as exc:
+        rotation = organizations.rotate_organization_signing_key(
+            Context(settings, engine, cipher), operator(), org
+        )
+    except ServiceError as exc:
         fail(str(exc))
-    _rotated(rotation, settings.organization_did(org), as_json, "Organization")
+    _rotated(rotation, web_organization_did(settings.public_url, org), as_json, "Organization")
 
 
 @signing_app.command("list")
@@ -270,7 +294,7 @@ def keys_list(
             orgs.get_organization(engine, org)
         except orgs.NotFound as exc:
             fail(str(exc))
-    did = settings.organization_did(org) if org else settings.service_did
+    did = web_organization_did(settings.public_url, org) if org else web_service_did(settings.public_url)
     rows = [
         {
             "keyId": key_id(did, k.public_multikey),

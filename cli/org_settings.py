@@ -7,9 +7,10 @@ from typing import Annotated
 
 import typer
 
-from cli.common import context, fail
+from cli.common import fail, operator, services_context
+from services import orgs as organizations
+from services.errors import ServiceError
 from store import presentations
-from store.orgs import NotFound, set_frame_origins
 
 
 def org_set_presentation_minutes(
@@ -24,10 +25,9 @@ def org_set_presentation_minutes(
     ],
 ) -> None:
     """Set how long the presentations (VPs) of the organization's mandates stay valid."""
-    _, engine, _ = context()
     try:
-        presentations.set_presentation_minutes(engine, org, minutes)
-    except (NotFound, ValueError) as exc:
+        organizations.set_presentation_minutes(services_context(), operator(), org, minutes)
+    except ServiceError as exc:
         fail(str(exc))
     typer.echo(f"presentations of organization {org} are valid for {minutes} minutes")
 
@@ -40,10 +40,9 @@ def org_set_frame_origins(
     ] = None,
 ) -> None:
     """Set the origins whose pages may embed the organization's approval page in an iframe."""
-    settings, engine, _ = context()
     try:
-        saved = set_frame_origins(engine, org, origins or [], settings.dev_pages)
-    except (NotFound, ValueError) as exc:
+        saved = organizations.set_frame_origins(services_context(), operator(), org, origins or [])
+    except ServiceError as exc:
         fail(str(exc))
     typer.echo(f"organization {org} may be embedded by: {' '.join(saved) or '(no origin)'}")
 

@@ -26,7 +26,7 @@ from temporalio.api.workflowservice.v1 import DescribeTaskQueueRequest
 from temporalio.client import Client
 
 from core.settings import Settings, browsable
-from core.temporal import build_client
+from orchestration.temporal import build_client
 from store.db import restrict
 from workflows.ids import SEARCH_ATTRIBUTES
 

@@ -10,20 +10,29 @@ import json
 import os
 import sys
 from datetime import datetime
+from types import ModuleType
 from typing import Annotated
 
 import typer
 
-from cli.common import JsonOpt, context, emit, fail
-from core.egress import EgressPolicy
+from cli.common import JsonOpt, context, emit, fail, operator, services_context
 from core.settings import Settings
+from services.errors import ServiceError
 from store import webhooks as store
-from store.orgs import NotFound
 from store.tables import WebhookEvent
 
 webhook_app = typer.Typer(
     help="Webhooks: settings per organization, test events, deliveries, retries.", no_args_is_help=True
 )
+
+
+def _webhooks() -> ModuleType:
+    """``services.webhooks``, imported on first use: with the Temporal client and the payload
+    renderer it is heavy to load, and only these commands need it."""
+    import services.webhooks
+
+    return services.webhooks
+
 
 OrgOpt = Annotated[str, typer.Option("--org", help="Organization id.")]
 
@@ -48,37 +57,11 @@ def webhook_set(
 ) -> None:
     """Set the webhook. Omitted secrets keep their current value, or are generated for a new webhook
     and printed once (they are never shown again)."""
-    app_settings, engine, cipher = context()
-    current = store.get_config(engine, cipher, org)
-    generated: dict[str, object] = {}
-
-    def pick(given: str | None, kept: str | None, name: str, make: str) -> str:
-        if given is not None:
-            return given
-        if kept is not None:
-            return kept
-        generated[name] = make
-        return make
-
-    settings = store.WebhookSettings(
-        url=url,
-        signature_secret=pick(
-            signature_secret,
-            current.signature_secret if current else None,
-            "signature secret",
-            store.new_signature_secret(),
-        ),
-        encryption_secret=pick(
-            encryption_secret,
-            current.encryption_secret if current else None,
-            "encryption secret",
-            store.new_encryption_secret(),
-        ),
-        salt=pick(salt, current.salt if current else None, "salt", store.new_salt()),
-    )
     try:
-        store.set_config(engine, cipher, org, settings, EgressPolicy.of(app_settings))
-    except (NotFound, ValueError) as exc:
+        generated = _webhooks().configure(
+            services_context(), operator(), org, url, signature_secret, encryption_secret, salt
+        )
+    except ServiceError as exc:
         fail(str(exc))
     typer.echo(f"webhook of organization {org} set: {url}")
     if generated:
@@ -103,12 +86,12 @@ def _started(settings: Settings, event_id: str) -> str:
     # imported here: the Temporal client is heavy to load, and only test and retry need it
     from temporalio.exceptions import WorkflowAlreadyStartedError
 
-    from core.temporal import build_client
-    from core.webhooks import start_delivery
+    from orchestration.temporal import build_client
 
     async def start() -> str:
-        client = await build_client(settings)
-        return await start_delivery(client, settings.task_queue, event_id)
+        ctx = services_context()
+        ctx.temporal = await build_client(settings)
+        return await _webhooks().start_delivery(ctx, operator(), event_id)
 
     try:
         return asyncio.run(start())
@@ -131,12 +114,11 @@ def _done(message: str) -> None:
 @webhook_app.command("test")
 def webhook_test(org: OrgOpt) -> None:
     """Create a ``test`` event and start its delivery (see ``list`` for the outcome)."""
-    from activities.webhooks import create_test_event  # with the payload renderer: only here
-
-    settings, engine, _ = context()
+    ctx = services_context()
+    settings = ctx.settings
     try:
-        event = create_test_event(engine, settings, org)
-    except NotFound as exc:
+        event = _webhooks().create_test_event(ctx, operator(), org)
+    except ServiceError as exc:
         fail(str(exc))
     _done(f"test event {event.id}: delivery started ({_started(settings, event.id)})")
 
@@ -144,13 +126,12 @@ def webhook_test(org: OrgOpt) -> None:
 @webhook_app.command("retry")
 def webhook_retry(event_id: Annotated[str, typer.Argument(help="The event id (urn:via:event:…).")]) -> None:
     """Deliver a failed event again, with a fresh 3-day schedule."""
-    settings, engine, _ = context()
+    ctx = services_context()
+    settings = ctx.settings
     try:
-        event = store.get_event(engine, event_id)
-    except NotFound as exc:
+        _webhooks().retryable(ctx, operator(), event_id)
+    except ServiceError as exc:
         fail(str(exc))
-    if event.state != store.FAILED:
-        fail(f"webhook event {event_id} is {event.state}: only a failed one is retried")
     _done(f"webhook event {event_id}: delivery started again ({_started(settings, event_id)})")
 
 

@@ -1,4 +1,5 @@
-"""Encryption of stored secrets (signature secrets now, keys later) under the master key."""
+"""Encryption of stored secrets (API signature secrets, webhook secrets, signing keys) under the
+master key."""
 
 from __future__ import annotations
 

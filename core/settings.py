@@ -23,12 +23,10 @@ from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
-from urllib.parse import quote, urlsplit
+from urllib.parse import urlsplit
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
-
-from trust.context import context_url
 
 log = logging.getLogger("mandatum.settings")
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -74,11 +72,17 @@ class Settings(BaseSettings):
     max_body_bytes: int = 1024 * 1024
     signature_window: timedelta = timedelta(minutes=5)
     rotation_grace: timedelta = timedelta(hours=24)
+    # the dashboard (issue 14): sessions end after this long idle, or this long after login at most;
+    # invitation and password-reset links live this long; logins back off after this many failures
+    dashboard_idle: timedelta = timedelta(minutes=30)
+    dashboard_session_max: timedelta = timedelta(hours=12)
+    member_link_lifetime: timedelta = timedelta(hours=72)
+    login_failures_before_lock: int = Field(default=5, ge=1, le=100)
     idempotency_window: timedelta = timedelta(hours=24)
     reconcile_interval: timedelta = timedelta(seconds=5)
     reconcile_grace: timedelta = timedelta(seconds=10)
     auth_cache_seconds: float = 2.0
-    # delivering codes (core.delivery): "outbox" writes them under var/outbox (development and
+    # delivering codes (orchestration.delivery): "outbox" writes them under var/outbox (development and
     # tests only), "smtp" and "http" send them
     email_transport: Literal["outbox", "smtp"] = "outbox"
     outbox_dir: Path | None = None  # default var/outbox
@@ -93,7 +97,7 @@ class Settings(BaseSettings):
     sms_url: str = ""
     sms_token: SecretStr | None = None
     sms_timeout_seconds: float = 10.0
-    # platform identity checks (core.kyc): "development" simulates them on a page of our own
+    # platform identity checks (orchestration.kyc): "development" simulates them on a page of our own
     # (refused in production); "none" offers no platform KYC
     kyc_provider: Literal["none", "development"] = "development"
 
@@ -151,22 +155,6 @@ class Settings(BaseSettings):
                 url = "postgresql+psycopg://" + url.split("://", 1)[1]
             return url
         return f"sqlite:///{self.var_dir / 'mandatum.db'}"
-
-    @property
-    def service_did(self) -> str:
-        """did:web of the service; a port is percent-encoded as did:web requires."""
-        return "did:web:" + quote(urlsplit(self.public_url).netloc, safe="")
-
-    def organization_did(self, org_id: str) -> str:
-        return f"{self.service_did}:orgs:{org_id}"
-
-    def subject_did(self, subject_uuid: str) -> str:
-        return f"{self.service_did}:subjects:{subject_uuid}"
-
-    @property
-    def context_url(self) -> str:
-        """Where our JSON-LD context is served (listed in every credential's ``@context``)."""
-        return context_url(self.public_url)
 
     @property
     def dev_pages(self) -> bool:

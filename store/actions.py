@@ -18,14 +18,14 @@ from sqlalchemy import Engine, String, cast, delete
 from sqlmodel import Session, col, func, select
 
 from core.ids import urn
+from core.kinds import ActionVersionStatus
 from policy.actions import ActionSpec, canonical_content, check_spec, parse_action_spec
 from policy.params import validate_values
 from store.db import read_session, utcnow, write_session
 from store.tables import Action, ActionVersion, Credential, CredentialRequest, Organization
 from trust.credentials import action_pin, digest_sri
 
-DRAFT = "draft"
-PUBLISHED = "published"
+DRAFT, PUBLISHED = ActionVersionStatus.DRAFT, ActionVersionStatus.PUBLISHED
 _UUID = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
 ACTION_URN_RE = re.compile(rf"^urn:via:action:{_UUID}$")
 VERSION_URN_RE = re.compile(rf"^urn:via:action-version:{_UUID}$")
@@ -166,8 +166,8 @@ def _in_use(session: Session, org_id: str, action_id: str) -> bool:
 
     POST /request stores the pinned version in the credential's ``action`` JSON, so a request
     still awaiting its decision already pins the action. The JSON is matched as text: the URN
-    (a UUID, no LIKE wildcards) in quotes appears only as a value.
-    TODO(issue 4, issuance): when issued mandates get their own table, check it here as well.
+    (a UUID, no LIKE wildcards) in quotes appears only as a value. Issued mandates are the same
+    ``credential`` rows, so this covers them too.
     """
     stmt = (
         select(Credential.id)

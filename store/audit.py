@@ -40,6 +40,7 @@ from sqlalchemy import Connection, Engine, bindparam, select, update
 from core.secretbox import SecretCipher
 from core.settings import Settings
 from store.db import upsert_insert, utcnow
+from store.keys import service_key
 from store.tables import AuditHead, AuditRecord
 from trust.eddsa_jcs import MalformedProof, ProofError, sign_document, verify_document
 from trust.jcs import CanonicalizationError, canonicalize
@@ -111,7 +112,7 @@ _signers_lock = threading.Lock()
 
 def use_signer(engine: Engine, signer: Signer) -> None:
     """Records written through ``engine`` are signed with the key ``signer`` returns (the service's
-    active key; see ``store.presentations.service_key``). Set where the engine is made: the API,
+    active key; see ``store.keys.service_key``). Set where the engine is made: the API,
     the worker, the ``mandatum`` command, the tests."""
     with _signers_lock:
         _signers[engine] = signer
@@ -119,8 +120,6 @@ def use_signer(engine: Engine, signer: Signer) -> None:
 
 def use_service_key(engine: Engine, cipher: SecretCipher, settings: Settings) -> None:
     """Sign this database's records with the service's active key (cached briefly per process)."""
-    from store.presentations import service_key  # here: store.presentations appends records too
-
     use_signer(engine, partial(service_key, engine, cipher, settings))
 
 

@@ -25,7 +25,7 @@ from store.audit import ChainCheck, check_chain
 from store.db import read_session
 from store.keys import SERVICE_OWNER, did_document_for, list_signing_keys
 from store.tables import AuditHead, AuditRecord
-from trust.did import Resolver, did_document, key_id
+from trust.did import Resolver, did_document, key_id, web_service_did
 
 _R = AuditRecord.__table__  # type: ignore[attr-defined]
 _H = AuditHead.__table__  # type: ignore[attr-defined]
@@ -141,7 +141,8 @@ def _resolver(engine: Engine, settings: Settings, ours: ServiceKeys) -> Resolver
 def verify_chains(engine: Engine, settings: Settings, org_id: str | None = None) -> list[ChainCheck]:
     """Check the chain of one organization, or of every organization that has records."""
     ours = ServiceKeys(
-        settings.service_did, frozenset(k.public_multikey for k in list_signing_keys(engine, SERVICE_OWNER))
+        web_service_did(settings.public_url),
+        frozenset(k.public_multikey for k in list_signing_keys(engine, SERVICE_OWNER)),
     )
     resolver = _resolver(engine, settings, ours)
     checks = []
@@ -150,7 +151,12 @@ def verify_chains(engine: Engine, settings: Settings, org_id: str | None = None)
             head = conn.execute(select(_H).where(_H.c.organization_id == org)).first()
         checks.append(
             check_chain(
-                _rows_in_order(engine, org), head, org, resolver, settings.service_did, ours.earlier_method
+                _rows_in_order(engine, org),
+                head,
+                org,
+                resolver,
+                web_service_did(settings.public_url),
+                ours.earlier_method,
             )
         )
     return checks

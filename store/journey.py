@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import Engine, update
 from sqlmodel import col, select
 
+from core.kinds import CredentialStatus
 from store.db import read_session, write_connection
 from store.tables import (
     Action,
@@ -133,6 +134,6 @@ def mark_sent(engine: Engine, request_id: str) -> None:
     with write_connection(engine) as conn:
         conn.execute(
             update(table)
-            .where(table.c.request_id == request_id, table.c.status == "DRAFT")
-            .values(status="PENDING")
+            .where(table.c.request_id == request_id, table.c.status == CredentialStatus.DRAFT)
+            .values(status=CredentialStatus.PENDING)
         )

@@ -21,6 +21,7 @@ import threading
 import time
 import uuid
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -34,7 +35,7 @@ from core.settings import Settings
 from store.db import read_session, upsert_insert, utcnow, write_session
 from store.orgs import NotFound
 from store.tables import Organization, SigningKey, Subject
-from trust.did import DID_CONTEXT, Resolver, did_document, key_id
+from trust.did import DID_CONTEXT, Resolver, did_document, key_id, web_organization_did, web_service_did
 from trust.keys import Ed25519KeyPair
 
 SERVICE_OWNER = "service"
@@ -55,24 +56,24 @@ class Rotation:
 
 def service_signing_key(engine: Engine, cipher: SecretCipher, settings: Settings) -> Ed25519KeyPair:
     """The issuer's active key (made on first use), signing as ``<service DID>#<multikey>``."""
-    return _active_key(engine, cipher, SERVICE_OWNER, settings.service_did)
+    return _active_key(engine, cipher, SERVICE_OWNER, web_service_did(settings.public_url))
 
 
 def organization_signing_key(
     engine: Engine, cipher: SecretCipher, settings: Settings, org_id: str
 ) -> Ed25519KeyPair:
     """The organization's active key (the VP holder's), made on first use; NotFound if unknown."""
-    return _active_key(engine, cipher, org_id, settings.organization_did(org_id))
+    return _active_key(engine, cipher, org_id, web_organization_did(settings.public_url, org_id))
 
 
 def rotate_service_key(engine: Engine, cipher: SecretCipher, settings: Settings) -> Rotation:
-    return _rotate(engine, cipher, SERVICE_OWNER, settings.service_did)
+    return _rotate(engine, cipher, SERVICE_OWNER, web_service_did(settings.public_url))
 
 
 def rotate_organization_key(
     engine: Engine, cipher: SecretCipher, settings: Settings, org_id: str
 ) -> Rotation:
-    return _rotate(engine, cipher, org_id, settings.organization_did(org_id))
+    return _rotate(engine, cipher, org_id, web_organization_did(settings.public_url, org_id))
 
 
 def list_signing_keys(engine: Engine, owner: str = SERVICE_OWNER) -> list[SigningKey]:
@@ -217,12 +218,12 @@ def did_resolver(engine: Engine, settings: Settings) -> Resolver:
 
 def service_did_document(engine: Engine, cipher: SecretCipher, settings: Settings) -> dict[str, Any]:
     """The issuer's document as published (read fresh); the first key is made if there is none."""
-    document = did_document_for(engine, settings, settings.service_did, fresh=True)
+    document = did_document_for(engine, settings, web_service_did(settings.public_url), fresh=True)
     if document is None or not document.get("verificationMethod"):
         service_signing_key(engine, cipher, settings)
-        document = did_document_for(engine, settings, settings.service_did, fresh=True)
+        document = did_document_for(engine, settings, web_service_did(settings.public_url), fresh=True)
     if document is None:  # pragma: no cover - the service DID always has a document
-        raise RuntimeError(f"no DID document for {settings.service_did}")
+        raise RuntimeError(f"no DID document for {web_service_did(settings.public_url)}")
     return document
 
 
@@ -231,7 +232,7 @@ def organization_did_document(
 ) -> dict[str, Any] | None:
     """An organization's document as published (read fresh; its key made on first use), None for
     an unknown organization."""
-    did = settings.organization_did(org_id)
+    did = web_organization_did(settings.public_url, org_id)
     document = did_document_for(engine, settings, did, fresh=True)
     if document is not None and not document.get("verificationMethod"):
         organization_signing_key(engine, cipher, settings, org_id)
@@ -240,7 +241,7 @@ def organization_did_document(
 
 
 def _build_document(engine: Engine, settings: Settings, did: str) -> dict[str, Any] | None:
-    base = settings.service_did
+    base = web_service_did(settings.public_url)
     if did == base:
         return _keys_document(engine, did, SERVICE_OWNER)
     local = did[len(base) + 1 :] if did.startswith(base + ":") else ""
@@ -292,3 +293,54 @@ def _remember_document(engine: Engine, did: str, document: dict[str, Any]) -> No
 def _forget_documents(engine: Engine) -> None:
     with _documents_lock:
         _documents.pop(engine, None)
+
+
+KEY_CACHE_SECONDS = 2.0
+
+# --- signing keys, cached briefly -------------------------------------------------------------
+
+_keys: weakref.WeakKeyDictionary[Engine, dict[tuple[str, str], tuple[float, Ed25519KeyPair]]] = (
+    weakref.WeakKeyDictionary()
+)
+_keys_lock = threading.Lock()
+
+
+def _cached_key(engine: Engine, owner: str, did: str, load: Callable[[], Ed25519KeyPair]) -> Ed25519KeyPair:
+    with _keys_lock:
+        hit = _keys.get(engine, {}).get((owner, did))
+    if hit is not None and hit[0] > time.monotonic():
+        return hit[1]
+    pair = load()
+    with _keys_lock:
+        entries = _keys.setdefault(engine, {})
+        if len(entries) > 10_000:
+            entries.clear()
+        entries[(owner, did)] = (time.monotonic() + KEY_CACHE_SECONDS, pair)
+    return pair
+
+
+def service_key(engine: Engine, cipher: SecretCipher, settings: Settings) -> Ed25519KeyPair:
+    """The issuer's active key (receipts), from a per-process cache of ``KEY_CACHE_SECONDS``."""
+    return _cached_key(
+        engine,
+        SERVICE_OWNER,
+        web_service_did(settings.public_url),
+        lambda: service_signing_key(engine, cipher, settings),
+    )
+
+
+def organization_key(engine: Engine, cipher: SecretCipher, settings: Settings, org_id: str) -> Ed25519KeyPair:
+    """An organization's active key (its VPs), cached like ``service_key``."""
+    return _cached_key(
+        engine,
+        org_id,
+        web_organization_did(settings.public_url, org_id),
+        lambda: organization_signing_key(engine, cipher, settings, org_id),
+    )
+
+
+def forget_keys() -> None:
+    """Drop every cached key, so the next signature uses the active key at once (after a rotation
+    in this process; tests)."""
+    with _keys_lock:
+        _keys.clear()

@@ -14,11 +14,12 @@ from datetime import datetime
 from sqlalchemy import Engine
 from sqlmodel import col, select
 
+from core.kinds import IdentityStatus, RequestStatus
 from store import audit
 from store.db import read_session, write_session
 from store.tables import CredentialRequest, KycCheck, RequestSubject, Subject
 
-PENDING, VERIFIED, FAILED = "PENDING", "VERIFIED", "FAILED"
+PENDING, VERIFIED, FAILED = IdentityStatus.PENDING, IdentityStatus.VERIFIED, IdentityStatus.FAILED
 PLATFORM, ORGANIZATION, REUSED = "platform", "organization", "platform-reuse"
 # the source of identity each security level requires
 REQUIRED_SOURCE = {
@@ -119,6 +120,7 @@ def record_identity(
     message: str | None,
     check_id: str | None,
     at: datetime,
+    actor: str | None = None,
 ) -> None:
     """The identity result a request required of a subject, once: on the request's link, on the
     subject, and in the audit trail, in one transaction."""
@@ -146,7 +148,7 @@ def record_identity(
         session.add(link)
         session.add(subject)
         session.flush()
-        actor = "organization" if source == ORGANIZATION else f"subject:{subject_id}"
+        actor = actor or ("organization" if source == ORGANIZATION else f"subject:{subject_id}")
         audit.append(
             session.connection(),
             key,
@@ -211,7 +213,7 @@ def report_organization_check(engine: Engine, org_id: str, subject_id: str, succ
                 RequestSubject.subject_id == subject_id,
                 col(RequestSubject.identity_result).is_(None),
                 CredentialRequest.organization_id == org_id,
-                CredentialRequest.status == "PENDING",
+                CredentialRequest.status == RequestStatus.PENDING,
                 CredentialRequest.security_level == "ORGANIZATION_KYC",
             )
         )

@@ -1,4 +1,6 @@
-"""Issuing a credential once every subject has accepted it (CONTRACT 3 and 9).
+"""Storing an issued credential once every subject has accepted it (CONTRACT 3 and 9); the
+credential's forms are built and signed by ``services.mandates``, called back inside the
+transaction.
 
 ``issue`` is the body of the workflow's issuance activity. It is idempotent: the credential row is
 locked, and a credential that already has its ``mandate_id`` is returned as it is, so an activity
@@ -14,6 +16,7 @@ mandates do not sit at neighbouring bits and a list tells nothing about issuance
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -21,10 +24,8 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlmodel import Session, col, select
 
-from core.ids import urn
-from core.secretbox import SecretCipher
-from core.settings import Settings
-from store import audit, keys
+from core.kinds import OPEN_CREDENTIAL_STATUSES, CredentialStatus
+from store import audit
 from store.db import utcnow, write_session
 from store.tables import (
     ActionVersion,
@@ -35,15 +36,8 @@ from store.tables import (
     StatusList,
     Subject,
 )
-from trust import credentials as vc
-from trust import jcs
-from trust.eddsa_jcs import MalformedProof
-from trust.jcs import CanonicalizationError
 from trust.keys import Ed25519KeyPair
 
-OPEN_STATES = ("DRAFT", "PENDING")
-ACTIVE = "ACTIVE"
-FAILED = "FAILED"  # every subject accepted, but the content can never be signed
 REVOCATION = "revocation"
 STATUS_LIST_LENGTH = 131_072  # 16 KiB: the Bitstring Status List minimum, for herd privacy
 STRIDE = 40_503  # odd, so n -> n * STRIDE mod 2**17 is a permutation
@@ -70,16 +64,36 @@ class IssuanceFailed(Exception):
         self.reason = reason
 
 
-# what signing raises for content that can never be signed (CanonicalizationError is a ValueError)
-UNSIGNABLE = (ValueError, TypeError, OverflowError, RecursionError, MalformedProof)
+@dataclass(frozen=True)
+class Draft:
+    """What the signer of an accepted credential is given, inside the issuing transaction."""
+
+    credential: Credential
+    request: CredentialRequest
+    acceptances: list[tuple[Subject, Decision]]  # every subject with their decision, request order
+    status_list_id: str
+    status_list_index: int
+    action_name: str | None  # the pinned action's name, for a mandate
+
+
+@dataclass(frozen=True)
+class Signed:
+    mandate_id: str
+    w3c_credential: dict[str, Any]  # the mandate (POLICY) or the document (DOCUMENT)
+    document_credential: dict[str, Any]
 
 
 def issue(
-    engine: Engine, cipher: SecretCipher, settings: Settings, credential_id: str, now: datetime | None = None
+    engine: Engine,
+    issuer_key: Ed25519KeyPair,
+    credential_id: str,
+    now: datetime,
+    sign: Callable[[Draft], Signed],
+    actor: str | None = None,
 ) -> Issued:
-    """Issue ``credential_id`` if it is not issued yet; return what it is issued as."""
-    issuer_key = keys.service_signing_key(engine, cipher, settings)  # before the write lock
-    now = now or utcnow()
+    """Issue ``credential_id`` if it is not issued yet, with what ``sign`` makes of it (an exception
+    from ``sign`` rolls everything back: no status entry is spent); return what it is issued as.
+    The ``MANDATE_ISSUED`` record names ``actor``."""
     with write_session(engine) as session:
         cred = session.exec(
             select(Credential).where(Credential.id == credential_id).with_for_update()
@@ -88,31 +102,18 @@ def issue(
             raise NotIssuable(f"credential {credential_id} does not exist")
         if cred.mandate_id is not None and cred.w3c_credential is not None:
             return Issued(cred.id, cred.mandate_id, cred.resource_type, newly_issued=False)
-        if cred.status not in OPEN_STATES:
+        if cred.status not in OPEN_CREDENTIAL_STATUSES:
             raise NotIssuable(f"credential {credential_id} is {cred.status}")
         request = session.get(CredentialRequest, cred.request_id)
         assert request is not None
-        grantors, evidences = _acceptances(session, settings, request, cred)
+        acceptances = _acceptances(session, request, cred)
         list_id, index = _allocate_status_entry(session, now)
-        try:
-            _sign_into(
-                cred,
-                settings,
-                issuer_key,
-                request,
-                grantors,
-                evidences,
-                _status_entry(settings, list_id, index),
-                _action_name(session, cred),
-                now,
-            )
-        except UNSIGNABLE as exc:  # the transaction rolls back: no status entry is spent
-            reason = "not_canonicalizable" if isinstance(exc, CanonicalizationError) else "malformed_content"
-            raise IssuanceFailed(cred.id, reason) from exc
+        signed = sign(Draft(cred, request, acceptances, list_id, index, _action_name(session, cred)))
+        cred.mandate_id = signed.mandate_id
+        cred.w3c_credential, cred.document_credential = signed.w3c_credential, signed.document_credential
         cred.status_list_id, cred.status_list_index = list_id, index
-        cred.status, cred.issued_at = ACTIVE, now
+        cred.status, cred.issued_at = CredentialStatus.ACTIVE, now
         session.add(cred)
-        assert cred.mandate_id is not None
         session.flush()
         action = cred.action or {}
         audit.append(
@@ -123,6 +124,7 @@ def issue(
                 request.organization_id,
                 request_id=request.id,
                 credential_id=cred.mandate_id,
+                actor=actor,
                 data={
                     "credentialId": cred.id,
                     "resourceType": cred.resource_type,
@@ -138,7 +140,7 @@ def issue(
 
 
 def record_issuance_failure(
-    engine: Engine, credential_id: str, reason: str, now: datetime | None = None
+    engine: Engine, credential_id: str, reason: str, now: datetime | None = None, actor: str | None = None
 ) -> bool:
     """Mark an accepted credential that can never be signed ``FAILED``, with its
     ``MANDATE_ISSUANCE_FAILED`` audit record, once; False when it is no longer open (failed
@@ -149,11 +151,11 @@ def record_issuance_failure(
         cred = session.exec(
             select(Credential).where(Credential.id == credential_id).with_for_update()
         ).one_or_none()
-        if cred is None or cred.status not in OPEN_STATES or cred.mandate_id is not None:
+        if cred is None or cred.status not in OPEN_CREDENTIAL_STATUSES or cred.mandate_id is not None:
             return False
         request = session.get(CredentialRequest, cred.request_id)
         assert request is not None
-        cred.status = FAILED
+        cred.status = CredentialStatus.FAILED
         session.add(cred)
         session.flush()
         audit.append(
@@ -164,6 +166,7 @@ def record_issuance_failure(
                 request.organization_id,
                 request_id=request.id,
                 credential_id=cred.id,
+                actor=actor,
                 data={"credentialId": cred.id, "resourceType": cred.resource_type, "reason": reason},
             ),
             now,
@@ -172,10 +175,10 @@ def record_issuance_failure(
 
 
 def _acceptances(
-    session: Session, settings: Settings, request: CredentialRequest, cred: Credential
-) -> tuple[list[str], list[dict[str, str]]]:
-    """The accepting subjects' DIDs (request order) and one evidence item per decision; raises
-    NotIssuable unless every subject of the request accepted."""
+    session: Session, request: CredentialRequest, cred: Credential
+) -> list[tuple[Subject, Decision]]:
+    """Every subject of the request (request order) with their decision on ``cred``; raises
+    NotIssuable unless every one of them accepted."""
     subjects = list(
         session.exec(
             select(RequestSubject, Subject)
@@ -190,21 +193,7 @@ def _acceptances(
     missing = [s.contact for _, s in subjects if s.id not in decisions or not decisions[s.id].accepted]
     if missing:
         raise NotIssuable(f"credential {cred.id} is not accepted by {', '.join(missing)}")
-    location = f"{settings.public_url.rstrip('/')}/request/{request.id}"
-    evidences = []
-    for _, subject in subjects:
-        decision = decisions[subject.id]
-        record = {
-            "id": decision.id,
-            "subject": settings.subject_did(subject.id),
-            "credential": cred.id,
-            "accepted": True,
-            "channel": decision.channel,
-            "surface": decision.surface,
-            "decidedAt": decision.decided_at.isoformat().replace("+00:00", "Z"),
-        }
-        evidences.append(vc.evidence_entry(decision.id, jcs.canonicalize(record), location))
-    return [settings.subject_did(s.id) for _, s in subjects], evidences
+    return [(subject, decisions[subject.id]) for _, subject in subjects]
 
 
 def _action_name(session: Session, cred: Credential) -> str | None:
@@ -213,88 +202,7 @@ def _action_name(session: Session, cred: Credential) -> str | None:
     return None if version is None else str(version.content.get("name"))
 
 
-def _sign_into(
-    cred: Credential,
-    settings: Settings,
-    key: Ed25519KeyPair,
-    request: CredentialRequest,
-    grantors: list[str],
-    evidences: list[dict[str, str]],
-    status: dict[str, Any],
-    action_name: str | None,
-    now: datetime,
-) -> None:
-    org_did = settings.organization_did(request.organization_id)
-    mandate_id = urn("credential")
-    valid_from = cred.valid_from or now
-    document = vc.document_credential(
-        credential_id=mandate_id,
-        issuer_key=key,
-        context_url=settings.context_url,
-        organization_did=org_did,
-        data=_document_data(cred, action_name),
-        valid_from=valid_from,
-        valid_until=cred.valid_until,
-        issuance_date=now,
-        evidences=evidences,
-        credential_status=status,
-    )
-    if cred.resource_type == "POLICY":
-        authorized = list(dict.fromkeys([org_did, *request.authorized_dids]))
-        cred.w3c_credential = vc.mandate_credential(
-            credential_id=mandate_id,
-            issuer_key=key,
-            context_url=settings.context_url,
-            organization_did=org_did,
-            grantors=grantors,
-            scope=cred.scope or "",
-            authorized_dids=authorized,
-            valid_from=valid_from,
-            valid_until=cred.valid_until,
-            created=now,
-            action=cred.action,
-            evidences=evidences,
-            credential_status=status,
-        )
-    else:
-        cred.w3c_credential = document
-    cred.document_credential = document
-    cred.mandate_id = mandate_id
-
-
-def _document_data(cred: Credential, action_name: str | None) -> list[dict[str, Any]]:
-    """What the subject approved, as document items: the data of a DOCUMENT, or for a mandate the
-    action and each approved userParam."""
-    if cred.resource_type != "POLICY":
-        return [dict(item) for item in cred.data or []]
-    action = cred.action or {}
-    items = [
-        _item("Action", action_name or str(action.get("id", ""))),
-        _item("Action version", str(action.get("version", ""))),
-    ]
-    if cred.scope:
-        items.append(_item("Scope", cred.scope))
-    for name, value in (action.get("userParams") or {}).items():
-        items.append(_item(name, value if isinstance(value, str) else jcs.canonicalize(value).decode()))
-    return items
-
-
-def _item(label: str, value: str) -> dict[str, Any]:
-    return {"label": label, "type": "text", "value": value, "hidden": False, "fields": []}
-
-
 # --- status lists -----------------------------------------------------------------------------
-
-
-def _status_entry(settings: Settings, list_id: str, index: int) -> dict[str, Any]:
-    url = settings.status_list_url(list_id)
-    return {
-        "id": f"{url}#{index}",
-        "type": "BitstringStatusListEntry",
-        "statusPurpose": REVOCATION,
-        "statusListIndex": str(index),
-        "statusListCredential": url,
-    }
 
 
 def _allocate_status_entry(session: Session, now: datetime) -> tuple[str, int]:

@@ -76,7 +76,7 @@ def record_delivery_error(engine: Engine, request_id: str, subject_id: str, code
 
 
 def check_code(
-    engine: Engine, request_id: str, subject_id: str, code_hash: str, now: datetime
+    engine: Engine, request_id: str, subject_id: str, code_hash: str, now: datetime, actor: str | None = None
 ) -> CheckOutcome:
     """Compare a submitted code's hash with the current one, in constant time, counting wrong
     tries. The fifth wrong try locks the code and appends the audit record ``OTP_LOCKED`` in the
@@ -121,7 +121,7 @@ def check_code(
                 audit.OTP_LOCKED,
                 req.organization_id,
                 request_id=request_id,
-                actor=f"subject:{subject_id}",
+                actor=actor or f"subject:{subject_id}",
                 data={
                     "subjectId": subject_id,
                     "contact": subject.contact,

@@ -1,7 +1,7 @@
 """Credential requests: creation, queries, and the state changes the request workflow records.
 
 Creation is one transaction: rate limit, idempotency record, subjects, request and credentials.
-The workflow is started afterwards (see core.temporal); a row whose workflow has not been marked
+The workflow is started afterwards (see orchestration.temporal); a row whose workflow has not been marked
 started is picked up by the worker's reconciler, so a crash between the two never loses either.
 """
 
@@ -15,7 +15,9 @@ from sqlalchemy import Engine, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, func, select
 
+from core.actors import TEMPORAL
 from core.ids import new_object_id, new_subject_uuid
+from core.kinds import OPEN_CREDENTIAL_STATUSES, CredentialStatus, RequestStatus, SubjectIdentity, SubjectKyc
 from store import audit
 from store.db import read_session, upsert_insert, utcnow, write_session
 from store.guards import StoredResponse, find_idempotent, requests_created_since, save_idempotent
@@ -28,14 +30,7 @@ from store.tables import (
     Subject,
 )
 
-OPEN_CREDENTIAL_STATES = ("DRAFT", "PENDING")
-
-
-class RequestStatus:
-    PENDING = "PENDING"
-    COMPLETED = "COMPLETED"
-    CANCELED = "CANCELED"
-    EXPIRED = "EXPIRED"
+OPEN_CREDENTIAL_STATES = OPEN_CREDENTIAL_STATUSES
 
 
 @dataclass(frozen=True)
@@ -118,8 +113,8 @@ def _ensure_subjects(session: Session, org_id: str, contacts: list[NewContact]) 
                     "organization_id": org_id,
                     "contact": c.contact,
                     "contact_kind": c.kind,
-                    "identity_status": "UNVERIFIED",
-                    "kyc": "NOT_STARTED",
+                    "identity_status": SubjectIdentity.UNVERIFIED,
+                    "kyc": SubjectKyc.NOT_STARTED,
                     "created_at": now,
                 }
                 for c in contacts
@@ -144,14 +139,16 @@ def create_request(
     rate_per_minute: int,
     idempotency: Idempotency | None,
     render: Any,
+    actor: str | None = None,
 ) -> RequestBundle | Replayed:
-    """Insert a request; ``render`` turns the bundle into the stored idempotent response.
+    """Insert a request; ``render`` turns the bundle into the stored idempotent response; its
+    ``REQUEST_CREATED`` record names ``actor``.
 
     A concurrent call with the same Idempotency-Key gets the first call's stored response (or
     IdempotencyConflict when its body differs), never a second request or a database error.
     """
     try:
-        return _insert_request(engine, org_id, new, expiry, rate_per_minute, idempotency, render)
+        return _insert_request(engine, org_id, new, expiry, rate_per_minute, idempotency, render, actor)
     except IntegrityError:
         if idempotency is None:
             raise
@@ -200,6 +197,7 @@ def _insert_request(
     rate_per_minute: int,
     idempotency: Idempotency | None,
     render: Any,
+    actor: str | None,
 ) -> RequestBundle | Replayed:
     key = audit.signer(engine)  # before the transaction (store.audit)
     with write_session(engine) as session:
@@ -237,7 +235,7 @@ def _insert_request(
                 request_id=req.id,
                 position=i,
                 resource_type=c.resource_type,
-                status="DRAFT",
+                status=CredentialStatus.DRAFT,
                 name=c.name,
                 description=c.description,
                 internal_id=c.internal_id,
@@ -260,6 +258,7 @@ def _insert_request(
                 audit.REQUEST_CREATED,
                 org_id,
                 request_id=req.id,
+                actor=actor,
                 data={
                     "name": req.name,
                     "securityLevel": req.security_level,
@@ -332,7 +331,7 @@ def record_cancellation(engine: Engine, request_id: str, at: datetime, by: str) 
             raise LookupError(f"request {request_id} not found")
         if req.canceled_at is None:
             req.canceled_at, req.canceled_by, req.status = at, by, RequestStatus.CANCELED
-            _close_open_credentials(session, request_id, "CANCELED")
+            _close_open_credentials(session, request_id, CredentialStatus.CANCELED)
             audit.append(
                 session.connection(),
                 key,
@@ -354,7 +353,7 @@ def record_expiry(engine: Engine, request_id: str) -> None:
             raise LookupError(f"request {request_id} not found")
         if req.status == RequestStatus.PENDING:
             req.status = RequestStatus.EXPIRED
-            _close_open_credentials(session, request_id, "EXPIRED")
+            _close_open_credentials(session, request_id, CredentialStatus.EXPIRED)
 
 
 def record_decision(
@@ -369,6 +368,7 @@ def record_decision(
     at: datetime,
     completes: bool,
     reason: str | None = None,
+    actor: str | None = None,
 ) -> None:
     """Store a subject's decision once (the decision id is the idempotency key), with its audit
     record ("human decision: accept / reject", with the OTP channel and the UI surface)."""
@@ -389,7 +389,7 @@ def record_decision(
         )
         cred = session.get(Credential, credential_id)
         if cred is not None and not accepted and cred.status in OPEN_CREDENTIAL_STATES:
-            cred.status = "REJECTED"
+            cred.status = CredentialStatus.REJECTED
         req = session.get(CredentialRequest, request_id)
         if req is None:
             raise LookupError(f"request {request_id} not found")
@@ -405,7 +405,7 @@ def record_decision(
                 req.organization_id,
                 request_id=request_id,
                 credential_id=credential_id,
-                actor=f"subject:{subject_id}",
+                actor=actor or f"subject:{subject_id}",
                 data={
                     "decisionId": decision_id,
                     "subjectId": subject_id,
@@ -421,7 +421,7 @@ def record_decision(
         )
 
 
-TEMPORAL_ACTOR = "temporal"
+TEMPORAL_ACTOR = str(TEMPORAL)
 
 
 def repair_closed_workflow(
@@ -444,7 +444,7 @@ def repair_closed_workflow(
         expires_at = req.expires_at if req.expires_at.tzinfo else req.expires_at.replace(tzinfo=UTC)
         if closed_at >= expires_at:
             req.status = RequestStatus.EXPIRED
-            _close_open_credentials(session, request_id, "EXPIRED")
+            _close_open_credentials(session, request_id, CredentialStatus.EXPIRED)
             entry = audit.Entry(
                 audit.REQUEST_EXPIRED,
                 req.organization_id,
@@ -455,7 +455,7 @@ def repair_closed_workflow(
         else:
             req.canceled_at, req.canceled_by = closed_at, TEMPORAL_ACTOR
             req.status = RequestStatus.CANCELED
-            _close_open_credentials(session, request_id, "CANCELED")
+            _close_open_credentials(session, request_id, CredentialStatus.CANCELED)
             entry = audit.Entry(
                 audit.MANDATE_CANCELED,
                 req.organization_id,

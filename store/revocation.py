@@ -4,8 +4,9 @@ Revocation is one transaction whose first statement is a conditional UPDATE (``.
 'ACTIVE'``): of concurrent revocations of one mandate exactly one changes the row and goes on,
 the others see nothing to change and get ``NotActive`` (on PostgreSQL the loser's UPDATE waits for
 the winner's row lock and then re-reads the row; SQLite writes are serial). The same transaction
-then records the signed ``MANDATE_REVOKED`` receipt and appends a signed ``REVOKE`` proof item to
-the document form, so a revocation is either wholly there or not at all.
+then records the ``MANDATE_REVOKED`` receipt and the document form with its ``REVOKE`` proof item
+(both signed by ``services.mandates``, called back inside the transaction), so a revocation is
+either wholly there or not at all.
 
 The mandate form (``w3c_credential``) is never changed: a mandate is immutable, and its revocation
 is published through its Bitstring Status List entry (``store.status_lists``).
@@ -14,6 +15,7 @@ is published through its Bitstring Status List entry (``store.status_lists``).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -21,18 +23,14 @@ from typing import Any
 from sqlalchemy import Engine, update
 from sqlmodel import Session, col, select
 
-from core.ids import is_object_id, urn
-from core.secretbox import SecretCipher
-from core.settings import Settings
-from store import audit, keys
-from store.db import read_session, utcnow, write_session
+from core.ids import is_object_id
+from core.kinds import CredentialStatus
+from store import audit
+from store.db import read_session, write_session
 from store.tables import Credential, CredentialRequest, Decision, Organization, Subject
-from trust import credentials as vc
-from trust import receipts
 from trust.eddsa_jcs import format_datetime
+from trust.keys import Ed25519KeyPair
 
-ACTIVE, REVOKED = "ACTIVE", "REVOKED"
-REVOKE_ACTION = "REVOKE"
 MANDATE_URN_RE = re.compile(
     r"urn:via:credential:[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 )
@@ -112,42 +110,32 @@ def find_credential(
 
 def revoke(
     engine: Engine,
-    cipher: SecretCipher,
-    settings: Settings,
+    key: Ed25519KeyPair,
     organization_id: str,
     reference: tuple[str, str],
     reason: str | None,
-    now: datetime | None = None,
+    now: datetime,
+    sign: Callable[[Credential], tuple[dict[str, Any], dict[str, Any]]],
+    actor: str | None = None,
 ) -> Revoked:
-    """Revoke the organization's ACTIVE mandate; NotFound / NotActive otherwise."""
-    key = keys.service_signing_key(engine, cipher, settings)  # before the write lock
-    # whole seconds: revokedAt, the receipt's timestamp and the proof's created are one instant
-    now = (now or utcnow()).replace(microsecond=0)
+    """Revoke the organization's ACTIVE mandate; NotFound / NotActive otherwise. ``sign`` makes the
+    receipt and the document form with its REVOKE item from the row, inside the transaction; the
+    ``MANDATE_REVOKED`` record names ``actor``."""
     with write_session(engine) as session:
         cred = _owned(session, organization_id, reference)
         if cred is None:
             raise NotFound()
         changed = session.execute(
             update(Credential)
-            .where(col(Credential.id) == cred.id, col(Credential.status) == ACTIVE)
-            .values(status=REVOKED, revoked_at=now, revocation_reason=reason)
+            .where(col(Credential.id) == cred.id, col(Credential.status) == CredentialStatus.ACTIVE)
+            .values(status=CredentialStatus.REVOKED, revoked_at=now, revocation_reason=reason)
         )
         if changed.rowcount != 1:  # type: ignore[attr-defined]
             session.refresh(cred)
             raise NotActive(cred.status)
         session.refresh(cred)  # the row as this transaction now holds it (locked until commit)
         assert cred.mandate_id is not None and cred.document_credential is not None  # ACTIVE: issued
-        signed = receipts.receipt(
-            key=key,
-            context_url=settings.context_url,
-            receipt_id=urn("receipt"),
-            type=receipts.MANDATE_REVOKED,
-            timestamp=now,
-            credential_id=cred.mandate_id,
-            request_id=cred.request_id,
-            reason=reason,
-        )
-        document = vc.add_document_action(cred.document_credential, key, REVOKE_ACTION, now)
+        signed, document = sign(cred)
         session.execute(
             update(Credential)
             .where(col(Credential.id) == cred.id)
@@ -161,6 +149,7 @@ def revoke(
                 organization_id,
                 request_id=cred.request_id,
                 credential_id=cred.mandate_id,
+                actor=actor,
                 data={
                     "mandateId": cred.mandate_id,
                     "reason": reason,

@@ -28,6 +28,7 @@ from store import keys
 from store.db import read_session, utcnow
 from store.tables import Credential, StatusList
 from trust import status_list as bsl
+from trust.context import context_url
 
 TTL_SECONDS = 30  # how long a verifier may cache a list (Cache-Control and the list's ttl)
 
@@ -80,7 +81,7 @@ def _build(engine: Engine, cipher: SecretCipher, settings: Settings, list_id: st
     document = bsl.list_credential(
         list_url=settings.status_list_url(list_id),
         issuer_key=keys.service_signing_key(engine, cipher, settings),
-        context_url=settings.context_url,
+        context_url=context_url(settings.public_url),
         encoded_list=encoded,
         valid_from=changed,
         created=max(utcnow(), changed),

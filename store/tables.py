@@ -8,6 +8,8 @@ from typing import Any
 from sqlalchemy import JSON, Column, ForeignKeyConstraint, Index, LargeBinary, UniqueConstraint, text
 from sqlmodel import Field, SQLModel
 
+from core.kinds import SubjectIdentity, SubjectKyc
+
 
 class Organization(SQLModel, table=True):
     __tablename__ = "organization"
@@ -90,8 +92,8 @@ class Subject(SQLModel, table=True):
     organization_id: str = Field(foreign_key="organization.id", max_length=24)
     contact: str = Field(max_length=320)
     contact_kind: str = Field(max_length=8)
-    identity_status: str = Field(default="UNVERIFIED", max_length=32)
-    kyc: str = Field(default="NOT_STARTED", max_length=32)
+    identity_status: str = Field(default=SubjectIdentity.UNVERIFIED, max_length=32)
+    kyc: str = Field(default=SubjectKyc.NOT_STARTED, max_length=32)
     created_at: datetime
 
 
@@ -366,7 +368,7 @@ class OtpChallenge(SQLModel, table=True):
 
 
 class KycCheck(SQLModel, table=True):
-    """One platform identity check (KYC) of a subject in a request, by a provider (``core.kyc``).
+    """One platform identity check (KYC) of a subject in a request, by a provider (``orchestration.kyc``).
     The id is random and unguessable: the provider's page is reached by it."""
 
     __tablename__ = "kyc_check"
@@ -395,3 +397,46 @@ class CredentialPdf(SQLModel, table=True):
     content_digest: str = Field(max_length=64)
     pdf: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
     rendered_at: datetime
+
+
+class Member(SQLModel, table=True):
+    """A person who uses the dashboard for one organization (issue 14; migration 0011). The e-mail
+    is unique across the installation: a member belongs to one organization. The password is an
+    Argon2id hash (``services.members``), absent until the member sets one from their link."""
+
+    __tablename__ = "member"
+    id: str = Field(primary_key=True, max_length=24)
+    organization_id: str = Field(foreign_key="organization.id", index=True, max_length=24)
+    email: str = Field(unique=True, max_length=320)
+    role: str = Field(max_length=16)  # owner | developer | support (core.kinds.MemberRole)
+    password_hash: str | None = Field(default=None, max_length=255)
+    created_at: datetime
+    disabled_at: datetime | None = None
+    # failed logins since the last success, and until when logging in is refused (back-off)
+    failed_logins: int = Field(default=0)
+    locked_until: datetime | None = None
+
+
+class MemberToken(SQLModel, table=True):
+    """A one-time link token of a member (set the first password, reset it), kept as its SHA-256."""
+
+    __tablename__ = "member_token"
+    token_hash: str = Field(primary_key=True, max_length=64)
+    member_id: str = Field(foreign_key="member.id", index=True, max_length=24)
+    purpose: str = Field(max_length=16)  # set_password | reset_password
+    created_at: datetime
+    expires_at: datetime
+    used_at: datetime | None = None
+
+
+class MemberSession(SQLModel, table=True):
+    """A dashboard session, server-side: the cookie holds a random token, the row its SHA-256.
+    Ends when idle too long, at its absolute expiry, or when revoked (logout, password change)."""
+
+    __tablename__ = "member_session"
+    token_hash: str = Field(primary_key=True, max_length=64)
+    member_id: str = Field(foreign_key="member.id", index=True, max_length=24)
+    created_at: datetime
+    last_seen_at: datetime
+    expires_at: datetime
+    revoked_at: datetime | None = None

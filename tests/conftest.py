@@ -35,12 +35,20 @@ from core.secretbox import SecretCipher
 from core.settings import Environment, Settings
 from store import audit, orgs
 from store.db import make_engine, migrate
-from tests.helpers import Credentials, SignedClient
-from tests.journey_helpers import TEST_OUTBOX
+from tests.support.helpers import Credentials, SignedClient
+from tests.support.journey_helpers import TEST_OUTBOX
+from trust.did import web_organization_did
 from worker import build_worker
 from workflows.ids import SA_INTERNAL_ID, SA_ORGANIZATION, SA_SECURITY_LEVEL, SA_STATUS, SEARCH_ATTRIBUTES
 
-pytest_plugins = ["tests.journey_fixtures", "tests.live_stack"]
+pytest_plugins = [
+    "tests.support.journey_fixtures",
+    "tests.support.live_stack",
+    "tests.support.workflow",
+    "tests.support.durability",
+    "tests.support.interop",
+    "tests.support.cli",
+]
 
 BIN = Path(sys.executable).parent
 PG_ADMIN_URL = os.environ.get("MANDATUM_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
@@ -172,7 +180,11 @@ def new_org(engine: Engine, cipher: SecretCipher, settings: Settings, rate: int 
     org, key = orgs.create_organization(engine, cipher, f"Org {secrets.token_hex(3)}", rate)
     publish_example_action(engine, org.id)
     return Credentials(
-        org.id, key.key_id, key.api_key, key.signature_secret, settings.organization_did(org.id)
+        org.id,
+        key.key_id,
+        key.api_key,
+        key.signature_secret,
+        web_organization_did(settings.public_url, org.id),
     )
 
 

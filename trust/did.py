@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote, urlsplit
 
 from trust.multikey import MultibaseError, decode_public_key
 
@@ -33,6 +34,19 @@ class VerificationMethod:
             "controller": self.controller,
             "publicKeyMultibase": self.public_key_multibase,
         }
+
+
+def web_service_did(public_url: str) -> str:
+    """did:web of the service answering at ``public_url``; a port is percent-encoded as did:web requires."""
+    return "did:web:" + quote(urlsplit(public_url).netloc, safe="")
+
+
+def web_organization_did(public_url: str, org_id: str) -> str:
+    return f"{web_service_did(public_url)}:orgs:{org_id}"
+
+
+def web_subject_did(public_url: str, subject_uuid: str) -> str:
+    return f"{web_service_did(public_url)}:subjects:{subject_uuid}"
 
 
 def key_id(did: str, public_key_multibase: str) -> str:

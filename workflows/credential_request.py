@@ -11,11 +11,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Coroutine
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, SearchAttributePair, WorkflowIDReusePolicy
+from temporalio.common import SearchAttributePair, WorkflowIDReusePolicy
 from temporalio.exceptions import (
     ActivityError,
     ApplicationError,
@@ -25,6 +26,16 @@ from temporalio.exceptions import (
 from temporalio.workflow import ParentClosePolicy
 
 with workflow.unsafe.imports_passed_through():
+    from core.actors import TEMPORAL
+    from core.kinds import (
+        IdentitySource,
+        IdentityStep,
+        OtpOutcome,
+        RequestStatus,
+        SubjectIdentity,
+        SubjectKyc,
+        UpdateRefusal,
+    )
     from workflows.ids import (
         SA_INTERNAL_ID,
         SA_ORGANIZATION,
@@ -34,13 +45,9 @@ with workflow.unsafe.imports_passed_through():
         webhook_workflow_id,
     )
     from workflows.messages import (
-        IDENTITY_FAILED,
-        IDENTITY_REQUIRED,
         IDENTITY_SOURCES,
         ISSUANCE_FAILED,
         MAX_SENDS,
-        OTP_LOCKED_NOW,
-        OTP_PASSED,
         RESEND_INTERVAL_SECONDS,
         CancelInput,
         CancelResult,
@@ -66,6 +73,7 @@ with workflow.unsafe.imports_passed_through():
         VerifyOtpResult,
         identity_state,
     )
+    from workflows.options import send, write, write_for
     from workflows.webhook_messages import (
         WEBHOOK_WORKFLOW_TYPE,
         CreateCredentialEventInput,
@@ -75,28 +83,37 @@ with workflow.unsafe.imports_passed_through():
         DeliverWebhookInput,
     )
 
-PENDING, COMPLETED, CANCELED, EXPIRED = "PENDING", "COMPLETED", "CANCELED", "EXPIRED"
+PENDING, COMPLETED, CANCELED, EXPIRED = (
+    RequestStatus.PENDING,
+    RequestStatus.COMPLETED,
+    RequestStatus.CANCELED,
+    RequestStatus.EXPIRED,
+)
 ISSUANCE_PATCH = "issue-on-acceptance"
 WEBHOOK_PATCH = "webhook-events"
 JOURNEY_PATCH = "subject-journey"
 TEMPORAL_CANCEL_PATCH = "temporal-cancel"
 QUIET_CANCEL_PATCH = "canceled-send-not-undeliverable"
 ISSUANCE_FAILURE_PATCH = "issuance-failure-ends"
-TEMPORAL_ACTOR = "temporal"  # who canceled a request whose workflow an operator canceled in Temporal
-SEND_RETRY = RetryPolicy(
-    initial_interval=timedelta(seconds=2), maximum_interval=timedelta(minutes=1), maximum_attempts=8
-)
-DB_WRITE_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(minutes=1))
+TEMPORAL_ACTOR = str(TEMPORAL)  # who canceled a request whose workflow an operator canceled in Temporal
 
 
-async def record(activity_name: str, arg: object) -> None:
-    """Write a state change to the database; retried until it lands."""
-    await workflow.execute_activity(
-        activity_name,
-        arg,
-        start_to_close_timeout=timedelta(seconds=30),
-        retry_policy=DB_WRITE_RETRY,
-    )
+@dataclass
+class Codes:
+    """One subject's codes in this request."""
+
+    sends: int = 0  # codes sent or being sent; the first is started with the workflow
+    last_sent: datetime | None = None
+    passed: bool = False  # the subject confirmed the current code
+    channel: str | None = None  # where their last delivered code went (email | sms)
+
+
+@dataclass
+class Identity:
+    """One subject's identity check, when their request's security level requires one."""
+
+    passed: bool | None = None  # None until a result is recorded
+    event_id: str | None = None  # its ``identity`` event, which their ``credential`` events follow
 
 
 def search_attributes_for(inp: CredentialRequestInput, status: str) -> list[SearchAttributePair[str]]:
@@ -123,8 +140,8 @@ class CredentialRequestWorkflow:
         # Updates sent right after the start arrive in the first workflow task, before run()
         # begins: the handlers need the input from here.
         self._input = inp
-        self._status = PENDING
-        self._outcome: str | None = None
+        self._status: RequestStatus = PENDING
+        self._outcome: RequestStatus | None = None
         self._canceled_at: datetime | None = None
         self._decisions: dict[tuple[str, str], DecisionView] = {}
         self._recorded: set[tuple[str, str]] = set()  # decisions whose write has landed
@@ -135,13 +152,8 @@ class CredentialRequestWorkflow:
         # the subject's journey: codes sent (count, last time), subjects who confirmed theirs.
         # Histories recorded before the journey existed replay without it.
         self._journey = workflow.patched(JOURNEY_PATCH)
-        self._sends: dict[str, int] = {}
-        self._last_sent: dict[str, datetime] = {}
-        self._otp_passed: set[str] = set()
-        self._channels: dict[str, str] = {}  # subject -> where their code went (email | sms)
-        # identity checks the security level requires: subject -> passed, and their event ids
-        self._identity: dict[str, bool] = {}
-        self._identity_events: dict[str, str] = {}
+        self._codes = {subject: Codes() for subject in inp.subject_ids}
+        self._identity = {subject: Identity() for subject in inp.subject_ids}
         # a cancel requested through Temporal (UI, CLI) is recorded like the API's cancel; histories
         # recorded before that replay without it
         self._temporal_cancel = workflow.patched(TEMPORAL_CANCEL_PATCH)
@@ -217,14 +229,14 @@ class CredentialRequestWorkflow:
         self._outcome = EXPIRED
         # decisions accepted before the expiry are stored before it (closing the open credentials)
         await workflow.wait_condition(workflow.all_handlers_finished)
-        await record(ActivityNames.RECORD_EXPIRY, RecordExpiryInput(request_id=self._input.request_id))
+        await write(ActivityNames.RECORD_EXPIRY, RecordExpiryInput(request_id=self._input.request_id))
         self._set_status(EXPIRED)
 
     def _refuse_when_closed(self) -> None:
         if self._outcome is not None:
-            raise ApplicationError(f"The request is {self._outcome.lower()}", type="not_active")
+            raise ApplicationError(f"The request is {self._outcome.lower()}", type=UpdateRefusal.NOT_ACTIVE)
         if workflow.now() >= self._input.expires_at:  # the expiry timer is about to fire
-            raise ApplicationError("The request is expired", type="not_active")
+            raise ApplicationError("The request is expired", type=UpdateRefusal.NOT_ACTIVE)
 
     # --- cancel -------------------------------------------------------------------------------
 
@@ -237,7 +249,7 @@ class CredentialRequestWorkflow:
         """The cancellation's write (status, time, canceler, its audit record), then the search
         attribute; the same for the API's cancel and a cancel requested in Temporal."""
         at = workflow.now()
-        await record(
+        await write(
             ActivityNames.RECORD_CANCELLATION,
             RecordCancellationInput(
                 request_id=self._input.request_id, canceled_at=at, canceled_by=canceled_by
@@ -250,9 +262,9 @@ class CredentialRequestWorkflow:
     @cancel.validator
     def _validate_cancel(self, inp: CancelInput) -> None:
         if self._outcome == CANCELED:
-            raise ApplicationError("The request is already canceled", type="already_canceled")
+            raise ApplicationError("The request is already canceled", type=UpdateRefusal.ALREADY_CANCELED)
         if self._decisions:  # includes a decision whose write is still under way
-            raise ApplicationError("A subject has already decided", type="already_decided")
+            raise ApplicationError("A subject has already decided", type=UpdateRefusal.ALREADY_DECIDED)
         self._refuse_when_closed()
 
     # --- decisions ----------------------------------------------------------------------------
@@ -275,7 +287,7 @@ class CredentialRequestWorkflow:
         completes = self._all_decided()
         if completes:
             self._outcome = COMPLETED
-        await record(
+        await write(
             ActivityNames.RECORD_DECISION,
             RecordDecisionInput(
                 request_id=self._input.request_id,
@@ -312,20 +324,26 @@ class CredentialRequestWorkflow:
     def _validate_decide(self, inp: DecisionInput) -> None:
         self._refuse_when_closed()
         if inp.subject_id not in self._input.subject_ids:
-            raise ApplicationError("Unknown subject for this request", type="unknown_subject")
+            raise ApplicationError("Unknown subject for this request", type=UpdateRefusal.UNKNOWN_SUBJECT)
         if inp.credential_id not in self._input.credential_ids:
-            raise ApplicationError("Unknown credential for this request", type="unknown_credential")
-        if (inp.subject_id, inp.credential_id) in self._decisions:
-            raise ApplicationError("This subject already decided on this credential", type="already_decided")
-        if self._journey and inp.subject_id not in self._otp_passed:
-            raise ApplicationError("The subject has not confirmed the code sent to them", type="otp_required")
-        identity = self._identity_state(inp.subject_id)
-        if self._journey and identity == IDENTITY_REQUIRED:
             raise ApplicationError(
-                "The security level requires an identity check first", type="identity_required"
+                "Unknown credential for this request", type=UpdateRefusal.UNKNOWN_CREDENTIAL
             )
-        if identity == IDENTITY_FAILED:
-            raise ApplicationError("The subject's identity check failed", type="identity_failed")
+        if (inp.subject_id, inp.credential_id) in self._decisions:
+            raise ApplicationError(
+                "This subject already decided on this credential", type=UpdateRefusal.ALREADY_DECIDED
+            )
+        if self._journey and not self._codes[inp.subject_id].passed:
+            raise ApplicationError(
+                "The subject has not confirmed the code sent to them", type=UpdateRefusal.OTP_REQUIRED
+            )
+        identity = self._identity_state(inp.subject_id)
+        if self._journey and identity == IdentityStep.REQUIRED:
+            raise ApplicationError(
+                "The security level requires an identity check first", type=UpdateRefusal.IDENTITY_REQUIRED
+            )
+        if identity == IdentityStep.FAILED:
+            raise ApplicationError("The subject's identity check failed", type=UpdateRefusal.IDENTITY_FAILED)
 
     async def _issue_once(self, credential_id: str) -> str | None:
         """Issue a credential every subject accepted, once. The issuance activity reads the
@@ -339,12 +357,10 @@ class CredentialRequestWorkflow:
         keys = [(subject, credential_id) for subject in self._input.subject_ids]
         await workflow.wait_condition(lambda: all(k in self._recorded for k in keys))
         try:
-            issued = await workflow.execute_activity(
+            issued = await write_for(
                 ActivityNames.ISSUE_CREDENTIAL,
                 IssueCredentialInput(request_id=self._input.request_id, credential_id=credential_id),
-                result_type=IssueCredentialResult,
-                start_to_close_timeout=timedelta(seconds=30),
-                retry_policy=DB_WRITE_RETRY,
+                IssueCredentialResult,
                 summary=f"issue {credential_id}",
             )
         except ActivityError as err:
@@ -374,7 +390,7 @@ class CredentialRequestWorkflow:
         inside activities, and links the delivery to its request in the Temporal UI. ABANDON lets
         the delivery (up to 3 days) outlive the request workflow.
         """
-        created = await workflow.execute_activity(
+        created = await write_for(
             ActivityNames.CREATE_CREDENTIAL_EVENT,
             CreateCredentialEventInput(
                 request_id=self._input.request_id,
@@ -385,13 +401,11 @@ class CredentialRequestWorkflow:
                 accepted=inp.accept,
                 decided_at=at,
             ),
-            result_type=CreateEventResult,
-            start_to_close_timeout=timedelta(seconds=30),
-            retry_policy=DB_WRITE_RETRY,
+            CreateEventResult,
             summary=f"credential event for {decision_id}",
         )
         # a subject's identity event is delivered before their credential events (CONTRACT 7)
-        await self._deliver(created.event_id, after=self._identity_events.get(inp.subject_id))
+        await self._deliver(created.event_id, after=self._identity[inp.subject_id].event_id)
 
     async def _deliver(self, event_id: str, after: str | None = None) -> None:
         try:
@@ -411,16 +425,15 @@ class CredentialRequestWorkflow:
     async def _send_code(self, subject_id: str) -> SendOtpResult:
         """Send a fresh code to the subject (the activity makes and stores it; only where it went
         comes back). A contact that cannot receive it is reported as ``otp.failed``."""
-        number = self._sends.get(subject_id, 0) + 1
-        self._sends[subject_id] = number
-        self._last_sent[subject_id] = workflow.now()
+        codes = self._codes[subject_id]
+        codes.sends += 1
+        number = codes.sends
+        codes.last_sent = workflow.now()
         try:
-            sent = await workflow.execute_activity(
+            sent = await send(
                 ActivityNames.SEND_OTP,
                 SendOtpInput(request_id=self._input.request_id, subject_id=subject_id, send_number=number),
-                result_type=SendOtpResult,
-                start_to_close_timeout=timedelta(seconds=60),
-                retry_policy=SEND_RETRY,
+                SendOtpResult,
                 summary=f"code {number} to subject {subject_id}",
             )
         except ActivityError as err:
@@ -436,7 +449,7 @@ class CredentialRequestWorkflow:
                 error_message="The code could not be sent",
             )
         if sent.delivered:
-            self._channels[subject_id] = sent.channel
+            codes.channel = sent.channel
         if not sent.delivered:
             await self._emit_otp_failed(
                 subject_id,
@@ -449,25 +462,24 @@ class CredentialRequestWorkflow:
     @workflow.update(name="verify_otp")
     async def verify_otp(self, inp: VerifyOtpInput) -> VerifyOtpResult:
         # a code is checked against the one stored by the send, so the first send must be done
-        await workflow.wait_condition(lambda: inp.subject_id in self._sends)
-        checked = await workflow.execute_activity(
+        codes = self._codes[inp.subject_id]
+        await workflow.wait_condition(lambda: codes.sends > 0)
+        checked = await write_for(
             ActivityNames.CHECK_OTP,
             CheckOtpInput(
                 request_id=self._input.request_id, subject_id=inp.subject_id, code_hash=inp.code_hash
             ),
-            result_type=VerifyOtpResult,
-            start_to_close_timeout=timedelta(seconds=30),
-            retry_policy=DB_WRITE_RETRY,
+            VerifyOtpResult,
             summary=f"check code of subject {inp.subject_id}",
         )
-        if checked.outcome == OTP_PASSED:
-            self._otp_passed.add(inp.subject_id)
+        if checked.outcome == OtpOutcome.PASSED:
+            codes.passed = True
             await self._reuse_identity(inp.subject_id, checked.kyc, checked.identity_status)
             return checked.model_copy(update={"identity": self._identity_state(inp.subject_id)})
-        if checked.outcome == OTP_LOCKED_NOW:
+        if checked.outcome == OtpOutcome.LOCKED_NOW:
             await self._emit_otp_failed(
                 inp.subject_id,
-                f"locked:{self._sends.get(inp.subject_id, 0)}",
+                f"locked:{codes.sends}",
                 "INVALID_CODE_LIMIT",
                 "Too many wrong codes: the code is locked until a new one is sent",
             )
@@ -479,7 +491,7 @@ class CredentialRequestWorkflow:
 
     @workflow.update(name="resend_otp")
     async def resend_otp(self, inp: ResendOtpInput) -> SendOtpResult:
-        self._otp_passed.discard(inp.subject_id)  # a fresh code must be confirmed again
+        self._codes[inp.subject_id].passed = False  # a fresh code must be confirmed again
         return await self._send_code(inp.subject_id)
 
     @resend_otp.validator
@@ -487,14 +499,18 @@ class CredentialRequestWorkflow:
         """CONTRACT 4: at most ``MAX_SENDS`` codes per subject, at least a minute apart."""
         self._refuse_outside_journey(inp.subject_id)
         self._refuse_when_decided_all(inp.subject_id)
-        if self._sends.get(inp.subject_id, 0) >= MAX_SENDS:
-            raise ApplicationError(f"At most {MAX_SENDS} codes are sent to a subject", type="too_many_sends")
-        last = self._last_sent.get(inp.subject_id)
-        if last is not None:
-            wait = RESEND_INTERVAL_SECONDS - (workflow.now() - last).total_seconds()
+        codes = self._codes[inp.subject_id]
+        if codes.sends >= MAX_SENDS:
+            raise ApplicationError(
+                f"At most {MAX_SENDS} codes are sent to a subject", type=UpdateRefusal.TOO_MANY_SENDS
+            )
+        if codes.last_sent is not None:
+            wait = RESEND_INTERVAL_SECONDS - (workflow.now() - codes.last_sent).total_seconds()
             if wait > 0:
                 raise ApplicationError(
-                    f"A new code can be sent in {int(wait) + 1} seconds", int(wait) + 1, type="too_soon"
+                    f"A new code can be sent in {int(wait) + 1} seconds",
+                    int(wait) + 1,
+                    type=UpdateRefusal.TOO_SOON,
                 )
 
     def _refuse_outside_journey(self, subject_id: str) -> None:
@@ -502,18 +518,20 @@ class CredentialRequestWorkflow:
         self._refuse_when_closed()
         self._refuse_unknown_subject(subject_id)
         if not self._journey:
-            raise ApplicationError("This request was created before codes existed", type="no_journey")
+            raise ApplicationError(
+                "This request was created before codes existed", type=UpdateRefusal.NO_JOURNEY
+            )
 
     def _refuse_when_decided_all(self, subject_id: str) -> None:
         if all((subject_id, c) in self._decisions for c in self._input.credential_ids):
-            raise ApplicationError("The subject has already decided", type="already_decided")
+            raise ApplicationError("The subject has already decided", type=UpdateRefusal.ALREADY_DECIDED)
 
     def _refuse_unknown_subject(self, subject_id: str) -> None:
         if subject_id not in self._input.subject_ids:
-            raise ApplicationError("Unknown subject for this request", type="unknown_subject")
+            raise ApplicationError("Unknown subject for this request", type=UpdateRefusal.UNKNOWN_SUBJECT)
 
     async def _emit_otp_failed(self, subject_id: str, fact: str, code: str, message: str) -> None:
-        created = await workflow.execute_activity(
+        created = await write_for(
             ActivityNames.CREATE_OTP_FAILED_EVENT,
             CreateOtpFailedEventInput(
                 request_id=self._input.request_id,
@@ -523,39 +541,37 @@ class CredentialRequestWorkflow:
                 code=code,
                 message=message,
             ),
-            result_type=CreateEventResult,
-            start_to_close_timeout=timedelta(seconds=30),
-            retry_policy=DB_WRITE_RETRY,
+            CreateEventResult,
             summary=f"otp.failed event ({code})",
         )
         await self._deliver(created.event_id)
 
     # --- the subject's journey: identity (KYC) ------------------------------------------------
 
-    def _identity_state(self, subject_id: str) -> str:
-        return identity_state(self._input.security_level, self._identity.get(subject_id))
+    def _identity_state(self, subject_id: str) -> IdentityStep:
+        return identity_state(self._input.security_level, self._identity[subject_id].passed)
 
     async def _reuse_identity(self, subject_id: str, kyc: str | None, identity_status: str | None) -> None:
         """PLATFORM_KYC reuses an earlier platform success, ORGANIZATION_KYC a check the
         organization reported before; PLATFORM_REVALIDATION always wants a fresh check."""
-        if subject_id in self._identity:
+        if self._identity[subject_id].passed is not None:
             return
         level = self._input.security_level
-        if level == "PLATFORM_KYC" and kyc == "VERIFIED":
+        if level == "PLATFORM_KYC" and kyc == SubjectKyc.VERIFIED:
             await self._record_identity(
                 IdentityInput(
                     subject_id=subject_id,
                     success=True,
-                    source="platform-reuse",
+                    source=IdentitySource.REUSED,
                     message="An earlier platform identity check of the subject is reused",
                 )
             )
-        elif level == "ORGANIZATION_KYC" and identity_status == "VERIFIED":
+        elif level == "ORGANIZATION_KYC" and identity_status == SubjectIdentity.VERIFIED:
             await self._record_identity(
                 IdentityInput(
                     subject_id=subject_id,
                     success=True,
-                    source="organization",
+                    source=IdentitySource.ORGANIZATION,
                     message="Verified by the organization",
                 )
             )
@@ -572,15 +588,18 @@ class CredentialRequestWorkflow:
         required = IDENTITY_SOURCES.get(self._input.security_level)
         if required is None:
             raise ApplicationError(
-                "The request's security level requires no identity check", type="identity_not_required"
+                "The request's security level requires no identity check",
+                type=UpdateRefusal.IDENTITY_NOT_REQUIRED,
             )
-        if required != ("platform" if inp.source == "platform-reuse" else inp.source):
+        source = IdentitySource.PLATFORM if inp.source == IdentitySource.REUSED else inp.source
+        if required != source:
             raise ApplicationError(
-                f"The security level requires a {required} identity check", type="wrong_identity_source"
+                f"The security level requires a {required} identity check",
+                type=UpdateRefusal.WRONG_IDENTITY_SOURCE,
             )
-        if inp.subject_id in self._identity:
+        if self._identity[inp.subject_id].passed is not None:
             raise ApplicationError(
-                "The subject's identity result is already recorded", type="identity_recorded"
+                "The subject's identity result is already recorded", type=UpdateRefusal.IDENTITY_RECORDED
             )
         self._refuse_when_decided_all(inp.subject_id)
 
@@ -588,9 +607,10 @@ class CredentialRequestWorkflow:
         """Store the result and report it (``identity`` event); a failure ends the subject's path:
         each credential they had not decided is declined for them, so no mandate is issued."""
         subject = inp.subject_id
-        self._identity[subject] = inp.success
+        identity = self._identity[subject]
+        identity.passed = inp.success
         at = workflow.now()
-        await record(
+        await write(
             ActivityNames.RECORD_IDENTITY,
             RecordIdentityInput(
                 request_id=self._input.request_id,
@@ -602,7 +622,7 @@ class CredentialRequestWorkflow:
                 at=at,
             ),
         )
-        created = await workflow.execute_activity(
+        created = await write_for(
             ActivityNames.CREATE_IDENTITY_EVENT,
             CreateIdentityEventInput(
                 request_id=self._input.request_id,
@@ -612,12 +632,10 @@ class CredentialRequestWorkflow:
                 message=inp.message,
                 date=at,
             ),
-            result_type=CreateEventResult,
-            start_to_close_timeout=timedelta(seconds=30),
-            retry_policy=DB_WRITE_RETRY,
+            CreateEventResult,
             summary=f"identity event for subject {subject}",
         )
-        self._identity_events[subject] = created.event_id
+        identity.event_id = created.event_id
         await self._deliver(created.event_id)
         if not inp.success:
             for credential_id in self._input.credential_ids:
@@ -627,7 +645,7 @@ class CredentialRequestWorkflow:
                             subject_id=subject,
                             credential_id=credential_id,
                             accept=False,
-                            channel=self._channels.get(subject),
+                            channel=self._codes[subject].channel,
                             reason="identity_failed",
                         )
                     )
@@ -644,8 +662,8 @@ class CredentialRequestWorkflow:
             canceled_at=self._canceled_at,
             decisions=list(self._decisions.values()),
             awaiting=total - len(self._decisions),
-            otp_passed=sorted(self._otp_passed),
-            identity=dict(self._identity),
+            otp_passed=sorted(s for s, codes in self._codes.items() if codes.passed),
+            identity={s: i.passed for s, i in self._identity.items() if i.passed is not None},
         )
 
     def _accepted_by_all(self, credential_id: str) -> bool:
@@ -659,7 +677,7 @@ class CredentialRequestWorkflow:
         expected = len(self._input.subject_ids) * len(self._input.credential_ids)
         return len(self._decisions) == expected
 
-    def _set_status(self, status: str) -> None:
+    def _set_status(self, status: RequestStatus) -> None:
         self._status = status
         workflow.upsert_search_attributes(
             [p.key.value_set(p.value) for p in search_attributes_for(self._input, status)]

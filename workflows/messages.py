@@ -9,6 +9,8 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
+from core.kinds import IdentitySource, IdentityStep, OtpOutcome, RequestStatus, SubjectIdentity, SubjectKyc
+
 
 class CredentialRequestInput(BaseModel):
     request_id: str
@@ -22,7 +24,7 @@ class CredentialRequestInput(BaseModel):
 
 class CredentialRequestResult(BaseModel):
     request_id: str
-    status: str
+    status: RequestStatus
 
 
 class CancelInput(BaseModel):
@@ -45,7 +47,7 @@ class DecisionInput(BaseModel):
 class DecisionResult(BaseModel):
     decision_id: str
     decided_at: datetime
-    request_status: str
+    request_status: RequestStatus
     mandate_id: str | None = None  # set when this decision completed the credential's acceptance
 
 
@@ -59,7 +61,7 @@ class DecisionView(BaseModel):
 
 class RequestStatusView(BaseModel):
     request_id: str
-    status: str
+    status: RequestStatus
     expires_at: datetime
     canceled_at: datetime | None = None
     decisions: list[DecisionView] = Field(default_factory=list)
@@ -112,12 +114,12 @@ class IssueCredentialResult(BaseModel):
 # --- the subject's journey: codes -------------------------------------------------------------
 
 OTP_PASSED, OTP_WRONG, OTP_EXPIRED, OTP_LOCKED, OTP_LOCKED_NOW, OTP_NO_CODE = (
-    "passed",
-    "wrong",
-    "expired",
-    "locked",
-    "locked_now",
-    "no_code",
+    OtpOutcome.PASSED,
+    OtpOutcome.WRONG,
+    OtpOutcome.EXPIRED,
+    OtpOutcome.LOCKED,
+    OtpOutcome.LOCKED_NOW,
+    OtpOutcome.NO_CODE,
 )
 MAX_SENDS = 5  # codes per subject and request (CONTRACT 4)
 RESEND_INTERVAL_SECONDS = 60
@@ -132,13 +134,13 @@ class VerifyOtpInput(BaseModel):
 
 
 class VerifyOtpResult(BaseModel):
-    outcome: str  # passed | wrong | expired | locked | locked_now | no_code
+    outcome: OtpOutcome
     attempts_left: int = 0
-    # the identity step after a passed code: not_required | required | passed | failed
-    identity: str = "not_required"
+    # the identity step after a passed code
+    identity: IdentityStep = IdentityStep.NOT_REQUIRED
     # the subject's standing statuses, read with the check (for reusing an earlier identity check)
-    kyc: str | None = None
-    identity_status: str | None = None
+    kyc: SubjectKyc | None = None
+    identity_status: SubjectIdentity | None = None
 
 
 class ResendOtpInput(BaseModel):
@@ -169,19 +171,19 @@ class CheckOtpInput(BaseModel):
 
 # the source of identity each security level requires (CONTRACT 8)
 IDENTITY_SOURCES = {
-    "ORGANIZATION_KYC": "organization",
-    "PLATFORM_KYC": "platform",
-    "PLATFORM_REVALIDATION": "platform",
+    "ORGANIZATION_KYC": IdentitySource.ORGANIZATION,
+    "PLATFORM_KYC": IdentitySource.PLATFORM,
+    "PLATFORM_REVALIDATION": IdentitySource.PLATFORM,
 }
 IDENTITY_NOT_REQUIRED, IDENTITY_REQUIRED, IDENTITY_PASSED, IDENTITY_FAILED = (
-    "not_required",
-    "required",
-    "passed",
-    "failed",
+    IdentityStep.NOT_REQUIRED,
+    IdentityStep.REQUIRED,
+    IdentityStep.PASSED,
+    IdentityStep.FAILED,
 )
 
 
-def identity_state(security_level: str, passed: bool | None) -> str:
+def identity_state(security_level: str, passed: bool | None) -> IdentityStep:
     """Where a subject stands with the identity check their request's level requires, given the
     recorded result (None: none yet). The workflow's gate and the page's next step both use it."""
     if security_level not in IDENTITY_SOURCES:
@@ -196,13 +198,13 @@ class IdentityInput(BaseModel):
 
     subject_id: str
     success: bool
-    source: str
+    source: IdentitySource
     message: str | None = None
     check_id: str | None = None
 
 
 class IdentityResult(BaseModel):
-    identity: str  # passed | failed
+    identity: IdentityStep
 
 
 class RecordIdentityInput(BaseModel):

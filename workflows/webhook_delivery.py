@@ -21,6 +21,7 @@ from temporalio.exceptions import ActivityError, ApplicationError, RetryState, T
 
 with workflow.unsafe.imports_passed_through():
     from workflows.ids import ActivityNames
+    from workflows.options import write, write_for
     from workflows.webhook_messages import (
         ATTEMPT_TIMEOUT,
         BACKOFF,
@@ -40,7 +41,6 @@ DELIVERY_RETRY = RetryPolicy(
     maximum_attempts=0,
     non_retryable_error_types=["gone"],
 )
-DB_WRITE_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(minutes=1))
 
 
 def _reason(exc: ActivityError) -> str:
@@ -72,11 +72,9 @@ class WebhookDeliveryWorkflow:
             )
         except ActivityError as exc:
             reason = _reason(exc)
-        await workflow.execute_activity(
+        await write(
             ActivityNames.RECORD_WEBHOOK_FAILURE,
             RecordWebhookFailureInput(event_id=inp.event_id, reason=reason),
-            start_to_close_timeout=timedelta(seconds=30),
-            retry_policy=DB_WRITE_RETRY,
         )
         raise ApplicationError(
             f"webhook event {inp.event_id} not delivered: {reason}",
@@ -90,13 +88,8 @@ class WebhookDeliveryWorkflow:
         deadline = workflow.now() + DELIVERY_WINDOW
         delay = timedelta(seconds=1)
         while workflow.now() < deadline:
-            state = await workflow.execute_activity(
-                ActivityNames.WEBHOOK_EVENT_STATE,
-                event_id,
-                result_type=str,
-                start_to_close_timeout=timedelta(seconds=30),
-                retry_policy=DB_WRITE_RETRY,
-                summary=f"is {event_id} delivered?",
+            state = await write_for(
+                ActivityNames.WEBHOOK_EVENT_STATE, event_id, str, summary=f"is {event_id} delivered?"
             )
             if state != "pending":
                 return

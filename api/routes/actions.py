@@ -12,12 +12,12 @@ from typing import Any
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
-from api import versioning
 from api.deps import CallerDep, ServicesDep
 from api.errors import ApiError
-from api.models import ActionEnvelope, ActionList, ActionOut, ActionVersionOut, ErrorOut
 from store import actions as store
 from store.tables import ActionVersion
+from wire import versioning
+from wire.models import ActionEnvelope, ActionList, ActionOut, ActionVersionOut, ErrorOut
 
 router = APIRouter(tags=["actions"])
 ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorOut} for code in (400, 401, 404)}

@@ -6,22 +6,22 @@ DID document can check its proof, and the chain through ``seq``, ``prevHash`` an
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from api import versioning
 from api.deps import CallerDep, ServicesDep
 from api.errors import ApiError
-from api.models import ErrorOut
 from api.routes.requests import day_range
 from core.ids import is_object_id
 from core.text import shown
+from services import audit as audit_service
 from store import audit
-from store.audit_queries import ActivityFilter, activity_page
+from store.audit_queries import ActivityFilter
+from wire import versioning
+from wire.models import ErrorOut
 
 router = APIRouter(tags=["activity"])
 ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorOut} for code in (400, 401, 413)}
@@ -90,9 +90,7 @@ async def list_activity(
         date_from=date_from,
         date_to=date_to,
     )
-    rows, pages = await asyncio.to_thread(
-        activity_page, services.engine, caller.organization_id, where, pageIndex, pageSize
-    )
+    rows, pages = await audit_service.activity(services, caller.organization_id, where, pageIndex, pageSize)
     items = [{**audit.document_of(row), "hash": row.hash} for row in rows]
     return JSONResponse(
         {

@@ -1,7 +1,7 @@
 """Development pages, never served in production: the outbox of messages the worker wrote instead
 of sending them (``MANDATUM_EMAIL_TRANSPORT=outbox``, the default outside production), so a
 newcomer can finish a flow on one machine, and the development identity provider
-(``core.kyc.DevelopmentProvider``), whose page simulates a document and a selfie check."""
+(``orchestration.kyc.DevelopmentProvider``), whose page simulates a document and a selfie check."""
 
 from __future__ import annotations
 
@@ -17,11 +17,12 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 
 from api.deps import ServicesDep, TemporalDep
 from api.errors import ApiError
-from api.kyc import complete_check
 from api.routes.journey import TEMPLATES
-from core.delivery import outbox_of
+from core.actors import Actor, ActorKind
+from core.kinds import IdentityStatus
 from core.origins import header_origins
-from store import kyc as kyc_store
+from orchestration.delivery import outbox_of
+from services import journey
 from store import orgs, request_queries
 from store.db import run_db
 
@@ -93,9 +94,7 @@ def _safe_return(services: ServicesDep, url: str, check_id: str) -> str:
 async def kyc_page(
     check_id: str, services: ServicesDep, return_: Annotated[str, Query(alias="return")] = ""
 ) -> HTMLResponse:
-    check = await run_db(services.engine, kyc_store.get_check, services.engine, check_id)
-    if check is None:
-        raise ApiError(404, "Identity check not found")
+    check = await journey.identity_check(services, check_id)
     nonce = secrets.token_urlsafe(16)
     html = TEMPLATES.get_template("dev_kyc.html").render(
         html_lang="en",
@@ -103,7 +102,7 @@ async def kyc_page(
         nonce=nonce,
         check_id=check.id,
         return_url=_safe_return(services, return_, check.id) if return_ else "",
-        done=None if check.status == kyc_store.PENDING else check.status.lower(),
+        done=None if check.status == IdentityStatus.PENDING else check.status.lower(),
     )
     # shown inside the approval iframe too: the same origins may frame it
     origins = await run_db(services.engine, _frame_origins, services, check.request_id)
@@ -116,6 +115,9 @@ def _frame_origins(services: ServicesDep, request_id: str) -> list[str]:
     return orgs.get_organization(services.engine, found).frame_origins if found else []
 
 
+PROVIDER = Actor(ActorKind.PROVIDER, "development")
+
+
 @router.post("/dev/kyc/{check_id}")
 async def kyc_result(
     check_id: str,
@@ -125,11 +127,10 @@ async def kyc_result(
     selfie: str = Form("pass"),
     return_: str = Form("", alias="return"),
 ) -> Response:
-    if await run_db(services.engine, kyc_store.get_check, services.engine, check_id) is None:
-        raise ApiError(404, "Identity check not found")
     failed = [name for name, value in (("document", document), ("selfie", selfie)) if value != "pass"]
     message = f"The {' and '.join(failed)} check failed" if failed else "Document and selfie verified"
-    check = await complete_check(services.engine, temporal, check_id, not failed, message)
+    # the development provider's page stands in for a provider reporting its result
+    check = await journey.complete_identity_check(services, PROVIDER, check_id, not failed, message)
     if return_:
         return RedirectResponse(
             _safe_return(services, return_, check_id),

@@ -22,11 +22,12 @@ from fastapi import APIRouter, Request, Response
 from api.conditional import json_document
 from api.deps import ServicesDep
 from api.errors import ApiError
-from api.models import ErrorOut
 from core.ids import is_object_id
 from core.text import shown
 from store import keys
 from trust.context import CONTEXT_PATH, context_document
+from trust.did import web_subject_did
+from wire.models import ErrorOut
 
 router = APIRouter(tags=["identity"])
 DID_MEDIA_TYPE = "application/did+json"
@@ -72,7 +73,7 @@ async def organization_did_document(org_id: str, request: Request, services: Ser
 async def subject_did_document(subject_id: str, request: Request, services: ServicesDep) -> Response:
     settings = services.settings
     document = await asyncio.to_thread(
-        keys.did_document_for, services.engine, settings, settings.subject_did(subject_id)
+        keys.did_document_for, services.engine, settings, web_subject_did(settings.public_url, subject_id)
     )
     if document is None:
         raise ApiError(404, f"Subject {shown(subject_id)} not found")

@@ -34,14 +34,16 @@ from temporalio.service import RPCError
 
 from api.deps import ServicesDep, TemporalDep
 from api.errors import TEMPORAL_RETRY_AFTER
-from api.journey import Refused, Unavailable, run_update
 from core import i18n
-from core.kyc import provider_for
+from core.actors import Actor
+from core.kinds import IdentityStatus, RequestStatus, UpdateRefusal
 from core.origins import header_origins, origin_of_url, safe_url
 from core.otp import KYC_RETURN_SECONDS, JourneySecrets, mask_contact
-from core.temporal import request_handle, temporal_unavailable
+from orchestration.kyc import provider_for
+from orchestration.temporal import temporal_unavailable
+from services import journey
+from services.errors import Refused, Unavailable
 from store import journey as journeys
-from store import kyc as kyc_store
 from store import webhooks as webhook_store
 from store.db import run_db, utcnow
 from store.journey import Journey
@@ -55,13 +57,6 @@ from workflows.messages import (
     OTP_NO_CODE,
     OTP_PASSED,
     OTP_WRONG,
-    DecisionInput,
-    DecisionResult,
-    RequestStatusView,
-    ResendOtpInput,
-    SendOtpResult,
-    VerifyOtpInput,
-    VerifyOtpResult,
     identity_state,
 )
 
@@ -175,34 +170,34 @@ async def _page(
     target = services.journey.parse_link_token(token)
     if target is None:
         return _render("invalid", lang=lang or i18n.DEFAULT_LANGUAGE, status=404)
-    journey = await run_db(
+    found = await run_db(
         services.engine, journeys.load_journey, services.engine, target.request_id, target.subject_id
     )
-    if journey is None:
+    if found is None:
         return _render("invalid", lang=lang or i18n.DEFAULT_LANGUAGE, status=404)
-    language = i18n.language_of(lang if lang in i18n.CATALOG else journey.request.language)
+    language = i18n.language_of(lang if lang in i18n.CATALOG else found.request.language)
     kind = IFRAME if surface == IFRAME else HOSTED
     local = services.settings.dev_pages  # http on a loopback host is allowed outside production
-    allowed = header_origins(journey.organization.frame_origins, local)  # checked again for the header
+    allowed = header_origins(found.organization.frame_origins, local)  # checked again for the header
     if kind == IFRAME and (not parent or parent not in allowed):
         # the browser refuses to show it anyway (frame-ancestors 'none'); say why to a direct visit
         return _render("invalid", lang=language, status=403)
-    redirect = safe_url(journey.request.redirect_url, local) if kind == HOSTED else None  # the parent leads
+    redirect = safe_url(found.request.redirect_url, local) if kind == HOSTED else None  # the parent leads
     targets = [
         origin_of_url(redirect, local),
         (provider := provider_for(services.settings)) and provider.origin,
     ]
     page = Page(
         token,
-        journey,
+        found,
         language,
         kind,
         parent if kind == IFRAME else None,
         sorted({t for t in targets if t}),
         redirect,
     )
-    if journey.request.status != "PENDING" or journey.request.canceled_at is not None:
-        if not journey.open_credentials and journey.decided:
+    if found.request.status != RequestStatus.PENDING or found.request.canceled_at is not None:
+        if not found.open_credentials and found.decided:
             return _done(page)
         return _render("ended", page=page, status=410)
     return page
@@ -221,7 +216,7 @@ async def _with_session(
 
 
 def _done(page: Page, post_message: list[dict[str, Any]] | None = None) -> HTMLResponse:
-    if page.journey.link.identity_result == "FAILED":  # declined for them: say why
+    if page.journey.link.identity_result == IdentityStatus.FAILED:  # declined for them: say why
         return _render("kyc_failed", page=page, status=403)
     names = {c.id: c.name for c in page.journey.credentials}
     decided = page.journey.decided
@@ -273,15 +268,8 @@ async def submit_code(
     if not CODE_RE.fullmatch(digits):
         return _render("otp", page=page, status=400, error=page.t("otp_format"))
     j = page.journey
-    code_hash = services.journey.code_hash(j.request.id, j.subject.id, digits)
     try:
-        checked = await run_update(
-            temporal,
-            j.request.id,
-            "verify_otp",
-            VerifyOtpInput(subject_id=j.subject.id, code_hash=code_hash),
-            VerifyOtpResult,
-        )
+        checked = await journey.confirm_code(services, _subject(page), j.request.id, j.subject.id, digits)
     except Refused:
         return _render("ended", page=page, status=410)
     except Unavailable:
@@ -296,6 +284,11 @@ async def submit_code(
         OTP_NO_CODE: page.t("otp_no_code"),
     }.get(checked.outcome, page.t("otp_no_code"))
     return _render("otp", page=page, status=400 if checked.outcome == OTP_WRONG else 403, error=error)
+
+
+def _subject(page: Page) -> Actor:
+    """The subject whose link this page is: who its steps are done by."""
+    return Actor.subject(page.journey.subject.id)
 
 
 def _unavailable(page: Page) -> HTMLResponse:
@@ -315,11 +308,11 @@ def _after_code(page: Page, identity: str, session: str, error: str | None = Non
     return _render("review", page=page, session=session)
 
 
-async def _continue(page: Page, temporal: TemporalDep, session: str) -> HTMLResponse:
+async def _continue(page: Page, services: ServicesDep, session: str) -> HTMLResponse:
     """Where the subject stands now (after an identity check, or checking again)."""
     j = page.journey
     try:
-        status = await request_handle(temporal, j.request.id).query("status", result_type=RequestStatusView)
+        status = await journey.standing(services, j.request.id)
     except (RPCError, RuntimeError) as exc:
         if temporal_unavailable(exc):
             return _unavailable(page)
@@ -344,7 +337,7 @@ async def continue_journey(
 ) -> Response:
     """Checking again where the subject stands (the page session in the form, never in a URL)."""
     page = await _with_session(services, token, session, lang, surface, parent)
-    return page if isinstance(page, HTMLResponse) else await _continue(page, temporal, session)
+    return page if isinstance(page, HTMLResponse) else await _continue(page, services, session)
 
 
 # --- the identity check: out to the provider and back ----------------------------------------------
@@ -405,20 +398,11 @@ async def start_identity_check(
         return page
     j = page.journey
     provider = provider_for(services.settings)
-    if IDENTITY_SOURCES.get(j.request.security_level) != "platform" or provider is None:
+    if not journey.platform_check_possible(j.request.security_level) or provider is None:
         return _render("kyc", page=page, status=503, session=session, error=page.t("kyc_unavailable"))
     secret = JourneySecrets.kyc_browser_secret()
-    check_id = kyc_store.new_check_id()
-    check = await run_db(
-        services.engine,
-        kyc_store.start_check,
-        services.engine,
-        j.request.id,
-        j.subject.id,
-        provider.name,
-        utcnow(),
-        check_id,
-        services.journey.kyc_browser_hash(check_id, secret),
+    check = await journey.start_identity_check(
+        services, _subject(page), j.request.id, j.subject.id, provider.name, secret
     )
     back: dict[str, str] = {"check": check.id, "lang": page.lang}
     if page.surface == IFRAME and page.parent:
@@ -456,20 +440,19 @@ async def return_from_identity_check(
     taken = (
         CHECK_ID_RE.fullmatch(check) is not None
         and JourneySecrets.kyc_browser_secret_wellformed(secret)
-        and await run_db(
-            services.engine,
-            kyc_store.take_return,
-            services.engine,
+        and await journey.take_identity_return(
+            services,
+            _subject(page),
             check,
             page.journey.request.id,
             page.journey.subject.id,
-            services.journey.kyc_browser_hash(check, secret or ""),
+            secret or "",
             now,
             now - timedelta(seconds=KYC_RETURN_SECONDS),
         )
     )
     if taken:
-        response = await _continue(page, temporal, services.journey.session_for(token))
+        response = await _continue(page, services, services.journey.session_for(token))
     else:
         response = _render("otp", page=page, status=403, error=page.t("kyc_return_elsewhere"))
     if secret is not None:  # used or useless here: cleared either way
@@ -493,14 +476,12 @@ async def resend_code(
         return page
     j = page.journey
     try:
-        sent = await run_update(
-            temporal, j.request.id, "resend_otp", ResendOtpInput(subject_id=j.subject.id), SendOtpResult
-        )
+        sent = await journey.resend_code(services, _subject(page), j.request.id, j.subject.id)
     except Refused as exc:
-        if exc.kind == "too_soon":
-            seconds = exc.details[0] if exc.details else 60
+        if exc.refusal == UpdateRefusal.TOO_SOON:
+            seconds = exc.retry_after
             return _render("otp", page=page, status=429, error=page.t("resend_too_soon", seconds=seconds))
-        if exc.kind == "too_many_sends":
+        if exc.refusal == UpdateRefusal.TOO_MANY_SENDS:
             return _render("otp", page=page, status=429, error=page.t("resend_limit"))
         return _render("ended", page=page, status=410)
     except Unavailable:
@@ -535,26 +516,23 @@ async def decide(
     decision_ids: list[str] = []
     for credential_id, accept in choices.items():
         try:
-            result = await run_update(
-                temporal,
+            result = await journey.decide(
+                services,
+                _subject(page),
                 j.request.id,
-                "decide",
-                DecisionInput(
-                    subject_id=j.subject.id,
-                    credential_id=credential_id,
-                    accept=accept,
-                    channel=j.channel,
-                    surface=page.surface,
-                ),
-                DecisionResult,
+                j.subject.id,
+                credential_id,
+                accept,
+                j.channel,
+                page.surface,
             )
         except Refused as exc:
-            if exc.kind == "already_decided":  # a second submit of the same form
+            if exc.refusal == UpdateRefusal.ALREADY_DECIDED:  # a second submit of the same form
                 continue
-            if exc.kind == "otp_required":
+            if exc.refusal == UpdateRefusal.OTP_REQUIRED:
                 return _render("otp", page=page, status=403, error=page.t("session_expired"))
-            if exc.kind in ("identity_required", "identity_failed"):
-                return await _continue(page, temporal, session)
+            if exc.refusal in (UpdateRefusal.IDENTITY_REQUIRED, UpdateRefusal.IDENTITY_FAILED):
+                return await _continue(page, services, session)
             return _render("ended", page=page, status=410)
         except Unavailable:
             return _unavailable(page)

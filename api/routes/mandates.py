@@ -18,58 +18,33 @@ import base64
 import uuid
 from functools import partial
 from typing import Annotated, Any
-from urllib.parse import unquote
 
 from fastapi import APIRouter, Body, Query, Request, Response
 from fastapi.responses import JSONResponse
 
-from api import pdf, versioning
+from api import pdf
 from api.conditional import json_document
 from api.deps import CallerDep, ServicesDep
 from api.errors import ApiError
-from api.models import ErrorOut
-from api.models_mandates import CredentialDetailOut, CredentialEntityOut, RevokeAliasIn, RevokeIn, RevokeOut
 from core.settings import Settings
 from core.text import shown
-from store import pdfs, revocation, status_lists
+from services import mandates
+from store import pdfs, status_lists
+from store.revocation import CredentialRecord
+from trust.did import web_organization_did, web_service_did
+from wire import versioning
+from wire.mandates import CredentialDetailOut, CredentialEntityOut, RevokeAliasIn, RevokeIn, RevokeOut
+from wire.models import ErrorOut
 
 router = APIRouter(tags=["credentials"])
 ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorOut} for code in (400, 401, 404, 409, 413, 429, 503)
 }
 STATUS_LIST_MEDIA_TYPE = "application/vc"  # VC Data Model 2.0, registered with IANA
-BAD_REFERENCE = (
-    "must be a mandate URN urn:via:credential:<uuid> or a credential id "
-    "(24 lower-case hexadecimal characters)"
-)
-
-
-def _reference(raw: str, name: str) -> tuple[str, str]:
-    value = unquote(raw) if "%" in raw else raw  # a client that encoded the URN twice
-    found = revocation.parse_reference(value)
-    if found is None:
-        raise ApiError(400, f"{name} {BAD_REFERENCE}")
-    return found
 
 
 async def _revoke(services: ServicesDep, caller: CallerDep, raw_id: str, reason: str | None) -> Any:
-    reference = _reference(raw_id, "mandateId")
-    try:
-        done = await asyncio.to_thread(
-            revocation.revoke,
-            services.engine,
-            services.cipher,
-            services.settings,
-            caller.organization_id,
-            reference,
-            reason,
-        )
-    except revocation.NotFound as exc:
-        raise ApiError(404, f"Credential {shown(raw_id)} not found") from exc
-    except revocation.NotActive as exc:
-        raise ApiError(
-            409, f"Credential {shown(raw_id)} is {exc.status}: only an ACTIVE mandate can be revoked"
-        ) from exc
+    done = await mandates.revoke(services, caller.actor, caller.organization_id, raw_id, reason)
     body = RevokeOut(credentialId=done.credential_id, revokedAt=done.revoked_at, receipt=done.receipt)
     return JSONResponse(versioning.render("revocation", body.model_dump(mode="json"), caller.api_version))
 
@@ -95,7 +70,7 @@ async def revoke_mandate_alias(
 # --- reading a credential -----------------------------------------------------------------------
 
 
-def _entity(record: revocation.CredentialRecord) -> CredentialEntityOut:
+def _entity(record: CredentialRecord) -> CredentialEntityOut:
     cred = record.credential
     document = cred.document_credential
     signed_data = (document or {}).get("credentialSubject", {}).get("data")
@@ -127,9 +102,7 @@ def _entity(record: revocation.CredentialRecord) -> CredentialEntityOut:
     )
 
 
-def _sheet(
-    settings: Settings, record: revocation.CredentialRecord, entity: CredentialEntityOut
-) -> pdf.CredentialSheet:
+def _sheet(settings: Settings, record: CredentialRecord, entity: CredentialEntityOut) -> pdf.CredentialSheet:
     cred, document = record.credential, record.credential.document_credential or {}
     status_url = (document.get("credentialStatus") or {}).get("statusListCredential")
     hint = (
@@ -147,8 +120,8 @@ def _sheet(
         decisions=[pdf.Acceptance(s.contact, d.accepted, d.decided_at) for d, s in record.decisions],
         credential_id=cred.id,
         mandate_id=cred.mandate_id,
-        issuer=str(document.get("issuer") or settings.service_did),
-        subject=settings.organization_did(record.request.organization_id),
+        issuer=str(document.get("issuer") or web_service_did(settings.public_url)),
+        subject=web_organization_did(settings.public_url, record.request.organization_id),
         issued_at=cred.issued_at,
         valid_from=cred.valid_from or cred.issued_at,
         valid_until=cred.valid_until,
@@ -168,12 +141,7 @@ async def get_credential(
     """A credential of the caller's organization, by its id (24 hex characters) or mandate URN,
     with the document form in its most updated version and, on request, a PDF rendering (503 with
     `Retry-After` while the service's PDF renderers are all busy)."""
-    reference = _reference(credentialId, "credentialId")
-    record = await asyncio.to_thread(
-        revocation.find_credential, services.engine, caller.organization_id, reference
-    )
-    if record is None:
-        raise ApiError(404, f"Credential {shown(credentialId)} not found")
+    record = await mandates.credential_detail(services, caller.organization_id, credentialId)
     entity = _entity(record)
     body: dict[str, Any] = {
         "credential": entity.model_dump(mode="json"),

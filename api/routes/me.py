@@ -13,7 +13,8 @@ from fastapi import APIRouter
 from pydantic import BaseModel
 
 from api.deps import CallerDep, ServicesDep
-from api.models import ErrorOut
+from trust.did import web_organization_did
+from wire.models import ErrorOut
 
 router = APIRouter(tags=["organization"])
 ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorOut} for code in (400, 401)}
@@ -36,5 +37,7 @@ async def me(caller: CallerDep, services: ServicesDep) -> MeOut:
     (the `API-Version` header if sent, else the organization's pinned version)."""
     org_id = caller.organization_id
     return MeOut(
-        organizationId=org_id, did=services.settings.organization_did(org_id), apiVersion=caller.api_version
+        organizationId=org_id,
+        did=web_organization_did(services.settings.public_url, org_id),
+        apiVersion=caller.api_version,
     )

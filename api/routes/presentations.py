@@ -1,8 +1,8 @@
 """Presentations and verification (CONTRACT 4 and 5): issue a VP of a mandate, verify a VP.
 
 Both endpoints answer from the database and the trust core only (no Temporal call); the
-synchronous work of each runs in one worker thread. See ``store.presentations`` for what the
-presentation endpoint refuses and ``store.verifications`` for the order of the verify checks.
+synchronous work of each runs in one worker thread. See ``services.presentations`` for what the
+presentation endpoint refuses and ``services.verification`` for the order of the verify checks.
 """
 
 from __future__ import annotations
@@ -13,11 +13,14 @@ from urllib.parse import unquote
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
-from api import versioning
 from api.deps import CallerDep, ServicesDep
 from api.errors import ApiError, error_body
-from api.models import ErrorOut
-from api.models_presentations import (
+from services import presentations, verification
+from store.db import run_db
+from store.presentations import CREDENTIAL_URN_RE
+from wire import versioning
+from wire.models import ErrorOut
+from wire.presentations import (
     PresentationDenied,
     PresentationEnvelope,
     PresentationIn,
@@ -25,8 +28,6 @@ from api.models_presentations import (
     VerifyDenied,
     VerifyIn,
 )
-from store import presentations, verifications
-from store.db import run_db
 
 router = APIRouter(tags=["credentials"])
 PRESENTATION_ERRORS: dict[int | str, dict[str, Any]] = {
@@ -49,7 +50,7 @@ _REFUSALS: list[tuple[type[presentations.PresentationRefused], int]] = [
 def _mandate_id(raw: str) -> str:
     """The mandate URN of the path, percent-encoded (decoded once more if still encoded) or not."""
     value = unquote(raw) if "%" in raw else raw
-    if not presentations.CREDENTIAL_URN_RE.fullmatch(value):
+    if not CREDENTIAL_URN_RE.fullmatch(value):
         raise ApiError(400, "mandateId must be a mandate URN urn:via:credential:<uuid>")
     return value
 
@@ -64,6 +65,7 @@ async def _present(
             services.engine,
             services.cipher,
             services.settings,
+            actor=caller.actor,
             caller_org_id=caller.organization_id,
             mandate_id=_mandate_id(mandate_id),
             target_verifier=body.targetVerifier if body is not None else None,
@@ -118,10 +120,11 @@ async def verify_presentation(body: VerifyIn, caller: CallerDep, services: Servi
     """
     verdict = await run_db(
         services.engine,
-        verifications.verify,
+        verification.verify,
         services.engine,
         services.cipher,
         services.settings,
+        actor=caller.actor,
         verifier_org_id=caller.organization_id,
         presentation=body.presentation,
         execution_params=body.executionParams,

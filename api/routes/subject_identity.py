@@ -9,14 +9,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from api.contacts import normalize_contact
 from api.deps import CallerDep, ServicesDep, TemporalDep
-from api.errors import ApiError
-from api.kyc import report_organization_check
-from api.models import ErrorOut, Strict
-from store import kyc as kyc_store
-from store import request_queries as queries
-from store.db import run_db
+from core.actors import ORGANIZATION
+from core.kinds import SubjectIdentity
+from services import journey
+from wire.models import ErrorOut, Strict
 
 router = APIRouter(tags=["subjects"])
 
@@ -43,26 +40,14 @@ async def report_identity(
     body: IdentityReportIn, caller: CallerDep, services: ServicesDep, temporal: TemporalDep
 ) -> Any:
     """Report the organization's own identity check of a subject, named by `contact` or `id`."""
-    if (body.contact is None) == (body.id is None):
-        raise ApiError(400, "Give exactly one of contact or id")
-    contact = None
-    if body.contact is not None:
-        try:
-            contact, _ = normalize_contact(body.contact)
-        except ValueError as exc:
-            raise ApiError(400, str(exc)) from exc
-    subject_id = queries.subject_id_from_did(body.id) if body.id is not None else None
-    subject = await run_db(
-        services.engine,
-        kyc_store.find_subject,
-        services.engine,
+    applied = await journey.report_organization_check(
+        services,
+        ORGANIZATION,
         caller.organization_id,
-        contact=contact,
-        subject_id=subject_id,
+        contact=body.contact,
+        did=body.id,
+        success=body.success,
+        message=body.message,
     )
-    if subject is None:
-        raise ApiError(404, f"No subject of this organization with that {'contact' if contact else 'id'}")
-    applied = await report_organization_check(
-        services.engine, temporal, caller.organization_id, subject.id, body.success, body.message
-    )
-    return IdentityReportOut(identityStatus="VERIFIED" if body.success else "FAILED", requests=applied)
+    status = SubjectIdentity.VERIFIED if body.success else SubjectIdentity.FAILED
+    return IdentityReportOut(identityStatus=status, requests=applied)

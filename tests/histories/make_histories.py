@@ -1,4 +1,4 @@
-"""Record the histories tests/test_replay.py replays: real runs of the credential-request workflow.
+"""Record the histories tests/workflows/test_replay.py replays: real runs of the credential-request workflow.
 
     .venv/bin/python -m tests.histories.make_histories              # scenarios without a file yet
     .venv/bin/python -m tests.histories.make_histories NAME [NAME...]  # (re)record these
@@ -45,12 +45,12 @@ from temporalio.testing import WorkflowEnvironment
 from core.otp import JourneySecrets
 from core.secretbox import SecretCipher
 from core.settings import Environment, Settings
-from core.temporal import request_handle, start_request_workflow
+from orchestration.temporal import request_handle, start_request_workflow
 from store import audit, orgs
 from store import requests as store
 from store.db import make_engine, migrate, write_session
 from store.tables import Credential
-from tests.journey_helpers import code_in, message_for
+from tests.support.journey_helpers import code_in, message_for
 from worker import build_worker
 from workflows.ids import SA_INTERNAL_ID, SA_ORGANIZATION, SA_SECURITY_LEVEL, SA_STATUS
 from workflows.messages import (
@@ -67,7 +67,7 @@ from workflows.messages import (
 HERE = Path(__file__).resolve().parent
 BIN = Path(sys.executable).parent
 IDENTITY = "mandatum-histories"
-# scenario name -> the status its workflow ends with (tests/test_replay.py checks it)
+# scenario name -> the status its workflow ends with (tests/workflows/test_replay.py checks it)
 EXPECTED = {
     "cancel": "CANCELED",
     "decide_then_complete": "COMPLETED",

@@ -1,0 +1,28 @@
+"""Who is calling: an API key resolved to its organization, a signature used once, and the
+organization's API version pinned on its first call (CONTRACT 1 and 10). The signature middleware
+calls these on every signed request, so each is one short database call."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from core.actors import Actor
+from services.context import Context
+from store import guards, orgs
+
+
+def resolve_key(ctx: Context, api_key: str) -> orgs.ActiveKey | None:
+    """The live key (its organization, accepted secrets, pinned version, rate), None for an unknown,
+    expired or revoked one."""
+    return orgs.resolve_api_key(ctx.engine, ctx.cipher, api_key, ctx.settings.rotation_grace)
+
+
+def use_signature(ctx: Context, key_id: str, signature: str, writes: bool, keep: timedelta) -> bool:
+    """Record the (key, signature) pair for ``keep``; False when it was used before (a read may
+    repeat a read's signature)."""
+    return guards.remember_signature(ctx.engine, key_id, signature, writes, keep)
+
+
+def pin_api_version(ctx: Context, actor: Actor, org_id: str, version: str) -> None:
+    """The organization's first authenticated call pins it to ``version`` (CONTRACT 10)."""
+    orgs.pin_api_version(ctx.engine, org_id, version)

@@ -1,0 +1,45 @@
+"""The explicit dependencies of every service function, made once per process.
+
+The API makes one in its lifespan, the ``mandatum`` command one per invocation (``temporal`` left
+``None`` until a command needs it), the worker one for its activities, tests their own. A service
+function takes the context, the actor and its arguments; nothing reaches for globals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import partial
+from typing import TYPE_CHECKING
+
+from sqlalchemy import Engine
+
+from core.group_commit import GroupCommit
+from core.otp import JourneySecrets
+from core.secretbox import SecretCipher
+from core.settings import Settings
+from store import requests as store_requests
+
+if TYPE_CHECKING:  # the client is loaded by the processes that connect, not by every command
+    from temporalio.client import Client
+
+
+@dataclass
+class Context:
+    settings: Settings
+    engine: Engine
+    cipher: SecretCipher
+    temporal: Client | None = None
+    # "workflow started" marks of concurrent creations, written together (core.group_commit)
+    started_marks: GroupCommit[str] = field(init=False)
+    # the keyed operations of the subject's journey (codes, links, page sessions)
+    journey: JourneySecrets = field(init=False)
+
+    def client(self) -> Client:
+        """The Temporal client, for the operations that need the workflows."""
+        if self.temporal is None:
+            raise RuntimeError("Temporal client not connected")
+        return self.temporal
+
+    def __post_init__(self) -> None:
+        self.started_marks = GroupCommit(partial(store_requests.mark_workflows_started, self.engine))
+        self.journey = JourneySecrets(self.settings.master_key_bytes())

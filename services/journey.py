@@ -1,0 +1,223 @@
+"""The subject's journey: confirm a code, ask for a new one, decide, go through an identity check;
+and the identity results that reach a request from a provider or from the organization.
+
+The approval pages call these with ``Actor.subject(<subjectId>)``; the organization's own report
+(``POST /subject/identity``) is done by ``ORGANIZATION``. The audit records these steps write (the
+decision, the code's lock, the identity result) are written by the request's workflow, which
+records the subject or the organization as their actor.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import TypeVar
+
+from sqlalchemy import Engine
+
+from core.actors import ORGANIZATION, Actor
+from core.kinds import IdentitySource
+from orchestration import identity
+from orchestration.temporal import request_handle
+from orchestration.updates import Refused as UpdateRefused
+from orchestration.updates import Unavailable as UpdateUnavailable
+from orchestration.updates import run_update
+from services.context import Context
+from services.errors import Invalid, NotFound, Unavailable
+from services.requests import refused
+from store import kyc as kyc_store
+from store import otp as otp_store
+from store import request_queries as queries
+from store.db import run_db, utcnow
+from store.tables import KycCheck
+from wire.contacts import normalize_contact
+from workflows.messages import (
+    IDENTITY_SOURCES,
+    DecisionInput,
+    DecisionResult,
+    RecordIdentityInput,
+    RequestStatusView,
+    ResendOtpInput,
+    SendOtpResult,
+    VerifyOtpInput,
+    VerifyOtpResult,
+)
+
+T = TypeVar("T")
+NOT_CONFIRMED = "The request did not confirm this step in time; try again"
+
+
+async def _update(ctx: Context, request_id: str, name: str, arg: object, result_type: type[T]) -> T:
+    try:
+        return await run_update(ctx.client(), request_id, name, arg, result_type)
+    except UpdateRefused as exc:
+        raise refused(exc) from exc
+    except UpdateUnavailable as exc:
+        raise Unavailable(NOT_CONFIRMED, retry_after=5) from exc
+
+
+async def confirm_code(
+    ctx: Context, actor: Actor, request_id: str, subject_id: str, digits: str
+) -> VerifyOtpResult:
+    """Check the code the subject entered (only its keyed hash reaches the workflow)."""
+    code_hash = ctx.journey.code_hash(request_id, subject_id, digits)
+    checked = VerifyOtpInput(subject_id=subject_id, code_hash=code_hash)
+    return await _update(ctx, request_id, "verify_otp", checked, VerifyOtpResult)
+
+
+async def resend_code(ctx: Context, actor: Actor, request_id: str, subject_id: str) -> SendOtpResult:
+    """A new code for the subject, asked for on their page (CONTRACT 4's limits are the workflow's)."""
+    return await _update(ctx, request_id, "resend_otp", ResendOtpInput(subject_id=subject_id), SendOtpResult)
+
+
+async def decide(
+    ctx: Context,
+    actor: Actor,
+    request_id: str,
+    subject_id: str,
+    credential_id: str,
+    accept: bool,
+    channel: str | None,
+    surface: str,
+) -> DecisionResult:
+    """The subject's decision on one credential; the workflow records it (and issues the mandate
+    when it completes the credential's acceptance)."""
+    decision = DecisionInput(
+        subject_id=subject_id, credential_id=credential_id, accept=accept, channel=channel, surface=surface
+    )
+    return await _update(ctx, request_id, "decide", decision, DecisionResult)
+
+
+async def standing(ctx: Context, request_id: str) -> RequestStatusView:
+    """Where the request's subjects stand, from its workflow (RPCError when it has ended)."""
+    return await request_handle(ctx.client(), request_id).query("status", result_type=RequestStatusView)
+
+
+def platform_check_possible(security_level: str) -> bool:
+    return IDENTITY_SOURCES.get(security_level) == IdentitySource.PLATFORM
+
+
+async def start_identity_check(
+    ctx: Context, actor: Actor, request_id: str, subject_id: str, provider: str, browser_secret: str
+) -> KycCheck:
+    """Start a platform identity check of the subject; its return is bound to the browser holding
+    ``browser_secret``."""
+    check_id = kyc_store.new_check_id()
+    return await run_db(
+        ctx.engine,
+        kyc_store.start_check,
+        ctx.engine,
+        request_id,
+        subject_id,
+        provider,
+        utcnow(),
+        check_id,
+        ctx.journey.kyc_browser_hash(check_id, browser_secret),
+    )
+
+
+async def take_identity_return(
+    ctx: Context,
+    actor: Actor,
+    check_id: str,
+    request_id: str,
+    subject_id: str,
+    browser_secret: str,
+    now: datetime,
+    not_before: datetime,
+) -> bool:
+    """The subject's return from the provider, once, in the browser that started the check."""
+    return await run_db(
+        ctx.engine,
+        kyc_store.take_return,
+        ctx.engine,
+        check_id,
+        request_id,
+        subject_id,
+        ctx.journey.kyc_browser_hash(check_id, browser_secret),
+        now,
+        not_before,
+    )
+
+
+async def identity_check(ctx: Context, check_id: str) -> KycCheck:
+    """A platform identity check by its id (the development provider's page shows it)."""
+    check = await run_db(ctx.engine, kyc_store.get_check, ctx.engine, check_id)
+    if check is None:
+        raise NotFound("Identity check not found")
+    return check
+
+
+async def complete_identity_check(
+    ctx: Context, actor: Actor, check_id: str, success: bool, message: str | None
+) -> KycCheck:
+    """A provider's result of a platform check (the development provider's page reports it)."""
+    if await run_db(ctx.engine, kyc_store.get_check, ctx.engine, check_id) is None:
+        raise NotFound("Identity check not found")
+    return await identity.complete_check(ctx.engine, ctx.client(), check_id, success, message)
+
+
+async def report_organization_check(
+    ctx: Context,
+    actor: Actor,
+    org_id: str,
+    *,
+    contact: str | None,
+    did: str | None,
+    success: bool,
+    message: str | None,
+) -> list[str]:
+    """The organization's own identity check of its subject, named by contact or DID: stored on the
+    subject and given to each open ORGANIZATION_KYC request waiting for it (their ids)."""
+    if (contact is None) == (did is None):
+        raise Invalid("Give exactly one of contact or id")
+    normalized = None
+    if contact is not None:
+        try:
+            normalized, _ = normalize_contact(contact)
+        except ValueError as exc:
+            raise Invalid(str(exc)) from exc
+    subject_id = queries.subject_id_from_did(did) if did is not None else None
+    subject = await run_db(
+        ctx.engine, kyc_store.find_subject, ctx.engine, org_id, contact=normalized, subject_id=subject_id
+    )
+    if subject is None:
+        raise NotFound(f"No subject of this organization with that {'contact' if normalized else 'id'}")
+    return await identity.report_organization_check(
+        ctx.engine, ctx.client(), org_id, subject.id, success, message
+    )
+
+
+# --- what the request's workflow records (through its activities) ------------------------------
+
+
+def check_code(
+    engine: Engine, actor: Actor, request_id: str, subject_id: str, code_hash: str
+) -> VerifyOtpResult:
+    """Compare the keyed hash of the code the subject entered with the current one; the fifth wrong
+    try locks it (``OTP_LOCKED`` naming ``actor``). With the subject's standing identity statuses."""
+    checked = otp_store.check_code(engine, request_id, subject_id, code_hash, utcnow(), str(actor))
+    kyc, identity_status = kyc_store.prior_identity(engine, subject_id)
+    return VerifyOtpResult(
+        outcome=checked.outcome, attempts_left=checked.attempts_left, kyc=kyc, identity_status=identity_status
+    )
+
+
+def record_identity(engine: Engine, actor: Actor, result: RecordIdentityInput) -> None:
+    """The identity result a request required of a subject, once, with its record naming ``actor``
+    (the organization for its own check, else the subject)."""
+    kyc_store.record_identity(
+        engine,
+        result.request_id,
+        result.subject_id,
+        result.success,
+        result.source,
+        result.message,
+        result.check_id,
+        result.at,
+        str(actor),
+    )
+
+
+def identity_actor(subject_id: str, source: str) -> Actor:
+    """Who an identity result is recorded as: the organization for its own check, else the subject."""
+    return ORGANIZATION if source == IdentitySource.ORGANIZATION else Actor.subject(subject_id)

@@ -1,0 +1,237 @@
+"""Mandates and documents: issuing a credential every subject accepted (its forms built and signed
+here, stored by ``store.mandates`` in one transaction), recording one that can never be signed,
+revoking, and a credential's detail.
+
+Issuance is done by the request's workflow (actor ``temporal``); its records name it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import datetime
+from functools import partial
+from typing import Any
+from urllib.parse import unquote
+
+from sqlalchemy import Engine
+
+from core.actors import Actor
+from core.ids import urn
+from core.secretbox import SecretCipher
+from core.settings import Settings
+from core.text import shown
+from services.context import Context
+from services.errors import Conflict, Invalid, NotFound
+from store import keys, revocation
+from store import mandates as store
+from store.db import run_db, utcnow
+from store.mandates import REVOCATION, Draft, IssuanceFailed, Issued, NotIssuable, Signed
+from trust import credentials as vc
+from trust import jcs, receipts
+from trust.context import context_url
+from trust.did import web_organization_did, web_subject_did
+from trust.eddsa_jcs import MalformedProof
+from trust.jcs import CanonicalizationError
+from trust.keys import Ed25519KeyPair
+
+__all__ = [
+    "IssuanceFailed",
+    "Issued",
+    "NotIssuable",
+    "credential_detail",
+    "issue",
+    "record_issuance_failure",
+    "revoke",
+]
+REVOKE_ACTION = "REVOKE"
+BAD_REFERENCE = (
+    "must be a mandate URN urn:via:credential:<uuid> or a credential id "
+    "(24 lower-case hexadecimal characters)"
+)
+
+# what signing raises for content that can never be signed (CanonicalizationError is a ValueError)
+UNSIGNABLE = (ValueError, TypeError, OverflowError, RecursionError, MalformedProof)
+
+
+def issue(
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
+    credential_id: str,
+    now: datetime | None = None,
+    *,
+    actor: Actor,
+) -> Issued:
+    """Issue ``credential_id`` if it is not issued yet (idempotent); ``IssuanceFailed`` when its
+    content can never be signed, ``NotIssuable`` when it is not accepted by all or no longer open."""
+    issuer_key = keys.service_signing_key(engine, cipher, settings)  # before the write lock
+    now = now or utcnow()
+    return store.issue(
+        engine, issuer_key, credential_id, now, partial(_sign, settings, issuer_key, now), str(actor)
+    )
+
+
+def record_issuance_failure(
+    engine: Engine, actor: Actor, credential_id: str, reason: str, now: datetime | None = None
+) -> bool:
+    """Mark an accepted credential that can never be signed ``FAILED`` (``MANDATE_ISSUANCE_FAILED``
+    naming ``actor``), once; False when it is no longer open."""
+    return store.record_issuance_failure(engine, credential_id, reason, now, str(actor))
+
+
+def reference(raw: str, name: str) -> tuple[str, str]:
+    """A credential named by its id or its mandate URN (percent-encoded once more or not)."""
+    value = unquote(raw) if "%" in raw else raw  # a client that encoded the URN twice
+    found = revocation.parse_reference(value)
+    if found is None:
+        raise Invalid(f"{name} {BAD_REFERENCE}")
+    return found
+
+
+async def revoke(
+    ctx: Context, actor: Actor, org_id: str, raw_id: str, reason: str | None
+) -> revocation.Revoked:
+    """Revoke the organization's ACTIVE mandate (final): its receipt, the REVOKE item of its document
+    form and ``MANDATE_REVOKED`` naming ``actor``, in one transaction. ``NotFound`` for none of the
+    organization's, ``Conflict`` for a mandate that is not ACTIVE."""
+    found = reference(raw_id, "mandateId")
+    settings = ctx.settings
+    key = await run_db(
+        ctx.engine, keys.service_signing_key, ctx.engine, ctx.cipher, settings
+    )  # before the lock
+    # whole seconds: revokedAt, the receipt's timestamp and the proof's created are one instant
+    now = utcnow().replace(microsecond=0)
+
+    def sign(cred: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+        receipt = receipts.receipt(
+            key=key,
+            context_url=context_url(settings.public_url),
+            receipt_id=urn("receipt"),
+            type=receipts.MANDATE_REVOKED,
+            timestamp=now,
+            credential_id=cred.mandate_id,
+            request_id=cred.request_id,
+            reason=reason,
+        )
+        return receipt, vc.add_document_action(cred.document_credential, key, REVOKE_ACTION, now)
+
+    try:
+        return await asyncio.to_thread(
+            revocation.revoke, ctx.engine, key, org_id, found, reason, now, sign, str(actor)
+        )
+    except revocation.NotFound as exc:
+        raise NotFound(f"Credential {shown(raw_id)} not found") from exc
+    except revocation.NotActive as exc:
+        raise Conflict(
+            f"Credential {shown(raw_id)} is {exc.status}: only an ACTIVE mandate can be revoked"
+        ) from exc
+
+
+async def credential_detail(ctx: Context, org_id: str, raw_id: str) -> revocation.CredentialRecord:
+    """The organization's credential (by id or mandate URN) with its request and decisions."""
+    found = reference(raw_id, "credentialId")
+    record = await asyncio.to_thread(revocation.find_credential, ctx.engine, org_id, found)
+    if record is None:
+        raise NotFound(f"Credential {shown(raw_id)} not found")
+    return record
+
+
+def _sign(settings: Settings, key: Ed25519KeyPair, now: datetime, draft: Draft) -> Signed:
+    cred = draft.credential
+    try:
+        return _signed(settings, key, now, draft)
+    except UNSIGNABLE as exc:  # the transaction rolls back: no status entry is spent
+        reason = "not_canonicalizable" if isinstance(exc, CanonicalizationError) else "malformed_content"
+        raise IssuanceFailed(cred.id, reason) from exc
+
+
+def _evidences(settings: Settings, draft: Draft) -> list[dict[str, str]]:
+    """One evidence item per decision: its JCS form, where it is kept."""
+    request, cred = draft.request, draft.credential
+    location = f"{settings.public_url.rstrip('/')}/request/{request.id}"
+    evidences = []
+    for subject, decision in draft.acceptances:
+        record = {
+            "id": decision.id,
+            "subject": web_subject_did(settings.public_url, subject.id),
+            "credential": cred.id,
+            "accepted": True,
+            "channel": decision.channel,
+            "surface": decision.surface,
+            "decidedAt": decision.decided_at.isoformat().replace("+00:00", "Z"),
+        }
+        evidences.append(vc.evidence_entry(decision.id, jcs.canonicalize(record), location))
+    return evidences
+
+
+def _status_entry(settings: Settings, list_id: str, index: int) -> dict[str, Any]:
+    url = settings.status_list_url(list_id)
+    return {
+        "id": f"{url}#{index}",
+        "type": "BitstringStatusListEntry",
+        "statusPurpose": REVOCATION,
+        "statusListIndex": str(index),
+        "statusListCredential": url,
+    }
+
+
+def _signed(settings: Settings, key: Ed25519KeyPair, now: datetime, draft: Draft) -> Signed:
+    cred, request, action_name = draft.credential, draft.request, draft.action_name
+    grantors = [web_subject_did(settings.public_url, subject.id) for subject, _ in draft.acceptances]
+    evidences = _evidences(settings, draft)
+    status = _status_entry(settings, draft.status_list_id, draft.status_list_index)
+    org_did = web_organization_did(settings.public_url, request.organization_id)
+    mandate_id = urn("credential")
+    valid_from = cred.valid_from or now
+    document = vc.document_credential(
+        credential_id=mandate_id,
+        issuer_key=key,
+        context_url=context_url(settings.public_url),
+        organization_did=org_did,
+        data=_document_data(cred, action_name),
+        valid_from=valid_from,
+        valid_until=cred.valid_until,
+        issuance_date=now,
+        evidences=evidences,
+        credential_status=status,
+    )
+    w3c = document
+    if cred.resource_type == "POLICY":
+        authorized = list(dict.fromkeys([org_did, *request.authorized_dids]))
+        w3c = vc.mandate_credential(
+            credential_id=mandate_id,
+            issuer_key=key,
+            context_url=context_url(settings.public_url),
+            organization_did=org_did,
+            grantors=grantors,
+            scope=cred.scope or "",
+            authorized_dids=authorized,
+            valid_from=valid_from,
+            valid_until=cred.valid_until,
+            created=now,
+            action=cred.action,
+            evidences=evidences,
+            credential_status=status,
+        )
+    return Signed(mandate_id, w3c, document)
+
+
+def _document_data(cred: Any, action_name: str | None) -> list[dict[str, Any]]:
+    """What the subject approved, as document items: the data of a DOCUMENT, or for a mandate the
+    action and each approved userParam."""
+    if cred.resource_type != "POLICY":
+        return [dict(item) for item in cred.data or []]
+    action = cred.action or {}
+    items = [
+        _item("Action", action_name or str(action.get("id", ""))),
+        _item("Action version", str(action.get("version", ""))),
+    ]
+    if cred.scope:
+        items.append(_item("Scope", cred.scope))
+    for name, value in (action.get("userParams") or {}).items():
+        items.append(_item(name, value if isinstance(value, str) else jcs.canonicalize(value).decode()))
+    return items
+
+
+def _item(label: str, value: str) -> dict[str, Any]:
+    return {"label": label, "type": "text", "value": value, "hidden": False, "fields": []}

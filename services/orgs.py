@@ -1,0 +1,76 @@
+"""Organizations, their settings and their keys: what the command line does today and the
+dashboard will do, each by a named actor.
+
+None of these operations writes an audit record (the trail records requests, decisions, mandates,
+VPs and verifications: SPEC.md); each still takes its actor, so that the surfaces name who acts
+and the record types can follow without changing a caller. Refusals are ``services.errors``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import TypeVar
+
+from core.actors import Actor
+from services.context import Context
+from services.errors import Invalid, NotFound
+from store import keys, orgs, presentations
+from store.tables import Organization
+
+T = TypeVar("T")
+
+
+def _refusing(work: Callable[[], T]) -> T:
+    """Run a store operation, its refusals as service errors (their words kept)."""
+    try:
+        return work()
+    except (orgs.NotFound, presentations.NotFound) as exc:
+        raise NotFound(str(exc)) from exc
+    except ValueError as exc:
+        raise Invalid(str(exc)) from exc
+
+
+def create_organization(
+    ctx: Context, actor: Actor, name: str, rate_per_minute: int | None = None
+) -> tuple[Organization, orgs.IssuedKey]:
+    """A new organization with its first API key (the secret is in the result, and nowhere else)."""
+    rate = rate_per_minute or ctx.settings.default_request_rate_per_minute
+    return _refusing(lambda: orgs.create_organization(ctx.engine, ctx.cipher, name, rate))
+
+
+def set_request_rate(ctx: Context, actor: Actor, org_id: str, per_minute: int) -> None:
+    _refusing(lambda: orgs.set_request_rate(ctx.engine, org_id, per_minute))
+
+
+def set_presentation_minutes(ctx: Context, actor: Actor, org_id: str, minutes: int) -> None:
+    """How long the organization's VPs stay valid (CONTRACT 5: 1 to 60 minutes)."""
+    _refusing(lambda: presentations.set_presentation_minutes(ctx.engine, org_id, minutes))
+
+
+def set_frame_origins(ctx: Context, actor: Actor, org_id: str, origins: list[str]) -> list[str]:
+    """The origins allowed to embed the organization's approval page, checked; what was saved."""
+    return _refusing(lambda: orgs.set_frame_origins(ctx.engine, org_id, origins, ctx.settings.dev_pages))
+
+
+def create_key(ctx: Context, actor: Actor, org_id: str, expires_at: datetime | None = None) -> orgs.IssuedKey:
+    return _refusing(lambda: orgs.create_key(ctx.engine, ctx.cipher, org_id, expires_at))
+
+
+def rotate_key(ctx: Context, actor: Actor, key_id: str) -> orgs.IssuedKey:
+    """A new signature secret; the previous one keeps working for the grace period (CONTRACT 1)."""
+    return _refusing(lambda: orgs.rotate_key(ctx.engine, ctx.cipher, key_id))
+
+
+def revoke_key(ctx: Context, actor: Actor, key_id: str) -> datetime:
+    return _refusing(lambda: orgs.revoke_key(ctx.engine, key_id))
+
+
+def rotate_service_signing_key(ctx: Context, actor: Actor) -> keys.Rotation:
+    """A new issuer key; the retired one stays listed in the DID document."""
+    return keys.rotate_service_key(ctx.engine, ctx.cipher, ctx.settings)
+
+
+def rotate_organization_signing_key(ctx: Context, actor: Actor, org_id: str) -> keys.Rotation:
+    """A new key for the organization's presentations; the retired one stays listed."""
+    return _refusing(lambda: keys.rotate_organization_key(ctx.engine, ctx.cipher, ctx.settings, org_id))

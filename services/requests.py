@@ -1,0 +1,380 @@
+"""Credential requests: create, read, list, cancel, resend a code, hand out a subject's link.
+
+Every function takes the context and the actor; what it writes names the actor (``REQUEST_CREATED``,
+the cancellation's ``canceled_by`` and ``MANDATE_CANCELED``). Refusals are ``services.errors``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlencode
+
+from sqlalchemy import Engine
+
+from core import faults
+from core.actors import Actor
+from core.ids import is_object_id
+from core.kinds import UpdateRefusal
+from core.origins import BadOrigin, check_origin, check_url, header_origins
+from core.otp import approval_url
+from core.text import quote_input
+from orchestration.temporal import start_request_workflow, temporal_unavailable
+from orchestration.updates import Refused as UpdateRefused
+from orchestration.updates import Unavailable as UpdateUnavailable
+from orchestration.updates import run_update
+from services.context import Context
+from services.errors import Conflict, Invalid, NotFound, Refused, TooMany, Unavailable
+from store import actions as action_store
+from store import guards, orgs
+from store import request_queries as queries
+from store import requests as store
+from store.db import run_db
+from trust.did import web_organization_did
+from wire.contacts import normalize_contact
+from wire.models import CreateRequestIn
+from wire.views import request_out
+from workflows.messages import (
+    RESEND_INTERVAL_SECONDS,
+    CancelInput,
+    CancelResult,
+    RecordDecisionInput,
+    ResendOtpInput,
+    SendOtpResult,
+)
+
+log = logging.getLogger("mandatum.services.requests")
+
+
+@dataclass(frozen=True)
+class Created:
+    """What ``POST /request`` answers: the record envelope (newest shape) and its status; a replayed
+    Idempotency-Key answers the stored response."""
+
+    response: dict[str, Any]
+    status_code: int
+    bundle: store.RequestBundle | None = None  # None for a replay
+
+
+# --- reading ------------------------------------------------------------------------------------
+
+
+def check_request_id(request_id: str) -> None:
+    """Request ids are 24 lower-case hex characters (CONTRACT 3)."""
+    if not is_object_id(request_id):
+        raise Invalid("requestId must be a 24-character lower-case hexadecimal ObjectId")
+
+
+async def get(ctx: Context, org_id: str, request_id: str) -> store.RequestBundle:
+    """The organization's request, or ``NotFound`` (another organization's request is not found
+    either)."""
+    check_request_id(request_id)
+    bundle = await asyncio.to_thread(queries.get_request, ctx.engine, org_id, request_id)
+    if bundle is None:
+        raise NotFound(f"Request {request_id} not found")
+    return bundle
+
+
+async def find(
+    ctx: Context, org_id: str, filters: queries.RequestFilter
+) -> tuple[list[store.RequestBundle], int]:
+    """A page of the organization's requests and how many match in all."""
+    return await asyncio.to_thread(queries.list_requests, ctx.engine, org_id, filters)
+
+
+def subject_of(
+    bundle: store.RequestBundle, contact: str | None, did: str | None, internal_id: str | None
+) -> str:
+    """The subject of the request named by exactly one of ``contact``, ``id`` (DID), ``internalId``."""
+    given = [
+        name
+        for name, value in (("contact", contact), ("id", did), ("internalId", internal_id))
+        if value is not None
+    ]
+    if len(given) != 1:
+        raise Invalid("Give exactly one of the query parameters contact, id or internalId")
+    if contact is not None:
+        try:
+            wanted, _ = normalize_contact(contact)
+        except ValueError as exc:
+            raise Invalid(str(exc)) from exc
+        found = [s.id for _, s in bundle.subjects if s.contact == wanted]
+    elif did is not None:
+        found = [s.id for _, s in bundle.subjects if s.id == queries.subject_id_from_did(did)]
+    else:
+        found = [s.id for link, s in bundle.subjects if link.internal_id == internal_id]
+    if not found:
+        raise NotFound(f"Request {bundle.request.id} has no subject with that {given[0]}")
+    return found[0]
+
+
+# --- creating -----------------------------------------------------------------------------------
+
+
+def _to_new_request(
+    body: CreateRequestIn,
+    organization_did: str,
+    contacts: list[tuple[str, str, str | None]],
+    pinned_actions: dict[int, dict[str, Any]],
+) -> store.NewRequest:
+    """The request to store; ``pinned_actions`` replaces the ``action`` of POLICY credentials (by
+    position) with the pinned version and the filled userParams."""
+    # the organization's DID is always authorized and listed first (CONTRACT 3): store the others once
+    extra_dids = list(dict.fromkeys(d for d in body.authorizedDIDs if d != organization_did))
+    return store.NewRequest(
+        security_level=body.securityLevel.value,
+        contacts=[store.NewContact(c, kind, internal) for c, kind, internal in contacts],
+        credentials=[
+            store.NewCredential(
+                resource_type=c.type,
+                name=c.name,
+                description=c.description,
+                internal_id=c.internalId,
+                scope=c.scope,
+                tags=c.tags,
+                action=pinned_actions.get(i, c.action.model_dump() if c.action else None),
+                data=[d.model_dump() for d in c.data] if c.data else None,
+                valid_from=c.validFrom,
+                valid_until=c.validUntil,
+            )
+            for i, c in enumerate(body.credentials)
+        ],
+        name=body.name,
+        language=body.language.value,
+        redirect_url=body.redirectUrl,
+        internal_id=body.internalId,
+        authorized_dids=extra_dids,
+    )
+
+
+def _pin_actions(
+    ctx: Context, org_id: str, body: CreateRequestIn
+) -> tuple[dict[int, dict[str, Any]], list[str]]:
+    """Each POLICY credential's action checked against the organization's newest published version
+    of it (CONTRACT 6); by credential position, with one message per problem."""
+    pinned: dict[int, dict[str, Any]] = {}
+    problems: list[str] = []
+    for i, cred in enumerate(body.credentials):
+        if cred.action is None:
+            continue
+        pin, found = action_store.pin_for_request(
+            ctx.engine, org_id, cred.action.id, cred.action.userParams, where=f"credentials.{i}.action"
+        )
+        problems += found
+        if pin is not None:
+            pinned[i] = pin
+    return pinned, problems
+
+
+async def _validated(ctx: Context, org_id: str, body: CreateRequestIn) -> store.NewRequest:
+    """The request to store, or ``Invalid`` listing every contact and action problem at once."""
+    contacts, problems = body.normalized_contacts()
+    if body.redirectUrl is not None and not ctx.settings.dev_pages:
+        try:  # the model checked its shape; production also refuses http on a local host
+            check_url(body.redirectUrl, allow_loopback_http=False)
+        except BadOrigin as exc:
+            problems.append(f"redirectUrl: {exc}")
+    pinned: dict[int, dict[str, Any]] = {}
+    action_problems: list[str] = []
+    if any(c.action is not None for c in body.credentials):
+        pinned, action_problems = await asyncio.to_thread(_pin_actions, ctx, org_id, body)
+    if problems or action_problems:
+        raise Invalid(problems + action_problems)
+    return _to_new_request(body, web_organization_did(ctx.settings.public_url, org_id), contacts, pinned)
+
+
+async def create(
+    ctx: Context,
+    actor: Actor,
+    org_id: str,
+    body: CreateRequestIn,
+    *,
+    rate_per_minute: int,
+    idempotency_key: str | None = None,
+) -> Created:
+    """Validate, store (one transaction: idempotency, rate limit, rows, ``REQUEST_CREATED`` naming
+    ``actor``), start the workflow and mark it started. A failed start is left to the reconciler."""
+    settings = ctx.settings
+    new = await _validated(ctx, org_id, body)
+    idem = None
+    if idempotency_key is not None and "\x00" in idempotency_key:
+        raise Invalid("Idempotency-Key must not contain NUL characters")
+    if idempotency_key is not None and idempotency_key.strip():
+        idem = store.Idempotency(
+            idempotency_key.strip(),
+            guards.body_digest(body.model_dump(mode="json")),
+            settings.idempotency_window,
+        )
+
+    def render(bundle: store.RequestBundle) -> dict[str, Any]:
+        return {"data": request_out(settings, bundle).model_dump(mode="json")}
+
+    try:
+        result = await asyncio.to_thread(
+            store.create_request,
+            ctx.engine,
+            org_id,
+            new,
+            settings.request_expiry,
+            rate_per_minute,
+            idem,
+            render,
+            str(actor),
+        )
+    except store.RateLimited as exc:
+        raise TooMany("Too many requests created; slow down", retry_after=exc.retry_after) from exc
+    except store.IdempotencyConflict as exc:
+        raise Conflict("Idempotency-Key was already used with a different body") from exc
+    if isinstance(result, store.Replayed):
+        return Created(result.response, result.status_code)
+    await _start_workflow(ctx, result)
+    return Created(render(result), 201, result)
+
+
+async def _start_workflow(ctx: Context, bundle: store.RequestBundle) -> None:
+    """Start the workflow, then mark the row; the reconciler covers a failure of either step."""
+    faults.crash_point("after-request-insert")
+    try:
+        await start_request_workflow(ctx.client(), ctx.settings.task_queue, bundle)
+    except Exception as exc:  # the row is committed: the reconciler starts the workflow later
+        if temporal_unavailable(exc):  # expected while Temporal is down: one line, no trace
+            log.warning(
+                "Temporal is unreachable: the workflow of request %s starts when it is back",
+                bundle.request.id,
+            )
+        else:
+            log.exception(
+                "could not start the workflow of request %s now; the reconciler will", bundle.request.id
+            )
+        return
+    faults.crash_point("after-workflow-start")
+    await ctx.started_marks.submit(bundle.request.id)
+
+
+async def _ensure_started(ctx: Context, bundle: store.RequestBundle) -> None:
+    """Start the request's workflow if the reconciler has not come by yet (an update needs it)."""
+    if bundle.request.workflow_started_at is None:
+        await start_request_workflow(ctx.client(), ctx.settings.task_queue, bundle)
+        await asyncio.to_thread(store.mark_workflow_started, ctx.engine, bundle.request.id)
+
+
+def refused(exc: UpdateRefused) -> Refused:
+    """A workflow's refusal as the service error every surface renders (``too_soon`` carries how
+    long to wait)."""
+    retry_after = None
+    if exc.kind == UpdateRefusal.TOO_SOON:
+        retry_after = int(exc.details[0]) if exc.details else RESEND_INTERVAL_SECONDS
+    return Refused(exc.kind, exc.message, retry_after=retry_after)
+
+
+# --- changing -----------------------------------------------------------------------------------
+
+
+async def cancel(ctx: Context, actor: Actor, org_id: str, request_id: str) -> None:
+    """Cancel a request before any subject decided: the workflow's ``cancel`` update records it
+    (``canceled_by`` and ``MANDATE_CANCELED`` name ``actor``)."""
+    bundle = await get(ctx, org_id, request_id)
+    await _ensure_started(ctx, bundle)
+    try:
+        await run_update(
+            ctx.client(), request_id, "cancel", CancelInput(canceled_by=str(actor)), CancelResult
+        )
+    except UpdateRefused as exc:
+        if exc.finished:  # the workflow has already finished
+            current = await asyncio.to_thread(queries.get_request, ctx.engine, org_id, request_id)
+            status = (current or bundle).request.status
+            raise Conflict(f"The request is {status.lower()}") from exc
+        message = exc.message if exc.kind != UpdateRefusal.REFUSED else "The request cannot be canceled"
+        raise Refused(exc.kind, message) from exc
+    except UpdateUnavailable as exc:
+        if exc.__cause__ is not None and temporal_unavailable(exc.__cause__):
+            raise exc.__cause__ from None  # Temporal unreachable: rendered like any call needing it
+        # No worker took the update in time; it may still be applied, so say exactly that.
+        raise Unavailable(
+            "Cancellation not confirmed yet; check the request with GET and retry", retry_after=5
+        ) from exc
+
+
+async def resend_code(
+    ctx: Context, actor: Actor, org_id: str, request_id: str, subject_id: str
+) -> SendOtpResult:
+    """Send the subject a fresh code (CONTRACT 4: at most 5, a minute apart)."""
+    bundle = await get(ctx, org_id, request_id)
+    return await resend_to(ctx, actor, bundle, subject_id)
+
+
+async def resend_to(
+    ctx: Context, actor: Actor, bundle: store.RequestBundle, subject_id: str
+) -> SendOtpResult:
+    """``resend_code`` for a request already read (the subject's own page asks for it too)."""
+    await _ensure_started(ctx, bundle)
+    try:
+        return await run_update(
+            ctx.client(),
+            bundle.request.id,
+            "resend_otp",
+            ResendOtpInput(subject_id=subject_id),
+            SendOtpResult,
+        )
+    except UpdateRefused as exc:
+        raise refused(exc) from exc
+    except UpdateUnavailable as exc:
+        raise Unavailable("The code was not confirmed sent yet; retry shortly", retry_after=5) from exc
+
+
+async def subject_link(
+    ctx: Context, actor: Actor, org_id: str, request_id: str, subject_id: str, parent: str | None = None
+) -> dict[str, str]:
+    """The subject's approval page (``url``) and, for one of the organization's allowed frame
+    origins as ``parent``, the ``iframeUrl``."""
+    url = approval_url(ctx.settings.public_url, ctx.journey, request_id, subject_id)
+    data: dict[str, str] = {"url": url}
+    if parent is not None:
+        stored = (await run_db(ctx.engine, orgs.get_organization, ctx.engine, org_id)).frame_origins
+        local = ctx.settings.dev_pages
+        try:
+            origin = check_origin(parent, local)
+        except BadOrigin:
+            origin = None
+        if origin is None or origin not in header_origins(stored, local):
+            raise Invalid(
+                f"parent {quote_input(parent)} is not one of the organization's allowed "
+                "iframe origins (mandatum org set-frame-origins)"
+            )
+        data["iframeUrl"] = f"{url}?{urlencode({'surface': 'iframe', 'parent': origin})}"
+    return data
+
+
+# --- what the request's workflow records (through its activities) ------------------------------
+
+
+def record_cancellation(engine: Engine, actor: Actor, request_id: str, at: datetime) -> datetime:
+    """The cancellation ``actor`` asked for (``canceled_by``, ``MANDATE_CANCELED``); idempotent."""
+    return store.record_cancellation(engine, request_id, at, str(actor))
+
+
+def record_expiry(engine: Engine, actor: Actor, request_id: str) -> None:
+    """The request expired undecided: it and its open credentials become ``EXPIRED``."""
+    store.record_expiry(engine, request_id)
+
+
+def record_decision(engine: Engine, actor: Actor, decision: RecordDecisionInput) -> None:
+    """A subject's decision (the decision id makes it idempotent) with its audit record naming
+    ``actor``: the subject, also when the workflow declines for them after a failed identity check."""
+    store.record_decision(
+        engine,
+        decision.decision_id,
+        decision.request_id,
+        decision.credential_id,
+        decision.subject_id,
+        decision.accepted,
+        decision.channel,
+        decision.surface,
+        decision.decided_at,
+        decision.completes_request,
+        reason=decision.reason,
+        actor=str(actor),
+    )

@@ -1,0 +1,272 @@
+"""The decision of POST /credential/verify (CONTRACT 5): ordered checks, single use, a receipt.
+
+``verify`` is one read (the presentation row joined with its credential), the checks (pure, on
+the signed VP and that row), and one short write transaction: the conditional UPDATE that uses
+the VP up, and the ``verification`` row with its signed receipt. Nothing here calls Temporal; the
+reads and the write are ``store.verifications``, the audit record names the verifier's actor.
+
+The checks run in CONTRACT 5's order and stop at the first failure: (1) the VP's structure and
+proof, by its holder with the challenge we put in it (``vp_proof_invalid``,
+``vp_signature_invalid``, ``vp_signer_unknown``); (2) the embedded credential's proof
+(``credential_signature_invalid``); (3) ``credential_not_found``: the VP id is not one we issued,
+or its credential is not that VP's mandate, not issued by us, or pins an unknown action version;
+(4) ``not_yet_valid`` / ``expired``: the mandate's window, then the VP's ``expires``; (5)
+``credential_revoked`` (a mandate that is not ACTIVE counts as revoked); (6)
+``verifier_not_authorized``, then ``vp_domain_mismatch``; (7) ``vp_already_used``; (8)
+``execution_params_invalid``: exactly the pinned version's names, each of its type; (9)
+``rule_failed``: a rule of the *pinned* version fails or errors, evaluated at ``now``.
+
+A VP expired at the time of the call is still checked for its signatures first: the proof is
+verified as of its own expiry, so a tampered expired VP reports the signature, not the expiry.
+
+Single use: every verification that gets past steps 1 and 2 for a VP we issued, made by a
+verifier the VP may be shown to (its organization DID in the mandate's ``authorizedDIDs`` and, when
+the VP is bound, in its ``proof.domain``), runs ``UPDATE presentation SET used_at ... WHERE id =
+:id AND used_at IS NULL`` in the transaction that records it; a verifier the VP may not be shown
+to gets its denial, receipt and audit record, and the VP stays usable by its holder (otherwise
+anyone who saw a VP in transit could burn it). Exactly one such statement can change the row
+(PostgreSQL re-checks the condition after a concurrent writer commits; SQLite writes are serial).
+The reason still follows the order (an expired replay reports ``expired``); a verification that
+reached step 7 and did not change the row reports ``vp_already_used``, with no evaluations.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+from sqlalchemy import Engine
+
+from core.actors import Actor
+from core.ids import urn
+from core.kinds import CredentialStatus
+from core.secretbox import SecretCipher
+from core.settings import Settings
+from policy import ActionSpec, evaluate, validate_values
+from store import actions as action_store
+from store.db import utcnow, write_connection
+from store.keys import did_resolver, service_key
+from store.presentations import (
+    PRESENTATION_URN_RE,
+    action_pin,
+    authorized_dids,
+    bound_verifiers,
+    claimed_credential_id,
+    matching,
+)
+from store.verifications import ALLOW, DENY, Outcome, load, record
+from trust import credentials as vc
+from trust import receipts
+from trust.context import context_url
+from trust.did import web_organization_did, web_service_did
+from trust.eddsa_jcs import MalformedProof, ProofError, parse_datetime
+from trust.keys import Ed25519KeyPair
+
+MESSAGES = {
+    "vp_proof_invalid": "The presentation or its proof is malformed",
+    "vp_signature_invalid": "The presentation's signature does not verify",
+    "vp_signer_unknown": "The presentation is not signed by a known key of its holder",
+    "credential_signature_invalid": "The presented credential's signature does not verify",
+    "credential_not_found": "The presentation or its credential was not issued by this service",
+    "not_yet_valid": "The mandate is not valid yet",
+    "expired": "The mandate or the presentation has expired",
+    "credential_revoked": "The mandate is revoked",
+    "verifier_not_authorized": "Your organization is not among the mandate's authorizedDIDs",
+    "vp_domain_mismatch": "The presentation is bound to another verifier",
+    "vp_already_used": "The presentation has already been used",
+    "execution_params_invalid": "executionParams do not match the action",
+    "rule_failed": "The action's rules deny this execution",
+}
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What POST /credential/verify answers: the decision, and for a deny its reason."""
+
+    decision: str
+    credential_id: str
+    evaluations: list[dict[str, Any]]
+    receipt: dict[str, Any]
+    reason: str | None = None
+    message: str = ""
+
+
+_specs: dict[str, ActionSpec] = {}
+_specs_lock = threading.Lock()
+
+
+def _pinned_spec(engine: Engine, version_id: Any) -> ActionSpec | None:
+    """The parsed spec of a published action version (immutable, so cached for good)."""
+    if not isinstance(version_id, str):
+        return None
+    found = _specs.get(version_id)
+    if found is not None:
+        return found
+    version = action_store.get_version(engine, version_id)
+    if version is None or version.status != action_store.PUBLISHED:
+        return None
+    with _specs_lock:
+        if len(_specs) >= 4096:
+            _specs.clear()
+        found = _specs[version_id] = action_store.spec_of(version)
+    return found
+
+
+def _proof(vp: Mapping[str, Any]) -> Mapping[str, Any]:
+    proof = vp.get("proof")
+    return proof if isinstance(proof, Mapping) else {}
+
+
+def _verified_credential(
+    vp: Mapping[str, Any], engine: Engine, settings: Settings, row: Any, now: datetime
+) -> dict[str, Any]:
+    """Steps 1 and 2: the VP proof (with the challenge we issued, when we know the VP) and the
+    embedded credential's proof. An expired proof is checked as of its expiry, so the expiry is
+    reported at step 4, after the signatures."""
+    proof = _proof(vp)
+    challenge = row.challenge if row is not None else proof.get("challenge")
+    if not isinstance(challenge, str) or not challenge:
+        raise MalformedProof("the presentation's proof carries no challenge")
+    as_of = now
+    if isinstance(proof.get("expires"), str):
+        try:
+            as_of = min(now, parse_datetime(proof["expires"], "expires"))
+        except MalformedProof:
+            pass  # verify_presentation reports it
+    return vc.verify_presentation(vp, did_resolver(engine, settings), challenge=challenge, now=as_of)
+
+
+def _vp_expired(proof: Mapping[str, Any], row: Any, now: datetime) -> bool:
+    signed = proof.get("expires")  # verified with the proof: parseable when present
+    expires = min(row.expires_at, parse_datetime(signed)) if isinstance(signed, str) else row.expires_at
+    return bool(expires <= now)
+
+
+def _check(
+    engine: Engine,
+    settings: Settings,
+    vp: Mapping[str, Any],
+    execution_params: dict[str, Any] | None,
+    verifier_did: str,
+    now: datetime,
+) -> Outcome:
+    out = Outcome(
+        credential_id=claimed_credential_id(vp), presentation_id=matching(PRESENTATION_URN_RE, vp.get("id"))
+    )
+    row = load(engine, out.presentation_id) if out.presentation_id else None
+    try:
+        credential = _verified_credential(vp, engine, settings, row, now)
+    except ProofError as exc:
+        return out.deny(vc.reason_code(exc), f"{exc} ({exc.code})")
+    except (TypeError, ValueError, AttributeError, KeyError, RecursionError) as exc:
+        return out.deny("vp_proof_invalid", f"not a well-formed presentation ({type(exc).__name__})")
+    if row is None or credential.get("id") != row.mandate_id:
+        return out.deny("credential_not_found")
+    bound = bound_verifiers(vp)
+    authorized = verifier_did in authorized_dids(credential)
+    in_domain = bound is None or verifier_did in bound
+    out.consume, out.request_id = row.used_at is None and authorized and in_domain, row.request_id
+    pin = action_pin(credential)
+    spec = _pinned_spec(engine, pin.get("version")) if pin is not None else None
+    if credential.get("issuer") != web_service_did(settings.public_url) or (pin is not None and spec is None):
+        return out.deny("credential_not_found")
+    reason = vc.validity_error(credential, now) or ("expired" if _vp_expired(_proof(vp), row, now) else None)
+    if reason is not None:
+        return out.deny(reason)
+    if row.status != CredentialStatus.ACTIVE or row.revoked_at is not None:
+        return out.deny("credential_revoked")
+    if not authorized:
+        return out.deny("verifier_not_authorized")
+    if not in_domain:
+        return out.deny("vp_domain_mismatch")
+    out.at_single_use = True
+    if row.used_at is not None:
+        return out.deny("vp_already_used")
+    return _apply_action(out, pin, spec, execution_params, now)
+
+
+def _apply_action(
+    out: Outcome,
+    pin: dict[str, Any] | None,
+    spec: ActionSpec | None,
+    execution_params: dict[str, Any] | None,
+    now: datetime,
+) -> Outcome:
+    """Steps 8 and 9: executionParams against the pinned version, then its rules."""
+    declared = spec.execution_params if spec is not None else []
+    values, problems = validate_values(
+        declared, execution_params, where="executionParams", fill_defaults=False
+    )
+    if problems:
+        return out.deny("execution_params_invalid", "; ".join(problems))
+    if spec is None or pin is None or not spec.rules:
+        return out
+    evaluations = evaluate(
+        str(pin["version"]),
+        spec.rules,
+        values,
+        pin.get("userParams") or {},
+        now,
+        execution_types=spec.execution_params,
+        user_types=spec.user_params,
+    )
+    out.evaluations = [e.as_json() for e in evaluations]
+    failed = [e.rule for e in evaluations if e.result != "pass"]
+    if failed:
+        return out.deny("rule_failed", f"{', '.join(failed)} did not pass")
+    return out
+
+
+def _receipt(
+    out: Outcome, key: Ed25519KeyPair, settings: Settings, verifier_did: str, now: datetime
+) -> dict[str, Any]:
+    return receipts.receipt(
+        key=key,
+        context_url=context_url(settings.public_url),
+        receipt_id=urn("receipt"),
+        type=receipts.VERIFICATION_DENIED if out.reason else receipts.VERIFICATION_APPROVED,
+        timestamp=now,
+        credential_id=out.credential_id,
+        request_id=out.request_id,
+        presentation_id=out.presentation_id,
+        decision=DENY if out.reason else ALLOW,
+        reason=out.reason,
+        verifier=verifier_did,
+        evaluations=out.evaluations,
+    )
+
+
+def verify(
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
+    *,
+    actor: Actor,
+    verifier_org_id: str,
+    presentation: Mapping[str, Any],
+    execution_params: dict[str, Any] | None = None,
+    now: datetime | None = None,
+) -> Verdict:
+    """Decide on a VP for the verifying organization (``actor`` is who asks: its API key), record the
+    verification with its audit record naming ``actor``, and return it."""
+    now = now or utcnow()
+    verifier_did = web_organization_did(settings.public_url, verifier_org_id)
+    out = _check(engine, settings, presentation, execution_params, verifier_did, now)
+    # the key is fetched before the write transaction: never a second connection inside it
+    key = service_key(engine, cipher, settings)
+    sign = partial(_receipt, key=key, settings=settings, verifier_did=verifier_did, now=now)
+    receipt = sign(out)  # the likely outcome, signed outside the write lock
+    with write_connection(engine) as conn:
+        receipt = record(
+            conn, out, receipt, sign, key, verifier_org_id, presentation, execution_params, now, str(actor)
+        )
+    message = MESSAGES[out.reason] if out.reason else "Allowed"
+    if out.detail:
+        message = f"{message}: {out.detail}"
+    return Verdict(
+        DENY if out.reason else ALLOW, out.credential_id, out.evaluations, receipt, out.reason, message
+    )

@@ -1,0 +1,102 @@
+"""The organization's webhook: its settings, the ``test`` event, retrying a failed delivery. Done
+by a named actor (the command line's operator today, a dashboard member next).
+
+Events about requests are made by the request workflows' activities (``activities.webhooks``),
+idempotent on their fact; their delivery is ``WebhookDeliveryWorkflow``.
+"""
+
+from __future__ import annotations
+
+import time
+
+from core.actors import Actor
+from core.egress import EgressPolicy
+from orchestration import webhooks as deliveries
+from services.context import Context
+from services.errors import Conflict, Invalid, NotFound
+from store import orgs
+from store import webhooks as store
+from store.tables import WebhookEvent
+from wire.webhook_payloads import api_version_of, sample_event
+
+
+def configure(
+    ctx: Context,
+    actor: Actor,
+    org_id: str,
+    url: str,
+    signature_secret: str | None = None,
+    encryption_secret: str | None = None,
+    salt: str | None = None,
+) -> dict[str, str]:
+    """Set the webhook. Omitted secrets keep their current value, or are generated for a new
+    webhook: those are returned (to be shown once) by name. The URL passes ``core.egress``'s checks."""
+    current = store.get_config(ctx.engine, ctx.cipher, org_id)
+    generated: dict[str, str] = {}
+
+    def pick(given: str | None, kept: str | None, name: str, make: str) -> str:
+        if given is not None:
+            return given
+        if kept is not None:
+            return kept
+        generated[name] = make
+        return make
+
+    settings = store.WebhookSettings(
+        url=url,
+        signature_secret=pick(
+            signature_secret,
+            current.signature_secret if current else None,
+            "signature secret",
+            store.new_signature_secret(),
+        ),
+        encryption_secret=pick(
+            encryption_secret,
+            current.encryption_secret if current else None,
+            "encryption secret",
+            store.new_encryption_secret(),
+        ),
+        salt=pick(salt, current.salt if current else None, "salt", store.new_salt()),
+    )
+    try:
+        store.set_config(ctx.engine, ctx.cipher, org_id, settings, EgressPolicy.of(ctx.settings))
+    except orgs.NotFound as exc:
+        raise NotFound(str(exc)) from exc
+    except ValueError as exc:
+        raise Invalid(str(exc)) from exc
+    return generated
+
+
+def create_test_event(ctx: Context, actor: Actor, org_id: str) -> WebhookEvent:
+    """A ``test`` event for the organization; each call is a new fact (start its delivery with
+    ``start_delivery``)."""
+    try:
+        api_version = api_version_of(orgs.get_organization(ctx.engine, org_id).api_version)
+    except orgs.NotFound as exc:
+        raise NotFound(str(exc)) from exc
+    event, _ = store.create_event(
+        ctx.engine,
+        org_id,
+        f"test:{time.time_ns()}",
+        "test",
+        None,
+        lambda event_id, at: sample_event(ctx.settings, api_version, event_id, at),
+    )
+    return event
+
+
+def retryable(ctx: Context, actor: Actor, event_id: str) -> WebhookEvent:
+    """The failed event to deliver again; ``Conflict`` for one pending or delivered."""
+    try:
+        event = store.get_event(ctx.engine, event_id)
+    except orgs.NotFound as exc:
+        raise NotFound(str(exc)) from exc
+    if event.state != store.FAILED:
+        raise Conflict(f"webhook event {event_id} is {event.state}: only a failed one is retried")
+    return event
+
+
+async def start_delivery(ctx: Context, actor: Actor, event_id: str) -> str:
+    """Start the event's delivery workflow (``webhook:<eventId>``); a failed one may start again,
+    a running or delivered one never (WorkflowAlreadyStartedError)."""
+    return await deliveries.start_delivery(ctx.client(), ctx.settings.task_queue, event_id)

@@ -1,0 +1,115 @@
+"""``PATCH /request/resend`` (CONTRACT 4): a fresh code, at most 5 per subject, at least 60 s apart.
+
+Runs on the time-skipping server, so the minute between sends is skipped, not waited.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest_asyncio
+from temporalio.testing import WorkflowEnvironment
+
+from api.app import create_app
+from core.settings import Settings
+from orchestration.temporal import request_handle
+from tests.support.helpers import Credentials, SignedClient, assert_error_shape, policy_request
+from tests.support.journey_helpers import code_in, journey_secrets, message_for
+from tests.support.workflow import executor, ts_queue  # noqa: F401 (fixtures)
+from workflows.messages import VerifyOtpInput, VerifyOtpResult
+
+
+@pytest_asyncio.fixture
+async def ts_api(
+    ts_env: WorkflowEnvironment,
+    ts_queue: str,  # noqa: F811
+    settings: Settings,
+    org: Credentials,
+) -> AsyncIterator[SignedClient]:
+    """The app starting its workflows on the time-skipping server's worker. Rows are stamped with
+    the wall clock while earlier tests have moved the server's virtual clock years ahead, so the
+    requests' expiry is set to 30 days after the *virtual* now."""
+    ahead = await ts_env.get_current_time() - datetime.now(UTC)
+    expiry = max(ahead, timedelta(0)) + timedelta(days=30)
+    app = create_app(
+        settings.model_copy(update={"task_queue": ts_queue, "request_expiry": expiry}), temporal=ts_env.client
+    )
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    async with httpx.AsyncClient(transport=transport, base_url="https://mandatum.test") as client:
+        yield SignedClient(client, org)
+
+
+async def check(env: WorkflowEnvironment, request_id: str, subject_id: str, code: str) -> str:
+    code_hash = journey_secrets().code_hash(request_id, subject_id, code)
+    result = await request_handle(env.client, request_id).execute_update(
+        "verify_otp", VerifyOtpInput(subject_id=subject_id, code_hash=code_hash), result_type=VerifyOtpResult
+    )
+    return str(result.outcome)
+
+
+async def test_resend_limits_and_a_fresh_code(ts_env: WorkflowEnvironment, ts_api: SignedClient) -> None:
+    created = await ts_api.post("/request", policy_request(contacts=["ana@example.com", "+351912345678"]))
+    assert created.status_code == 201, created.text
+    data: dict[str, Any] = created.json()["data"]
+    request_id = data["id"]
+    ana_did = data["subjects"][0]["id"]
+    ana = ana_did.rsplit(":", 1)[1]
+    first = await message_for(request_id, ana)
+    path = f"/request/resend/{request_id}"
+
+    too_soon = await ts_api.request("PATCH", path, params={"contact": "ana@example.com"})
+    assert_error_shape(too_soon, 429)
+    assert 1 <= int(too_soon.headers["Retry-After"]) <= 60
+
+    await ts_env.sleep(61)
+    resent = await ts_api.request("PATCH", path, params={"id": ana_did})
+    assert resent.status_code == 200 and resent.json() == {"success": True}, resent.text
+    second = await message_for(request_id, ana, newer_than=first.id)
+    assert second.id != first.id
+    old, new = code_in(first.text), code_in(second.text)
+    if old != new:  # one chance in a million that they are equal
+        assert await check(ts_env, request_id, ana, old) == "wrong"  # the old code is replaced
+    assert await check(ts_env, request_id, ana, new) == "passed"
+
+    for _ in range(3):  # sends 3, 4 and 5
+        await ts_env.sleep(61)
+        again = await ts_api.request("PATCH", path, params={"contact": "ANA@example.com"})
+        assert again.status_code == 200, again.text
+    await ts_env.sleep(61)
+    sixth = await ts_api.request("PATCH", path, params={"contact": "ana@example.com"})
+    assert "5" in assert_error_shape(sixth, 429)["message"]
+
+    # the other subject (an SMS contact) has its own count
+    phone = await ts_api.request("PATCH", path, params={"contact": "+351912345678"})
+    assert phone.status_code == 200, phone.text
+    await end(ts_env, ts_api, request_id)
+
+
+async def end(env: WorkflowEnvironment, api: SignedClient, request_id: str) -> None:
+    """Cancel the request and see its workflow end while this module's worker still runs: a
+    workflow left open on the time-skipping server without a worker stops time skipping for the
+    tests after it."""
+    assert (await api.delete(f"/request/{request_id}")).status_code == 200
+    await request_handle(env.client, request_id).result()
+
+
+async def test_resend_names_exactly_one_subject_of_the_request(
+    ts_env: WorkflowEnvironment, ts_api: SignedClient
+) -> None:
+    created = await ts_api.post("/request", policy_request(contacts=["ana@example.com"]))
+    request_id = created.json()["data"]["id"]
+    path = f"/request/resend/{request_id}"
+    assert_error_shape(await ts_api.request("PATCH", path), 400)
+    both = await ts_api.request("PATCH", path, params={"contact": "ana@example.com", "internalId": "x"})
+    assert "exactly one" in assert_error_shape(both, 400)["message"]
+    assert_error_shape(await ts_api.request("PATCH", path, params={"contact": "bob@example.com"}), 404)
+    assert_error_shape(await ts_api.request("PATCH", path, params={"contact": "not a contact"}), 400)
+    assert_error_shape(
+        await ts_api.request("PATCH", "/request/resend/" + "0" * 24, params={"contact": "ana@example.com"}),
+        404,
+    )
+    await end(ts_env, ts_api, request_id)
+    assert_error_shape(await ts_api.request("PATCH", path, params={"contact": "ana@example.com"}), 409)

@@ -1,0 +1,167 @@
+"""`mandatum action create|add-version|publish|list`: the real command on a fresh SQLite database."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.actions import RENT
+from tests.support.cli import Cli, cli_env
+
+ACTION_URN = re.compile(r"^urn:via:action:[0-9a-f-]{36}$")
+VERSION_URN = re.compile(r"^urn:via:action-version:[0-9a-f-]{36}$")
+
+RENT_YAML = """\
+name: Pay rent
+description: Pay the monthly rent to an approved payee
+executionParams:
+  - {name: amount, type: number, description: Amount to pay}
+  - {name: payee, type: string}
+  - {name: at, type: timestamp}
+userParams:
+  - name: maxAmount
+    type: number
+  - name: notAfter
+    type: timestamp
+    default: 2030-01-01T00:00:00Z
+rules:
+  - name: underMax
+    expression: executionParams.amount <= userParams.maxAmount
+  - name: inTime
+    expression: timestamp(executionParams.at) <= timestamp(userParams.notAfter)
+"""
+
+
+@pytest.fixture(scope="module")
+def cli(tmp_path_factory: pytest.TempPathFactory) -> Cli:
+    root = tmp_path_factory.mktemp("action-cli")
+    url = f"sqlite:///{root / 'cli.db'}"
+    tool = Cli(cli_env(url, root / "var"), url, root / "var")
+    done = tool.run("db", "upgrade")
+    assert done.returncode == 0, done.stderr
+    return tool
+
+
+@pytest.fixture(scope="module")
+def org_id(cli: Cli) -> str:
+    return str(cli.json("org", "create", "--name", "Actions Org")["organizationId"])
+
+
+def write(tmp_path: Path, name: str, content: str | dict[str, Any]) -> str:
+    path = tmp_path / name
+    path.write_text(content if isinstance(content, str) else json.dumps(content, indent=2))
+    return str(path)
+
+
+def test_create_publish_add_version_and_list(cli: Cli, org_id: str, tmp_path: Path) -> None:
+    yaml_file = write(tmp_path, "rent.yaml", RENT_YAML)
+    created = cli.json("action", "create", "--org", org_id, "--file", yaml_file)
+    assert ACTION_URN.match(created["actionId"]) and VERSION_URN.match(created["versionId"])
+    assert (created["number"], created["status"], created["digestSRI"]) == (1, "draft", None)
+    action_id = created["actionId"]
+
+    published = cli.json("action", "publish", "--action", action_id)  # its newest draft
+    assert published["versionId"] == created["versionId"] and published["status"] == "published"
+    assert published["digestSRI"].startswith("sha256-")
+
+    json_file = write(tmp_path, "rent.json", {**RENT, "name": "Pay rent (JSON)"})
+    v2 = cli.json("action", "add-version", "--action", action_id, "--file", json_file)
+    assert (v2["number"], v2["status"]) == (2, "draft")
+    v2_published = cli.json("action", "publish", "--version", v2["versionId"])
+    assert v2_published["digestSRI"] != published["digestSRI"]
+
+    listed = {a["actionId"]: a for a in cli.json("action", "list", "--org", org_id)}
+    assert listed[action_id]["name"] == "Pay rent (JSON)"
+    assert [v["number"] for v in listed[action_id]["versions"]] == [1, 2]
+
+    text = cli.run("action", "list", "--org", org_id)
+    assert text.returncode == 0 and action_id in text.stdout and "published" in text.stdout
+
+
+def test_yaml_timestamps_stay_text(cli: Cli, org_id: str, tmp_path: Path) -> None:
+    """YAML would read 2030-01-01T00:00:00Z as a date; the default must stay RFC 3339 text."""
+    created = cli.json(
+        "action", "create", "--org", org_id, "--publish", "--file", write(tmp_path, "t.yaml", RENT_YAML)
+    )
+    assert created["status"] == "published"
+
+
+def test_failures_exit_1_with_clear_messages(cli: Cli, org_id: str, tmp_path: Path) -> None:
+    missing_urn = "urn:via:action:00000000-0000-4000-8000-000000000000"
+    names_before = [a["name"] for a in cli.json("action", "list", "--org", org_id)]
+    bad_rules = {**RENT, "rules": [{"name": "undeclared", "expression": "executionParams.nope > 1"}]}
+    draft = cli.json("action", "create", "--org", org_id, "--file", write(tmp_path, "bad.json", bad_rules))
+    published = cli.json(
+        "action", "create", "--org", org_id, "--publish", "--file", write(tmp_path, "ok.json", RENT)
+    )
+    cases: list[tuple[tuple[str, ...], str]] = [
+        (("action", "create", "--org", org_id, "--file", str(tmp_path / "nope.yaml")), "file not found"),
+        (
+            ("action", "create", "--org", org_id, "--file", write(tmp_path, "a.txt", "x")),
+            ".yaml, .yml or .json",
+        ),
+        (
+            ("action", "create", "--org", org_id, "--file", write(tmp_path, "b.yaml", "name: [unclosed\n")),
+            "YAML syntax error at line 2",
+        ),
+        (
+            ("action", "create", "--org", org_id, "--file", write(tmp_path, "c.json", '{"name": "x",\n}')),
+            "JSON syntax error at line 2",
+        ),
+        (
+            ("action", "create", "--org", org_id, "--file", write(tmp_path, "d.yaml", "- a\n- b\n")),
+            "must be a mapping",
+        ),
+        (
+            (
+                "action",
+                "create",
+                "--org",
+                org_id,
+                "--file",
+                write(
+                    tmp_path,
+                    "e.json",
+                    {"name": "", "userParams": [{"name": "1x", "type": "money"}], "colour": "red"},
+                ),
+            ),
+            "the action is not valid:\n  - ",
+        ),
+        (("action", "create", "--org", "0" * 24, "--file", write(tmp_path, "f.json", RENT)), "not found"),
+        (("action", "publish", "--version", draft["versionId"]), "cannot publish:\n  - "),
+        (
+            (
+                "action",
+                "create",
+                "--org",
+                org_id,
+                "--publish",
+                "--file",
+                write(tmp_path, "h.json", bad_rules),
+            ),
+            "h.json: cannot publish:\n  - ",
+        ),
+        (("action", "publish", "--version", published["versionId"]), "already published"),
+        (("action", "publish", "--action", published["actionId"]), "no draft version"),
+        (("action", "publish"), "exactly one of --version or --action"),
+        (
+            ("action", "add-version", "--action", missing_urn, "--file", write(tmp_path, "g.json", RENT)),
+            "not found",
+        ),
+        (("action", "list", "--org", "0" * 24), "not found"),
+    ]
+    results = cli.run_all(*((args, {}) for args, _ in cases))
+    for (args, message), (code, out, err) in zip(cases, results, strict=True):
+        assert code == 1, (args, out, err)
+        assert message in err, (args, err)
+        assert "Traceback" not in err, (args, err)
+    invalid = results[5][2]
+    for fragment in ("name", "userParams.0.name", "userParams.0.type", "colour"):
+        assert fragment in invalid, invalid
+    # a refused --publish stored nothing: only the two actions made above exist with that content
+    names = [a["name"] for a in cli.json("action", "list", "--org", org_id)]
+    assert names.count(RENT["name"]) == 2 + names_before.count(RENT["name"]), names

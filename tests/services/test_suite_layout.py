@@ -1,0 +1,52 @@
+"""The suite's own structure: test modules import helpers from tests/support (or fixtures from a
+conftest), never from another test module."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parent
+while TESTS.name != "tests":  # this module may sit in a layer directory
+    TESTS = TESTS.parent
+
+
+def _imported_modules(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+            # ``from tests.x import test_y`` names a module too
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return found
+
+
+def _is_test_module(name: str) -> bool:
+    return name.startswith("tests.") and name.rsplit(".", 1)[-1].startswith("test_")
+
+
+def test_no_test_module_imports_another() -> None:
+    offenders = {
+        str(path.relative_to(TESTS)): sorted(m for m in _imported_modules(path) if _is_test_module(m))
+        for path in sorted(TESTS.rglob("test_*.py"))
+    }
+    assert {k: v for k, v in offenders.items() if v} == {}
+
+
+def test_the_support_package_holds_no_tests() -> None:
+    support = TESTS / "support"
+    assert (support / "__init__.py").exists()
+    assert not list(support.rglob("test_*.py"))
+    for path in support.rglob("*.py"):  # nor does it reach into a test module
+        assert not [m for m in _imported_modules(path) if _is_test_module(m)], path
+
+
+def test_the_check_sees_an_import_of_a_test_module(tmp_path: Path) -> None:
+    bad = tmp_path / "test_bad.py"
+    bad.write_text("from tests.workflows.test_workflow import decide\nfrom tests import test_cli\n")
+    assert {m for m in _imported_modules(bad) if _is_test_module(m)} == {
+        "tests.workflows.test_workflow",
+        "tests.test_cli",
+    }

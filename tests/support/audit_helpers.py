@@ -1,0 +1,76 @@
+"""Building audit trails in tests: an issued mandate without the workflow, and reading a chain."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from sqlalchemy import Engine, select
+from sqlmodel import col
+
+from cli.devstack import EXAMPLE_ACTION_ID
+from core.actors import TEMPORAL
+from core.ids import urn
+from core.secretbox import SecretCipher
+from core.settings import Settings
+from services import mandates
+from store import actions
+from store import requests as store
+from store.db import utcnow
+from store.tables import AuditRecord
+
+
+@dataclass(frozen=True)
+class Issued:
+    request_id: str
+    credential_id: str  # the entity id
+    mandate_id: str
+    subject_id: str
+
+
+def new_request(engine: Engine, org_id: str, contacts: tuple[str, ...] = ("ana@example.com",)) -> Any:
+    pin, problems = actions.pin_for_request(
+        engine, org_id, EXAMPLE_ACTION_ID, {"maxAmount": 1200}, where="credentials.0.action"
+    )
+    assert pin is not None, problems
+    new = store.NewRequest(
+        security_level="CONTACT",
+        contacts=[store.NewContact(c, "email") for c in contacts],
+        credentials=[store.NewCredential("POLICY", "Rent", scope="payments", action=pin)],
+        name="Pay the rent",
+    )
+    bundle = store.create_request(engine, org_id, new, timedelta(days=30), 10_000, None, None)
+    assert isinstance(bundle, store.RequestBundle)
+    return bundle
+
+
+def issued_mandate(engine: Engine, cipher: SecretCipher, settings: Settings, org_id: str) -> Issued:
+    """What the request workflow does on acceptance, called directly (decision, then issuance)."""
+    bundle = new_request(engine, org_id)
+    subject, cred = bundle.subjects[0][1], bundle.credentials[0]
+    store.record_decision(
+        engine,
+        urn("decision"),
+        bundle.request.id,
+        cred.id,
+        subject.id,
+        True,
+        "email",
+        "iframe",
+        utcnow(),
+        True,
+    )
+    done = mandates.issue(engine, cipher, settings, cred.id, actor=TEMPORAL)
+    return Issued(bundle.request.id, cred.id, done.mandate_id, subject.id)
+
+
+def chain(engine: Engine, org_id: str) -> list[AuditRecord]:
+    """The organization's records in chain order."""
+    with engine.connect() as conn:
+        rows = conn.execute(
+            select(AuditRecord)
+            .where(col(AuditRecord.organization_id) == org_id)
+            .order_by(col(AuditRecord.seq))
+        ).all()
+    return [AuditRecord.model_validate(dict(r._mapping)) for r in rows]

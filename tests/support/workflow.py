@@ -1,0 +1,250 @@
+"""The credential-request workflow's test helpers: requests inserted without the API, decisions, cancels,
+refusals, gates that hold an activity mid-flight,
+and the fixtures ``executor``, ``ts_queue`` and ``gated``."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+from sqlalchemy import Engine
+from temporalio import activity
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
+from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Worker
+
+from activities.journey import JourneyActivities
+from activities.mandates import MandateActivities
+from activities.requests import RequestActivities
+from activities.webhooks import WebhookActivities
+from core.otp import JourneySecrets
+from core.secretbox import SecretCipher
+from core.settings import Settings
+from store import request_queries as queries
+from store import requests as store
+from tests.support.helpers import SignedClient, policy_request
+from tests.support.journey_helpers import TEST_OUTBOX, pass_otp
+from worker import WORKFLOWS, build_worker
+from workflows.ids import ActivityNames
+from workflows.messages import (
+    CancelInput,
+    CancelResult,
+    CredentialRequestResult,
+    DecisionInput,
+    DecisionResult,
+    RecordDecisionInput,
+    RecordExpiryInput,
+    RequestStatusView,
+)
+
+UPDATE_TIMEOUT = 20
+
+
+def insert_request(
+    engine: Engine,
+    org_id: str,
+    *,
+    contacts: tuple[str, ...] = ("ana@example.com",),
+    credentials: tuple[str, ...] = ("Rent payments",),
+    expiry: timedelta = timedelta(days=30),
+    internal_id: str | None = None,
+    security_level: str = "CONTACT",
+) -> store.RequestBundle:
+    """A request row as POST /request stores it, without starting its workflow."""
+    new = store.NewRequest(
+        security_level=security_level,
+        contacts=[store.NewContact(c, "email") for c in contacts],
+        credentials=[store.NewCredential("POLICY", n, scope="payments") for n in credentials],
+        name="Pay the rent",
+        internal_id=internal_id,
+    )
+    result = store.create_request(engine, org_id, new, expiry, 10_000, None, None)
+    assert isinstance(result, store.RequestBundle)
+    return result
+
+
+def db_request(engine: Engine, org_id: str, request_id: str) -> store.RequestBundle:
+    bundle = queries.get_request(engine, org_id, request_id)
+    assert bundle is not None
+    return bundle
+
+
+def fresh_queue() -> str:
+    return f"mandatum-test-{uuid.uuid4().hex[:10]}"
+
+
+async def result_of(handle: WorkflowHandle[Any, Any]) -> CredentialRequestResult:
+    raw = await asyncio.wait_for(handle.result(), UPDATE_TIMEOUT)  # untyped handle: a dict
+    return CredentialRequestResult.model_validate(raw)
+
+
+async def status_of(handle: WorkflowHandle[Any, Any]) -> RequestStatusView:
+    view = await handle.query("status", result_type=RequestStatusView)
+    assert isinstance(view, RequestStatusView)
+    return view
+
+
+async def decide(
+    handle: WorkflowHandle[Any, Any],
+    subject_id: str,
+    credential_id: str,
+    accept: bool = True,
+    confirm: bool = True,
+    outbox: Path = TEST_OUTBOX,
+    secrets: JourneySecrets | None = None,
+) -> DecisionResult:
+    """The subject's decision, after confirming their code when they have not yet (as the approval
+    page does; ``confirm=False`` skips that, for a subject with no code). ``outbox`` and ``secrets``
+    are those of the worker that sent the code (the session's by default)."""
+    status = await handle.query("status", result_type=RequestStatusView)
+    if confirm and subject_id not in status.otp_passed:
+        await pass_otp(handle, subject_id, outbox=outbox, secrets=secrets)
+    result = await asyncio.wait_for(
+        handle.execute_update(
+            "decide",
+            DecisionInput(
+                subject_id=subject_id,
+                credential_id=credential_id,
+                accept=accept,
+                channel="email",
+                surface="hosted",
+            ),
+            result_type=DecisionResult,
+        ),
+        UPDATE_TIMEOUT,
+    )
+    assert isinstance(result, DecisionResult)
+    return result
+
+
+async def cancel(handle: WorkflowHandle[Any, Any], by: str = "test") -> CancelResult:
+    result = await asyncio.wait_for(
+        handle.execute_update("cancel", CancelInput(canceled_by=by), result_type=CancelResult),
+        UPDATE_TIMEOUT,
+    )
+    assert isinstance(result, CancelResult)
+    return result
+
+
+async def refused(update: Any) -> ApplicationError:
+    """The ApplicationError a validator (or handler) refused the update with."""
+    with pytest.raises(WorkflowUpdateFailedError) as info:
+        await asyncio.wait_for(update, UPDATE_TIMEOUT)
+    cause = info.value.cause
+    assert isinstance(cause, ApplicationError), repr(cause)
+    return cause
+
+
+def subject_uuid(did: str) -> str:
+    subject = queries.subject_id_from_did(did)
+    assert subject is not None
+    return subject
+
+
+class Gate:
+    """Lets a test hold an activity mid-flight: ``entered`` is set when it starts, ``release`` frees it."""
+
+    def __init__(self) -> None:
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def pass_through(self) -> None:
+        self.entered.set()
+        assert self.release.wait(UPDATE_TIMEOUT), "the test never released the gate"
+
+    async def wait_entered(self) -> None:
+        assert await asyncio.to_thread(self.entered.wait, UPDATE_TIMEOUT), "the activity never started"
+
+
+class GatedActivities(RequestActivities):
+    """The real activities, with expiry and decision writes held until the test releases them."""
+
+    def __init__(self, engine: Engine) -> None:
+        super().__init__(engine)
+        self.expiry = Gate()
+        self.decision = Gate()
+
+    @activity.defn(name=ActivityNames.RECORD_EXPIRY)
+    def record_expiry(self, inp: RecordExpiryInput) -> None:
+        self.expiry.pass_through()
+        super().record_expiry(inp)
+
+    @activity.defn(name=ActivityNames.RECORD_DECISION)
+    def record_decision(self, inp: RecordDecisionInput) -> None:
+        self.decision.pass_through()
+        super().record_decision(inp)
+
+
+@pytest.fixture(scope="module")
+def executor() -> Iterator[ThreadPoolExecutor]:
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        yield pool
+
+
+@pytest_asyncio.fixture(scope="module")
+async def ts_queue(
+    ts_env: WorkflowEnvironment, engine: Engine, settings: Settings, executor: ThreadPoolExecutor
+) -> AsyncIterator[str]:
+    queue = fresh_queue()
+    async with build_worker(ts_env.client, engine, queue, executor, settings):
+        yield queue
+
+
+async def create(api: SignedClient, **overrides: Any) -> dict[str, Any]:
+    resp = await api.post("/request", policy_request(**overrides))
+    assert resp.status_code == 201, resp.text
+    return dict(resp.json()["data"])
+
+
+async def get(api: SignedClient, request_id: str) -> dict[str, Any]:
+    resp = await api.get(f"/request/{request_id}")
+    assert resp.status_code == 200, resp.text
+    return dict(resp.json()["data"])
+
+
+@pytest_asyncio.fixture
+async def gated(
+    temporal: Client, engine: Engine, executor: ThreadPoolExecutor, settings: Settings, cipher: SecretCipher
+) -> AsyncIterator[tuple[str, GatedActivities]]:
+    queue = fresh_queue()
+    acts = GatedActivities(engine)
+    issuing = [
+        *MandateActivities(engine, cipher, settings).all(),
+        *WebhookActivities(engine, cipher, settings).all(),
+        *JourneyActivities(engine, settings, JourneySecrets(settings.master_key_bytes())).all(),
+    ]
+    worker = Worker(
+        temporal,
+        task_queue=queue,
+        workflows=WORKFLOWS,
+        activities=[*acts.all(), *issuing],
+        activity_executor=executor,
+    )
+    async with worker:
+        try:
+            yield queue, acts
+        finally:
+            acts.expiry.release.set()
+            acts.decision.release.set()
+
+
+async def history_has(handle: WorkflowHandle[Any, Any], field: Any, seconds: float) -> None:
+    """Wait until the workflow's history holds an event of that kind and a workflow task completed
+    after it (the workflow has acted on it)."""
+    deadline = asyncio.get_running_loop().time() + seconds
+    while True:
+        events = list((await handle.fetch_history()).events)
+        found = [i for i, e in enumerate(events) if e.HasField(field)]
+        if found and any(e.HasField("workflow_task_completed_event_attributes") for e in events[found[0] :]):
+            return
+        assert asyncio.get_running_loop().time() < deadline, f"no {field} in the history"
+        await asyncio.sleep(0.05)

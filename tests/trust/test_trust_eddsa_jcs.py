@@ -1,0 +1,329 @@
+"""JCS and eddsa-jcs-2022 against the W3C vectors, the independent interop VP, and each refusal."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from tests.support.vectors import load_vector, vector_names, vector_path
+from trust.did import Resolver, did_document, key_id
+from trust.eddsa_jcs import (
+    ASSERTION_METHOD,
+    AUTHENTICATION,
+    ChallengeMismatch,
+    DomainMismatch,
+    InvalidSignature,
+    MalformedProof,
+    ProofCreatedInFuture,
+    ProofError,
+    ProofExpired,
+    UnknownSigner,
+    WrongCryptosuite,
+    WrongProofPurpose,
+    WrongProofType,
+    create_proof,
+    format_datetime,
+    hash_data,
+    proof_configuration,
+    sign_document,
+    verify_document,
+    verify_proof,
+)
+from trust.jcs import CanonicalizationError, canonicalize, canonicalize_reference
+from trust.keys import Ed25519KeyPair
+
+JCS_NAMES = vector_names("jcs", "input")
+VP_CHALLENGE = "1f44d55f-f161-4938-a659-f8026467f126"
+VP_DOMAIN = "issuer.example.com"
+NOW = datetime(2023, 2, 25, tzinfo=UTC)
+
+
+def load(name: str) -> Any:
+    return load_vector("eddsa-jcs-2022", name)
+
+
+def text(name: str) -> str:
+    return vector_path("eddsa-jcs-2022", name).read_text().strip()
+
+
+def vector_key() -> Ed25519KeyPair:
+    pair = load("keyPair.json")
+    return Ed25519KeyPair.from_private_multikey(
+        pair["privateKeyMultibase"], load("proofConfigJCS.json")["verificationMethod"]
+    )
+
+
+# --- JCS ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", JCS_NAMES)
+def test_jcs_reproduces_every_vector_on_both_paths(name: str) -> None:
+    value = json.loads(vector_path("jcs", "input", name).read_text(encoding="utf-8"))
+    expected = vector_path("jcs", "output", name).read_bytes()
+    assert canonicalize(value) == expected
+    assert canonicalize_reference(value) == expected
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"a": 1.5, "b": [1e30, 56.0]},
+        {"\U0001f602": 1, "\ufb33": 2},  # UTF-16 order differs from code point order here
+        {"ctl": '\x00\x1f\x7f\b\t\n\f\r"\\/'},
+    ],
+)
+def test_the_fast_path_never_differs_from_the_reference(value: Any) -> None:
+    assert canonicalize(value) == canonicalize_reference(value)
+
+
+@pytest.mark.parametrize("value", [{"x": float("nan")}, {"x": "\ud800"}, {"x": {1, 2}}, {"big": 2**60}])
+def test_values_jcs_cannot_express_are_refused(value: Any) -> None:
+    with pytest.raises(CanonicalizationError):
+        canonicalize(value)
+
+
+# --- the W3C eddsa-jcs-2022 vector ----------------------------------------------------------------
+
+
+def test_every_intermediate_value_of_the_w3c_vector() -> None:
+    unsigned = load("unsigned.json")
+    options = {k: v for k, v in load("proofConfigJCS.json").items() if k != "@context"}
+    config = proof_configuration(unsigned, options)
+    assert config == load("proofConfigJCS.json")
+    assert canonicalize(unsigned).decode() == text("canonDocJCS.txt")
+    assert canonicalize(config).decode() == text("proofCanonJCS.txt")
+    doc_hash = hashlib.sha256(canonicalize(unsigned)).hexdigest()
+    proof_hash = hashlib.sha256(canonicalize(config)).hexdigest()
+    assert doc_hash == text("docHashJCS.txt")
+    assert proof_hash == text("proofHashJCS.txt")
+    assert hash_data(unsigned, config).hex() == text("combinedHashJCS.txt")
+    key = vector_key()
+    assert key.public_multikey == load("keyPair.json")["publicKeyMultibase"]
+    assert key.sign(hash_data(unsigned, config)).hex() == text("sigHexJCS.txt")
+    created = datetime(2023, 2, 24, 23, 36, 38, tzinfo=UTC)
+    proof = create_proof(unsigned, key, proof_purpose=ASSERTION_METHOD, created=created)
+    assert proof["proofValue"] == text("sigBTC58JCS.txt")
+    assert sign_document(unsigned, key, proof_purpose=ASSERTION_METHOD, created=created) == load(
+        "signedJCS.json"
+    )
+
+
+def test_the_signed_vector_verifies() -> None:
+    verify_document(load("signedJCS.json"), Resolver(), proof_purpose=ASSERTION_METHOD, now=NOW)
+
+
+def test_the_independent_js_presentation_verifies_with_its_challenge_and_domain() -> None:
+    vp = load("interop/js-signed-vp.json")
+    verify_document(
+        vp, Resolver(), proof_purpose=AUTHENTICATION, challenge=VP_CHALLENGE, domain=VP_DOMAIN, now=NOW
+    )
+    verify_document(vp["verifiableCredential"][0], Resolver(), proof_purpose=ASSERTION_METHOD, now=NOW)
+
+
+def test_the_independent_js_presentation_is_refused_with_another_challenge_or_domain() -> None:
+    vp = load("interop/js-signed-vp.json")
+    with pytest.raises(ChallengeMismatch):
+        verify_document(
+            vp, Resolver(), proof_purpose=AUTHENTICATION, challenge="another", domain=VP_DOMAIN, now=NOW
+        )
+    with pytest.raises(DomainMismatch):
+        verify_document(
+            vp,
+            Resolver(),
+            proof_purpose=AUTHENTICATION,
+            challenge=VP_CHALLENGE,
+            domain="verifier.example.org",
+            now=NOW,
+        )
+
+
+# --- each refusal, with its own class and code --------------------------------------------------
+
+
+def signed() -> dict[str, Any]:
+    return copy.deepcopy(load("signedJCS.json"))
+
+
+def check(document: dict[str, Any], error: type[ProofError], code: str, **options: Any) -> None:
+    options = {"proof_purpose": ASSERTION_METHOD, "now": NOW, **options}
+    with pytest.raises(error) as caught:
+        verify_document(document, Resolver(), **options)
+    assert type(caught.value) is error
+    assert caught.value.code == code
+
+
+def test_a_tampered_document_is_an_invalid_signature() -> None:
+    doc = signed()
+    doc["credentialSubject"]["alumniOf"] = "Another School"
+    check(doc, InvalidSignature, "signature_invalid")
+
+
+def test_a_tampered_proof_option_is_an_invalid_signature() -> None:
+    doc = signed()
+    doc["proof"]["created"] = "2023-02-24T23:36:39Z"
+    check(doc, InvalidSignature, "signature_invalid")
+
+
+def test_a_tampered_proof_value_is_an_invalid_signature() -> None:
+    doc = signed()
+    value = doc["proof"]["proofValue"]
+    doc["proof"]["proofValue"] = value[:-1] + ("Y" if value[-1] != "Y" else "Z")
+    check(doc, InvalidSignature, "signature_invalid")
+
+
+def test_a_wrong_cryptosuite_is_refused() -> None:
+    doc = signed()
+    doc["proof"]["cryptosuite"] = "eddsa-rdfc-2022"
+    check(doc, WrongCryptosuite, "cryptosuite_unsupported")
+
+
+def test_a_wrong_proof_type_is_refused() -> None:
+    doc = signed()
+    doc["proof"]["type"] = "Ed25519Signature2020"
+    check(doc, WrongProofType, "proof_type_unsupported")
+
+
+def test_a_wrong_proof_purpose_is_refused() -> None:
+    check(signed(), WrongProofPurpose, "proof_purpose_mismatch", proof_purpose=AUTHENTICATION)
+
+
+def test_an_expected_domain_that_is_absent_is_a_mismatch() -> None:
+    check(signed(), DomainMismatch, "domain_mismatch", domain="verifier.example.org")
+
+
+def test_an_expected_challenge_that_is_absent_is_a_mismatch() -> None:
+    check(signed(), ChallengeMismatch, "challenge_mismatch", challenge="nonce")
+
+
+@pytest.mark.parametrize(
+    "member", ["type", "cryptosuite", "verificationMethod", "proofPurpose", "proofValue"]
+)
+def test_a_proof_without_a_required_member_is_malformed(member: str) -> None:
+    doc = signed()
+    del doc["proof"][member]
+    check(doc, MalformedProof, "proof_malformed")
+
+
+@pytest.mark.parametrize("value", ["2HnFSSPP", "z0OIl", "z" + "2" * 20])
+def test_a_proof_value_that_does_not_decode_is_malformed(value: str) -> None:
+    doc = signed()
+    doc["proof"]["proofValue"] = value
+    check(doc, MalformedProof, "proof_malformed")
+
+
+def test_a_document_without_proof_is_malformed() -> None:
+    check(load("unsigned.json"), MalformedProof, "proof_malformed")
+
+
+def test_a_proof_context_the_document_does_not_start_with_is_malformed() -> None:
+    doc = signed()
+    doc["@context"] = doc["@context"][:1]
+    check(doc, MalformedProof, "proof_malformed")
+
+
+def test_an_unknown_verification_method_is_refused() -> None:
+    doc = signed()
+    did = doc["proof"]["verificationMethod"].split("#")[0]
+    doc["proof"]["verificationMethod"] = f"{did}#key-2"  # a fragment the did:key does not list
+    check(doc, UnknownSigner, "verification_method_unknown")
+    doc["proof"]["verificationMethod"] = "did:web:nowhere.example#key-1"
+    check(doc, UnknownSigner, "verification_method_unknown")
+
+
+def our_key() -> tuple[Ed25519KeyPair, Resolver]:
+    did = "did:web:mandatum.test"
+    pair = Ed25519KeyPair.generate()
+    pair = pair.with_verification_method(key_id(did, pair.public_multikey))
+    doc = did_document(did, [pair.public_multikey])
+    return pair, Resolver(lambda d: doc if d == did else None)
+
+
+def test_an_expired_proof_is_refused_and_a_current_one_accepted() -> None:
+    key, resolver = our_key()
+    created = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+    doc = sign_document(
+        {"id": "urn:x"},
+        key,
+        proof_purpose=AUTHENTICATION,
+        created=created,
+        expires=created + timedelta(minutes=5),
+        challenge="c",
+    )
+    verify_document(
+        doc, resolver, proof_purpose=AUTHENTICATION, challenge="c", now=created + timedelta(minutes=4)
+    )
+    with pytest.raises(ProofExpired) as caught:
+        verify_document(
+            doc, resolver, proof_purpose=AUTHENTICATION, challenge="c", now=created + timedelta(minutes=6)
+        )
+    assert caught.value.code == "proof_expired"
+
+
+def test_a_proof_created_in_the_future_is_refused_beyond_the_skew() -> None:
+    key, resolver = our_key()
+    created = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
+    doc = sign_document({"id": "urn:x"}, key, proof_purpose=ASSERTION_METHOD, created=created)
+    verify_document(doc, resolver, proof_purpose=ASSERTION_METHOD, now=created - timedelta(seconds=30))
+    with pytest.raises(ProofCreatedInFuture) as caught:
+        verify_document(doc, resolver, proof_purpose=ASSERTION_METHOD, now=created - timedelta(hours=1))
+    assert caught.value.code == "proof_created_in_future"
+
+
+def test_every_error_kind_has_its_own_code() -> None:
+    kinds = [
+        MalformedProof,
+        WrongProofType,
+        WrongCryptosuite,
+        WrongProofPurpose,
+        DomainMismatch,
+        ChallengeMismatch,
+        ProofExpired,
+        ProofCreatedInFuture,
+        UnknownSigner,
+        InvalidSignature,
+    ]
+    assert len({k.code for k in kinds}) == len(kinds)
+    assert all(issubclass(k, ProofError) for k in kinds)
+
+
+def test_extra_members_are_signed_and_proof_sets_need_every_proof() -> None:
+    key, resolver = our_key()
+    other, _ = our_key()
+    created = datetime(2026, 1, 1, 12, 0, 0, 123456, tzinfo=UTC)
+    document = {"@context": ["https://www.w3.org/ns/credentials/v2"], "id": "urn:x"}
+    proof = create_proof(
+        document,
+        key,
+        proof_purpose=ASSERTION_METHOD,
+        created=created,
+        extra={"actionType": "ISSUE", "createdAt": format_datetime(created)},
+    )
+    assert proof["created"] == "2026-01-01T12:00:00Z"
+    assert proof["@context"] == document["@context"]
+    verify_proof(document, proof, resolver, proof_purpose=ASSERTION_METHOD, now=created)
+    with pytest.raises(InvalidSignature):
+        verify_proof(
+            document, {**proof, "actionType": "REVOKE"}, resolver, proof_purpose=ASSERTION_METHOD, now=created
+        )
+    second = create_proof(document, key, proof_purpose=ASSERTION_METHOD, created=created)
+    verify_document(
+        {**document, "proof": [proof, second]}, resolver, proof_purpose=ASSERTION_METHOD, now=created
+    )
+    stranger = create_proof(document, other, proof_purpose=ASSERTION_METHOD, created=created)
+    with pytest.raises(UnknownSigner):
+        verify_document(
+            {**document, "proof": [proof, stranger]}, resolver, proof_purpose=ASSERTION_METHOD, now=created
+        )
+    with pytest.raises(ValueError):
+        create_proof(
+            document,
+            key,
+            proof_purpose=ASSERTION_METHOD,
+            created=created,
+            extra={"proofPurpose": "authentication"},
+        )

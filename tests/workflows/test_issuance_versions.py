@@ -1,0 +1,222 @@
+"""Versions and issuance: an issued mandate keeps the action version it was issued against, a
+rejection issues nothing, and workflows recorded before issuance existed keep replaying.
+
+CONTRACT 6: a published version is immutable and mandates pin the version they were issued
+against; publishing a new version changes what new requests pin, never an issued mandate.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from unittest import mock
+
+import pytest
+from sqlalchemy import Engine
+from sqlmodel import select
+from temporalio import workflow
+from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer, UnsandboxedWorkflowRunner
+
+from cli.devstack import EXAMPLE_ACTION, EXAMPLE_ACTION_ID
+from core.actors import TEMPORAL
+from core.secretbox import SecretCipher
+from core.settings import Settings
+from orchestration.temporal import request_handle
+from policy.actions import parse_action_spec
+from services import mandates
+from store import actions, keys
+from store.db import read_session
+from store.tables import ActionVersion, Credential
+from tests.support.durability import allocated
+from tests.support.helpers import SignedClient
+from tests.support.histories import HISTORIES, load
+from tests.support.issuance import patch_and_issuance
+from tests.support.mandate_helpers import accept_all, create_request, issued_mandate
+from tests.support.workflow import decide, subject_uuid
+from trust import credentials as vc
+from workflows.credential_request import ISSUANCE_PATCH, CredentialRequestWorkflow
+from workflows.ids import ActivityNames
+
+issuing = pytest.mark.usefixtures("worker", "no_server_errors")
+
+
+def example(key: str) -> list[Any]:
+    value = EXAMPLE_ACTION[key]
+    assert isinstance(value, list)
+    return value
+
+
+# v2 of the example action: another userParam (currency), and a rule that uses it
+ACTION_V2: dict[str, Any] = {
+    **EXAMPLE_ACTION,
+    "userParams": [*example("userParams"), {"name": "currency", "type": "string", "default": "EUR"}],
+    "executionParams": [*example("executionParams"), {"name": "currency", "type": "string"}],
+    "rules": [
+        *example("rules"),
+        {
+            "name": "sameCurrency",
+            "description": "Paid in the approved currency.",
+            "expression": "executionParams.currency == userParams.currency",
+        },
+    ],
+}
+
+
+def credential_row(engine: Engine, mandate_id: str) -> Credential:
+    with read_session(engine) as session:
+        row = session.exec(select(Credential).where(Credential.mandate_id == mandate_id)).one()
+    return row
+
+
+def publish_v2(engine: Engine, org_id: str) -> ActionVersion:
+    spec, errors = parse_action_spec(ACTION_V2)
+    assert spec is not None, errors
+    draft = actions.add_version(engine, org_id, EXAMPLE_ACTION_ID, spec)
+    return actions.publish(engine, draft.id, org_id)
+
+
+@issuing
+async def test_republishing_the_action_changes_no_issued_mandate(
+    api: SignedClient,
+    temporal: Client,
+    engine: Engine,
+    settings: Settings,
+    cipher: SecretCipher,
+) -> None:
+    org_id = api.creds.organization_id
+    first = await issued_mandate(api, temporal)
+    resolved = actions.resolve_for_request(engine, org_id, EXAMPLE_ACTION_ID)
+    assert resolved is not None
+    v1 = resolved[0]
+    assert v1.number == 1 and v1.digest_sri == vc.digest_sri(v1.content)
+    pin = first["w3cCredential"]["credentialSubject"]["mandate"]["action"]
+    assert (pin["id"], pin["version"], pin["digestSRI"]) == (EXAMPLE_ACTION_ID, v1.id, v1.digest_sri)
+    stored = credential_row(engine, first["id"]).model_dump()
+
+    v2 = publish_v2(engine, org_id)
+
+    assert (v2.number, v2.status) == (2, "published") and v2.id != v1.id
+    assert v2.digest_sri == vc.digest_sri(v2.content) and v2.digest_sri != v1.digest_sri
+    v1_now = actions.get_version(engine, v1.id)
+    assert v1_now is not None and v1_now.model_dump() == v1.model_dump()  # v1 itself is untouched
+    assert credential_row(engine, first["id"]).model_dump() == stored
+    resolver = keys.did_resolver(engine, settings)
+    vc.verify_mandate(stored["w3c_credential"], resolver)
+    [shown] = (await api.get(f"/request/{first['requestId']}")).json()["data"]["credentials"]
+    assert shown["w3cCredential"] == first["w3cCredential"] == stored["w3c_credential"]
+    # a retried issuance (what a restarted activity does) returns the v1 mandate as it is
+    again = mandates.issue(engine, cipher, settings, stored["id"], actor=TEMPORAL)
+    assert (again.mandate_id, again.newly_issued) == (first["id"], False)
+    assert credential_row(engine, first["id"]).model_dump() == stored
+
+    # a new request pins v2: its userParams are v2's (currency is unknown to v1)
+    request = await create_request(
+        api,
+        credentials=[
+            {
+                "type": "POLICY",
+                "name": "Rent payments",
+                "scope": "payments",
+                "action": {"id": EXAMPLE_ACTION_ID, "userParams": {"maxAmount": 900}},
+            }
+        ],
+    )
+    pinned = request["credentials"][0]["action"]
+    assert (pinned["version"], pinned["digestSRI"]) == (v2.id, v2.digest_sri)
+    assert pinned["userParams"] == {"maxAmount": 900, "payees": [], "currency": "EUR"}
+    [cred] = await accept_all(api, temporal, request)
+    assert cred["status"] == "ACTIVE"
+    assert cred["w3cCredential"]["credentialSubject"]["mandate"]["action"] == pinned
+    vc.verify_mandate(cred["w3cCredential"], resolver)
+    assert credential_row(engine, first["id"]).model_dump() == stored
+
+
+@issuing
+async def test_a_rejection_issues_nothing(api: SignedClient, temporal: Client, engine: Engine) -> None:
+    before = allocated(engine)
+    request = await create_request(api, contacts=["ana@example.com", "bea@example.com"])
+    handle = request_handle(temporal, request["id"])
+    ana, bea = (subject_uuid(s["id"]) for s in request["subjects"])
+    cred_id = request["credentials"][0]["id"]
+
+    rejected = await decide(handle, ana, cred_id, accept=False)
+    accepted = await decide(handle, bea, cred_id, accept=True)
+
+    assert (rejected.mandate_id, accepted.mandate_id, accepted.request_status) == (None, None, "COMPLETED")
+    with read_session(engine) as session:
+        row = session.get(Credential, cred_id)
+    assert row is not None
+    assert (
+        row.status,
+        row.mandate_id,
+        row.w3c_credential,
+        row.document_credential,
+        row.issued_at,
+        row.status_list_id,
+        row.status_list_index,
+    ) == ("REJECTED", None, None, None, None, None, None)
+    assert allocated(engine) == before
+    history = await handle.fetch_history()
+    scheduled = [
+        e.activity_task_scheduled_event_attributes.activity_type.name
+        for e in history.events
+        if e.HasField("activity_task_scheduled_event_attributes")
+    ]
+    # each subject is sent a code and confirms it (the "subject-journey" patch); each decision is
+    # written, then its webhook event made (the "webhook-events" patch); nothing is issued
+    journey = (ActivityNames.SEND_OTP, ActivityNames.CHECK_OTP)
+    assert (
+        sorted(n for n in scheduled if n in journey)
+        == [ActivityNames.CHECK_OTP] * 2 + [ActivityNames.SEND_OTP] * 2
+    )
+    assert [n for n in scheduled if n not in journey] == [
+        ActivityNames.RECORD_DECISION,
+        ActivityNames.CREATE_CREDENTIAL_EVENT,
+    ] * 2
+
+
+# --- workflow versions: the histories tests/workflows/test_replay.py replays -------------------------------
+
+
+def test_the_histories_cover_both_sides_of_the_patch() -> None:
+    """decide_then_issue ran with issuance; the others were recorded before it and must stay so."""
+    assert patch_and_issuance("decide_then_issue") == (
+        [ISSUANCE_PATCH],
+        [ActivityNames.RECORD_DECISION, ActivityNames.ISSUE_CREDENTIAL],
+    )
+    for old in ("cancel", "expiry", "decide_then_complete", "decide_then_expiry"):
+        patches, activities = patch_and_issuance(old)
+        assert patches == [] and ActivityNames.ISSUE_CREDENTIAL not in activities, old
+    # decide_then_complete has a credential every subject accepted: issuance would run today
+    assert patch_and_issuance("decide_then_complete")[1].count(ActivityNames.RECORD_DECISION) == 4
+
+
+class AlwaysPatched:
+    """``temporalio.workflow`` as the workflow module sees it, with ``patched`` always true."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(workflow, name)
+
+    @staticmethod
+    def patched(patch_id: str) -> bool:
+        return True
+
+
+async def test_without_the_patch_guard_an_old_history_breaks() -> None:
+    """What ``workflow.patched`` protects: with the guard taken as always true, the history of a
+    workflow started before issuance (two subjects accepted a credential, nothing issued) fails
+    replay; with the guard as it is, the same replayer replays it. Unsandboxed, so that only this
+    replayer sees the module attribute replaced (a sandboxed worker loads its own copy)."""
+    old = load(HISTORIES / "decide_then_complete.json")
+    replayer = Replayer(
+        workflows=[CredentialRequestWorkflow],
+        data_converter=pydantic_data_converter,
+        workflow_runner=UnsandboxedWorkflowRunner(),
+    )
+    with (
+        mock.patch("workflows.credential_request.workflow", AlwaysPatched()),
+        pytest.raises(workflow.NondeterminismError),
+    ):
+        await replayer.replay_workflow(old)
+    assert (await replayer.replay_workflow(old)).replay_failure is None

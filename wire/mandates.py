@@ -1,0 +1,91 @@
+"""Wire models of the credential routes: revoke, get-credential (SPEC.md, CONTRACT 4)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, Field, field_validator
+
+from wire.models import Strict, Timestamp
+
+Reason = Annotated[
+    str,
+    Field(
+        max_length=500,
+        description=(
+            "Free text recorded on the credential and in the MANDATE_REVOKED receipt; recommended values "
+            "user_initiated, organization_policy, system_expiry"
+        ),
+    ),
+]
+
+
+class RevokeAliasIn(Strict):
+    """The body of ``DELETE /credential/revoke/{mandateId}``: optional, and so is ``reason``."""
+
+    reason: Reason | None = None
+
+    @field_validator("reason")
+    @classmethod
+    def _reason(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("must not be empty")
+        return value
+
+
+class RevokeIn(RevokeAliasIn):
+    """The body of ``POST /credential/{mandateId}/revoke``: ``reason`` is required."""
+
+    reason: Reason
+
+
+class RevokeOut(BaseModel):
+    credentialId: str = Field(description="The mandate URN")
+    status: Literal["REVOKED"] = "REVOKED"
+    revokedAt: Timestamp
+    receipt: dict[str, Any] = Field(description="The signed MANDATE_REVOKED receipt")
+
+
+class CredentialEntityOut(BaseModel):
+    """SPEC's credential entity, with documented extras after ``internalId``."""
+
+    id: str = Field(description="The credential entity id (24 lower-case hex characters)")
+    resourceType: str
+    status: str
+    proofs: list[dict[str, Any]] = Field(
+        description=("The proof items of the document form (ISSUE, then e.g. REVOKE); empty before issuance")
+    )
+    data: list[dict[str, Any]] = Field(
+        description=(
+            "DOCUMENT: its data items. POLICY: the document form's items (action, version, scope, each "
+            "approved userParam) once issued, empty before"
+        )
+    )
+    name: str
+    internalId: str | None
+    mandateId: str | None = Field(description="The credential URN once issued, else null")
+    requestId: str
+    description: str | None
+    scope: str | None
+    action: dict[str, Any] | None
+    tags: list[str]
+    validFrom: Timestamp | None
+    validUntil: Timestamp | None
+    issuedAt: Timestamp | None
+    revokedAt: Timestamp | None
+    revocationReason: str | None
+    revocationReceipt: dict[str, Any] | None
+
+
+class CredentialDetailOut(BaseModel):
+    credential: CredentialEntityOut
+    w3cCredential: dict[str, Any] | None = Field(
+        description=(
+            "The document form in its most updated version (with every proof item, e.g. REVOKE); "
+            "null before issuance"
+        )
+    )
+    pdf: str | None = Field(
+        default=None,
+        description=("Base64 PDF rendering; present only with includePdf=true on a DOCUMENT credential"),
+    )

@@ -1,0 +1,386 @@
+"""Wire models: what integrators send and receive, with SPEC.md's field names."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from core.origins import BadOrigin, check_url
+from core.text import quote_input, shown, unsafe_characters
+from wire.contacts import normalize_contact
+from wire.numbers import reject_non_jcs
+
+
+def iso(value: datetime) -> str:
+    """RFC 3339 in UTC with milliseconds and a Z, the way JavaScript clients print dates."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+Timestamp = Annotated[datetime, PlainSerializer(iso, return_type=str)]
+DID_RE = re.compile(r"^did:[a-z0-9]+:[A-Za-z0-9._:%-]+$")
+ACTION_URN_RE = re.compile(r"^urn:via:action:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def _aware(value: datetime) -> datetime:
+    if value.tzinfo is None:
+        raise ValueError("must carry a time zone offset (e.g. 2026-01-31T12:00:00Z)")
+    return value.astimezone(UTC)
+
+
+def _did(value: str) -> str:
+    if not DID_RE.match(value):
+        raise ValueError(f"is not a DID: {quote_input(value)}")
+    return value
+
+
+def _one_line(value: str) -> str:
+    """Names, labels, tags and references are one line: they end up in our messages and pages,
+    where a line break, a control character or a bidi override could pass for our own text."""
+    reject_nul(value)  # its own message: the decision documented for every string
+    found = unsafe_characters(value)
+    if found:
+        raise ValueError(
+            "must be one line without control, line separator or bidi override "
+            f"characters (found {', '.join(found[:5])})"
+        )
+    return value
+
+
+AwareDatetime = Annotated[datetime, AfterValidator(_aware)]
+Did = Annotated[str, AfterValidator(_did)]
+Text = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_one_line)]
+Ref = Annotated[str, Field(min_length=1, max_length=255), AfterValidator(_one_line)]
+
+
+class SecurityLevel(StrEnum):
+    CONTACT = "CONTACT"
+    ORGANIZATION_KYC = "ORGANIZATION_KYC"
+    PLATFORM_KYC = "PLATFORM_KYC"
+    PLATFORM_REVALIDATION = "PLATFORM_REVALIDATION"
+
+
+class Language(StrEnum):
+    ENG = "ENG"
+    PRT = "PRT"
+    SPA = "SPA"
+    FRA = "FRA"
+
+
+def reject_nul(value: Any) -> None:
+    """NUL characters are never meaningful in this API, and PostgreSQL cannot store them in text."""
+    if isinstance(value, str):
+        if "\x00" in value:
+            raise ValueError("must not contain NUL characters")
+    elif isinstance(value, list):
+        for item in value:
+            reject_nul(item)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            reject_nul(key)
+            reject_nul(item)
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    @field_validator("*", mode="after")
+    @classmethod
+    def _no_nul(cls, value: Any) -> Any:
+        reject_nul(value)
+        return value
+
+
+class ContactIn(Strict):
+    """A contact given as an object, to attach the integrator's own subject reference."""
+
+    contact: str
+    internalId: Ref | None = None
+
+
+# What a DOCUMENT may hold: its PDF costs about 13 microseconds of CPU per character (api/pdf.py)
+MAX_DOCUMENT_ITEMS = 50
+MAX_ITEM_VALUE = 5_000
+MAX_DOCUMENT_TEXT = 20_000  # labels and values of all items together
+MAX_ITEM_FIELDS = 50
+MAX_PARAM_NAME = 100
+
+
+def _param_names(value: dict[str, Any]) -> dict[str, Any]:
+    """Param names are identifiers (CONTRACT 6): a long one is no name and is not echoed whole."""
+    long = [name for name in value if len(name) > MAX_PARAM_NAME]
+    if long:
+        raise ValueError(f"{quote_input(long[0])} is not a param name (at most {MAX_PARAM_NAME} characters)")
+    return value
+
+
+class ActionRef(Strict):
+    id: str
+    userParams: Annotated[dict[str, Any], AfterValidator(_param_names), AfterValidator(reject_non_jcs)] = (
+        Field(default_factory=dict)
+    )
+
+    @field_validator("id")
+    @classmethod
+    def _urn(cls, value: str) -> str:
+        if not ACTION_URN_RE.match(value):
+            raise ValueError("must be an action URN urn:via:action:<uuid>")
+        return value
+
+
+class DataItem(Strict):
+    label: Text
+    type: Annotated[str, Field(min_length=1, max_length=50), AfterValidator(_one_line)]
+    value: Annotated[str, Field(max_length=MAX_ITEM_VALUE)]
+    hidden: bool = False
+    fields: Annotated[
+        list[dict[str, Any]], Field(max_length=MAX_ITEM_FIELDS), AfterValidator(reject_non_jcs)
+    ] = Field(default_factory=list)
+
+
+class CredentialIn(Strict):
+    type: Literal["POLICY", "DOCUMENT"]
+    name: Text
+    scope: Annotated[str, Field(max_length=500)] | None = None
+    description: Annotated[str, Field(max_length=2000)] | None = None
+    internalId: Ref | None = None
+    tags: Annotated[
+        list[Annotated[str, Field(max_length=100), AfterValidator(_one_line)]], Field(max_length=20)
+    ] = Field(default_factory=list)
+    action: ActionRef | None = None
+    data: Annotated[list[DataItem], Field(min_length=1, max_length=MAX_DOCUMENT_ITEMS)] | None = None
+    validFrom: AwareDatetime | None = None
+    validUntil: AwareDatetime | None = None
+
+    @field_validator("tags", mode="before")
+    @classmethod
+    def _null_tags(cls, value: Any) -> Any:
+        return [] if value is None else value
+
+    @model_validator(mode="after")
+    def _by_type(self) -> CredentialIn:
+        if self.type == "POLICY" and self.action is None:
+            raise ValueError("a POLICY credential needs action {id, userParams}")
+        if self.type == "POLICY" and self.data is not None:
+            raise ValueError("a POLICY credential takes action, not data")
+        if self.type == "DOCUMENT" and self.data is None:
+            raise ValueError("a DOCUMENT credential needs data [{label, type, value, hidden}]")
+        if self.type == "DOCUMENT" and self.action is not None:
+            raise ValueError("a DOCUMENT credential takes data, not action")
+        text = sum(len(item.label) + len(item.value) for item in self.data or ())
+        if text > MAX_DOCUMENT_TEXT:
+            raise ValueError(
+                f"data holds {text} characters of labels and values; a document holds at "
+                f"most {MAX_DOCUMENT_TEXT}"
+            )
+        if self.validFrom and self.validUntil and self.validUntil <= self.validFrom:
+            raise ValueError("validUntil must be after validFrom")
+        return self
+
+
+class CreateRequestIn(Strict):
+    contacts: Annotated[list[str | ContactIn], Field(min_length=1, max_length=100)]
+    securityLevel: SecurityLevel
+    credentials: Annotated[list[CredentialIn], Field(min_length=1, max_length=10)]
+    name: Text | None = None
+    language: Language = Language.ENG
+    redirectUrl: Annotated[str, Field(max_length=2048)] | None = None
+    internalId: Ref | None = None
+    authorizedDIDs: Annotated[list[Did], Field(max_length=20)] = Field(default_factory=list)
+
+    @field_validator("language", "authorizedDIDs", mode="before")
+    @classmethod
+    def _null_is_default(cls, value: Any, info: ValidationInfo) -> Any:
+        """SDKs send absent optional fields as null: that means the default, not an error."""
+        if value is None:
+            return Language.ENG if info.field_name == "language" else []
+        return value
+
+    @field_validator("redirectUrl")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        """A well-formed https URL (http on a local host is refused in production by the route,
+        which knows the environment), kept with its origin in canonical form (core.origins)."""
+        if value is None:
+            return None
+        try:
+            return check_url(value, allow_loopback_http=True)
+        except BadOrigin as exc:
+            raise ValueError(str(exc)) from exc
+
+    def normalized_contacts(self) -> tuple[list[tuple[str, str, str | None]], list[str]]:
+        """(contact, kind, internalId) per contact, and a message per contact that is not valid."""
+        out: list[tuple[str, str, str | None]] = []
+        problems: list[str] = []
+        seen: dict[str, int] = {}
+        for i, item in enumerate(self.contacts):
+            raw, internal = (item, None) if isinstance(item, str) else (item.contact, item.internalId)
+            try:
+                contact, kind = normalize_contact(raw)
+            except ValueError as exc:
+                problems.append(f"contacts.{i}: {exc}")
+                continue
+            if contact in seen:
+                problems.append(
+                    f"contacts.{i}: {shown(contact)} is the same subject as contacts.{seen[contact]}"
+                )
+                continue
+            seen[contact] = i
+            out.append((contact, kind, internal))
+        return out, problems
+
+
+# --- responses ----------------------------------------------------------------------------------
+
+
+class ContactOut(BaseModel):
+    id: str
+    contact: str
+
+
+class SubjectOrganization(BaseModel):
+    contacts: list[str]
+
+
+class SubjectOut(BaseModel):
+    id: str
+    contact: str
+    contacts: list[ContactOut]
+    identityStatus: str
+    organization: SubjectOrganization
+    createdAt: Timestamp
+    internalId: str | None
+    kyc: str
+
+
+class DecisionOut(BaseModel):
+    id: str
+    contact: str
+    accepted: bool
+    decidedAt: Timestamp
+
+
+class CredentialOut(BaseModel):
+    id: str
+    resourceType: str
+    status: str
+    w3cCredential: dict[str, Any] | None
+    name: str
+    description: str | None
+    internalId: str | None
+    tags: list[str]
+    decisions: list[DecisionOut]
+    scope: str | None = None
+    action: dict[str, Any] | None = None
+    data: list[dict[str, Any]] | None = None
+    validFrom: Timestamp | None = None
+    validUntil: Timestamp | None = None
+
+
+class RequestOut(BaseModel):
+    id: str
+    securityLevel: str
+    createdAt: Timestamp
+    subjects: list[SubjectOut]
+    credentials: list[CredentialOut]
+    name: str | None
+    language: str | None
+    redirectUrl: str | None
+    internalId: str | None
+    canceledAt: Timestamp | None
+    status: str
+    expiresAt: Timestamp
+    authorizedDIDs: list[str]
+
+
+class SubjectListItem(BaseModel):
+    contact: str
+    did: str
+    internalId: str | None
+    name: str | None
+
+
+class CredentialListItem(BaseModel):
+    id: str
+    resourceType: str
+    status: str
+    name: str
+    internalId: str | None
+
+
+class RequestListItem(BaseModel):
+    id: str
+    securityLevel: str
+    createdAt: Timestamp
+    name: str | None
+    language: str | None
+    redirectUrl: str | None
+    internalId: str | None
+    canceledAt: Timestamp | None
+    status: str
+    subjects: list[SubjectListItem]
+    credentials: list[CredentialListItem]
+
+
+class RequestEnvelope(BaseModel):
+    data: RequestOut
+
+
+class RequestPage(BaseModel):
+    data: list[RequestListItem]
+    totalPages: int
+
+
+class Success(BaseModel):
+    success: Literal[True] = True
+
+
+class ErrorOut(BaseModel):
+    statusCode: int
+    message: str | list[str]
+    error: str
+
+
+class ActionVersionOut(BaseModel):
+    """A published version: its canonical content (what `digestSRI` covers) and when it was published."""
+
+    id: str
+    number: int
+    digestSRI: str
+    publishedAt: Timestamp
+    name: str
+    description: str | None = None
+    executionParams: list[dict[str, Any]]
+    userParams: list[dict[str, Any]]
+    rules: list[dict[str, Any]]
+
+
+class ActionOut(BaseModel):
+    id: str
+    name: str
+    description: str | None
+    createdAt: Timestamp
+    currentVersion: str
+    versions: list[ActionVersionOut]
+
+
+class ActionEnvelope(BaseModel):
+    data: ActionOut
+
+
+class ActionList(BaseModel):
+    data: list[ActionOut]

@@ -1,0 +1,83 @@
+"""Wire models of the presentation and verify endpoints (CONTRACT 4 and 5)."""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from wire.models import Did, ErrorOut
+
+
+class PresentationIn(BaseModel):
+    """Body of POST /credential/{mandateId}/presentation; it may also be empty."""
+
+    model_config = ConfigDict(extra="forbid")
+    targetVerifier: Annotated[Did, Field(max_length=2048)] | None = Field(
+        default=None, description="DID of the intended verifier: the VP is bound to it (proof.domain)"
+    )
+
+
+class PresentationData(BaseModel):
+    presentation: dict[str, Any] = Field(description="The signed VP")
+    receipt: dict[str, Any] = Field(description="The signed PRESENTATION_ISSUED receipt")
+
+
+class PresentationEnvelope(BaseModel):
+    data: PresentationData
+
+
+class PresentationDenied(ErrorOut):
+    reason: str | None = Field(default=None, description="e.g. credential_revoked")
+
+
+class VerifyIn(BaseModel):
+    """Body of POST /credential/verify."""
+
+    model_config = ConfigDict(extra="forbid")
+    presentation: dict[str, Any] = Field(description="The VP from the presentation endpoint")
+    executionParams: dict[str, Any] | None = Field(
+        default=None, description="Exactly the pinned action version's executionParams"
+    )
+
+    @field_validator("executionParams")
+    @classmethod
+    def _finite(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        """NaN and Infinity are not JSON (Python's parser lets them through): such a body is
+        malformed, and it could not be recorded either."""
+        if value is not None and not _all_finite(value):
+            raise ValueError("must be JSON: NaN and Infinity are not numbers")
+        return value
+
+
+def _all_finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    if isinstance(value, dict):
+        return all(_all_finite(v) for v in value.values())
+    if isinstance(value, list):
+        return all(_all_finite(v) for v in value)
+    return True
+
+
+class EvaluationOut(BaseModel):
+    rule: str
+    expression: str
+    result: Literal["pass", "fail", "error"]
+    reason: str | None = None
+
+
+class VerifyAllowed(BaseModel):
+    decision: Literal["allow"]
+    credentialId: str
+    evaluations: list[EvaluationOut]
+    receipt: dict[str, Any] = Field(description="The signed VERIFICATION_APPROVED receipt")
+
+
+class VerifyDenied(ErrorOut):
+    decision: Literal["deny"]
+    reason: str
+    credentialId: str
+    evaluations: list[EvaluationOut]
+    receipt: dict[str, Any] = Field(description="The signed VERIFICATION_DENIED receipt")

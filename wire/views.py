@@ -1,0 +1,112 @@
+"""Turning stored requests into SPEC.md's shapes."""
+
+from __future__ import annotations
+
+from core.settings import Settings
+from store.requests import RequestBundle
+from store.tables import Credential, Subject
+from trust.did import web_organization_did, web_subject_did
+from wire.models import (
+    ContactOut,
+    CredentialListItem,
+    CredentialOut,
+    DecisionOut,
+    RequestListItem,
+    RequestOut,
+    SubjectListItem,
+    SubjectOrganization,
+    SubjectOut,
+)
+
+
+def _subject(settings: Settings, subject: Subject, internal_id: str | None) -> SubjectOut:
+    return SubjectOut(
+        id=web_subject_did(settings.public_url, subject.id),
+        contact=subject.contact,
+        contacts=[ContactOut(id=f"{subject.id}:{subject.contact_kind}", contact=subject.contact)],
+        identityStatus=subject.identity_status,
+        organization=SubjectOrganization(contacts=[subject.contact]),
+        createdAt=subject.created_at,
+        internalId=internal_id,
+        kyc=subject.kyc,
+    )
+
+
+def _credential(bundle: RequestBundle, cred: Credential) -> CredentialOut:
+    return CredentialOut(
+        id=cred.mandate_id or cred.id,
+        resourceType=cred.resource_type,
+        status=cred.status,
+        w3cCredential=cred.w3c_credential,
+        name=cred.name,
+        description=cred.description,
+        internalId=cred.internal_id,
+        tags=list(cred.tags),
+        scope=cred.scope,
+        action=cred.action,
+        data=cred.data,
+        validFrom=cred.valid_from,
+        validUntil=cred.valid_until,
+        decisions=[
+            DecisionOut(id=d.id, contact=s.contact, accepted=d.accepted, decidedAt=d.decided_at)
+            for d, s in bundle.decisions.get(cred.id, [])
+        ],
+    )
+
+
+def request_out(settings: Settings, bundle: RequestBundle) -> RequestOut:
+    req = bundle.request
+    return RequestOut(
+        id=req.id,
+        securityLevel=req.security_level,
+        createdAt=req.created_at,
+        subjects=[_subject(settings, s, link.internal_id) for link, s in bundle.subjects],
+        credentials=[_credential(bundle, c) for c in bundle.credentials],
+        name=req.name,
+        language=req.language,
+        redirectUrl=req.redirect_url,
+        internalId=req.internal_id,
+        canceledAt=req.canceled_at,
+        status=req.status,
+        expiresAt=req.expires_at,
+        # the organization first, each DID once (CONTRACT 3)
+        authorizedDIDs=list(
+            dict.fromkeys(
+                [web_organization_did(settings.public_url, req.organization_id), *req.authorized_dids]
+            )
+        ),
+    )
+
+
+def request_list_item(settings: Settings, bundle: RequestBundle) -> RequestListItem:
+    req = bundle.request
+    return RequestListItem(
+        id=req.id,
+        securityLevel=req.security_level,
+        createdAt=req.created_at,
+        name=req.name,
+        language=req.language,
+        redirectUrl=req.redirect_url,
+        internalId=req.internal_id,
+        canceledAt=req.canceled_at,
+        status=req.status,
+        subjects=[
+            SubjectListItem(
+                contact=s.contact,
+                did=web_subject_did(settings.public_url, s.id),
+                internalId=link.internal_id,
+                name=None,
+            )
+            for link, s in bundle.subjects
+        ],
+        credentials=[
+            CredentialListItem(
+                id=c.mandate_id or c.id,
+                resourceType=c.resource_type,
+                status=c.status,
+                name=c.name,
+                internalId=c.internal_id,
+            )
+            for c in bundle.credentials
+        ],
+    )

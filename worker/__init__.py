@@ -1,0 +1,117 @@
+"""The worker: settings -> Temporal client -> Worker(workflows, activity instances).
+
+It also runs the reconciler that starts workflows for stored requests whose start was lost, and
+periodically purges expired replay and idempotency entries. It starts without Temporal: it
+connects with a growing wait between attempts (orchestration.temporal.connect_with_backoff), logging each.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+from concurrent.futures import ThreadPoolExecutor
+
+from sqlalchemy import Engine
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from activities.journey import JourneyActivities
+from activities.mandates import MandateActivities
+from activities.requests import RequestActivities
+from activities.webhooks import WebhookActivities
+from core.otp import JourneySecrets
+from core.secretbox import SecretCipher
+from core.settings import Settings, get_settings
+from orchestration.temporal import connect_with_backoff, reconcile_forever
+from store import audit
+from store.db import keep_files_private, make_engine
+from store.guards import purge_expired
+from workflows.credential_request import CredentialRequestWorkflow
+from workflows.webhook_delivery import WebhookDeliveryWorkflow
+
+log = logging.getLogger("mandatum.worker")
+WORKFLOWS = [CredentialRequestWorkflow, WebhookDeliveryWorkflow]
+
+
+def build_worker(
+    client: Client,
+    engine: Engine,
+    task_queue: str,
+    executor: ThreadPoolExecutor,
+    settings: Settings | None = None,
+) -> Worker:
+    settings = settings or get_settings()
+    cipher = SecretCipher(settings.master_key_bytes())
+    activities = [
+        *RequestActivities(engine).all(),
+        *MandateActivities(engine, cipher, settings).all(),
+        *WebhookActivities(engine, cipher, settings).all(),
+        *JourneyActivities(engine, settings, JourneySecrets(settings.master_key_bytes())).all(),
+    ]
+    return Worker(
+        client,
+        task_queue=task_queue,
+        workflows=WORKFLOWS,
+        activities=activities,
+        activity_executor=executor,
+        # the activities are synchronous: never take more than there are threads to run them, or
+        # the extra ones wait in the executor's queue while their start-to-close timeout runs
+        max_concurrent_activities=executor._max_workers,
+    )
+
+
+async def _purge_forever(engine: Engine, settings: Settings) -> None:
+    while True:
+        try:
+            await asyncio.to_thread(purge_expired, engine, settings.idempotency_window)
+        except Exception:
+            log.exception("purge failed")
+        await asyncio.sleep(60)
+
+
+async def main(settings: Settings | None = None, stop: asyncio.Event | None = None) -> None:
+    """Run until SIGINT or SIGTERM (or until ``stop`` is set, when given)."""
+    settings = settings or get_settings()
+    keep_files_private(settings.var_dir)
+    settings.master_key_bytes()
+    engine = make_engine(settings.sqlalchemy_url)
+    audit.use_service_key(engine, SecretCipher(settings.master_key_bytes()), settings)
+    if stop is None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+    background = [asyncio.create_task(_purge_forever(engine, settings))]  # needs no Temporal
+    try:
+        client = await connect_with_backoff(settings, stop)
+        if client is None:
+            return
+        with ThreadPoolExecutor(max_workers=16) as executor:
+            worker = build_worker(client, engine, settings.task_queue, executor, settings)
+            background.append(
+                asyncio.create_task(
+                    reconcile_forever(
+                        client,
+                        engine,
+                        settings.task_queue,
+                        settings.reconcile_interval,
+                        settings.reconcile_grace,
+                    )
+                )
+            )
+            async with worker:
+                log.info("worker polling task queue %s on %s", settings.task_queue, settings.temporal_address)
+                await stop.wait()
+                log.info("worker stopping")
+    finally:
+        for task in background:
+            task.cancel()
+        await asyncio.gather(*background, return_exceptions=True)
+        engine.dispose()
+
+
+def run() -> None:
+    """``python -m worker``."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    asyncio.run(main())

@@ -1,0 +1,5 @@
+"""``python -m worker``: the worker process (see ``worker``)."""
+
+from worker import run
+
+run()

@@ -1,0 +1,57 @@
+"""How the workflows run their activities: a few named kinds instead of options repeated per call.
+
+- ``write``: a state change written to the database, retried (1 s, doubling, at most a minute
+  apart) until it lands, 30 s per attempt. Every write activity is idempotent.
+- ``send``: a message to a subject through a transport that may be slow or down: 60 s per
+  attempt, 8 attempts from 2 s apart to a minute, then the caller reports it undelivered.
+
+Deterministic code only (imported by the workflows).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any, TypeVar
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+
+T = TypeVar("T")
+
+DB_WRITE_RETRY = RetryPolicy(initial_interval=timedelta(seconds=1), maximum_interval=timedelta(minutes=1))
+DB_WRITE_TIMEOUT = timedelta(seconds=30)
+SEND_RETRY = RetryPolicy(
+    initial_interval=timedelta(seconds=2), maximum_interval=timedelta(minutes=1), maximum_attempts=8
+)
+SEND_TIMEOUT = timedelta(seconds=60)
+
+
+async def write(activity: str, arg: Any, *, summary: str | None = None) -> None:
+    """Run a database-writing activity until it lands."""
+    await workflow.execute_activity(
+        activity, arg, start_to_close_timeout=DB_WRITE_TIMEOUT, retry_policy=DB_WRITE_RETRY, summary=summary
+    )
+
+
+async def write_for(activity: str, arg: Any, result_type: type[T], *, summary: str | None = None) -> T:
+    """``write`` for an activity that answers (the event it made, what it read with the write)."""
+    return await workflow.execute_activity(
+        activity,
+        arg,
+        result_type=result_type,
+        start_to_close_timeout=DB_WRITE_TIMEOUT,
+        retry_policy=DB_WRITE_RETRY,
+        summary=summary,
+    )
+
+
+async def send(activity: str, arg: Any, result_type: type[T], *, summary: str) -> T:
+    """Run a sending activity: a bounded number of attempts, then the ActivityError is the caller's."""
+    return await workflow.execute_activity(
+        activity,
+        arg,
+        result_type=result_type,
+        start_to_close_timeout=SEND_TIMEOUT,
+        retry_policy=SEND_RETRY,
+        summary=summary,
+    )
