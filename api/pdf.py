@@ -36,6 +36,8 @@ from typing import Any, Literal
 from fpdf import FPDF
 from fpdf.enums import XPos, YPos
 
+from core.kinds import CredentialStatus
+
 # (regular, bold) pairs, first found wins: Debian/Ubuntu, Fedora, Alpine/Arch
 UNICODE_FONT_CANDIDATES: tuple[tuple[Path, Path], ...] = tuple(
     (Path(d) / "DejaVuSans.ttf", Path(d) / "DejaVuSans-Bold.ttf")
@@ -48,15 +50,15 @@ UNICODE_FONT_CANDIDATES: tuple[tuple[Path, Path], ...] = tuple(
 )
 CORE_ENCODING = "windows-1252"
 MASK = "\u2022" * 8 + " (hidden)"
-STATUS_WORDS = {
-    "DRAFT": "created, not sent to the subjects yet",
-    "PENDING": "awaiting the subjects' decision",
-    "ACTIVE": "accepted and issued",
-    "REJECTED": "rejected; nothing was issued",
-    "CANCELED": "the request was canceled before a decision",
-    "EXPIRED": "no decision before the request expired",
-    "REVOKED": "revoked by the organization",
-    "FAILED": "accepted, but it could not be issued; nothing was issued",
+STATUS_WORDS: dict[str, str] = {  # every CredentialStatus (a test checks)
+    CredentialStatus.DRAFT: "created, not sent to the subjects yet",
+    CredentialStatus.PENDING: "awaiting the subjects' decision",
+    CredentialStatus.ACTIVE: "accepted and issued",
+    CredentialStatus.REJECTED: "rejected; nothing was issued",
+    CredentialStatus.CANCELED: "the request was canceled before a decision",
+    CredentialStatus.EXPIRED: "no decision before the request expired",
+    CredentialStatus.REVOKED: "revoked by the organization",
+    CredentialStatus.FAILED: "accepted, but it could not be issued; nothing was issued",
 }
 GREY, BLACK = (90, 90, 90), (0, 0, 0)
 log = logging.getLogger("mandatum.api.pdf")

@@ -1,6 +1,7 @@
 """``mandatum action``: actions from YAML or JSON files, until the dashboard exists.
 
-The dashboard will call the same store functions (``store.actions``).
+Every change goes through ``services.actions`` as the operator running the command, the same
+functions the dashboard calls.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """``mandatum webhook``: an organization's webhook settings, test events, the delivery log, retries.
 
-The dashboard will call the same store functions (``store.webhooks``).
+State changes go through ``services.webhooks`` as the operator running the command, the same
+functions the API and the dashboard call; the listings read ``store.webhooks``.
 """
 
 from __future__ import annotations

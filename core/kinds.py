@@ -69,6 +69,30 @@ class IdentitySource(StrEnum):
     REUSED = "platform-reuse"  # an earlier platform success
 
 
+class SecurityLevel(StrEnum):
+    """How a request's subjects prove who they are (SPEC.md ``securityLevel``)."""
+
+    CONTACT = "CONTACT"  # the code sent to the contact is enough
+    ORGANIZATION_KYC = "ORGANIZATION_KYC"  # the organization reports its own identity check
+    PLATFORM_KYC = "PLATFORM_KYC"  # the platform's identity check; an earlier success is reused
+    PLATFORM_REVALIDATION = "PLATFORM_REVALIDATION"  # the platform's check, done again every time
+
+
+# the source of identity each security level requires (CONTRACT 8); CONTACT requires none
+IDENTITY_SOURCES: dict[str, IdentitySource] = {
+    SecurityLevel.ORGANIZATION_KYC: IdentitySource.ORGANIZATION,
+    SecurityLevel.PLATFORM_KYC: IdentitySource.PLATFORM,
+    SecurityLevel.PLATFORM_REVALIDATION: IdentitySource.PLATFORM,
+}
+
+
+class Surface(StrEnum):
+    """Where a subject decided (SPEC.md audit record "UI surface")."""
+
+    HOSTED = "hosted"  # the service's own page
+    IFRAME = "iframe"  # the page inside the integrator's app
+
+
 class IdentityStep(StrEnum):
     """Where a subject stands with the identity check their request's level requires."""
 
@@ -96,7 +120,7 @@ class ActionVersionStatus(StrEnum):
 
 class UpdateRefusal(StrEnum):
     """Why a request workflow refused an update (the ``ApplicationError`` type it raises). The API
-    maps each to an HTTP status in one table (``services.requests.REFUSAL_STATUS``)."""
+    maps each to an HTTP status in one table (``api.errors.REFUSAL_STATUS``)."""
 
     NOT_ACTIVE = "not_active"  # completed, canceled or expired
     ALREADY_CANCELED = "already_canceled"

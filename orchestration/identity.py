@@ -9,6 +9,7 @@ import logging
 from sqlalchemy import Engine
 from temporalio.client import Client
 
+from core.kinds import IdentitySource, IdentityStatus
 from orchestration.updates import Refused, Unavailable, run_update
 from store import kyc as kyc_store
 from store.db import run_db, utcnow
@@ -29,8 +30,8 @@ async def complete_check(
         check.request_id,
         IdentityInput(
             subject_id=check.subject_id,
-            success=check.status == kyc_store.VERIFIED,
-            source=kyc_store.PLATFORM,
+            success=check.status == IdentityStatus.VERIFIED,
+            source=IdentitySource.PLATFORM,
             message=check.message,
             check_id=check.id,
         ),
@@ -73,6 +74,6 @@ async def report_organization_check(
         kyc_store.report_organization_check, engine, org_id, subject_id, success
     )
     identity = IdentityInput(
-        subject_id=subject_id, success=success, source=kyc_store.ORGANIZATION, message=message
+        subject_id=subject_id, success=success, source=IdentitySource.ORGANIZATION, message=message
     )
     return [request_id for request_id in request_ids if await _give(temporal, request_id, identity)]

@@ -15,7 +15,7 @@ from typing import TypeVar
 from sqlalchemy import Engine
 
 from core.actors import ORGANIZATION, Actor
-from core.kinds import IdentitySource
+from core.kinds import IDENTITY_SOURCES, IdentitySource
 from orchestration import identity
 from orchestration.temporal import request_handle
 from orchestration.updates import Refused as UpdateRefused
@@ -31,7 +31,6 @@ from store.db import run_db, utcnow
 from store.tables import KycCheck
 from wire.contacts import normalize_contact
 from workflows.messages import (
-    IDENTITY_SOURCES,
     DecisionInput,
     DecisionResult,
     RecordIdentityInput,

@@ -14,19 +14,12 @@ from datetime import datetime
 from sqlalchemy import Engine
 from sqlmodel import col, select
 
-from core.kinds import IdentityStatus, RequestStatus
+from core.kinds import IdentitySource, IdentityStatus, RequestStatus, SecurityLevel
 from store import audit
 from store.db import read_session, write_session
 from store.tables import CredentialRequest, KycCheck, RequestSubject, Subject
 
 PENDING, VERIFIED, FAILED = IdentityStatus.PENDING, IdentityStatus.VERIFIED, IdentityStatus.FAILED
-PLATFORM, ORGANIZATION, REUSED = "platform", "organization", "platform-reuse"
-# the source of identity each security level requires
-REQUIRED_SOURCE = {
-    "ORGANIZATION_KYC": ORGANIZATION,
-    "PLATFORM_KYC": PLATFORM,
-    "PLATFORM_REVALIDATION": PLATFORM,
-}
 
 
 def new_check_id() -> str:
@@ -120,10 +113,10 @@ def record_identity(
     message: str | None,
     check_id: str | None,
     at: datetime,
-    actor: str | None = None,
+    actor: str,
 ) -> None:
     """The identity result a request required of a subject, once: on the request's link, on the
-    subject, and in the audit trail, in one transaction."""
+    subject, and in the audit trail naming ``actor``, in one transaction."""
     key = audit.signer(engine)
     result = VERIFIED if success else FAILED
     with write_session(engine) as session:
@@ -142,13 +135,12 @@ def record_identity(
         if link.identity_result is not None:  # a retried activity
             return
         link.identity_result = result
-        if source == PLATFORM:
+        if source == IdentitySource.PLATFORM:
             subject.kyc = result
         subject.identity_status = result
         session.add(link)
         session.add(subject)
         session.flush()
-        actor = actor or ("organization" if source == ORGANIZATION else f"subject:{subject_id}")
         audit.append(
             session.connection(),
             key,
@@ -214,7 +206,7 @@ def report_organization_check(engine: Engine, org_id: str, subject_id: str, succ
                 col(RequestSubject.identity_result).is_(None),
                 CredentialRequest.organization_id == org_id,
                 CredentialRequest.status == RequestStatus.PENDING,
-                CredentialRequest.security_level == "ORGANIZATION_KYC",
+                CredentialRequest.security_level == SecurityLevel.ORGANIZATION_KYC,
             )
         )
         return list(rows)

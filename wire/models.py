@@ -18,6 +18,7 @@ from pydantic import (
     model_validator,
 )
 
+from core.kinds import SecurityLevel
 from core.origins import BadOrigin, check_url
 from core.text import quote_input, shown, unsafe_characters
 from wire.contacts import normalize_contact
@@ -65,13 +66,6 @@ AwareDatetime = Annotated[datetime, AfterValidator(_aware)]
 Did = Annotated[str, AfterValidator(_did)]
 Text = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_one_line)]
 Ref = Annotated[str, Field(min_length=1, max_length=255), AfterValidator(_one_line)]
-
-
-class SecurityLevel(StrEnum):
-    CONTACT = "CONTACT"
-    ORGANIZATION_KYC = "ORGANIZATION_KYC"
-    PLATFORM_KYC = "PLATFORM_KYC"
-    PLATFORM_REVALIDATION = "PLATFORM_REVALIDATION"
 
 
 class Language(StrEnum):

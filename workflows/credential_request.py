@@ -28,10 +28,12 @@ from temporalio.workflow import ParentClosePolicy
 with workflow.unsafe.imports_passed_through():
     from core.actors import TEMPORAL
     from core.kinds import (
+        IDENTITY_SOURCES,
         IdentitySource,
         IdentityStep,
         OtpOutcome,
         RequestStatus,
+        SecurityLevel,
         SubjectIdentity,
         SubjectKyc,
         UpdateRefusal,
@@ -45,7 +47,6 @@ with workflow.unsafe.imports_passed_through():
         webhook_workflow_id,
     )
     from workflows.messages import (
-        IDENTITY_SOURCES,
         ISSUANCE_FAILED,
         MAX_SENDS,
         RESEND_INTERVAL_SECONDS,
@@ -557,7 +558,7 @@ class CredentialRequestWorkflow:
         if self._identity[subject_id].passed is not None:
             return
         level = self._input.security_level
-        if level == "PLATFORM_KYC" and kyc == SubjectKyc.VERIFIED:
+        if level == SecurityLevel.PLATFORM_KYC and kyc == SubjectKyc.VERIFIED:
             await self._record_identity(
                 IdentityInput(
                     subject_id=subject_id,
@@ -566,7 +567,7 @@ class CredentialRequestWorkflow:
                     message="An earlier platform identity check of the subject is reused",
                 )
             )
-        elif level == "ORGANIZATION_KYC" and identity_status == SubjectIdentity.VERIFIED:
+        elif level == SecurityLevel.ORGANIZATION_KYC and identity_status == SubjectIdentity.VERIFIED:
             await self._record_identity(
                 IdentityInput(
                     subject_id=subject_id,

@@ -9,7 +9,16 @@ from datetime import datetime
 
 from pydantic import BaseModel, Field
 
-from core.kinds import IdentitySource, IdentityStep, OtpOutcome, RequestStatus, SubjectIdentity, SubjectKyc
+from core.kinds import (
+    IDENTITY_SOURCES,
+    IdentitySource,
+    IdentityStep,
+    OtpOutcome,
+    RequestStatus,
+    SubjectIdentity,
+    SubjectKyc,
+    Surface,
+)
 
 
 class CredentialRequestInput(BaseModel):
@@ -40,7 +49,7 @@ class DecisionInput(BaseModel):
     credential_id: str
     accept: bool
     channel: str | None = None  # "email" | "sms"
-    surface: str | None = None  # "hosted" | "iframe"
+    surface: Surface | None = None
     reason: str | None = None  # why a decision was made for the subject (identity_failed)
 
 
@@ -169,12 +178,6 @@ class CheckOtpInput(BaseModel):
 
 # --- the subject's journey: identity (KYC) --------------------------------------------------------
 
-# the source of identity each security level requires (CONTRACT 8)
-IDENTITY_SOURCES = {
-    "ORGANIZATION_KYC": IdentitySource.ORGANIZATION,
-    "PLATFORM_KYC": IdentitySource.PLATFORM,
-    "PLATFORM_REVALIDATION": IdentitySource.PLATFORM,
-}
 IDENTITY_NOT_REQUIRED, IDENTITY_REQUIRED, IDENTITY_PASSED, IDENTITY_FAILED = (
     IdentityStep.NOT_REQUIRED,
     IdentityStep.REQUIRED,

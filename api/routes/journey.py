@@ -36,7 +36,7 @@ from api.deps import ServicesDep, TemporalDep
 from api.errors import TEMPORAL_RETRY_AFTER
 from core import i18n
 from core.actors import Actor
-from core.kinds import IdentityStatus, RequestStatus, UpdateRefusal
+from core.kinds import IDENTITY_SOURCES, IdentityStatus, RequestStatus, Surface, UpdateRefusal
 from core.origins import header_origins, origin_of_url, safe_url
 from core.otp import KYC_RETURN_SECONDS, JourneySecrets, mask_contact
 from orchestration.kyc import provider_for
@@ -50,7 +50,6 @@ from store.journey import Journey
 from workflows.messages import (
     IDENTITY_FAILED,
     IDENTITY_REQUIRED,
-    IDENTITY_SOURCES,
     OTP_EXPIRED,
     OTP_LOCKED,
     OTP_LOCKED_NOW,
@@ -67,7 +66,7 @@ TEMPLATES = Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
-HOSTED, IFRAME = "hosted", "iframe"
+HOSTED, IFRAME = Surface.HOSTED, Surface.IFRAME
 CODE_RE = re.compile(r"[0-9]{6}")
 SurfaceForm = Annotated[str, Form()]
 
@@ -79,7 +78,7 @@ class Page:
     token: str
     journey: Journey
     lang: str
-    surface: str
+    surface: Surface
     parent: str | None  # the iframe's parent origin, one of the organization's allowed origins
     form_targets: list[str] = field(default_factory=list)  # see _headers
     redirect_url: str | None = None  # the hosted page's redirectUrl, checked again (core.origins)

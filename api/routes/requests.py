@@ -13,6 +13,7 @@ from fastapi.responses import JSONResponse
 
 from api.deps import CallerDep, RequestDep, ServicesDep, TemporalDep
 from api.errors import ApiError
+from core.kinds import SecurityLevel
 from services import requests
 from store import request_queries as queries
 from trust.did import web_subject_did
@@ -24,7 +25,6 @@ from wire.models import (
     RequestEnvelope,
     RequestListItem,
     RequestPage,
-    SecurityLevel,
     Success,
 )
 from wire.views import request_list_item, request_out

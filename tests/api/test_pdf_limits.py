@@ -18,6 +18,7 @@ from sqlalchemy import Engine, select
 from sqlmodel import col
 
 from api import pdf
+from core.kinds import CredentialStatus
 from core.secretbox import SecretCipher
 from core.settings import Settings
 from store.pdfs import kept_pdf
@@ -189,3 +190,9 @@ async def test_busy_renderers_do_not_stop_another_organizations_calls(
     answered = await asyncio.gather(*renders)
     assert sum(r.status_code == 200 for r in answered) == pdf.RENDER_WORKERS + pdf.RENDER_WAITING
     assert len(started) == pdf.RENDER_WORKERS + pdf.RENDER_WAITING
+
+
+def test_every_credential_status_has_its_words_on_the_pdf() -> None:
+    """A status added to ``core.kinds`` without words would print as its bare spelling."""
+    assert set(pdf.STATUS_WORDS) == set(CredentialStatus)
+    assert all(words and words[0].islower() for words in pdf.STATUS_WORDS.values())

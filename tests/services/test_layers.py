@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from core.actors import ORGANIZATION, SYSTEM, TEMPORAL, Actor, ActorKind
-from core.kinds import RequestStatus, UpdateRefusal
+from core.kinds import IDENTITY_SOURCES, IdentitySource, RequestStatus, SecurityLevel, UpdateRefusal
+from wire.models import CreateRequestIn
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -83,3 +84,12 @@ def test_an_actor_that_cannot_be_spelled_unambiguously_is_refused(kind: ActorKin
 def test_kinds_are_their_stored_strings() -> None:
     assert RequestStatus.CANCELED == "CANCELED" and f"{RequestStatus.CANCELED}" == "CANCELED"
     assert UpdateRefusal("too_soon") is UpdateRefusal.TOO_SOON
+
+
+def test_every_level_but_contact_names_the_one_source_of_identity_it_requires() -> None:
+    """One table (``core.kinds.IDENTITY_SOURCES``) serves the workflow, the store, the services and
+    the pages; the wire accepts exactly the levels it knows."""
+    assert set(IDENTITY_SOURCES) == set(SecurityLevel) - {SecurityLevel.CONTACT}
+    assert IDENTITY_SOURCES[SecurityLevel.ORGANIZATION_KYC] is IdentitySource.ORGANIZATION
+    assert IDENTITY_SOURCES["PLATFORM_REVALIDATION"] is IdentitySource.PLATFORM  # a stored string looks it up
+    assert CreateRequestIn.model_fields["securityLevel"].annotation is SecurityLevel
