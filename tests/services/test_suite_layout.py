@@ -3,24 +3,13 @@ conftest), never from another test module."""
 
 from __future__ import annotations
 
-import ast
 from pathlib import Path
+
+from tests.support.imports import imported_modules
 
 TESTS = Path(__file__).resolve().parent
 while TESTS.name != "tests":  # this module may sit in a layer directory
     TESTS = TESTS.parent
-
-
-def _imported_modules(path: Path) -> set[str]:
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            found.add(node.module)
-            # ``from tests.x import test_y`` names a module too
-            found.update(f"{node.module}.{alias.name}" for alias in node.names)
-    return found
 
 
 def _is_test_module(name: str) -> bool:
@@ -29,8 +18,8 @@ def _is_test_module(name: str) -> bool:
 
 def test_no_test_module_imports_another() -> None:
     offenders = {
-        str(path.relative_to(TESTS)): sorted(m for m in _imported_modules(path) if _is_test_module(m))
-        for path in sorted(TESTS.rglob("test_*.py"))
+        str(path.relative_to(TESTS)): sorted(m for m in modules if _is_test_module(m))
+        for path, modules in imported_modules(sorted(TESTS.rglob("test_*.py"))).items()
     }
     assert {k: v for k, v in offenders.items() if v} == {}
 
@@ -39,14 +28,14 @@ def test_the_support_package_holds_no_tests() -> None:
     support = TESTS / "support"
     assert (support / "__init__.py").exists()
     assert not list(support.rglob("test_*.py"))
-    for path in support.rglob("*.py"):  # nor does it reach into a test module
-        assert not [m for m in _imported_modules(path) if _is_test_module(m)], path
+    for path, modules in imported_modules(sorted(support.rglob("*.py"))).items():
+        assert not [m for m in modules if _is_test_module(m)], path  # nor does it reach into one
 
 
 def test_the_check_sees_an_import_of_a_test_module(tmp_path: Path) -> None:
     bad = tmp_path / "test_bad.py"
     bad.write_text("from tests.workflows.test_workflow import decide\nfrom tests import test_cli\n")
-    assert {m for m in _imported_modules(bad) if _is_test_module(m)} == {
+    assert {m for m in imported_modules([bad])[bad] if _is_test_module(m)} == {
         "tests.workflows.test_workflow",
         "tests.test_cli",
     }
