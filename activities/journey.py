@@ -11,9 +11,9 @@ from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import Engine
-from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.definition import defn
 from core import i18n
 from core.actors import Actor
 from core.otp import JourneySecrets, approval_url
@@ -77,7 +77,7 @@ class JourneyActivities:
     def __init__(self, engine: Engine, settings: Settings, secrets: JourneySecrets) -> None:
         self._engine, self._settings, self._secrets = engine, settings, secrets
 
-    @activity.defn(name=ActivityNames.SEND_OTP)
+    @defn(name=ActivityNames.SEND_OTP)
     def send_otp(self, inp: SendOtpInput) -> SendOtpResult:
         journey = journeys.load_journey(self._engine, inp.request_id, inp.subject_id)
         if journey is None:
@@ -122,13 +122,13 @@ class JourneyActivities:
             link,
         )
 
-    @activity.defn(name=ActivityNames.CHECK_OTP)
+    @defn(name=ActivityNames.CHECK_OTP)
     def check_otp(self, inp: CheckOtpInput) -> VerifyOtpResult:
         return journey_service.check_code(
             self._engine, Actor.subject(inp.subject_id), inp.request_id, inp.subject_id, inp.code_hash
         )
 
-    @activity.defn(name=ActivityNames.RECORD_IDENTITY)
+    @defn(name=ActivityNames.RECORD_IDENTITY)
     def record_identity(self, inp: RecordIdentityInput) -> None:
         journey_service.record_identity(
             self._engine, journey_service.identity_actor(inp.subject_id, inp.source), inp

@@ -6,9 +6,9 @@ from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import Engine
-from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.definition import defn
 from core.actors import TEMPORAL
 from core.faults import crash_point
 from core.secretbox import SecretCipher
@@ -22,7 +22,7 @@ class MandateActivities:
     def __init__(self, engine: Engine, cipher: SecretCipher, settings: Settings) -> None:
         self._engine, self._cipher, self._settings = engine, cipher, settings
 
-    @activity.defn(name=ActivityNames.ISSUE_CREDENTIAL)
+    @defn(name=ActivityNames.ISSUE_CREDENTIAL)
     def issue_credential(self, inp: IssueCredentialInput) -> IssueCredentialResult:
         """Idempotent (services.mandates.issue): a retry returns the credential issued before."""
         crash_point("issue:before")

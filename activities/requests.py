@@ -6,8 +6,8 @@ from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import Engine
-from temporalio import activity
 
+from activities.definition import defn
 from core.actors import TEMPORAL, Actor
 from services import requests
 from store import requests as store
@@ -19,7 +19,7 @@ class RequestActivities:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
 
-    @activity.defn(name=ActivityNames.RECORD_CANCELLATION)
+    @defn(name=ActivityNames.RECORD_CANCELLATION)
     def record_cancellation(self, inp: RecordCancellationInput) -> None:
         # the canceler the workflow was given (an API key, an operator), or ``temporal``
         try:
@@ -29,11 +29,11 @@ class RequestActivities:
             return
         requests.record_cancellation(self._engine, actor, inp.request_id, inp.canceled_at)
 
-    @activity.defn(name=ActivityNames.RECORD_EXPIRY)
+    @defn(name=ActivityNames.RECORD_EXPIRY)
     def record_expiry(self, inp: RecordExpiryInput) -> None:
         requests.record_expiry(self._engine, TEMPORAL, inp.request_id)
 
-    @activity.defn(name=ActivityNames.RECORD_DECISION)
+    @defn(name=ActivityNames.RECORD_DECISION)
     def record_decision(self, inp: RecordDecisionInput) -> None:
         requests.record_decision(self._engine, Actor.subject(inp.subject_id), inp)
 

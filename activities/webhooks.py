@@ -12,6 +12,7 @@ from sqlalchemy import Engine
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from activities.definition import defn
 from core.egress import EgressPolicy, UrlNotAllowed, describe_failure, post_pinned
 from core.faults import crash_point
 from core.secretbox import SecretCipher
@@ -76,7 +77,7 @@ class WebhookActivities:
         )
         return CreateEventResult(event_id=event.id, created=created)
 
-    @activity.defn(name=ActivityNames.CREATE_CREDENTIAL_EVENT)
+    @defn(name=ActivityNames.CREATE_CREDENTIAL_EVENT)
     def create_credential_event(self, inp: CreateCredentialEventInput) -> CreateEventResult:
         """One per decision."""
         return self._event(
@@ -97,7 +98,7 @@ class WebhookActivities:
             ),
         )
 
-    @activity.defn(name=ActivityNames.CREATE_OTP_FAILED_EVENT)
+    @defn(name=ActivityNames.CREATE_OTP_FAILED_EVENT)
     def create_otp_failed_event(self, inp: CreateOtpFailedEventInput) -> CreateEventResult:
         """One per code that failed (``fact``: undelivered or locked, with the send number)."""
         return self._event(
@@ -110,7 +111,7 @@ class WebhookActivities:
             ),
         )
 
-    @activity.defn(name=ActivityNames.CREATE_IDENTITY_EVENT)
+    @defn(name=ActivityNames.CREATE_IDENTITY_EVENT)
     def create_identity_event(self, inp: CreateIdentityEventInput) -> CreateEventResult:
         """One per subject and request (a subject has one identity result in a request)."""
         return self._event(
@@ -131,11 +132,11 @@ class WebhookActivities:
             ),
         )
 
-    @activity.defn(name=ActivityNames.WEBHOOK_EVENT_STATE)
+    @defn(name=ActivityNames.WEBHOOK_EVENT_STATE)
     def webhook_event_state(self, event_id: str) -> str:
         return store.get_event(self._engine, event_id).state
 
-    @activity.defn(name=ActivityNames.DELIVER_WEBHOOK)
+    @defn(name=ActivityNames.DELIVER_WEBHOOK)
     def deliver_webhook(self, inp: DeliverWebhookInput) -> DeliveryResult:
         """One POST. A 2xx is delivered; a 410 fails for good; anything else is left to the retry
         policy. Every attempt's outcome is written before the activity answers.
@@ -192,7 +193,7 @@ class WebhookActivities:
         started = info.scheduled_time
         return at if window and at < started + window else None
 
-    @activity.defn(name=ActivityNames.RECORD_WEBHOOK_FAILURE)
+    @defn(name=ActivityNames.RECORD_WEBHOOK_FAILURE)
     def record_webhook_failure(self, inp: RecordWebhookFailureInput) -> None:
         store.mark_failed(self._engine, inp.event_id, inp.reason)
 

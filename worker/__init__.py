@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from sqlalchemy import Engine
 from temporalio.client import Client
@@ -34,6 +36,17 @@ log = logging.getLogger("mandatum.worker")
 WORKFLOWS = [CredentialRequestWorkflow, WebhookDeliveryWorkflow]
 
 
+def worker_activities(engine: Engine, settings: Settings) -> list[Callable[..., Any]]:
+    """Every activity the worker runs, bound to its dependencies."""
+    cipher = SecretCipher(settings.master_key_bytes())
+    return [
+        *RequestActivities(engine).all(),
+        *MandateActivities(engine, cipher, settings).all(),
+        *WebhookActivities(engine, cipher, settings).all(),
+        *JourneyActivities(engine, settings, JourneySecrets(settings.master_key_bytes())).all(),
+    ]
+
+
 def build_worker(
     client: Client,
     engine: Engine,
@@ -41,19 +54,11 @@ def build_worker(
     executor: ThreadPoolExecutor,
     settings: Settings | None = None,
 ) -> Worker:
-    settings = settings or get_settings()
-    cipher = SecretCipher(settings.master_key_bytes())
-    activities = [
-        *RequestActivities(engine).all(),
-        *MandateActivities(engine, cipher, settings).all(),
-        *WebhookActivities(engine, cipher, settings).all(),
-        *JourneyActivities(engine, settings, JourneySecrets(settings.master_key_bytes())).all(),
-    ]
     return Worker(
         client,
         task_queue=task_queue,
         workflows=WORKFLOWS,
-        activities=activities,
+        activities=worker_activities(engine, settings or get_settings()),
         activity_executor=executor,
         # the activities are synchronous: never take more than there are threads to run them, or
         # the extra ones wait in the executor's queue while their start-to-close timeout runs
