@@ -63,7 +63,7 @@ def create_organization(settings: Settings) -> Caller:
             request_rate_per_minute=1_000_000,
         )
         publish_example_action(engine, org.id)
-        presentations.set_presentation_minutes(engine, org.id, VP_MINUTES)
+        presentations.set_presentation_minutes(engine, org.id, VP_MINUTES, actor="operator:bench")
     finally:
         engine.dispose()
     return Caller(

@@ -49,7 +49,7 @@ def add_version(ctx: Context, actor: Actor, org_id: str, action_id: str, spec: A
 
 def publish(ctx: Context, actor: Actor, version_id: str, org_id: str | None = None) -> ActionVersion:
     """Run the publish checks and make the draft immutable, its ``digestSRI`` fixed."""
-    return _refusing(lambda: store.publish(ctx.engine, version_id, org_id))
+    return _refusing(lambda: store.publish(ctx.engine, version_id, org_id, actor=str(actor)))
 
 
 def publish_newest_draft(ctx: Context, actor: Actor, org_id: str, action_id: str) -> ActionVersion:
@@ -63,7 +63,8 @@ def install_published(
     engine: Engine, actor: Actor, org_id: str, raw: dict[str, Any], action_id: str | None = None
 ) -> ActionVersion | None:
     """Install an action from its dict form as a published version 1, once: None when the
-    organization has it already (the development organization's example action, benchmarks)."""
+    organization has it already (the development organization's example action, benchmarks). Part
+    of setting the organization up: no audit record, like its creation."""
     if action_id is not None and store.get_action(engine, org_id, action_id) is not None:
         return None
     return _refusing(lambda: store.install_published(engine, org_id, raw, action_id=action_id))

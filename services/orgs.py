@@ -1,9 +1,12 @@
 """Organizations, their settings and their keys: what the command line does today and the
 dashboard will do, each by a named actor.
 
-None of these operations writes an audit record (the trail records requests, decisions, mandates,
-VPs and verifications: SPEC.md); each still takes its actor, so that the surfaces name who acts
-and the record types can follow without changing a caller. Refusals are ``services.errors``.
+Each change after an organization's creation is in its audit trail, naming the actor, in the
+change's own transaction: ``API_KEY_CREATED`` / ``ROTATED`` / ``REVOKED`` (the key's id, never a
+secret) and ``ORGANIZATION_SETTINGS_CHANGED`` (the setting and its new value). The creation itself,
+with its first key, is the operator's setting-up and writes none (the chain starts with the
+organization's first consequential event). A signing-key rotation writes none yet either.
+Refusals are ``services.errors``.
 """
 
 from __future__ import annotations
@@ -40,30 +43,32 @@ def create_organization(
 
 
 def set_request_rate(ctx: Context, actor: Actor, org_id: str, per_minute: int) -> None:
-    _refusing(lambda: orgs.set_request_rate(ctx.engine, org_id, per_minute))
+    _refusing(lambda: orgs.set_request_rate(ctx.engine, org_id, per_minute, actor=str(actor)))
 
 
 def set_presentation_minutes(ctx: Context, actor: Actor, org_id: str, minutes: int) -> None:
     """How long the organization's VPs stay valid (CONTRACT 5: 1 to 60 minutes)."""
-    _refusing(lambda: presentations.set_presentation_minutes(ctx.engine, org_id, minutes))
+    _refusing(lambda: presentations.set_presentation_minutes(ctx.engine, org_id, minutes, actor=str(actor)))
 
 
 def set_frame_origins(ctx: Context, actor: Actor, org_id: str, origins: list[str]) -> list[str]:
     """The origins allowed to embed the organization's approval page, checked; what was saved."""
-    return _refusing(lambda: orgs.set_frame_origins(ctx.engine, org_id, origins, ctx.settings.dev_pages))
+    return _refusing(
+        lambda: orgs.set_frame_origins(ctx.engine, org_id, origins, ctx.settings.dev_pages, actor=str(actor))
+    )
 
 
 def create_key(ctx: Context, actor: Actor, org_id: str, expires_at: datetime | None = None) -> orgs.IssuedKey:
-    return _refusing(lambda: orgs.create_key(ctx.engine, ctx.cipher, org_id, expires_at))
+    return _refusing(lambda: orgs.create_key(ctx.engine, ctx.cipher, org_id, expires_at, actor=str(actor)))
 
 
 def rotate_key(ctx: Context, actor: Actor, key_id: str) -> orgs.IssuedKey:
     """A new signature secret; the previous one keeps working for the grace period (CONTRACT 1)."""
-    return _refusing(lambda: orgs.rotate_key(ctx.engine, ctx.cipher, key_id))
+    return _refusing(lambda: orgs.rotate_key(ctx.engine, ctx.cipher, key_id, actor=str(actor)))
 
 
 def revoke_key(ctx: Context, actor: Actor, key_id: str) -> datetime:
-    return _refusing(lambda: orgs.revoke_key(ctx.engine, key_id))
+    return _refusing(lambda: orgs.revoke_key(ctx.engine, key_id, actor=str(actor)))
 
 
 def rotate_service_signing_key(ctx: Context, actor: Actor) -> keys.Rotation:

@@ -59,7 +59,9 @@ def configure(
         salt=pick(salt, current.salt if current else None, "salt", store.new_salt()),
     )
     try:
-        store.set_config(ctx.engine, ctx.cipher, org_id, settings, EgressPolicy.of(ctx.settings))
+        store.set_config(
+            ctx.engine, ctx.cipher, org_id, settings, EgressPolicy.of(ctx.settings), actor=str(actor)
+        )
     except orgs.NotFound as exc:
         raise NotFound(str(exc)) from exc
     except ValueError as exc:

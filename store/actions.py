@@ -21,6 +21,7 @@ from core.ids import urn
 from core.kinds import ActionVersionStatus
 from policy.actions import ActionSpec, canonical_content, check_spec, parse_action_spec
 from policy.params import validate_values
+from store import audit
 from store.db import read_session, utcnow, write_session
 from store.tables import Action, ActionVersion, Credential, CredentialRequest, Organization
 from trust.credentials import action_pin, digest_sri
@@ -121,9 +122,16 @@ def update_draft(
         return version
 
 
-def publish(engine: Engine, version_id: str, org_id: str | None = None) -> ActionVersion:
+def publish(engine: Engine, version_id: str, org_id: str | None = None, *, actor: str) -> ActionVersion:
     """Publish a draft: every publish check must pass (all failures are raised together), then its
-    digestSRI is stored and the action's name and description follow the published content."""
+    digestSRI is stored and the action's name and description follow the published content. The
+    ``ACTION_PUBLISHED`` record names the version and its digest."""
+    return _publish(engine, version_id, org_id, actor)
+
+
+def _publish(engine: Engine, version_id: str, org_id: str | None, actor: str | None) -> ActionVersion:
+    """``publish``, recorded when there is an actor (an organization's setting-up has none)."""
+    key = audit.signer(engine) if actor is not None else None
     with write_session(engine) as session:
         version = _locked_version(session, version_id, org_id)
         if version.status == PUBLISHED:
@@ -138,6 +146,13 @@ def publish(engine: Engine, version_id: str, org_id: str | None = None) -> Actio
         action = session.get(Action, (version.organization_id, version.action_id))
         if action is not None:
             action.name, action.description = spec.name, spec.description or None
+            session.add(action)
+        session.add(version)
+        if key is not None and actor is not None:
+            session.flush()
+            data = {"actionId": version.action_id, "version": version.number, "digestSRI": version.digest_sri}
+            entry = audit.Entry(audit.ACTION_PUBLISHED, version.organization_id, actor=actor, data=data)
+            audit.append(session.connection(), key, entry)
         return version
 
 
@@ -348,7 +363,8 @@ def install_published(
 ) -> ActionVersion:
     """Create an action from its dict form (YAML/JSON) and publish version 1 at once; nothing is
     stored when the spec or a publish check fails (ActionRefused with every message). For the
-    development organization, benchmarks and test fixtures."""
+    development organization, benchmarks and test fixtures: part of setting an organization up, so
+    it writes no audit record, like the organization's creation."""
     spec, errors = parse_action_spec(raw)
     if spec is None or errors:
         raise ActionRefused(errors)
@@ -356,4 +372,4 @@ def install_published(
     if errors:
         raise ActionRefused(errors)
     _, draft = create_action(engine, org_id, spec, action_id=action_id)
-    return publish(engine, draft.id)
+    return _publish(engine, draft.id, None, None)

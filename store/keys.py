@@ -33,7 +33,7 @@ from core.ids import is_object_id, new_object_id
 from core.secretbox import SecretCipher
 from core.settings import Settings
 from store.db import read_session, upsert_insert, utcnow, write_session
-from store.orgs import NotFound
+from store.errors import NotFound
 from store.tables import Organization, SigningKey, Subject
 from trust.did import DID_CONTEXT, Resolver, did_document, key_id, web_organization_did, web_service_did
 from trust.keys import Ed25519KeyPair

@@ -10,23 +10,23 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import Engine
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
 from core.ids import new_object_id
 from core.origins import BadOrigin, check_origin
 from core.secretbox import SecretCipher, hash_api_key
 from core.text import quote_input
+from store import audit
 from store.db import read_session, utcnow, write_session
+from store.errors import NotFound
 from store.tables import ApiKey, Organization
+from trust.keys import Ed25519KeyPair
 
 API_KEY_PREFIX = "mdt_"
 ORGANIZATION_NAME_MAX = 200  # the column's length
-
-
-class NotFound(LookupError):
-    pass
 
 
 @dataclass(frozen=True)
@@ -110,14 +110,29 @@ def list_organizations(engine: Engine) -> list[Organization]:
         return list(session.exec(select(Organization).order_by(col(Organization.created_at))))
 
 
-def set_request_rate(engine: Engine, org_id: str, per_minute: int) -> None:
+def _setting_changed(
+    session: Session, key: Ed25519KeyPair, org_id: str, actor: str, name: str, value: Any
+) -> None:
+    """The ``ORGANIZATION_SETTINGS_CHANGED`` record of one setting, in the change's transaction."""
+    session.flush()
+    audit.append(
+        session.connection(),
+        key,
+        audit.Entry(audit.SETTINGS_CHANGED, org_id, actor=actor, data={"setting": name, "value": value}),
+    )
+
+
+def set_request_rate(engine: Engine, org_id: str, per_minute: int, *, actor: str) -> None:
     if per_minute < 1:
         raise ValueError("the request rate must be at least 1 per minute")
+    key = audit.signer(engine)
     with write_session(engine) as session:
         org = session.get(Organization, org_id)
         if org is None:
             raise NotFound(f"organization {org_id} not found")
         org.request_rate_per_minute = per_minute
+        session.add(org)
+        _setting_changed(session, key, org_id, actor, "requestRatePerMinute", per_minute)
 
 
 MAX_FRAME_ORIGINS = 10
@@ -138,18 +153,20 @@ def check_frame_origin(value: str, allow_loopback_http: bool) -> str:
 
 
 def set_frame_origins(
-    engine: Engine, org_id: str, origins: list[str], allow_loopback_http: bool
+    engine: Engine, org_id: str, origins: list[str], allow_loopback_http: bool, *, actor: str
 ) -> list[str]:
     """Replace the origins allowed to embed the organization's approval page in an iframe."""
     checked = list(dict.fromkeys(check_frame_origin(o, allow_loopback_http) for o in origins))
     if len(checked) > MAX_FRAME_ORIGINS:
         raise ValueError(f"at most {MAX_FRAME_ORIGINS} origins may embed the approval page")
+    key = audit.signer(engine)
     with write_session(engine) as session:
         org = session.get(Organization, org_id)
         if org is None:
             raise NotFound(f"organization {org_id} not found")
         org.frame_origins = checked
         session.add(org)
+        _setting_changed(session, key, org_id, actor, "frameOrigins", checked)
     return checked
 
 
@@ -161,13 +178,26 @@ def pin_api_version(engine: Engine, org_id: str, version: str) -> None:
             org.api_version = version
 
 
+def _key_event(session: Session, key: Ed25519KeyPair, kind: str, row: ApiKey, actor: str) -> None:
+    """The record of a change to an API key (its id and expiry; never a secret or the key)."""
+    session.flush()
+    data = {"keyId": row.id, "expiresAt": row.expires_at.isoformat() if row.expires_at else None}
+    audit.append(session.connection(), key, audit.Entry(kind, row.organization_id, actor=actor, data=data))
+
+
 def create_key(
-    engine: Engine, cipher: SecretCipher, org_id: str, expires_at: datetime | None = None
+    engine: Engine, cipher: SecretCipher, org_id: str, expires_at: datetime | None = None, *, actor: str
 ) -> IssuedKey:
+    """Another API key of the organization (its first comes with it, at creation, unrecorded)."""
+    key = audit.signer(engine)
     with write_session(engine) as session:
         if session.get(Organization, org_id) is None:
             raise NotFound(f"organization {org_id} not found")
-        return _add_key(session, cipher, org_id, expires_at)
+        issued = _add_key(session, cipher, org_id, expires_at)
+        row = session.get(ApiKey, issued.key_id)
+        assert row is not None
+        _key_event(session, key, audit.API_KEY_CREATED, row, actor)
+        return issued
 
 
 def _key_by_id(session, key_id: str) -> ApiKey:  # type: ignore[no-untyped-def]
@@ -177,12 +207,13 @@ def _key_by_id(session, key_id: str) -> ApiKey:  # type: ignore[no-untyped-def]
     return row
 
 
-def rotate_key(engine: Engine, cipher: SecretCipher, key_id: str) -> IssuedKey:
+def rotate_key(engine: Engine, cipher: SecretCipher, key_id: str, *, actor: str) -> IssuedKey:
     """New signature secret, same API key; the previous secret stays valid for the grace period.
 
     The API key itself is only stored hashed, so the returned ``api_key`` is empty: the holder
     keeps the one they have.
     """
+    key = audit.signer(engine)
     with write_session(engine) as session:
         row = _key_by_id(session, key_id)
         if row.revoked_at is not None:
@@ -191,14 +222,20 @@ def rotate_key(engine: Engine, cipher: SecretCipher, key_id: str) -> IssuedKey:
         row.previous_secret_ciphertext = row.secret_ciphertext
         row.secret_ciphertext = cipher.encrypt(secret)
         row.rotated_at = utcnow()
+        session.add(row)
+        _key_event(session, key, audit.API_KEY_ROTATED, row, actor)
         return IssuedKey(row.id, row.organization_id, "", secret, row.expires_at)
 
 
-def revoke_key(engine: Engine, key_id: str) -> datetime:
+def revoke_key(engine: Engine, key_id: str, *, actor: str) -> datetime:
+    """Revoke the key at once (final); revoking it again changes and records nothing."""
+    key = audit.signer(engine)
     with write_session(engine) as session:
         row = _key_by_id(session, key_id)
         if row.revoked_at is None:
             row.revoked_at = utcnow()
+            session.add(row)
+            _key_event(session, key, audit.API_KEY_REVOKED, row, actor)
         return row.revoked_at
 
 

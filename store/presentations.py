@@ -49,16 +49,19 @@ LOAD_MANDATE = (
 INSERT_PRESENTATION = PRESENTATION.insert()
 
 
-def set_presentation_minutes(engine: Engine, org_id: str, minutes: int) -> None:
+def set_presentation_minutes(engine: Engine, org_id: str, minutes: int, *, actor: str) -> None:
     """How long the organization's VPs stay valid (CONTRACT 5: 1 to 60 minutes, default 5)."""
     if not MIN_MINUTES <= minutes <= MAX_MINUTES:
         raise ValueError(f"a presentation lifetime is {MIN_MINUTES} to {MAX_MINUTES} minutes")
+    key = audit.signer(engine)
     with write_connection(engine) as conn:
         done = conn.execute(
             update(Organization).where(col(Organization.id) == org_id).values(presentation_minutes=minutes)
         )
-    if done.rowcount != 1:
-        raise NotFound(f"organization {org_id} not found")
+        if done.rowcount != 1:
+            raise NotFound(f"organization {org_id} not found")
+        data = {"setting": "presentationMinutes", "value": minutes}
+        audit.append(conn, key, audit.Entry(audit.SETTINGS_CHANGED, org_id, actor=actor, data=data))
 
 
 # --- issuing ----------------------------------------------------------------------------------

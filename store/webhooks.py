@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
@@ -23,8 +24,9 @@ from sqlmodel import col, select
 from core.egress import EgressPolicy
 from core.ids import urn
 from core.secretbox import SecretCipher
+from store import audit
 from store.db import read_session, utcnow, write_session
-from store.orgs import NotFound
+from store.errors import NotFound
 from store.tables import Organization, WebhookAttempt, WebhookConfig, WebhookEvent
 
 PENDING, DELIVERED, FAILED, SKIPPED = "pending", "delivered", "failed", "skipped"
@@ -65,11 +67,19 @@ def _check(settings: WebhookSettings, policy: EgressPolicy) -> None:
 
 
 def set_config(
-    engine: Engine, cipher: SecretCipher, org_id: str, settings: WebhookSettings, policy: EgressPolicy
+    engine: Engine,
+    cipher: SecretCipher,
+    org_id: str,
+    settings: WebhookSettings,
+    policy: EgressPolicy,
+    *,
+    actor: str,
 ) -> None:
     """Store the webhook; ValueError for a URL ``policy`` refuses (``core.egress``: shape, scheme,
-    and the addresses it leads to) or secrets of the wrong form."""
+    and the addresses it leads to) or secrets of the wrong form. The ``WEBHOOK_CONFIGURED`` record
+    names the URL without its query and which secrets changed, never a secret."""
     _check(settings, policy)
+    key = audit.signer(engine)
     with write_session(engine) as session:
         if session.get(Organization, org_id) is None:
             raise NotFound(f"organization {org_id} not found")
@@ -81,17 +91,39 @@ def set_config(
             encryption_salt="",
             updated_at=utcnow(),
         )
+        before = None if not row.url else _settings_of(cipher, row)
         row.url, row.encryption_salt, row.updated_at = settings.url, settings.salt, utcnow()
         row.signature_secret_ciphertext = cipher.encrypt(settings.signature_secret)
         row.encryption_secret_ciphertext = cipher.encrypt(settings.encryption_secret)
         session.add(row)
+        session.flush()
+        changed = [
+            name
+            for name, now, was in (
+                ("signatureSecret", settings.signature_secret, before and before.signature_secret),
+                ("encryptionSecret", settings.encryption_secret, before and before.encryption_secret),
+                ("salt", settings.salt, before and before.salt),
+            )
+            if now != was
+        ]
+        data = {"url": _without_query(settings.url), "secretsChanged": changed}
+        entry = audit.Entry(audit.WEBHOOK_CONFIGURED, org_id, actor=actor, data=data)
+        audit.append(session.connection(), key, entry)
+
+
+def _without_query(url: str) -> str:
+    """The URL as the trail shows it: a query or fragment may carry a receiver's token."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
 
 
 def get_config(engine: Engine, cipher: SecretCipher, org_id: str) -> WebhookSettings | None:
     with read_session(engine) as session:
         row = session.get(WebhookConfig, org_id)
-    if row is None:
-        return None
+    return None if row is None else _settings_of(cipher, row)
+
+
+def _settings_of(cipher: SecretCipher, row: WebhookConfig) -> WebhookSettings:
     return WebhookSettings(
         row.url,
         cipher.decrypt(row.signature_secret_ciphertext),

@@ -93,7 +93,7 @@ async def test_get_one_action_raw_and_percent_encoded(api: SignedClient, engine:
     org_id = api.creds.organization_id
     action_id, v1 = published(engine, org_id)
     v2 = actions.add_version(engine, org_id, action_id, spec(name="Pay rent, again"))
-    actions.publish(engine, v2.id)
+    actions.publish(engine, v2.id, actor="operator:tests")
     for path in (f"/actions/{action_id}", f"/actions/{quote(action_id, safe='')}"):
         resp = await api.get(path)
         assert resp.status_code == 200, resp.text
@@ -146,7 +146,7 @@ async def test_request_pins_the_newest_published_version(api: SignedClient, engi
     }  # the default filled the omitted one
 
     v2 = actions.add_version(engine, org_id, action_id, spec(name="Second"))
-    actions.publish(engine, v2.id)
+    actions.publish(engine, v2.id, actor="operator:tests")
     second = await api.post("/request", with_action(action_id, {"maxAmount": 5, "payees": ["Bob"]}))
     assert second.status_code == 201, second.text
     pinned = second.json()["data"]["credentials"][0]["action"]

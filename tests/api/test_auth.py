@@ -149,10 +149,14 @@ async def test_401_does_not_say_which_part_of_the_key_failed(
     alone must not tell whether it is still live."""
     creds = new_org(engine, cipher, settings)
     expired = orgs.create_key(
-        engine, cipher, creds.organization_id, expires_at=utcnow() - timedelta(minutes=1)
+        engine,
+        cipher,
+        creds.organization_id,
+        expires_at=utcnow() - timedelta(minutes=1),
+        actor="operator:tests",
     )
-    revoked = orgs.create_key(engine, cipher, creds.organization_id)
-    orgs.revoke_key(engine, revoked.key_id)
+    revoked = orgs.create_key(engine, cipher, creds.organization_id, actor="operator:tests")
+    orgs.revoke_key(engine, revoked.key_id, actor="operator:tests")
     bodies = []
     for api_key, secret in (
         (creds.api_key, "wrong"),
@@ -178,20 +182,28 @@ def _client_for(http: httpx.AsyncClient, creds: Credentials, key: orgs.IssuedKey
 async def test_expired_key_is_401(
     http: httpx.AsyncClient, org: Credentials, engine: Engine, cipher: SecretCipher
 ) -> None:
-    past = orgs.create_key(engine, cipher, org.organization_id, expires_at=utcnow() - timedelta(seconds=1))
+    past = orgs.create_key(
+        engine,
+        cipher,
+        org.organization_id,
+        expires_at=utcnow() - timedelta(seconds=1),
+        actor="operator:tests",
+    )
     _assert_invalid_signature(await _client_for(http, org, past).get("/request"))
-    future = orgs.create_key(engine, cipher, org.organization_id, expires_at=utcnow() + timedelta(hours=1))
+    future = orgs.create_key(
+        engine, cipher, org.organization_id, expires_at=utcnow() + timedelta(hours=1), actor="operator:tests"
+    )
     assert (await _client_for(http, org, future).get("/request")).status_code == 200
 
 
 async def test_revoked_key_is_401_and_other_keys_keep_working(
     http: httpx.AsyncClient, api: SignedClient, org: Credentials, engine: Engine, cipher: SecretCipher
 ) -> None:
-    second = orgs.create_key(engine, cipher, org.organization_id)
+    second = orgs.create_key(engine, cipher, org.organization_id, actor="operator:tests")
     client = _client_for(http, org, second)
     assert (await client.get("/request")).status_code == 200
-    revoked_at = orgs.revoke_key(engine, second.key_id)
-    assert orgs.revoke_key(engine, second.key_id) == revoked_at  # idempotent
+    revoked_at = orgs.revoke_key(engine, second.key_id, actor="operator:tests")
+    assert orgs.revoke_key(engine, second.key_id, actor="operator:tests") == revoked_at  # idempotent
     _assert_invalid_signature(await client.get("/request"))
     _assert_invalid_signature(await client.post("/request", policy_request()))
     assert (await api.get("/request")).status_code == 200
@@ -212,7 +224,7 @@ async def test_rotation_keeps_the_old_secret_for_24_hours(
     http: httpx.AsyncClient, org: Credentials, engine: Engine, cipher: SecretCipher
 ) -> None:
     old = SignedClient(http, org)
-    rotated = orgs.rotate_key(engine, cipher, org.key_id)
+    rotated = orgs.rotate_key(engine, cipher, org.key_id, actor="operator:tests")
     assert rotated.key_id == org.key_id and rotated.signature_secret != org.secret
     assert rotated.api_key == ""  # the API key itself is kept, not re-issued
     new = SignedClient(
@@ -237,8 +249,8 @@ async def test_rotation_keeps_the_old_secret_for_24_hours(
 async def test_second_rotation_retires_the_first_secret(
     http: httpx.AsyncClient, org: Credentials, engine: Engine, cipher: SecretCipher
 ) -> None:
-    first = orgs.rotate_key(engine, cipher, org.key_id)
-    second = orgs.rotate_key(engine, cipher, org.key_id)
+    first = orgs.rotate_key(engine, cipher, org.key_id, actor="operator:tests")
+    second = orgs.rotate_key(engine, cipher, org.key_id, actor="operator:tests")
     api = SignedClient(http, org)
     _assert_invalid_signature(await api.get("/request"))  # the original secret: two rotations ago
     assert (await api.get("/request", secret=first.signature_secret)).status_code == 200
@@ -248,9 +260,9 @@ async def test_second_rotation_retires_the_first_secret(
 async def test_rotating_a_revoked_key_is_refused(
     org: Credentials, engine: Engine, cipher: SecretCipher
 ) -> None:
-    orgs.revoke_key(engine, org.key_id)
+    orgs.revoke_key(engine, org.key_id, actor="operator:tests")
     try:
-        orgs.rotate_key(engine, cipher, org.key_id)
+        orgs.rotate_key(engine, cipher, org.key_id, actor="operator:tests")
     except ValueError as exc:
         assert "revoked" in str(exc)
     else:
@@ -438,7 +450,7 @@ async def test_replay_is_per_key(
     http: httpx.AsyncClient, org: Credentials, engine: Engine, cipher: SecretCipher
 ) -> None:
     """Two keys of one organization signing the same timestamp do not collide."""
-    second = orgs.create_key(engine, cipher, org.organization_id)
+    second = orgs.create_key(engine, cipher, org.organization_id, actor="operator:tests")
     ts = now_ms()
     a = SignedClient(http, org)
     b = _client_for(http, org, second)
@@ -473,8 +485,8 @@ def test_secrets_are_not_stored_in_plain_text(
     engine: Engine, cipher: SecretCipher, settings: Settings
 ) -> None:
     creds = new_org(engine, cipher, settings)
-    rotated = orgs.rotate_key(engine, cipher, creds.key_id)
-    extra = orgs.create_key(engine, cipher, creds.organization_id)
+    rotated = orgs.rotate_key(engine, cipher, creds.key_id, actor="operator:tests")
+    extra = orgs.create_key(engine, cipher, creds.organization_id, actor="operator:tests")
     needles = [
         s.encode()
         for s in (
@@ -535,7 +547,7 @@ async def test_rotated_secret_works_at_once_despite_the_cache(
 ) -> None:
     old = SignedClient(cached_http, org)
     assert (await old.get("/request")).status_code == 200  # the key is now cached
-    rotated = orgs.rotate_key(engine, cipher, org.key_id)
+    rotated = orgs.rotate_key(engine, cipher, org.key_id, actor="operator:tests")
     new = SignedClient(
         cached_http,
         Credentials(org.organization_id, org.key_id, org.api_key, rotated.signature_secret, org.did),

@@ -37,7 +37,9 @@ async def test_the_link_is_the_one_in_the_message(
 
     refused = await api.get(path, params={"contact": "ana@example.com", "parent": "https://app.example.com"})
     assert "allowed iframe origins" in assert_error_shape(refused, 400)["message"]
-    orgs.set_frame_origins(engine, api.creds.organization_id, ["https://app.example.com"], False)
+    orgs.set_frame_origins(
+        engine, api.creds.organization_id, ["https://app.example.com"], False, actor="operator:tests"
+    )
     framed = await api.get(path, params={"contact": "ana@example.com", "parent": "https://App.example.com/"})
     assert framed.json()["data"]["iframeUrl"] == f"{url}?surface=iframe&parent=https%3A%2F%2Fapp.example.com"
     assert_error_shape(await api.get(path), 400)

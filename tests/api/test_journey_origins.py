@@ -199,7 +199,7 @@ async def test_hidden_document_items_never_reach_the_subjects_browser(
     api: SignedClient, http: httpx.AsyncClient, engine: Engine, surface: str
 ) -> None:
     parent = "https://app.example.com"
-    orgs.set_frame_origins(engine, api.creds.organization_id, [parent], False)
+    orgs.set_frame_origins(engine, api.creds.organization_id, [parent], False, actor="operator:tests")
     request_id, path = await _link(api, credentials=[LEASE])
     framing = {"surface": "iframe", "parent": parent} if surface == "iframe" else {}
     pages = [await http.get(path, params=framing)]

@@ -116,12 +116,14 @@ async def test_the_lifetime_is_the_organizations_setting(
     engine: Engine,
 ) -> None:
     mandate = await issued_mandate(api, temporal)
-    presentations.set_presentation_minutes(engine, api.creds.organization_id, 17)
+    presentations.set_presentation_minutes(engine, api.creds.organization_id, 17, actor="operator:tests")
     proof = (await presented(api, mandate["id"]))["presentation"]["proof"]
     assert parse_datetime(proof["expires"]) - parse_datetime(proof["created"]) == timedelta(minutes=17)
     for wrong in (0, 61):
         with pytest.raises(ValueError):
-            presentations.set_presentation_minutes(engine, api.creds.organization_id, wrong)
+            presentations.set_presentation_minutes(
+                engine, api.creds.organization_id, wrong, actor="operator:tests"
+            )
 
 
 def test_the_lifetime_command(

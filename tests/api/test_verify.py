@@ -105,7 +105,7 @@ async def test_rules_of_the_pinned_version_apply(
         }
     )
     assert spec is not None
-    actions.publish(engine, actions.add_version(engine, org_id, action_id, spec).id)
+    actions.publish(engine, actions.add_version(engine, org_id, action_id, spec).id, actor="operator:tests")
     body = checked(await verify(api, vp, GOOD), engine, settings)
     assert [e["rule"] for e in body["evaluations"]] == ["amountWithinLimit", "payeeListed"]
 

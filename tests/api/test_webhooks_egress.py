@@ -132,7 +132,7 @@ def test_the_setter_refuses_each_url_leading_inside_in_production(
     policy = production(settings, resolve)
     for url in REFUSED_IN_PRODUCTION:
         with pytest.raises(ValueError) as refused:
-            store.set_config(engine, cipher, org.organization_id, hook(url), policy)
+            store.set_config(engine, cipher, org.organization_id, hook(url), policy, actor="operator:tests")
         assert "webhook URL" in str(refused.value), url
         assert store.config_row(engine, org.organization_id) is None, url
     for good in [
@@ -141,7 +141,7 @@ def test_the_setter_refuses_each_url_leading_inside_in_production(
         "https://[2606:4700::1111]:8443/x",
         "https://not-resolvable-now.example.com/x",
     ]:  # checked again at every delivery
-        store.set_config(engine, cipher, org.organization_id, hook(good), policy)
+        store.set_config(engine, cipher, org.organization_id, hook(good), policy, actor="operator:tests")
         assert store.get_config(engine, cipher, org.organization_id) == hook(good)
     assert "internal.example.com" in resolve.calls  # names are resolved when set
 
@@ -192,7 +192,7 @@ def test_a_name_rebound_to_loopback_is_refused_at_delivery_in_production(
         resolve = FakeResolver({"hooks.example.com": [[PUBLIC], ["127.0.0.1"]]})
         policy = production(settings, resolve)
         url = f"https://hooks.example.com:{port}/h"
-        store.set_config(engine, cipher, org.organization_id, hook(url), policy)
+        store.set_config(engine, cipher, org.organization_id, hook(url), policy, actor="operator:tests")
         event = create_test_event(engine, settings, org.organization_id)
         _deliver(WebhookActivities(engine, cipher, settings, policy), event.id)
         assert receiver.count() == 0
@@ -218,7 +218,7 @@ def test_the_post_goes_to_the_checked_address_under_its_name(
         resolve = FakeResolver({"receiver.example.test": ["127.0.0.1"]})
         policy = EgressPolicy.of(settings, resolve)
         url = f"http://receiver.example.test:{port}/hooks/mandatum"
-        store.set_config(engine, cipher, org.organization_id, hook(url), policy)
+        store.set_config(engine, cipher, org.organization_id, hook(url), policy, actor="operator:tests")
         event = create_test_event(engine, settings, org.organization_id)
         _deliver(WebhookActivities(engine, cipher, settings, policy), event.id)
         [delivery] = receiver.deliveries
@@ -305,7 +305,14 @@ def test_the_stored_error_never_repeats_what_the_other_end_said(
     error: str,
 ) -> None:
     with _tcp_server(reply) as port:
-        store.set_config(engine, cipher, org.organization_id, hook(f"http://127.0.0.1:{port}/h"), LOCAL)
+        store.set_config(
+            engine,
+            cipher,
+            org.organization_id,
+            hook(f"http://127.0.0.1:{port}/h"),
+            LOCAL,
+            actor="operator:tests",
+        )
         event = create_test_event(engine, settings, org.organization_id)
         _deliver(WebhookActivities(engine, cipher, settings, LOCAL), event.id)
     stored = store.get_event(engine, event.id)
@@ -324,7 +331,14 @@ def test_redirects_are_not_followed(
         b"HTTP/1.1 307 Temporary Redirect\r\nLocation: http://169.254.169.254/\r\nContent-Length: 0\r\n\r\n"
     )
     with _tcp_server(reply) as port:
-        store.set_config(engine, cipher, org.organization_id, hook(f"http://127.0.0.1:{port}/h"), LOCAL)
+        store.set_config(
+            engine,
+            cipher,
+            org.organization_id,
+            hook(f"http://127.0.0.1:{port}/h"),
+            LOCAL,
+            actor="operator:tests",
+        )
         event = create_test_event(engine, settings, org.organization_id)
         _deliver(WebhookActivities(engine, cipher, settings, LOCAL), event.id)
     stored = store.get_event(engine, event.id)
@@ -419,7 +433,7 @@ def test_a_refused_address_gives_way_to_the_next_checked_one(
         port = receiver.url.split(":")[2].split("/")[0]
         policy = EgressPolicy.of(settings, FakeResolver({"two.example.test": ["127.0.0.2", "127.0.0.1"]}))
         url = f"http://two.example.test:{port}/h"
-        store.set_config(engine, cipher, org.organization_id, hook(url), policy)
+        store.set_config(engine, cipher, org.organization_id, hook(url), policy, actor="operator:tests")
         event = create_test_event(engine, settings, org.organization_id)
         _deliver(WebhookActivities(engine, cipher, settings, policy), event.id)
         assert [d.host for d in receiver.deliveries] == [f"two.example.test:{port}"]

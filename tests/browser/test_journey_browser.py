@@ -189,7 +189,9 @@ async def test_iframe_posts_the_credential_event_to_the_allowed_parent(
     request, code, _ = await new_request(live)
     parent_port = free_port()
     parent_origin = f"http://localhost:{parent_port}"
-    orgs.set_frame_origins(live.engine, request["org"].organization_id, [parent_origin], True)
+    orgs.set_frame_origins(
+        live.engine, request["org"].organization_id, [parent_origin], True, actor="operator:tests"
+    )
     # the integrator asks for the embeddable address of its subject's page
     link = await live.api(request["org"]).get(
         f"/request/link/{request['id']}", params={"contact": request["contact"], "parent": parent_origin}
@@ -227,7 +229,9 @@ async def test_iframe_posts_the_credential_event_to_the_allowed_parent(
 async def test_iframe_in_a_page_of_another_origin_is_refused(live: LiveStack, browser_page: Page) -> None:
     request, _, link = await new_request(live)
     allowed = f"http://localhost:{free_port()}"
-    orgs.set_frame_origins(live.engine, request["org"].organization_id, [allowed], True)
+    orgs.set_frame_origins(
+        live.engine, request["org"].organization_id, [allowed], True, actor="operator:tests"
+    )
     # a page of a site that is not allowed, claiming to be the allowed one
     html = PARENT_PAGE.format(src=f"{link}?surface=iframe&parent={allowed}")
     with parent_site(free_port(), html) as intruder:
@@ -335,7 +339,9 @@ async def _kyc_in_the_iframe(live: LiveStack, browser_page: Page) -> None:
     request, code, _ = await new_request(live, securityLevel="PLATFORM_REVALIDATION")
     parent_port = free_port()
     parent_origin = f"http://localhost:{parent_port}"
-    orgs.set_frame_origins(live.engine, request["org"].organization_id, [parent_origin], True)
+    orgs.set_frame_origins(
+        live.engine, request["org"].organization_id, [parent_origin], True, actor="operator:tests"
+    )
     link = await live.api(request["org"]).get(
         f"/request/link/{request['id']}", params={"contact": request["contact"], "parent": parent_origin}
     )

@@ -18,6 +18,7 @@ from store import audit
 from tests.conftest import new_org
 from tests.support.audit_helpers import chain
 from tests.support.helpers import Credentials, SignedClient, assert_error_shape, policy_request
+from tests.support.journey_helpers import message_for
 from wire.models import CreateRequestIn
 
 pytestmark = pytest.mark.usefixtures("worker", "no_server_errors")
@@ -90,6 +91,7 @@ async def test_a_resend_too_soon_is_a_refusal_with_its_wait_on_every_surface(
     request_id = await _create(ctx, Actor.api_key(org.key_id), org)
     bundle = await requests.get(ctx, org.organization_id, request_id)
     subject_id = bundle.subjects[0][1].id
+    await message_for(request_id, subject_id)  # the first code is out: a resend now is too soon
     with pytest.raises(Refused) as refused:
         await requests.resend_code(ctx, Actor.operator("carol"), org.organization_id, request_id, subject_id)
     assert refused.value.refusal == UpdateRefusal.TOO_SOON

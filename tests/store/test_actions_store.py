@@ -50,7 +50,7 @@ def test_versions_are_numbered_and_publish_fixes_the_digest(engine: Engine, org:
     assert [v1.number, v2.number, v3.number] == [1, 2, 3]
     assert len({v1.id, v2.id, v3.id}) == 3
 
-    done = actions.publish(engine, v2.id)
+    done = actions.publish(engine, v2.id, actor="operator:tests")
     assert done.status == "published" and done.published_at is not None
     assert done.digest_sri is not None and SRI.match(done.digest_sri)
     assert done.digest_sri == digest_sri(canonical_content(spec(name="Pay rent v2")))
@@ -62,7 +62,7 @@ def test_versions_are_numbered_and_publish_fixes_the_digest(engine: Engine, org:
 def test_a_published_version_is_immutable(engine: Engine, org: Credentials) -> None:
     _, version_id = published(engine, org.organization_id)
     with pytest.raises(actions.ActionRefused, match="already published"):
-        actions.publish(engine, version_id)
+        actions.publish(engine, version_id, actor="operator:tests")
     with pytest.raises(actions.ActionRefused, match="immutable"):
         actions.update_draft(engine, version_id, spec(name="Changed"))
     before = actions.get_version(engine, version_id)
@@ -81,7 +81,7 @@ def test_a_draft_can_be_edited_then_published(engine: Engine, org: Credentials) 
     _, draft = actions.create_action(engine, org.organization_id, spec())
     edited = actions.update_draft(engine, draft.id, spec(description="Edited"))
     assert edited.content == canonical_content(spec(description="Edited"))
-    assert actions.publish(engine, draft.id).digest_sri == digest_sri(edited.content)
+    assert actions.publish(engine, draft.id, actor="operator:tests").digest_sri == digest_sri(edited.content)
 
 
 def test_publish_refuses_with_every_failed_check(engine: Engine, org: Credentials) -> None:
@@ -95,7 +95,7 @@ def test_publish_refuses_with_every_failed_check(engine: Engine, org: Credential
     }
     _, draft = actions.create_action(engine, org.organization_id, spec(bad))
     with pytest.raises(actions.ActionRefused) as refused:
-        actions.publish(engine, draft.id)
+        actions.publish(engine, draft.id, actor="operator:tests")
     assert len(refused.value.messages) >= 3, refused.value.messages
     for name in ("undeclared", "notBoolean", "broken"):
         assert any(name in m or "rules" in m for m in refused.value.messages), refused.value.messages
@@ -110,7 +110,7 @@ def test_newest_published_version_is_what_requests_pin(engine: Engine, org: Cred
     resolved = actions.resolve_for_request(engine, org_id, action_id)
     assert resolved is not None and resolved[0].id == v1  # a draft is never pinned
     assert [p.name for p in resolved[1].user_params] == ["maxAmount", "payees"]
-    actions.publish(engine, v2.id)
+    actions.publish(engine, v2.id, actor="operator:tests")
     resolved = actions.resolve_for_request(engine, org_id, action_id)
     assert resolved is not None and resolved[0].id == v2.id and resolved[1].name == "Second"
 
@@ -182,7 +182,9 @@ def test_unknown_organization_and_action(engine: Engine, org: Credentials) -> No
     with pytest.raises(actions.NotFound):
         actions.add_version(engine, org.organization_id, missing, spec())
     with pytest.raises(actions.NotFound):
-        actions.publish(engine, "urn:via:action-version:00000000-0000-4000-8000-000000000000")
+        actions.publish(
+            engine, "urn:via:action-version:00000000-0000-4000-8000-000000000000", actor="operator:tests"
+        )
     with pytest.raises(actions.NotFound):
         actions.delete_action(engine, org.organization_id, missing)
 

@@ -47,5 +47,5 @@ def published(
 ) -> tuple[str, str]:
     """A new action with version 1 published: (action id, version id)."""
     action, draft = actions.create_action(engine, org_id, spec(raw), action_id=action_id)
-    actions.publish(engine, draft.id)
+    actions.publish(engine, draft.id, actor="operator:tests")
     return action.id, draft.id

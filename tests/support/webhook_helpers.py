@@ -37,6 +37,7 @@ def configure(engine: Engine, cipher: SecretCipher, org_id: str, receiver: Recei
             salt=SALT,
         ),
         LOCAL,
+        actor="operator:tests",
     )
 
 

@@ -73,7 +73,7 @@ def publish_v2(engine: Engine, org_id: str) -> ActionVersion:
     spec, errors = parse_action_spec(ACTION_V2)
     assert spec is not None, errors
     draft = actions.add_version(engine, org_id, EXAMPLE_ACTION_ID, spec)
-    return actions.publish(engine, draft.id, org_id)
+    return actions.publish(engine, draft.id, org_id, actor="operator:tests")
 
 
 @issuing

@@ -124,8 +124,8 @@ def test_settings_are_checked_and_secrets_stored_encrypted(
         store.WebhookSettings(good.url, SIGNATURE_SECRET, ENCRYPTION_SECRET, ""),
     ]:
         with pytest.raises(ValueError):
-            store.set_config(engine, cipher, org.organization_id, bad, LOCAL)
-    store.set_config(engine, cipher, org.organization_id, good, LOCAL)
+            store.set_config(engine, cipher, org.organization_id, bad, LOCAL, actor="operator:tests")
+    store.set_config(engine, cipher, org.organization_id, good, LOCAL, actor="operator:tests")
     row = store.config_row(engine, org.organization_id)
     assert row is not None and SIGNATURE_SECRET.encode() not in row.signature_secret_ciphertext
     assert ENCRYPTION_SECRET.encode() not in row.encryption_secret_ciphertext
