@@ -96,6 +96,7 @@ class JourneyActivities:
             self._secrets.code_hash(inp.request_id, inp.subject_id, code),
             channel,
             utcnow(),
+            resent_by=inp.resent_by,
         )
         message = self._message(journey, code)
         try:

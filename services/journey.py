@@ -65,7 +65,8 @@ async def confirm_code(
 
 async def resend_code(ctx: Context, actor: Actor, request_id: str, subject_id: str) -> SendOtpResult:
     """A new code for the subject, asked for on their page (CONTRACT 4's limits are the workflow's)."""
-    return await _update(ctx, request_id, "resend_otp", ResendOtpInput(subject_id=subject_id), SendOtpResult)
+    asked = ResendOtpInput(subject_id=subject_id, actor=str(actor))
+    return await _update(ctx, request_id, "resend_otp", asked, SendOtpResult)
 
 
 async def decide(

@@ -316,7 +316,7 @@ async def resend_to(
             ctx.client(),
             bundle.request.id,
             "resend_otp",
-            ResendOtpInput(subject_id=subject_id),
+            ResendOtpInput(subject_id=subject_id, actor=str(actor)),
             SendOtpResult,
         )
     except UpdateRefused as exc:

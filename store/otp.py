@@ -41,12 +41,19 @@ def store_code(
     code_hash: str,
     channel: str,
     now: datetime,
+    *,
+    resent_by: str | None = None,
 ) -> datetime:
     """Keep ``code_hash`` as the subject's current code (the ``send_number``-th sent), clearing wrong
-    tries and a lock; its expiry. A retried send of the same number replaces the code it stored."""
+    tries and a lock; its expiry. A retried send of the same number replaces the code it stored.
+
+    A resend (``resent_by``: its actor) is recorded as ``OTP_RESENT`` in the same transaction, once
+    per send number (a retried activity finds its number stored and records nothing again)."""
     expires_at = now + CODE_LIFETIME
+    key = audit.signer(engine) if resent_by is not None else None
     with write_session(engine) as session:
         row = session.get(OtpChallenge, (request_id, subject_id))
+        first_time = row is None or row.sends < send_number
         if row is None:
             row = OtpChallenge(
                 request_id=request_id,
@@ -62,6 +69,15 @@ def store_code(
             row.sent_at, row.expires_at = now, expires_at
             row.failures, row.locked_at, row.verified_at, row.delivery_error = 0, None, None, None
         session.add(row)
+        if key is not None and resent_by is not None and first_time:
+            request = session.get(CredentialRequest, request_id)
+            assert request is not None
+            session.flush()
+            data = {"subject": subject_id, "channel": channel, "sendNumber": send_number}
+            entry = audit.Entry(
+                audit.OTP_RESENT, request.organization_id, request_id=request_id, actor=resent_by, data=data
+            )
+            audit.append(session.connection(), key, entry)
     return expires_at
 
 

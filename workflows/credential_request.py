@@ -423,7 +423,7 @@ class CredentialRequestWorkflow:
 
     # --- the subject's journey: codes ---------------------------------------------------------
 
-    async def _send_code(self, subject_id: str) -> SendOtpResult:
+    async def _send_code(self, subject_id: str, resent_by: str | None = None) -> SendOtpResult:
         """Send a fresh code to the subject (the activity makes and stores it; only where it went
         comes back). A contact that cannot receive it is reported as ``otp.failed``."""
         codes = self._codes[subject_id]
@@ -433,7 +433,12 @@ class CredentialRequestWorkflow:
         try:
             sent = await send(
                 ActivityNames.SEND_OTP,
-                SendOtpInput(request_id=self._input.request_id, subject_id=subject_id, send_number=number),
+                SendOtpInput(
+                    request_id=self._input.request_id,
+                    subject_id=subject_id,
+                    send_number=number,
+                    resent_by=resent_by,
+                ),
                 SendOtpResult,
                 summary=f"code {number} to subject {subject_id}",
             )
@@ -493,7 +498,7 @@ class CredentialRequestWorkflow:
     @workflow.update(name="resend_otp")
     async def resend_otp(self, inp: ResendOtpInput) -> SendOtpResult:
         self._codes[inp.subject_id].passed = False  # a fresh code must be confirmed again
-        return await self._send_code(inp.subject_id)
+        return await self._send_code(inp.subject_id, inp.actor)
 
     @resend_otp.validator
     def _validate_resend_otp(self, inp: ResendOtpInput) -> None:

@@ -154,6 +154,7 @@ class VerifyOtpResult(BaseModel):
 
 class ResendOtpInput(BaseModel):
     subject_id: str
+    actor: str | None = None  # who asked for the code (``str(Actor)``), named by its OTP_RESENT record
 
 
 class SendOtpResult(BaseModel):
@@ -168,6 +169,7 @@ class SendOtpInput(BaseModel):
     request_id: str
     subject_id: str
     send_number: int  # 1 for the first code
+    resent_by: str | None = None  # the actor of a resend (its OTP_RESENT record); None at the start
 
 
 class CheckOtpInput(BaseModel):

@@ -85,6 +85,18 @@ async def test_resend_limits_and_a_fresh_code(ts_env: WorkflowEnvironment, ts_ap
     # the other subject (an SMS contact) has its own count
     phone = await ts_api.request("PATCH", path, params={"contact": "+351912345678"})
     assert phone.status_code == 200, phone.text
+    other = data["subjects"][1]["id"].rsplit(":", 1)[1]
+
+    # each resend is in the trail, by the key that asked for it; a code sent at the start is not
+    trail = await ts_api.get(
+        "/activity", params={"type": "OTP_RESENT", "requestId": request_id, "pageSize": 100}
+    )
+    assert trail.status_code == 200, trail.text
+    rows = trail.json()["data"]
+    assert sorted(
+        (r["data"]["subject"], r["data"]["sendNumber"], r["data"]["channel"]) for r in rows
+    ) == sorted([(ana, n, "email") for n in (2, 3, 4, 5)] + [(other, 2, "sms")])
+    assert {(r["actor"], r["requestId"]) for r in rows} == {(f"apiKey:{ts_api.creds.key_id}", request_id)}
     await end(ts_env, ts_api, request_id)
 
 
@@ -113,3 +125,20 @@ async def test_resend_names_exactly_one_subject_of_the_request(
     )
     await end(ts_env, ts_api, request_id)
     assert_error_shape(await ts_api.request("PATCH", path, params={"contact": "ana@example.com"}), 409)
+
+
+async def test_a_resend_asked_for_on_the_subjects_page_is_recorded_as_theirs(
+    ts_env: WorkflowEnvironment, ts_api: SignedClient
+) -> None:
+    created = await ts_api.post("/request", policy_request(contacts=["ana@example.com"]))
+    request_id = created.json()["data"]["id"]
+    ana = created.json()["data"]["subjects"][0]["id"].rsplit(":", 1)[1]
+    first = await message_for(request_id, ana)
+    token = journey_secrets().link_token(request_id, ana)
+    await ts_env.sleep(61)
+    page = await ts_api.http.post(f"/r/{token}/resend", data={})
+    assert page.status_code == 200, page.text
+    await message_for(request_id, ana, newer_than=first.id)
+    trail = await ts_api.get("/activity", params={"type": "OTP_RESENT", "requestId": request_id})
+    assert [(r["actor"], r["data"]["sendNumber"]) for r in trail.json()["data"]] == [(f"subject:{ana}", 2)]
+    await end(ts_env, ts_api, request_id)

@@ -17,7 +17,9 @@ from services import journey, requests
 from services.context import Context
 from services.errors import Invalid, NotFound, Refused
 from store import audit
-from tests.support.audit_helpers import chain
+from store import otp as otp_store
+from store.db import utcnow
+from tests.support.audit_helpers import chain, new_request
 from tests.support.helpers import Credentials, policy_request
 from tests.support.journey_helpers import code_in, message_for
 from wire.models import CreateRequestIn
@@ -105,3 +107,25 @@ async def test_the_organizations_identity_report_is_recorded_as_the_organization
         await journey.report_organization_check(
             ctx, ORGANIZATION, org.organization_id, contact=None, did=None, success=True, message=None
         )
+
+
+def test_a_resend_is_recorded_once_by_its_actor_however_often_its_send_is_retried(
+    engine: Engine, org: Credentials
+) -> None:
+    """``store.otp.store_code`` writes ``OTP_RESENT`` with the code it stores (never the code): a
+    retried ``send_otp`` finds its send number stored and writes nothing again; the codes sent at
+    the request's start are no resend."""
+    bundle = new_request(engine, org.organization_id)
+    request_id, subject_id = bundle.request.id, bundle.subjects[0][1].id
+    otp_store.store_code(engine, request_id, subject_id, 1, "h1", "email", utcnow())
+    for _ in range(2):  # the same send, retried
+        otp_store.store_code(
+            engine, request_id, subject_id, 2, "h2", "email", utcnow(), resent_by="member:mia"
+        )
+    otp_store.store_code(engine, request_id, subject_id, 3, "h3", "email", utcnow(), resent_by="subject:x")
+    resent = [r for r in chain(engine, org.organization_id) if r.type == audit.OTP_RESENT]
+    assert [(r.actor, r.request_id, r.data) for r in resent] == [
+        ("member:mia", request_id, {"subject": subject_id, "channel": "email", "sendNumber": 2}),
+        ("subject:x", request_id, {"subject": subject_id, "channel": "email", "sendNumber": 3}),
+    ]
+    assert "h2" not in str([r.data for r in resent])
