@@ -18,6 +18,7 @@ from api.limits import JsonDepthMiddleware
 from api.routes import (
     actions,
     activity,
+    dashboard,
     dev,
     identity,
     journey,
@@ -99,6 +100,7 @@ def create_app(settings: Settings | None = None, temporal: Client | None = None)
     app.include_router(subject_identity.router)
     app.include_router(journey.router)
     app.include_router(dev.router)
+    app.include_router(dashboard.router)
 
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> dict[str, str]:

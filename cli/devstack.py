@@ -25,6 +25,7 @@ from cli.stack import (
     log_tail,
 )
 from core.actors import SYSTEM
+from core.kinds import MemberRole
 from core.secretbox import SecretCipher
 from core.settings import Settings, browsable, get_settings
 from services import orgs as organizations
@@ -62,6 +63,9 @@ EXAMPLE_ACTION: dict[str, object] = {
 }
 
 
+DEV_OWNER_EMAIL = "owner@example.com"
+
+
 def publish_example_action(engine: Engine, org_id: str) -> None:
     """Publish the example action in an organization (once: a second call changes nothing)."""
     from services import actions  # with the CEL runtime: loaded only where an action is installed
@@ -82,12 +86,15 @@ def bootstrap_dev_org(settings: Settings) -> str:
                 org_did = web_organization_did(settings.public_url, org_id)
                 return (
                     f"Development organization {org_id} ({org_did}).\n"
-                    "  Its API key was printed on the first run; for a new one:\n"
-                    f"  .venv/bin/mandatum key create --org {org_id}"
+                    "  Its API key and the dashboard owner's link were printed on the first run;\n"
+                    f"  a new key: .venv/bin/mandatum key create --org {org_id}"
                 )
         ctx = Context(settings, engine, SecretCipher(settings.master_key_bytes()))
         org, key = organizations.create_organization(ctx, SYSTEM, "Development organization", 600)
         publish_example_action(engine, org.id)
+        from services import members  # with the password hasher: loaded only on the first run
+
+        owner = members.invite(ctx, SYSTEM, org.id, DEV_OWNER_EMAIL, MemberRole.OWNER)
     finally:
         engine.dispose()
     marker.write_text(json.dumps({"organizationId": org.id}))  # ids only: never the secrets
@@ -96,7 +103,10 @@ def bootstrap_dev_org(settings: Settings) -> str:
         f"  organization id   {org.id}\n"
         f"  DID               {web_organization_did(settings.public_url, org.id)}\n"
         f"  API key           {key.api_key}\n"
-        f"  signature secret  {key.signature_secret}"
+        f"  signature secret  {key.signature_secret}\n"
+        f"  dashboard owner   {DEV_OWNER_EMAIL}: choose its password at (once, within "
+        f"{int(settings.member_link_lifetime.total_seconds() // 3600)} hours)\n"
+        f"                    {owner.link}"
     )
 
 
@@ -107,6 +117,7 @@ def banner(settings: Settings, organization: str) -> str:
         f"\n{organization}\n\nMandatum is running:\n"
         f"  API           {api}\n"
         f"  API docs      {api}/docs\n"
+        f"  dashboard     {api}/dashboard  (owner: {DEV_OWNER_EMAIL})\n"
         + (
             f"  dev outbox    {api}/dev/outbox  (the codes and links sent to subjects)\n"
             if settings.email_transport == "outbox" or settings.sms_transport == "outbox"

@@ -17,7 +17,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 
 from api.deps import ServicesDep, TemporalDep
 from api.errors import ApiError
-from api.routes.journey import TEMPLATES
+from api.pages import TEMPLATES, page_headers
 from core.actors import Actor, ActorKind
 from core.kinds import IdentityStatus
 from core.origins import header_origins
@@ -58,18 +58,7 @@ async def outbox_page(services: ServicesDep, to: str | None = None) -> HTMLRespo
         nonce=nonce,
         entries=[{**asdict(e), "parts": _parts(e.text)} for e in entries],
     )
-    return HTMLResponse(html, headers=_page_headers(nonce))
-
-
-def _page_headers(nonce: str, frame_ancestors: str = "'none'") -> dict[str, str]:
-    return {
-        "Content-Security-Policy": (
-            f"default-src 'none'; style-src 'nonce-{nonce}'; form-action 'self'; "
-            f"frame-ancestors {frame_ancestors}"
-        ),
-        "Cache-Control": "no-store",
-        "Referrer-Policy": "no-referrer",
-    }
+    return HTMLResponse(html, headers=page_headers(nonce))
 
 
 RETURN_PATH_RE = re.compile(r"/r/[A-Za-z0-9_-]{1,64}/kyc/return")
@@ -107,7 +96,7 @@ async def kyc_page(
     # shown inside the approval iframe too: the same origins may frame it
     origins = await run_db(services.engine, _frame_origins, services, check.request_id)
     allowed = header_origins(origins, services.settings.dev_pages)  # checked again for the header
-    return HTMLResponse(html, headers=_page_headers(nonce, " ".join(allowed) or "'none'"))
+    return HTMLResponse(html, headers=page_headers(nonce, " ".join(allowed) or "'none'"))
 
 
 def _frame_origins(services: ServicesDep, request_id: str) -> list[str]:

@@ -23,17 +23,16 @@ import secrets
 from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import partial
-from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
-from jinja2 import Environment, FileSystemLoader, select_autoescape
 from temporalio.service import RPCError
 
 from api.deps import ServicesDep, TemporalDep
 from api.errors import TEMPORAL_RETRY_AFTER
+from api.pages import TEMPLATES, page_headers
 from core import i18n
 from core.actors import Actor
 from core.kinds import IDENTITY_SOURCES, IdentityStatus, RequestStatus, Surface, UpdateRefusal
@@ -60,12 +59,6 @@ from workflows.messages import (
 )
 
 router = APIRouter(include_in_schema=False)
-TEMPLATES = Environment(
-    loader=FileSystemLoader(Path(__file__).resolve().parent.parent / "templates"),
-    autoescape=select_autoescape(["html"]),
-    trim_blocks=True,
-    lstrip_blocks=True,
-)
 HOSTED, IFRAME = Surface.HOSTED, Surface.IFRAME
 CODE_RE = re.compile(r"[0-9]{6}")
 SurfaceForm = Annotated[str, Form()]
@@ -80,7 +73,7 @@ class Page:
     lang: str
     surface: Surface
     parent: str | None  # the iframe's parent origin, one of the organization's allowed origins
-    form_targets: list[str] = field(default_factory=list)  # see _headers
+    form_targets: list[str] = field(default_factory=list)  # see api.pages.page_headers
     redirect_url: str | None = None  # the hosted page's redirectUrl, checked again (core.origins)
 
     @property
@@ -89,21 +82,6 @@ class Page:
 
     def t(self, key: str, **values: object) -> str:
         return i18n.text(self.lang, key, **values)
-
-
-def _headers(nonce: str, frame_ancestors: str, form_targets: list[str] | None = None) -> dict[str, str]:
-    """``form_targets``: origins a form's answer may redirect to (browsers apply form-action to
-    the redirects after a submission): the integrator's redirectUrl, the identity provider."""
-    form_action = " ".join(["'self'", *(form_targets or [])])
-    return {
-        "Content-Security-Policy": (
-            f"default-src 'none'; style-src 'nonce-{nonce}'; script-src 'nonce-{nonce}'; "
-            f"form-action {form_action}; base-uri 'none'; frame-ancestors {frame_ancestors}"
-        ),
-        "Referrer-Policy": "no-referrer",
-        "Cache-Control": "no-store",
-        "X-Content-Type-Options": "nosniff",
-    }
 
 
 def _render(
@@ -148,7 +126,7 @@ def _render(
             frame_ancestors = page.parent
     context.update(extra)
     html = TEMPLATES.get_template("journey.html").render(context)
-    return HTMLResponse(html, status_code=status, headers=_headers(nonce, frame_ancestors, form_targets))
+    return HTMLResponse(html, status_code=status, headers=page_headers(nonce, frame_ancestors, form_targets))
 
 
 def _language_links(page: Page) -> list[tuple[str, str, str]]:

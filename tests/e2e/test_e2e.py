@@ -230,6 +230,20 @@ async def test_make_run_end_to_end(devstack: Devstack) -> None:
         assert request_id in [r["id"] for r in listed.json()["data"]]
         assert_error_shape(await http.get("/request"), 401)
 
+        # the dashboard's owner chooses a password at the printed link, logs in, sees the request
+        link = printed(r"^\s+(http://\S+/dashboard/set-password/[A-Za-z0-9_-]+)$", first)
+        assert link.startswith(devstack.api_url)
+        password = "a long development password"
+        chosen = await http.post(link, data={"password": password, "again": password})
+        assert chosen.status_code == 303, chosen.text
+        logged = await http.post(
+            "/dashboard/login", data={"email": "owner@example.com", "password": password}
+        )
+        assert logged.status_code == 303, logged.text
+        overview = await http.get("/dashboard")
+        assert "Development organization" in overview.text and request_id in overview.text
+        assert f"{devstack.api_url}/dashboard" in first
+
         async def ui_answers() -> bool:
             ui = await http.get(f"http://127.0.0.1:{devstack.ui}/namespaces/default/workflows")
             return ui.status_code == 200
@@ -257,7 +271,7 @@ async def test_make_run_end_to_end(devstack: Devstack) -> None:
         assert not listening(port), f"port {port} still open after Ctrl-C"
 
     second = await asyncio.to_thread(devstack.start)
-    assert creds.api_key not in second and creds.secret not in second
+    assert creds.api_key not in second and creds.secret not in second and link not in second
     assert f"Development organization {org_id}" in second
 
     async with httpx.AsyncClient(base_url=devstack.api_url, timeout=30) as http:

@@ -1,0 +1,49 @@
+"""What every server-rendered page shares: the Jinja environment of ``api/templates`` and the
+headers a page is answered with (a strict Content-Security-Policy around the page's nonce)."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+from typing import Any
+
+from fastapi.responses import HTMLResponse
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+TEMPLATES = Environment(
+    loader=FileSystemLoader(Path(__file__).resolve().parent / "templates"),
+    autoescape=select_autoescape(["html"]),
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+
+def new_nonce() -> str:
+    return secrets.token_urlsafe(16)
+
+
+def page_headers(
+    nonce: str, frame_ancestors: str = "'none'", form_targets: list[str] | None = None
+) -> dict[str, str]:
+    """Scripts and styles only with the page's nonce; forms post to this origin and, for
+    ``form_targets``, to the origins a form's answer may redirect to (browsers apply form-action to
+    the redirects after a submission); framed only by ``frame_ancestors``."""
+    form_action = " ".join(["'self'", *(form_targets or [])])
+    return {
+        "Content-Security-Policy": (
+            f"default-src 'none'; style-src 'nonce-{nonce}'; script-src 'nonce-{nonce}'; "
+            f"form-action {form_action}; base-uri 'none'; frame-ancestors {frame_ancestors}"
+        ),
+        "Referrer-Policy": "no-referrer",
+        "Cache-Control": "no-store",
+        "X-Content-Type-Options": "nosniff",
+    }
+
+
+def render_page(
+    template: str, *, status: int = 200, headers: dict[str, str] | None = None, **context: Any
+) -> HTMLResponse:
+    """``template`` rendered with a fresh nonce, answered with ``page_headers`` (plus ``headers``)."""
+    nonce = new_nonce()
+    html = TEMPLATES.get_template(template).render(nonce=nonce, **context)
+    return HTMLResponse(html, status_code=status, headers={**page_headers(nonce), **(headers or {})})

@@ -1,0 +1,101 @@
+"""The dashboard's front door in Debian's Chromium: an owner sets a password from the invitation
+link, logs in by keyboard, sees the organization's overview, and logs out; at desktop and phone
+width, without horizontal scrolling. Screenshots go to ``docs/screenshots/`` (linked from the
+README)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from playwright.async_api import Page, expect
+
+from core.actors import Actor
+from core.kinds import MemberRole
+from core.secretbox import SecretCipher
+from services import members
+from services.context import Context
+from tests.support.helpers import policy_request
+from tests.support.live_stack import LiveStack
+
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+PASSWORD = "correct horse battery staple"
+
+
+def _invite(live: LiveStack, org_id: str, email: str) -> str:
+    ctx = Context(live.settings, live.engine, SecretCipher(live.settings.master_key_bytes()))
+    return members.invite(ctx, Actor.operator("tests"), org_id, email, MemberRole.OWNER).link
+
+
+async def _fits(page: Page) -> None:
+    """Nothing is wider than the viewport the page was opened with (a phone's browser would widen
+    its layout viewport, and ``innerWidth`` with it, to show content that does not fit)."""
+    assert page.viewport_size is not None
+    width = await page.evaluate("document.documentElement.scrollWidth")
+    assert width <= page.viewport_size["width"], f"the page is {width}px wide in a {page.viewport_size}"
+
+
+async def _shot(page: Page, name: str) -> None:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    await page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
+
+
+async def _log_in_by_keyboard(page: Page, email: str) -> None:
+    await page.get_by_label("E-mail").focus()  # the field has autofocus; typing starts there
+    await page.keyboard.type(email)
+    await page.keyboard.press("Tab")
+    await page.keyboard.type(PASSWORD)
+    await page.keyboard.press("Enter")
+
+
+async def test_an_owner_sets_a_password_logs_in_and_out(live: LiveStack, browser_page: Page) -> None:
+    org = live.new_org()
+    created = await live.api(org).post("/request", policy_request())  # something in the trail
+    assert created.status_code == 201, created.text
+    email = f"owner-{org.organization_id}@example.com"
+    page = browser_page
+
+    await page.goto(_invite(live, org.organization_id, email))
+    await expect(page.get_by_role("heading", name="Choose your password")).to_be_visible()
+    await page.get_by_label("New password").fill(PASSWORD)
+    await page.get_by_label("The same password again").fill(PASSWORD + " but not")
+    await page.get_by_role("button", name="Save the password").click()
+    await expect(page.get_by_role("alert")).to_contain_text("The two passwords differ")
+    await page.get_by_label("New password").fill(PASSWORD)
+    await page.get_by_label("The same password again").fill(PASSWORD)
+    await page.get_by_role("button", name="Save the password").click()
+    await expect(page.get_by_role("status")).to_contain_text("Your password is set")
+    await _shot(page, "dashboard-login-desktop")
+
+    await _log_in_by_keyboard(page, email)
+    await expect(page.get_by_role("heading", name="Overview")).to_be_visible()
+    await expect(page.locator("header")).to_contain_text(email)
+    await expect(page.get_by_role("table")).to_contain_text("REQUEST_CREATED")
+    await expect(page.get_by_role("table")).to_contain_text(f"apiKey:{org.key_id}")
+    await _fits(page)
+    await _shot(page, "dashboard-overview-desktop")
+
+    await page.get_by_role("button", name="Log out").focus()
+    await page.keyboard.press("Enter")
+    await expect(page.get_by_role("status")).to_contain_text("You are logged out")
+    await page.goto(f"{live.url}/dashboard")  # the session is over
+    await expect(page.get_by_role("heading", name="Log in")).to_be_visible()
+
+
+async def test_the_dashboard_fits_a_phone(live: LiveStack, phone_page: Page) -> None:
+    org = live.new_org()
+    email = f"phone-{org.organization_id}@example.com"
+    page = phone_page
+    await page.goto(_invite(live, org.organization_id, email))
+    await page.get_by_label("New password").fill(PASSWORD)
+    await page.get_by_label("The same password again").fill(PASSWORD)
+    await page.get_by_role("button", name="Save the password").click()
+    await _fits(page)
+    await page.get_by_label("E-mail").fill(email)
+    await page.get_by_label("Password", exact=True).fill(PASSWORD + "x")
+    await page.get_by_role("button", name="Log in").click()
+    await expect(page.get_by_role("alert")).to_contain_text("Wrong e-mail or password")
+    await page.get_by_label("Password", exact=True).fill(PASSWORD)
+    await page.get_by_role("button", name="Log in").click()
+    await expect(page.get_by_role("heading", name="Overview")).to_be_visible()
+    await _fits(page)
+    await _shot(page, "dashboard-overview-phone")
