@@ -19,7 +19,7 @@ from core.actors import Actor
 from services.context import Context
 from services.errors import Invalid, NotFound
 from store import keys, orgs, presentations
-from store.tables import Organization
+from store.tables import ApiKey, Organization
 
 T = TypeVar("T")
 
@@ -62,13 +62,20 @@ def create_key(ctx: Context, actor: Actor, org_id: str, expires_at: datetime | N
     return _refusing(lambda: orgs.create_key(ctx.engine, ctx.cipher, org_id, expires_at, actor=str(actor)))
 
 
-def rotate_key(ctx: Context, actor: Actor, key_id: str) -> orgs.IssuedKey:
-    """A new signature secret; the previous one keeps working for the grace period (CONTRACT 1)."""
-    return _refusing(lambda: orgs.rotate_key(ctx.engine, ctx.cipher, key_id, actor=str(actor)))
+def rotate_key(ctx: Context, actor: Actor, key_id: str, org_id: str | None = None) -> orgs.IssuedKey:
+    """A new signature secret; the previous one keeps working for the grace period (CONTRACT 1).
+    With ``org_id`` (a member's organization), another organization's key is NotFound."""
+    return _refusing(lambda: orgs.rotate_key(ctx.engine, ctx.cipher, key_id, actor=str(actor), org_id=org_id))
 
 
-def revoke_key(ctx: Context, actor: Actor, key_id: str) -> datetime:
-    return _refusing(lambda: orgs.revoke_key(ctx.engine, key_id, actor=str(actor)))
+def revoke_key(ctx: Context, actor: Actor, key_id: str, org_id: str | None = None) -> datetime:
+    """Revoke the key at once (final). With ``org_id``, another organization's key is NotFound."""
+    return _refusing(lambda: orgs.revoke_key(ctx.engine, key_id, actor=str(actor), org_id=org_id))
+
+
+def list_keys(ctx: Context, org_id: str) -> list[ApiKey]:
+    """The organization's API keys, oldest first (never a secret: those are stored encrypted)."""
+    return orgs.list_keys(ctx.engine, org_id)
 
 
 def rotate_service_signing_key(ctx: Context, actor: Actor) -> keys.Rotation:

@@ -200,14 +200,18 @@ def create_key(
         return issued
 
 
-def _key_by_id(session, key_id: str) -> ApiKey:  # type: ignore[no-untyped-def]
-    row = session.get(ApiKey, key_id)
-    if row is None:
+def _key_by_id(session, key_id: str, org_id: str | None = None) -> ApiKey:  # type: ignore[no-untyped-def]
+    """The key, locked for the change; NotFound when it is unknown or (``org_id`` given) another
+    organization's, in the same words."""
+    row = session.get(ApiKey, key_id, with_for_update=True)
+    if row is None or (org_id is not None and row.organization_id != org_id):
         raise NotFound(f"API key {key_id} not found")
     return row
 
 
-def rotate_key(engine: Engine, cipher: SecretCipher, key_id: str, *, actor: str) -> IssuedKey:
+def rotate_key(
+    engine: Engine, cipher: SecretCipher, key_id: str, *, actor: str, org_id: str | None = None
+) -> IssuedKey:
     """New signature secret, same API key; the previous secret stays valid for the grace period.
 
     The API key itself is only stored hashed, so the returned ``api_key`` is empty: the holder
@@ -215,7 +219,7 @@ def rotate_key(engine: Engine, cipher: SecretCipher, key_id: str, *, actor: str)
     """
     key = audit.signer(engine)
     with write_session(engine) as session:
-        row = _key_by_id(session, key_id)
+        row = _key_by_id(session, key_id, org_id)
         if row.revoked_at is not None:
             raise ValueError(f"API key {key_id} is revoked")
         secret = _new_signature_secret()
@@ -227,11 +231,11 @@ def rotate_key(engine: Engine, cipher: SecretCipher, key_id: str, *, actor: str)
         return IssuedKey(row.id, row.organization_id, "", secret, row.expires_at)
 
 
-def revoke_key(engine: Engine, key_id: str, *, actor: str) -> datetime:
+def revoke_key(engine: Engine, key_id: str, *, actor: str, org_id: str | None = None) -> datetime:
     """Revoke the key at once (final); revoking it again changes and records nothing."""
     key = audit.signer(engine)
     with write_session(engine) as session:
-        row = _key_by_id(session, key_id)
+        row = _key_by_id(session, key_id, org_id)
         if row.revoked_at is None:
             row.revoked_at = utcnow()
             session.add(row)

@@ -17,6 +17,7 @@ logs in, sees the organization's overview, and logs out. Server-rendered, no scr
 from __future__ import annotations
 
 import re
+from datetime import datetime, timedelta
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
@@ -25,12 +26,14 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from api.deps import ServicesDep
 from api.pages import render_page
+from core.kinds import MemberRole
 from services import audit, members
+from services import orgs as organizations
 from services.context import Context
-from services.errors import Invalid, TooMany
+from services.errors import Invalid, NotFound, TooMany
 from store import orgs
 from store.audit_queries import ActivityFilter
-from store.db import run_db
+from store.db import run_db, utcnow
 from store.tables import Member
 
 router = APIRouter(include_in_schema=False)
@@ -75,6 +78,27 @@ async def _member(request: Request, ctx: Context) -> tuple[Member, str] | None:
     token = request.cookies.get(COOKIE)
     member = await run_db(ctx.engine, members.session_member, ctx, token)
     return (member, token) if member is not None and token else None
+
+
+async def _signed_in(
+    request: Request, ctx: Context, roles: tuple[MemberRole, ...] | None = None
+) -> tuple[Member, str] | Response:
+    """The member of the request's session, or the answer instead: to the login page without one,
+    403 for a role the page is not for."""
+    found = await _member(request, ctx)
+    if found is None:
+        return _to_login()
+    if roles is not None and found[0].role not in roles:
+        return _refused("Your role cannot use this page: ask your organization's owner.")
+    return found
+
+
+def _posted_here(request: Request, ctx: Context, token: str, csrf: str) -> bool:
+    """A logged-in form: sent from our own page, with this session's CSRF token."""
+    return _from_this_origin(request, ctx) and members.csrf_valid(ctx, token, csrf)
+
+
+STALE_FORM = "This form has expired or did not come from the dashboard: reload the page."
 
 
 NOTICES = {
@@ -135,6 +159,7 @@ async def overview(request: Request, services: ServicesDep) -> Response:
         org=org,
         member=member,
         records=[_record(r) for r in rows],
+        section="overview",
         csrf=members.csrf_token(services, token),
     )
 
@@ -156,8 +181,8 @@ async def logout(
     if found is None:
         return _to_login()
     _, token = found
-    if not _from_this_origin(request, services) or not members.csrf_valid(services, token, csrf):
-        return _refused("This form has expired or did not come from the dashboard: reload the page.")
+    if not _posted_here(request, services, token, csrf):
+        return _refused(STALE_FORM)
     await run_db(services.engine, members.logout, services, token)
     answer = _to_login("logged-out")
     answer.delete_cookie(COOKIE, path="/dashboard", httponly=True, samesite="lax", secure=_secure(services))
@@ -211,3 +236,131 @@ async def set_password(
     except Invalid as exc:
         return _password_form(kind, token, 400, str(exc))
     return _to_login("password-set")
+
+
+# --- API keys (owners and developers) -----------------------------------------------------------
+
+KEY_ROLES = (MemberRole.OWNER, MemberRole.DEVELOPER)
+KEY_ID_RE = re.compile(r"[0-9a-f]{24}")
+MAX_KEY_DAYS = 3650
+KEY_NOTICES = {"revoked": "The key is revoked: calls signed with it are refused from now on."}
+
+
+def _key_status(key: Any, now: datetime) -> str:
+    if key.revoked_at is not None:
+        return "revoked"
+    if key.expires_at is not None and key.expires_at <= now:
+        return "expired"
+    return "active"
+
+
+def _keys_page(ctx: Context, member: Member, token: str, *, status: int = 200, **extra: Any) -> HTMLResponse:
+    now = utcnow()
+    keys = [
+        {
+            "id": k.id,
+            "prefix": k.key_prefix,
+            "created": _when(k.created_at),
+            "expires": _when(k.expires_at) if k.expires_at else "never",
+            "rotated": _when(k.rotated_at) if k.rotated_at else "",
+            "status": _key_status(k, now),
+        }
+        for k in organizations.list_keys(ctx, member.organization_id)
+    ]
+    return _page(
+        "dashboard/keys.html",
+        status=status,
+        title="API keys · Mandatum",
+        member=member,
+        org=orgs.get_organization(ctx.engine, member.organization_id),
+        csrf=members.csrf_token(ctx, token),
+        keys=keys,
+        max_days=MAX_KEY_DAYS,
+        section="keys",
+        **extra,
+    )
+
+
+def _when(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M UTC")
+
+
+@router.get("/dashboard/keys", response_class=HTMLResponse)
+async def keys_page(request: Request, services: ServicesDep, notice: str | None = None) -> Response:
+    found = await _signed_in(request, services, KEY_ROLES)
+    if isinstance(found, Response):
+        return found
+    member, token = found
+    return await run_db(
+        services.engine, lambda: _keys_page(services, member, token, notice=KEY_NOTICES.get(notice or ""))
+    )
+
+
+@router.post("/dashboard/keys", response_class=HTMLResponse)
+async def create_key(
+    request: Request,
+    services: ServicesDep,
+    csrf: Annotated[str, Form(max_length=100)] = "",
+    days: Annotated[str, Form(max_length=10)] = "",
+) -> Response:
+    found = await _signed_in(request, services, KEY_ROLES)
+    if isinstance(found, Response):
+        return found
+    member, token = found
+    if not _posted_here(request, services, token, csrf):
+        return _refused(STALE_FORM)
+    expires = None
+    if days.strip():
+        if not days.strip().isdigit() or not 1 <= int(days) <= MAX_KEY_DAYS:
+            error = f"The expiry is a whole number of days from 1 to {MAX_KEY_DAYS}, or empty for none."
+            return await run_db(
+                services.engine, lambda: _keys_page(services, member, token, status=400, error=error)
+            )
+        expires = utcnow() + timedelta(days=int(days))
+    actor = members.actor_of(member)
+    issued = await run_db(
+        services.engine, organizations.create_key, services, actor, member.organization_id, expires
+    )
+    return await run_db(
+        services.engine, lambda: _keys_page(services, member, token, issued=issued, rotated=False)
+    )
+
+
+@router.post("/dashboard/keys/{key_id}/{change}", response_class=HTMLResponse)
+async def change_key(
+    request: Request,
+    services: ServicesDep,
+    key_id: str,
+    change: str,
+    csrf: Annotated[str, Form(max_length=100)] = "",
+    confirm: Annotated[str, Form(max_length=10)] = "",
+) -> Response:
+    found = await _signed_in(request, services, KEY_ROLES)
+    if isinstance(found, Response):
+        return found
+    member, token = found
+    if change not in ("rotate", "revoke") or not KEY_ID_RE.fullmatch(key_id):
+        return _page("dashboard/message.html", status=404, title="Not found", message="No such page.")
+    if not _posted_here(request, services, token, csrf):
+        return _refused(STALE_FORM)
+    actor, org_id = members.actor_of(member), member.organization_id
+    try:
+        if change == "rotate":
+            issued = await run_db(services.engine, organizations.rotate_key, services, actor, key_id, org_id)
+            return await run_db(
+                services.engine, lambda: _keys_page(services, member, token, issued=issued, rotated=True)
+            )
+        if confirm != "yes":
+            error = "Tick the box to confirm: a revoked key can never be used again."
+            return await run_db(
+                services.engine, lambda: _keys_page(services, member, token, status=400, error=error)
+            )
+        await run_db(services.engine, organizations.revoke_key, services, actor, key_id, org_id)
+    except NotFound:
+        return _page("dashboard/message.html", status=404, title="Not found", message="No such API key.")
+    except Invalid as exc:
+        refused = str(exc)  # a rotation of a revoked key
+        return await run_db(
+            services.engine, lambda: _keys_page(services, member, token, status=409, error=refused)
+        )
+    return RedirectResponse("/dashboard/keys?notice=revoked", status_code=303)

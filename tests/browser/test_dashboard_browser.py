@@ -74,6 +74,26 @@ async def test_an_owner_sets_a_password_logs_in_and_out(live: LiveStack, browser
     await _fits(page)
     await _shot(page, "dashboard-overview-desktop")
 
+    # API keys: a new one is shown once, then revoked after confirming
+    await page.get_by_role("link", name="API keys").click()
+    await expect(page.get_by_role("heading", name="API keys", exact=True)).to_be_visible()
+    await page.get_by_label("Expires after (days; empty for never)").fill("90")
+    await page.get_by_role("button", name="Create the key").click()
+    await expect(page.get_by_role("heading", name="New API key: save it now")).to_be_visible()
+    api_key = (await page.locator("#api-key").inner_text()).strip()
+    assert api_key.startswith("mdt_")
+    await _fits(page)
+    await _shot(page, "dashboard-keys-desktop")
+    key_id = (await page.locator("dl code").first.inner_text()).strip()
+    row = page.get_by_role("row").filter(has_text=key_id)
+    await row.get_by_role("button", name=f"Revoke key {key_id}").click()  # the box is not ticked
+    await expect(row.get_by_text("active")).to_be_visible()  # the browser asks for the box first
+    await row.get_by_role("checkbox").check()
+    await row.get_by_role("button", name=f"Revoke key {key_id}").click()
+    await expect(page.get_by_role("status")).to_contain_text("The key is revoked")
+    await expect(page.get_by_role("row").filter(has_text=key_id)).to_contain_text("revoked")
+    await expect(page.get_by_text(api_key)).to_have_count(0)  # never shown again
+
     await page.get_by_role("button", name="Log out").focus()
     await page.keyboard.press("Enter")
     await expect(page.get_by_role("status")).to_contain_text("You are logged out")
@@ -99,3 +119,7 @@ async def test_the_dashboard_fits_a_phone(live: LiveStack, phone_page: Page) -> 
     await expect(page.get_by_role("heading", name="Overview")).to_be_visible()
     await _fits(page)
     await _shot(page, "dashboard-overview-phone")
+    await page.get_by_role("link", name="API keys").click()
+    await expect(page.get_by_role("heading", name="API keys", exact=True)).to_be_visible()
+    await _fits(page)
+    await _shot(page, "dashboard-keys-phone")
