@@ -101,6 +101,17 @@ def _posted_here(request: Request, ctx: Context, token: str, csrf: str) -> bool:
 STALE_FORM = "This form has expired or did not come from the dashboard: reload the page."
 
 
+async def _form_by(
+    request: Request, ctx: Context, csrf: str, roles: tuple[MemberRole, ...] | None = None
+) -> tuple[Member, str] | Response:
+    """The member sending a logged-in form (as ``_signed_in``), or 403 when it did not come from
+    our own page with this session's CSRF token."""
+    found = await _signed_in(request, ctx, roles)
+    if not isinstance(found, Response) and not _posted_here(request, ctx, found[1], csrf):
+        return _refused(STALE_FORM)
+    return found
+
+
 NOTICES = {
     "password-set": "Your password is set: log in with it.",
     "logged-out": "You are logged out.",
@@ -177,12 +188,10 @@ def _record(row: Any) -> dict[str, Any]:
 async def logout(
     request: Request, services: ServicesDep, csrf: Annotated[str, Form(max_length=100)] = ""
 ) -> Response:
-    found = await _member(request, services)
-    if found is None:
-        return _to_login()
+    found = await _form_by(request, services, csrf)
+    if isinstance(found, Response):
+        return found
     _, token = found
-    if not _posted_here(request, services, token, csrf):
-        return _refused(STALE_FORM)
     await run_db(services.engine, members.logout, services, token)
     answer = _to_login("logged-out")
     answer.delete_cookie(COOKIE, path="/dashboard", httponly=True, samesite="lax", secure=_secure(services))
@@ -303,12 +312,10 @@ async def create_key(
     csrf: Annotated[str, Form(max_length=100)] = "",
     days: Annotated[str, Form(max_length=10)] = "",
 ) -> Response:
-    found = await _signed_in(request, services, KEY_ROLES)
+    found = await _form_by(request, services, csrf, KEY_ROLES)
     if isinstance(found, Response):
         return found
     member, token = found
-    if not _posted_here(request, services, token, csrf):
-        return _refused(STALE_FORM)
     expires = None
     if days.strip():
         if not days.strip().isdigit() or not 1 <= int(days) <= MAX_KEY_DAYS:
@@ -335,14 +342,12 @@ async def change_key(
     csrf: Annotated[str, Form(max_length=100)] = "",
     confirm: Annotated[str, Form(max_length=10)] = "",
 ) -> Response:
-    found = await _signed_in(request, services, KEY_ROLES)
+    found = await _form_by(request, services, csrf, KEY_ROLES)
     if isinstance(found, Response):
         return found
     member, token = found
     if change not in ("rotate", "revoke") or not KEY_ID_RE.fullmatch(key_id):
         return _page("dashboard/message.html", status=404, title="Not found", message="No such page.")
-    if not _posted_here(request, services, token, csrf):
-        return _refused(STALE_FORM)
     actor, org_id = members.actor_of(member), member.organization_id
     try:
         if change == "rotate":
