@@ -1,5 +1,5 @@
-"""Organizations, their settings and their keys: what the command line does today and the
-dashboard will do, each by a named actor.
+"""Organizations, their settings and their keys: what the command line and the dashboard do, each
+by a named actor.
 
 Each change after an organization's creation is in its audit trail, naming the actor, in the
 change's own transaction: ``API_KEY_CREATED`` / ``ROTATED`` / ``REVOKED`` (the key's id, never a

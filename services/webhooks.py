@@ -1,5 +1,5 @@
 """The organization's webhook: its settings, the ``test`` event, retrying a failed delivery. Done
-by a named actor (the command line's operator today, a dashboard member next).
+by a named actor (the command line's operator, a dashboard member).
 
 Events about requests are made by the request workflows' activities (``activities.webhooks``),
 idempotent on their fact; their delivery is ``WebhookDeliveryWorkflow``.

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
@@ -27,11 +28,13 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from api.deps import ServicesDep
 from api.pages import render_page
 from core.kinds import MemberRole
-from services import audit, members
+from orchestration.temporal import temporal_unavailable
+from services import audit, members, webhooks
 from services import orgs as organizations
 from services.context import Context
 from services.errors import Invalid, NotFound, TooMany
 from store import orgs
+from store import webhooks as webhook_store
 from store.audit_queries import ActivityFilter
 from store.db import run_db, utcnow
 from store.tables import Member
@@ -218,22 +221,30 @@ def _link_token(kind: str, token: str) -> bool:
     return kind in PASSWORD_PATHS and LINK_TOKEN_RE.fullmatch(token) is not None
 
 
-@router.get("/dashboard/{kind}/{token}", response_class=HTMLResponse)
-async def password_page(kind: str, token: str) -> Response:
+def _kind(request: Request) -> str:
+    """``set-password`` or ``reset-password``: the route's own literal path segment."""
+    return request.url.path.split("/")[2]
+
+
+@router.get("/dashboard/set-password/{token}", response_class=HTMLResponse)
+@router.get("/dashboard/reset-password/{token}", response_class=HTMLResponse)
+async def password_page(request: Request, token: str) -> Response:
+    kind = _kind(request)
     if not _link_token(kind, token):
         return _page("dashboard/message.html", status=404, title="Not found", message="No such page.")
     return _password_form(kind, token)
 
 
-@router.post("/dashboard/{kind}/{token}", response_class=HTMLResponse)
+@router.post("/dashboard/set-password/{token}", response_class=HTMLResponse)
+@router.post("/dashboard/reset-password/{token}", response_class=HTMLResponse)
 async def set_password(
     request: Request,
     services: ServicesDep,
-    kind: str,
     token: str,
     password: Annotated[str, Form(max_length=members.MAX_PASSWORD)] = "",
     again: Annotated[str, Form(max_length=members.MAX_PASSWORD)] = "",
 ) -> Response:
+    kind = _kind(request)
     if not _link_token(kind, token):
         return _page("dashboard/message.html", status=404, title="Not found", message="No such page.")
     if not _from_this_origin(request, services):
@@ -369,3 +380,128 @@ async def change_key(
             services.engine, lambda: _keys_page(services, member, token, status=409, error=refused)
         )
     return RedirectResponse("/dashboard/keys?notice=revoked", status_code=303)
+
+
+# --- the webhook (owners and developers) --------------------------------------------------------
+
+WEBHOOK_ROLES = KEY_ROLES
+EVENTS_SHOWN = 20
+WEBHOOK_NOTICES = {
+    "test-sent": "The test event is on its way: its delivery shows below (reload to follow it)."
+}
+
+
+def _webhook_page(
+    ctx: Context, member: Member, token: str, *, status: int = 200, **extra: Any
+) -> HTMLResponse:
+    org_id = member.organization_id
+    config = webhook_store.config_row(ctx.engine, org_id)
+    events = [
+        {
+            "id": e.id,
+            "type": e.event_type,
+            "created": _when(e.created_at),
+            "state": e.state,
+            "attempts": e.attempts,
+            "last": (f"HTTP {e.last_status}" if e.last_status else "") or (e.last_error or ""),
+            "request": e.request_id or "",
+        }
+        for e in webhook_store.list_events(ctx.engine, org_id, EVENTS_SHOWN)
+    ]
+    return _page(
+        "dashboard/webhooks.html",
+        status=status,
+        title="Webhook · Mandatum",
+        member=member,
+        org=orgs.get_organization(ctx.engine, org_id),
+        csrf=members.csrf_token(ctx, token),
+        section="webhooks",
+        url=config.url if config else "",
+        updated=_when(config.updated_at) if config else "",
+        events=events,
+        **extra,
+    )
+
+
+@router.get("/dashboard/webhooks", response_class=HTMLResponse)
+async def webhook_page(request: Request, services: ServicesDep, notice: str | None = None) -> Response:
+    found = await _signed_in(request, services, WEBHOOK_ROLES)
+    if isinstance(found, Response):
+        return found
+    member, token = found
+    notice_text = WEBHOOK_NOTICES.get(notice or "")
+    return await run_db(services.engine, lambda: _webhook_page(services, member, token, notice=notice_text))
+
+
+@router.post("/dashboard/webhooks", response_class=HTMLResponse)
+async def set_webhook(
+    request: Request,
+    services: ServicesDep,
+    csrf: Annotated[str, Form(max_length=100)] = "",
+    url: Annotated[str, Form(max_length=2048)] = "",
+    new_secrets: Annotated[str, Form(max_length=10)] = "",
+) -> Response:
+    found = await _form_by(request, services, csrf, WEBHOOK_ROLES)
+    if isinstance(found, Response):
+        return found
+    member, token = found
+    fresh = (
+        {
+            "signature_secret": webhook_store.new_signature_secret(),
+            "encryption_secret": webhook_store.new_encryption_secret(),
+            "salt": webhook_store.new_salt(),
+        }
+        if new_secrets == "yes"
+        else {}
+    )
+    try:
+        generated = await run_db(
+            services.engine,
+            partial(
+                webhooks.configure,
+                services,
+                members.actor_of(member),
+                member.organization_id,
+                url.strip(),
+                **fresh,
+            ),
+        )
+    except Invalid as exc:
+        refused = str(exc)
+        return await run_db(
+            services.engine, lambda: _webhook_page(services, member, token, status=400, error=refused)
+        )
+    shown = generated or {name.replace("_", " "): value for name, value in fresh.items()}
+    return await run_db(services.engine, lambda: _webhook_page(services, member, token, secrets=shown))
+
+
+@router.post("/dashboard/webhooks/test", response_class=HTMLResponse)
+async def send_test_event(
+    request: Request, services: ServicesDep, csrf: Annotated[str, Form(max_length=100)] = ""
+) -> Response:
+    found = await _form_by(request, services, csrf, WEBHOOK_ROLES)
+    if isinstance(found, Response):
+        return found
+    member, token = found
+    if (
+        await run_db(services.engine, webhook_store.config_row, services.engine, member.organization_id)
+        is None
+    ):
+        error = "Set the webhook's URL first: the test event is sent there."
+        return await run_db(
+            services.engine, lambda: _webhook_page(services, member, token, status=409, error=error)
+        )
+    actor = members.actor_of(member)
+    try:
+        event = await run_db(
+            services.engine, webhooks.create_test_event, services, actor, member.organization_id
+        )
+        await webhooks.start_delivery(services, actor, event.id)
+    except Exception as exc:
+        if not temporal_unavailable(exc):
+            raise
+        error = "The delivery service does not answer right now: try again in a minute."
+        return await run_db(
+            services.engine, lambda: _webhook_page(services, member, token, status=503, error=error)
+        )
+    return RedirectResponse("/dashboard/webhooks?notice=test-sent", status_code=303)

@@ -5,6 +5,7 @@ posts, against the development provider."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import threading
@@ -163,9 +164,15 @@ async def test_platform_kyc_comes_before_the_decision_and_is_reused(
     assert identity.payload["decision"]["success"] is True
     assert set(identity.payload["decision"]) == {"success", "message", "date"}
     # the credential event is delivered only after the identity event
-    child = await temporal.get_workflow_handle(webhook_workflow_id(credential.id)).fetch_history()
+    handle = temporal.get_workflow_handle(webhook_workflow_id(credential.id))
+    child = await handle.fetch_history()
     [started] = child.events[0].workflow_execution_started_event_attributes.input.payloads
     assert json.loads(started.data) == {"event_id": credential.id, "after": identity.id}
+    for _ in range(200):  # its first task may not have run yet: wait for it to look at the identity event
+        if "webhook_event_state" in child.to_json():
+            break
+        await asyncio.sleep(0.05)
+        child = await handle.fetch_history()
     assert "webhook_event_state" in child.to_json()
     assert audit.IDENTITY_VERIFIED in audit_types(engine, req["id"])
     with read_session(engine) as session_:

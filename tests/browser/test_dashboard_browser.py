@@ -5,6 +5,7 @@ README)."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from playwright.async_api import Page, expect
@@ -16,6 +17,7 @@ from services import members
 from services.context import Context
 from tests.support.helpers import policy_request
 from tests.support.live_stack import LiveStack
+from tests.support.webhook_receiver import receiving
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
 PASSWORD = "correct horse battery staple"
@@ -93,6 +95,25 @@ async def test_an_owner_sets_a_password_logs_in_and_out(live: LiveStack, browser
     await expect(page.get_by_role("status")).to_contain_text("The key is revoked")
     await expect(page.get_by_role("row").filter(has_text=key_id)).to_contain_text("revoked")
     await expect(page.get_by_text(api_key)).to_have_count(0)  # never shown again
+
+    # the webhook: a URL, its secrets once, the test event delivered in the log
+    with receiving(lambda n: 200) as receiver:
+        await page.get_by_role("link", name="Webhook").click()
+        await page.get_by_label("URL").fill(receiver.url)
+        await page.get_by_role("button", name="Save").click()
+        await expect(page.get_by_role("heading", name="New secrets: save them now")).to_be_visible()
+        await page.get_by_role("button", name="Send the test event").click()
+        await expect(page.get_by_role("status")).to_contain_text("The test event is on its way")
+        for _ in range(100):  # the page is reloaded as a person would, until the delivery shows
+            if await page.get_by_role("cell", name="delivered").count():
+                break
+            await asyncio.sleep(0.1)
+            await page.reload()
+        await expect(page.get_by_role("cell", name="delivered")).to_be_visible()
+        await expect(page.get_by_role("cell", name="HTTP 200")).to_be_visible()
+        assert receiver.count() == 1
+        await _fits(page)
+        await _shot(page, "dashboard-webhook-desktop")
 
     await page.get_by_role("button", name="Log out").focus()
     await page.keyboard.press("Enter")

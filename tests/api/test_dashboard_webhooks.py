@@ -1,0 +1,130 @@
+"""The webhook in the dashboard: owners and developers set the URL (checked as everywhere), see
+new secrets once, send the ``test`` event and follow its delivery in the log; each change is the
+member's audit record; support members are refused the page and its forms."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+import pytest_asyncio
+from fastapi import FastAPI
+from sqlalchemy import Engine
+from temporalio.client import Client
+
+from api.app import create_app
+from core.actors import Actor
+from core.kinds import MemberRole
+from core.secretbox import SecretCipher
+from core.settings import Settings
+from services import members
+from services.context import Context
+from store import webhooks as store
+from tests.support.audit_helpers import chain
+from tests.support.helpers import Credentials
+from tests.support.webhook_receiver import receiving
+
+PASSWORD = "correct horse battery staple"
+SECRET_NAMES = ("signature-secret", "encryption-secret", "salt")
+
+
+@pytest_asyncio.fixture
+async def app(settings: Settings, temporal: Client, worker: None) -> AsyncIterator[FastAPI]:
+    made = create_app(settings, temporal=temporal)
+    yield made
+    made.state.services.engine.dispose()
+
+
+@pytest.fixture
+def ctx(settings: Settings, engine: Engine, cipher: SecretCipher) -> Context:
+    return Context(settings, engine, cipher)
+
+
+def _client(app: FastAPI) -> httpx.AsyncClient:
+    return httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app),
+        base_url="https://mandatum.test",
+        headers={"Sec-Fetch-Site": "same-origin"},
+    )
+
+
+async def _log_in(
+    browser: httpx.AsyncClient, ctx: Context, org: Credentials, role: MemberRole
+) -> tuple[str, str]:
+    email = f"{role}-{org.organization_id}@example.com"
+    invitation = members.invite(ctx, Actor.operator("tests"), org.organization_id, email, role)
+    path = "/dashboard/" + invitation.link.split("/dashboard/", 1)[1]
+    assert (await browser.post(path, data={"password": PASSWORD, "again": PASSWORD})).status_code == 303
+    assert (
+        await browser.post("/dashboard/login", data={"email": email, "password": PASSWORD})
+    ).status_code == 303
+    page = (await browser.get("/dashboard")).text
+    return invitation.member.id, page.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+
+
+def _secrets(page: str) -> dict[str, str]:
+    return dict(re.findall(r'id="secret-([a-z-]+)">([^<]+)<', page))
+
+
+async def test_the_url_the_secrets_and_the_test_event(
+    app: FastAPI, ctx: Context, org: Credentials, engine: Engine, cipher: SecretCipher
+) -> None:
+    async with _client(app) as browser:
+        member_id, csrf = await _log_in(browser, ctx, org, MemberRole.DEVELOPER)
+        empty = await browser.get("/dashboard/webhooks")
+        assert empty.status_code == 200 and "No event yet" in empty.text
+        early = await browser.post("/dashboard/webhooks/test", data={"csrf": csrf})
+        assert early.status_code == 409 and "Set the webhook" in early.text
+        bad = await browser.post("/dashboard/webhooks", data={"csrf": csrf, "url": "ftp://example.com/h"})
+        assert bad.status_code == 400 and store.config_row(engine, org.organization_id) is None
+
+        with receiving(lambda n: 200) as receiver:
+            saved = await browser.post("/dashboard/webhooks", data={"csrf": csrf, "url": receiver.url})
+            assert saved.status_code == 200 and "shown once" in saved.text
+            first = _secrets(saved.text)
+            assert set(first) == set(SECRET_NAMES)
+            kept = store.get_config(engine, cipher, org.organization_id)
+            assert kept is not None and kept.signature_secret == first["signature-secret"]
+            assert "shown once" not in (await browser.get("/dashboard/webhooks")).text
+
+            sent = await browser.post("/dashboard/webhooks/test", data={"csrf": csrf})
+            assert (sent.status_code, sent.headers["location"]) == (
+                303,
+                "/dashboard/webhooks?notice=test-sent",
+            )
+            (event,) = store.list_events(engine, org.organization_id)
+            for _ in range(300):
+                if store.get_event(engine, event.id).state == store.DELIVERED:
+                    break
+                await asyncio.sleep(0.05)
+            log = (await browser.get("/dashboard/webhooks")).text
+            assert event.id in log and "delivered" in log and "HTTP 200" in log
+            assert receiver.count() == 1
+
+            renewed = await browser.post(
+                "/dashboard/webhooks", data={"csrf": csrf, "url": receiver.url, "new_secrets": "yes"}
+            )
+            second = _secrets(renewed.text)
+            assert set(second) == set(SECRET_NAMES) and all(second[n] != first[n] for n in SECRET_NAMES)
+
+    records = [(r.type, r.actor, r.data.get("secretsChanged")) for r in chain(engine, org.organization_id)]
+    everything = ["signatureSecret", "encryptionSecret", "salt"]
+    assert records == [("WEBHOOK_CONFIGURED", f"member:{member_id}", everything)] * 2
+
+
+async def test_a_support_member_is_refused_the_webhook(
+    app: FastAPI, ctx: Context, org: Credentials, engine: Engine
+) -> None:
+    async with _client(app) as browser:
+        _, csrf = await _log_in(browser, ctx, org, MemberRole.SUPPORT)
+        assert (await browser.get("/dashboard/webhooks")).status_code == 403
+        form = {"csrf": csrf, "url": "http://127.0.0.1:9/h"}
+        assert (await browser.post("/dashboard/webhooks", data=form)).status_code == 403
+        assert (await browser.post("/dashboard/webhooks/test", data={"csrf": csrf})).status_code == 403
+    assert (
+        store.config_row(engine, org.organization_id) is None
+        and store.list_events(engine, org.organization_id) == []
+    )
