@@ -48,6 +48,7 @@ pytest_plugins = [
     "tests.support.durability",
     "tests.support.interop",
     "tests.support.cli",
+    "tests.support.a11y",
 ]
 
 BIN = Path(sys.executable).parent

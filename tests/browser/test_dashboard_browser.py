@@ -15,6 +15,7 @@ from core.kinds import MemberRole
 from core.secretbox import SecretCipher
 from services import members
 from services.context import Context
+from tests.support.a11y import assert_accessible
 from tests.support.helpers import policy_request
 from tests.support.live_stack import LiveStack
 from tests.support.webhook_receiver import receiving
@@ -49,7 +50,9 @@ async def _log_in_by_keyboard(page: Page, email: str) -> None:
     await page.keyboard.press("Enter")
 
 
-async def test_an_owner_sets_a_password_logs_in_and_out(live: LiveStack, browser_page: Page) -> None:
+async def test_an_owner_sets_a_password_logs_in_and_out(
+    live: LiveStack, browser_page: Page, axe_source: str
+) -> None:
     org = live.new_org()
     created = await live.api(org).post("/request", policy_request())  # something in the trail
     assert created.status_code == 201, created.text
@@ -58,14 +61,17 @@ async def test_an_owner_sets_a_password_logs_in_and_out(live: LiveStack, browser
 
     await page.goto(_invite(live, org.organization_id, email))
     await expect(page.get_by_role("heading", name="Choose your password")).to_be_visible()
+    await assert_accessible(page, axe_source, "the set-password page")
     await page.get_by_label("New password").fill(PASSWORD)
     await page.get_by_label("The same password again").fill(PASSWORD + " but not")
     await page.get_by_role("button", name="Save the password").click()
     await expect(page.get_by_role("alert")).to_contain_text("The two passwords differ")
+    await assert_accessible(page, axe_source, "the set-password page with its error")
     await page.get_by_label("New password").fill(PASSWORD)
     await page.get_by_label("The same password again").fill(PASSWORD)
     await page.get_by_role("button", name="Save the password").click()
     await expect(page.get_by_role("status")).to_contain_text("Your password is set")
+    await assert_accessible(page, axe_source, "the login page")
     await _shot(page, "dashboard-login-desktop")
 
     await _log_in_by_keyboard(page, email)
@@ -74,6 +80,7 @@ async def test_an_owner_sets_a_password_logs_in_and_out(live: LiveStack, browser
     await expect(page.get_by_role("table")).to_contain_text("REQUEST_CREATED")
     await expect(page.get_by_role("table")).to_contain_text(f"apiKey:{org.key_id}")
     await _fits(page)
+    await assert_accessible(page, axe_source, "the overview")
     await _shot(page, "dashboard-overview-desktop")
 
     # API keys: a new one is shown once, then revoked after confirming
@@ -85,6 +92,7 @@ async def test_an_owner_sets_a_password_logs_in_and_out(live: LiveStack, browser
     api_key = (await page.locator("#api-key").inner_text()).strip()
     assert api_key.startswith("mdt_")
     await _fits(page)
+    await assert_accessible(page, axe_source, "the keys page with a new key")
     await _shot(page, "dashboard-keys-desktop")
     key_id = (await page.locator("dl code").first.inner_text()).strip()
     row = page.get_by_role("row").filter(has_text=key_id)
@@ -113,6 +121,7 @@ async def test_an_owner_sets_a_password_logs_in_and_out(live: LiveStack, browser
         await expect(page.get_by_role("cell", name="HTTP 200")).to_be_visible()
         assert receiver.count() == 1
         await _fits(page)
+        await assert_accessible(page, axe_source, "the webhook page with its log")
         await _shot(page, "dashboard-webhook-desktop")
 
     await page.get_by_role("button", name="Log out").focus()
@@ -122,7 +131,7 @@ async def test_an_owner_sets_a_password_logs_in_and_out(live: LiveStack, browser
     await expect(page.get_by_role("heading", name="Log in")).to_be_visible()
 
 
-async def test_the_dashboard_fits_a_phone(live: LiveStack, phone_page: Page) -> None:
+async def test_the_dashboard_fits_a_phone(live: LiveStack, phone_page: Page, axe_source: str) -> None:
     org = live.new_org()
     email = f"phone-{org.organization_id}@example.com"
     page = phone_page
@@ -135,12 +144,15 @@ async def test_the_dashboard_fits_a_phone(live: LiveStack, phone_page: Page) -> 
     await page.get_by_label("Password", exact=True).fill(PASSWORD + "x")
     await page.get_by_role("button", name="Log in").click()
     await expect(page.get_by_role("alert")).to_contain_text("Wrong e-mail or password")
+    await assert_accessible(page, axe_source, "the login page with its error, on a phone")
     await page.get_by_label("Password", exact=True).fill(PASSWORD)
     await page.get_by_role("button", name="Log in").click()
     await expect(page.get_by_role("heading", name="Overview")).to_be_visible()
     await _fits(page)
+    await assert_accessible(page, axe_source, "the overview on a phone")
     await _shot(page, "dashboard-overview-phone")
     await page.get_by_role("link", name="API keys").click()
     await expect(page.get_by_role("heading", name="API keys", exact=True)).to_be_visible()
     await _fits(page)
+    await assert_accessible(page, axe_source, "the keys page on a phone")
     await _shot(page, "dashboard-keys-phone")

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import copy
-import fcntl
 import json
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.support.npm import npm_installed
 
 ROOT = Path(__file__).resolve().parents[2]  # the project
 
@@ -22,36 +22,12 @@ INTEROP = ROOT / "interop"
 Job = dict[str, Any]
 
 
-def _npm_ci_needed() -> bool:
-    installed = INTEROP / "node_modules" / ".package-lock.json"  # written by npm ci / install
-    lock = INTEROP / "package-lock.json"
-    return not installed.exists() or lock.stat().st_mtime > installed.stat().st_mtime
-
-
 @pytest.fixture(scope="session")
 def interop_node() -> str:
     """The node executable, with interop/node_modules installed from the lock file."""
-    node, npm = shutil.which("node"), shutil.which("npm")
-    if node is None or npm is None:
-        pytest.skip(
-            "Node.js (node and npm) is not on PATH: eddsa-jcs-2022 interoperability tests "
-            "against Digital Bazaar's JavaScript implementation skipped"
-        )
-    # one npm ci at a time: the suite's xdist workers may all reach this fixture on a fresh clone
-    with open(Path(tempfile.gettempdir()) / "mandatum-interop-npm-ci.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if _npm_ci_needed():
-            done = subprocess.run(
-                [npm, "ci", "--no-audit", "--no-fund"],
-                cwd=INTEROP,
-                capture_output=True,
-                text=True,
-                timeout=600,
-                check=False,
-            )
-            if done.returncode != 0:
-                pytest.fail(f"npm ci in interop/ failed ({done.returncode}):\n{done.stderr[-4000:]}")
-    return node
+    return npm_installed(
+        INTEROP, "eddsa-jcs-2022 interoperability tests against Digital Bazaar's JavaScript implementation"
+    )
 
 
 def js_verify(job: Job | list[Job]) -> Any:
