@@ -20,7 +20,8 @@ from core.actors import Actor
 from core.kinds import MemberRole
 from core.secretbox import SecretCipher
 from core.settings import Settings
-from services import members
+from services import members, webhooks
+from services import orgs as organizations
 from services.context import Context
 from tests.conftest import new_org
 from tests.support.audit_helpers import chain
@@ -155,3 +156,25 @@ async def test_another_organizations_key_is_not_found_and_forms_need_the_token(
             await browser.post(f"/dashboard/keys/{org.key_id}/delete", data={"csrf": csrf})
         ).status_code == 404
     assert chain(engine, org.organization_id) == [] and chain(engine, other.organization_id) == []
+
+
+async def test_no_page_shows_another_organizations_data(
+    app: FastAPI, ctx: Context, org: Credentials, engine: Engine, cipher: SecretCipher, settings: Settings
+) -> None:
+    other = new_org(engine, cipher, settings)
+    someone = Actor.operator("tests")
+    other_url = f"http://127.0.0.1:9/hooks/{other.organization_id}"
+    webhooks.configure(ctx, someone, other.organization_id, other_url)
+    event = webhooks.create_test_event(ctx, someone, other.organization_id)
+    extra = organizations.create_key(ctx, someone, other.organization_id)  # a record in its trail
+    theirs = [other.organization_id, other.key_id, extra.key_id, event.id, other_url]
+    async with _client(app) as browser:
+        await _logged_in(browser, ctx, org, MemberRole.OWNER, "owner")
+        for path in ("/dashboard", "/dashboard/keys", "/dashboard/webhooks"):
+            page = await browser.get(path)
+            assert page.status_code == 200, path
+            assert [value for value in theirs if value in page.text] == [], path
+            ours = {"/dashboard": org.organization_id, "/dashboard/keys": org.key_id}.get(path)
+            assert ours is None or ours in page.text, path  # the page shows its own organization's
+        mine = webhooks.create_test_event(ctx, someone, org.organization_id)
+        assert mine.id in (await browser.get("/dashboard/webhooks")).text  # and its own events
