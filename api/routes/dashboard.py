@@ -274,7 +274,12 @@ def _key_status(key: Any, now: datetime) -> str:
     return "active"
 
 
-def _keys_page(ctx: Context, member: Member, token: str, *, status: int = 200, **extra: Any) -> HTMLResponse:
+async def _keys_page(ctx: Context, member: Member, token: str, **extra: Any) -> HTMLResponse:
+    """``_keys_html`` in a thread (it reads the database)."""
+    return await run_db(ctx.engine, partial(_keys_html, ctx, member, token, **extra))
+
+
+def _keys_html(ctx: Context, member: Member, token: str, *, status: int = 200, **extra: Any) -> HTMLResponse:
     now = utcnow()
     keys = [
         {
@@ -311,9 +316,7 @@ async def keys_page(request: Request, services: ServicesDep, notice: str | None 
     if isinstance(found, Response):
         return found
     member, token = found
-    return await run_db(
-        services.engine, lambda: _keys_page(services, member, token, notice=KEY_NOTICES.get(notice or ""))
-    )
+    return await _keys_page(services, member, token, notice=KEY_NOTICES.get(notice or ""))
 
 
 @router.post("/dashboard/keys", response_class=HTMLResponse)
@@ -331,17 +334,13 @@ async def create_key(
     if days.strip():
         if not days.strip().isdigit() or not 1 <= int(days) <= MAX_KEY_DAYS:
             error = f"The expiry is a whole number of days from 1 to {MAX_KEY_DAYS}, or empty for none."
-            return await run_db(
-                services.engine, lambda: _keys_page(services, member, token, status=400, error=error)
-            )
+            return await _keys_page(services, member, token, status=400, error=error)
         expires = utcnow() + timedelta(days=int(days))
     actor = members.actor_of(member)
     issued = await run_db(
         services.engine, organizations.create_key, services, actor, member.organization_id, expires
     )
-    return await run_db(
-        services.engine, lambda: _keys_page(services, member, token, issued=issued, rotated=False)
-    )
+    return await _keys_page(services, member, token, issued=issued, rotated=False)
 
 
 @router.post("/dashboard/keys/{key_id}/{change}", response_class=HTMLResponse)
@@ -363,22 +362,15 @@ async def change_key(
     try:
         if change == "rotate":
             issued = await run_db(services.engine, organizations.rotate_key, services, actor, key_id, org_id)
-            return await run_db(
-                services.engine, lambda: _keys_page(services, member, token, issued=issued, rotated=True)
-            )
+            return await _keys_page(services, member, token, issued=issued, rotated=True)
         if confirm != "yes":
             error = "Tick the box to confirm: a revoked key can never be used again."
-            return await run_db(
-                services.engine, lambda: _keys_page(services, member, token, status=400, error=error)
-            )
+            return await _keys_page(services, member, token, status=400, error=error)
         await run_db(services.engine, organizations.revoke_key, services, actor, key_id, org_id)
     except NotFound:
         return _page("dashboard/message.html", status=404, title="Not found", message="No such API key.")
-    except Invalid as exc:
-        refused = str(exc)  # a rotation of a revoked key
-        return await run_db(
-            services.engine, lambda: _keys_page(services, member, token, status=409, error=refused)
-        )
+    except Invalid as exc:  # a rotation of a revoked key
+        return await _keys_page(services, member, token, status=409, error=str(exc))
     return RedirectResponse("/dashboard/keys?notice=revoked", status_code=303)
 
 
@@ -391,7 +383,12 @@ WEBHOOK_NOTICES = {
 }
 
 
-def _webhook_page(
+async def _webhook_page(ctx: Context, member: Member, token: str, **extra: Any) -> HTMLResponse:
+    """``_webhook_html`` in a thread (it reads the database)."""
+    return await run_db(ctx.engine, partial(_webhook_html, ctx, member, token, **extra))
+
+
+def _webhook_html(
     ctx: Context, member: Member, token: str, *, status: int = 200, **extra: Any
 ) -> HTMLResponse:
     org_id = member.organization_id
@@ -430,7 +427,7 @@ async def webhook_page(request: Request, services: ServicesDep, notice: str | No
         return found
     member, token = found
     notice_text = WEBHOOK_NOTICES.get(notice or "")
-    return await run_db(services.engine, lambda: _webhook_page(services, member, token, notice=notice_text))
+    return await _webhook_page(services, member, token, notice=notice_text)
 
 
 @router.post("/dashboard/webhooks", response_class=HTMLResponse)
@@ -467,12 +464,9 @@ async def set_webhook(
             ),
         )
     except Invalid as exc:
-        refused = str(exc)
-        return await run_db(
-            services.engine, lambda: _webhook_page(services, member, token, status=400, error=refused)
-        )
+        return await _webhook_page(services, member, token, status=400, error=str(exc))
     shown = generated or {name.replace("_", " "): value for name, value in fresh.items()}
-    return await run_db(services.engine, lambda: _webhook_page(services, member, token, secrets=shown))
+    return await _webhook_page(services, member, token, secrets=shown)
 
 
 @router.post("/dashboard/webhooks/test", response_class=HTMLResponse)
@@ -488,9 +482,7 @@ async def send_test_event(
         is None
     ):
         error = "Set the webhook's URL first: the test event is sent there."
-        return await run_db(
-            services.engine, lambda: _webhook_page(services, member, token, status=409, error=error)
-        )
+        return await _webhook_page(services, member, token, status=409, error=error)
     actor = members.actor_of(member)
     try:
         event = await run_db(
@@ -501,7 +493,5 @@ async def send_test_event(
         if not temporal_unavailable(exc):
             raise
         error = "The delivery service does not answer right now: try again in a minute."
-        return await run_db(
-            services.engine, lambda: _webhook_page(services, member, token, status=503, error=error)
-        )
+        return await _webhook_page(services, member, token, status=503, error=error)
     return RedirectResponse("/dashboard/webhooks?notice=test-sent", status_code=303)
