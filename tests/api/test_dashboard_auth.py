@@ -14,18 +14,13 @@ import pytest_asyncio
 from sqlalchemy import Engine, update
 
 from api.app import create_app
-from core.actors import Actor
-from core.kinds import MemberRole
 from core.secretbox import SecretCipher
 from core.settings import Settings
-from services import members
 from services.context import Context
 from store.db import write_session
 from store.tables import MemberSession
+from tests.support.dashboard import PASSWORD, csrf_of, invitation, page_client
 from tests.support.helpers import Credentials
-
-PASSWORD = "correct horse battery staple"
-BASE = "https://mandatum.test"
 
 
 @pytest_asyncio.fixture
@@ -33,9 +28,7 @@ async def browser(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
     """An unsigned client of the real app (the dashboard needs no Temporal), as a browser on our
     own pages: same-origin fetch metadata on every request."""
     app = create_app(settings)
-    transport = httpx.ASGITransport(app=app)
-    headers = {"Sec-Fetch-Site": "same-origin"}
-    async with httpx.AsyncClient(transport=transport, base_url=BASE, headers=headers) as client:
+    async with page_client(app) as client:
         yield client
     app.state.services.engine.dispose()
 
@@ -45,9 +38,8 @@ def ctx(settings: Settings, engine: Engine, cipher: SecretCipher) -> Context:
     return Context(settings, engine, cipher)
 
 
-def _invite(ctx: Context, org: Credentials, email: str, role: MemberRole = MemberRole.OWNER) -> str:
-    link = members.invite(ctx, Actor.operator("tests"), org.organization_id, email, role).link
-    return "/dashboard/" + link.split("/dashboard/", 1)[1]
+def _invite(ctx: Context, org: Credentials, email: str) -> str:
+    return invitation(ctx, org, email)[0]
 
 
 async def _member(ctx: Context, org: Credentials, browser: httpx.AsyncClient, email: str) -> None:
@@ -124,7 +116,7 @@ async def test_logout_needs_the_sessions_csrf_token_and_ends_the_session(
     await _member(ctx, org, browser, email)
     assert (await _login(browser, email)).status_code == 303
     page = (await browser.get("/dashboard")).text
-    token = page.split('name="csrf" value="', 1)[1].split('"', 1)[0]
+    token = csrf_of(page)
     assert (await browser.post("/dashboard/logout", data={})).status_code == 403
     assert (await browser.post("/dashboard/logout", data={"csrf": "0" * 64})).status_code == 403
     assert (await browser.get("/dashboard")).status_code == 200  # still logged in

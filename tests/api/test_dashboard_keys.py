@@ -9,7 +9,6 @@ import re
 from collections.abc import AsyncIterator
 from dataclasses import replace
 
-import httpx
 import pytest
 import pytest_asyncio
 from fastapi import FastAPI
@@ -20,14 +19,13 @@ from core.actors import Actor
 from core.kinds import MemberRole
 from core.secretbox import SecretCipher
 from core.settings import Settings
-from services import members, webhooks
 from services import orgs as organizations
+from services import webhooks
 from services.context import Context
 from tests.conftest import new_org
 from tests.support.audit_helpers import chain
+from tests.support.dashboard import log_in_as, page_client
 from tests.support.helpers import Credentials, SignedClient
-
-PASSWORD = "correct horse battery staple"
 
 
 @pytest_asyncio.fixture
@@ -35,33 +33,6 @@ async def app(settings: Settings) -> AsyncIterator[FastAPI]:
     made = create_app(settings)
     yield made
     made.state.services.engine.dispose()
-
-
-def _client(app: FastAPI) -> httpx.AsyncClient:
-    return httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app),
-        base_url="https://mandatum.test",
-        headers={"Sec-Fetch-Site": "same-origin"},
-    )
-
-
-async def _logged_in(
-    browser: httpx.AsyncClient, ctx: Context, org: Credentials, role: MemberRole, name: str
-) -> tuple[str, str]:
-    """``browser`` logged in as a new member of ``org``: the member's id and the CSRF token."""
-    invitation = members.invite(
-        ctx, Actor.operator("tests"), org.organization_id, f"{name}-{org.organization_id}@example.com", role
-    )
-    path = "/dashboard/" + invitation.link.split("/dashboard/", 1)[1]
-    assert (await browser.post(path, data={"password": PASSWORD, "again": PASSWORD})).status_code == 303
-    login = {"email": invitation.member.email, "password": PASSWORD}
-    assert (await browser.post("/dashboard/login", data=login)).status_code == 303
-    overview = (await browser.get("/dashboard")).text
-    return invitation.member.id, _csrf(overview)
-
-
-def _csrf(page: str) -> str:
-    return page.split('name="csrf" value="', 1)[1].split('"', 1)[0]
 
 
 def _shown(page: str, element: str) -> str:
@@ -79,8 +50,8 @@ def ctx(settings: Settings, engine: Engine, cipher: SecretCipher) -> Context:
 async def test_a_key_is_created_rotated_and_revoked_by_the_member(
     app: FastAPI, ctx: Context, org: Credentials, engine: Engine, role: MemberRole
 ) -> None:
-    async with _client(app) as browser, _client(app) as api_http:
-        member_id, csrf = await _logged_in(browser, ctx, org, role, "keys")
+    async with page_client(app) as browser, page_client(app) as api_http:
+        member_id, csrf = await log_in_as(browser, ctx, org, role, "keys")
         assert (await browser.post("/dashboard/keys", data={"csrf": csrf, "days": "0"})).status_code == 400
         created = await browser.post("/dashboard/keys", data={"csrf": csrf, "days": "30"})
         assert created.status_code == 200 and "shown once" in created.text
@@ -124,8 +95,8 @@ async def test_a_key_is_created_rotated_and_revoked_by_the_member(
 async def test_a_support_member_is_refused_every_key_page_and_form(
     app: FastAPI, ctx: Context, org: Credentials, engine: Engine
 ) -> None:
-    async with _client(app) as browser:
-        _, csrf = await _logged_in(browser, ctx, org, MemberRole.SUPPORT, "support")
+    async with page_client(app) as browser:
+        _, csrf = await log_in_as(browser, ctx, org, MemberRole.SUPPORT, "support")
         assert "API keys" not in (await browser.get("/dashboard")).text  # not offered
         assert (await browser.get("/dashboard/keys")).status_code == 403
         assert (await browser.post("/dashboard/keys", data={"csrf": csrf})).status_code == 403
@@ -141,8 +112,8 @@ async def test_another_organizations_key_is_not_found_and_forms_need_the_token(
     app: FastAPI, ctx: Context, org: Credentials, engine: Engine, cipher: SecretCipher, settings: Settings
 ) -> None:
     other = new_org(engine, cipher, settings)
-    async with _client(app) as browser:
-        _, csrf = await _logged_in(browser, ctx, org, MemberRole.OWNER, "owner")
+    async with page_client(app) as browser:
+        _, csrf = await log_in_as(browser, ctx, org, MemberRole.OWNER, "owner")
         page = (await browser.get("/dashboard/keys")).text
         assert org.key_id in page and other.key_id not in page
         for change in ("rotate", "revoke"):
@@ -168,8 +139,8 @@ async def test_no_page_shows_another_organizations_data(
     event = webhooks.create_test_event(ctx, someone, other.organization_id)
     extra = organizations.create_key(ctx, someone, other.organization_id)  # a record in its trail
     theirs = [other.organization_id, other.key_id, extra.key_id, event.id, other_url]
-    async with _client(app) as browser:
-        await _logged_in(browser, ctx, org, MemberRole.OWNER, "owner")
+    async with page_client(app) as browser:
+        await log_in_as(browser, ctx, org, MemberRole.OWNER, "owner")
         for path in ("/dashboard", "/dashboard/keys", "/dashboard/webhooks"):
             page = await browser.get(path)
             assert page.status_code == 200, path

@@ -8,7 +8,6 @@ import asyncio
 import re
 from collections.abc import AsyncIterator
 
-import httpx
 import pytest
 import pytest_asyncio
 from fastapi import FastAPI
@@ -16,18 +15,16 @@ from sqlalchemy import Engine
 from temporalio.client import Client
 
 from api.app import create_app
-from core.actors import Actor
 from core.kinds import MemberRole
 from core.secretbox import SecretCipher
 from core.settings import Settings
-from services import members
 from services.context import Context
 from store import webhooks as store
 from tests.support.audit_helpers import chain
+from tests.support.dashboard import log_in_as, page_client
 from tests.support.helpers import Credentials
 from tests.support.webhook_receiver import receiving
 
-PASSWORD = "correct horse battery staple"
 SECRET_NAMES = ("signature-secret", "encryption-secret", "salt")
 
 
@@ -43,28 +40,6 @@ def ctx(settings: Settings, engine: Engine, cipher: SecretCipher) -> Context:
     return Context(settings, engine, cipher)
 
 
-def _client(app: FastAPI) -> httpx.AsyncClient:
-    return httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app),
-        base_url="https://mandatum.test",
-        headers={"Sec-Fetch-Site": "same-origin"},
-    )
-
-
-async def _log_in(
-    browser: httpx.AsyncClient, ctx: Context, org: Credentials, role: MemberRole
-) -> tuple[str, str]:
-    email = f"{role}-{org.organization_id}@example.com"
-    invitation = members.invite(ctx, Actor.operator("tests"), org.organization_id, email, role)
-    path = "/dashboard/" + invitation.link.split("/dashboard/", 1)[1]
-    assert (await browser.post(path, data={"password": PASSWORD, "again": PASSWORD})).status_code == 303
-    assert (
-        await browser.post("/dashboard/login", data={"email": email, "password": PASSWORD})
-    ).status_code == 303
-    page = (await browser.get("/dashboard")).text
-    return invitation.member.id, page.split('name="csrf" value="', 1)[1].split('"', 1)[0]
-
-
 def _secrets(page: str) -> dict[str, str]:
     return dict(re.findall(r'id="secret-([a-z-]+)">([^<]+)<', page))
 
@@ -72,8 +47,8 @@ def _secrets(page: str) -> dict[str, str]:
 async def test_the_url_the_secrets_and_the_test_event(
     app: FastAPI, ctx: Context, org: Credentials, engine: Engine, cipher: SecretCipher
 ) -> None:
-    async with _client(app) as browser:
-        member_id, csrf = await _log_in(browser, ctx, org, MemberRole.DEVELOPER)
+    async with page_client(app) as browser:
+        member_id, csrf = await log_in_as(browser, ctx, org, MemberRole.DEVELOPER, "developer")
         empty = await browser.get("/dashboard/webhooks")
         assert empty.status_code == 200 and "No event yet" in empty.text
         early = await browser.post("/dashboard/webhooks/test", data={"csrf": csrf})
@@ -118,8 +93,8 @@ async def test_the_url_the_secrets_and_the_test_event(
 async def test_a_support_member_is_refused_the_webhook(
     app: FastAPI, ctx: Context, org: Credentials, engine: Engine
 ) -> None:
-    async with _client(app) as browser:
-        _, csrf = await _log_in(browser, ctx, org, MemberRole.SUPPORT)
+    async with page_client(app) as browser:
+        _, csrf = await log_in_as(browser, ctx, org, MemberRole.SUPPORT, "support")
         assert (await browser.get("/dashboard/webhooks")).status_code == 403
         form = {"csrf": csrf, "url": "http://127.0.0.1:9/h"}
         assert (await browser.post("/dashboard/webhooks", data=form)).status_code == 403

@@ -16,12 +16,12 @@ from core.secretbox import SecretCipher
 from services import members
 from services.context import Context
 from tests.support.a11y import assert_accessible
+from tests.support.dashboard import PASSWORD
 from tests.support.helpers import policy_request
 from tests.support.live_stack import LiveStack
 from tests.support.webhook_receiver import receiving
 
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
-PASSWORD = "correct horse battery staple"
 
 
 def _invite(live: LiveStack, org_id: str, email: str) -> str:
