@@ -263,6 +263,7 @@ async def set_password(
 KEY_ROLES = (MemberRole.OWNER, MemberRole.DEVELOPER)
 KEY_ID_RE = re.compile(r"[0-9a-f]{24}")
 MAX_KEY_DAYS = 3650
+DAYS_RE = re.compile(r"[0-9]{1,4}")
 KEY_NOTICES = {"revoked": "The key is revoked: calls signed with it are refused from now on."}
 
 
@@ -330,9 +331,9 @@ async def create_key(
     if isinstance(found, Response):
         return found
     member, token = found
-    expires = None
-    if days.strip():
-        if not days.strip().isdigit() or not 1 <= int(days) <= MAX_KEY_DAYS:
+    expires, days = None, days.strip()
+    if days:
+        if not DAYS_RE.fullmatch(days) or not 1 <= int(days) <= MAX_KEY_DAYS:  # ASCII digits only
             error = f"The expiry is a whole number of days from 1 to {MAX_KEY_DAYS}, or empty for none."
             return await _keys_page(services, member, token, status=400, error=error)
         expires = utcnow() + timedelta(days=int(days))

@@ -52,7 +52,9 @@ async def test_a_key_is_created_rotated_and_revoked_by_the_member(
 ) -> None:
     async with page_client(app) as browser, page_client(app) as api_http:
         member_id, csrf = await log_in_as(browser, ctx, org, role, "keys")
-        assert (await browser.post("/dashboard/keys", data={"csrf": csrf, "days": "0"})).status_code == 400
+        for days in ("0", "-1", "3651", "1e3", "٣", "30 days"):  # not 1 to 3650 ASCII digits
+            refused = await browser.post("/dashboard/keys", data={"csrf": csrf, "days": days})
+            assert refused.status_code == 400 and "whole number of days" in refused.text, days
         created = await browser.post("/dashboard/keys", data={"csrf": csrf, "days": "30"})
         assert created.status_code == 200 and "shown once" in created.text
         key_id = re.search(r"Key id</dt><dd><code>([0-9a-f]{24})<", created.text)
@@ -122,6 +124,10 @@ async def test_another_organizations_key_is_not_found_and_forms_need_the_token(
                 await browser.post(f"/dashboard/keys/{other.key_id}/{change}", data=form)
             ).status_code == 404
         assert (await browser.post(f"/dashboard/keys/{org.key_id}/rotate", data={})).status_code == 403
+        for bad in (org.key_id.upper(), org.key_id + "0", "%2e%2e", "x" * 24):  # not a key id
+            assert (
+                await browser.post(f"/dashboard/keys/{bad}/rotate", data={"csrf": csrf})
+            ).status_code == 404
         assert (await browser.post("/dashboard/keys", data={"csrf": "f" * 64})).status_code == 403
         assert (
             await browser.post(f"/dashboard/keys/{org.key_id}/delete", data={"csrf": csrf})

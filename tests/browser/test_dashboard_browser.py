@@ -136,6 +136,8 @@ async def test_the_dashboard_fits_a_phone(live: LiveStack, phone_page: Page, axe
     email = f"phone-{org.organization_id}@example.com"
     page = phone_page
     await page.goto(_invite(live, org.organization_id, email))
+    await _fits(page)
+    await _shot(page, "dashboard-password-phone")
     await page.get_by_label("New password").fill(PASSWORD)
     await page.get_by_label("The same password again").fill(PASSWORD)
     await page.get_by_role("button", name="Save the password").click()
