@@ -157,6 +157,7 @@ class WebhookActivities:
         crash_point("webhook:before-post")
         status: int | None = None
         error: str | None = None
+        began = time.monotonic()
         try:
             url, addresses = self._egress.resolve_checked(config.url)
             response = post_pinned(url, addresses, body, headers, HTTP_TIMEOUT.total_seconds())
@@ -168,6 +169,7 @@ class WebhookActivities:
         except httpx.HTTPError as exc:
             error = describe_failure(exc)
         crash_point("webhook:after-post")
+        duration_ms = round((time.monotonic() - began) * 1000)
         delivered = error is None
         info = activity.info()
         store.record_attempt(
@@ -178,6 +180,8 @@ class WebhookActivities:
             error,
             delivered,
             None if delivered or status == 410 else self._next_attempt(info),
+            url=config.url,
+            duration_ms=duration_ms,
         )
         if delivered:
             return DeliveryResult(event_id=event.id, state=store.DELIVERED, status_code=status)

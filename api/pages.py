@@ -23,15 +23,22 @@ def new_nonce() -> str:
 
 
 def page_headers(
-    nonce: str, frame_ancestors: str = "'none'", form_targets: list[str] | None = None
+    nonce: str,
+    frame_ancestors: str = "'none'",
+    form_targets: list[str] | None = None,
+    *,
+    connect_self: bool = False,
 ) -> dict[str, str]:
     """Scripts and styles only with the page's nonce; forms post to this origin and, for
     ``form_targets``, to the origins a form's answer may redirect to (browsers apply form-action to
-    the redirects after a submission); framed only by ``frame_ancestors``."""
+    the redirects after a submission); framed only by ``frame_ancestors``. A page whose script
+    asks this origin for something (the dashboard's rule editor checking as one types) sets
+    ``connect_self``; every other page may fetch nothing (``default-src 'none'``)."""
     form_action = " ".join(["'self'", *(form_targets or [])])
+    connect = "connect-src 'self'; " if connect_self else ""
     return {
         "Content-Security-Policy": (
-            f"default-src 'none'; style-src 'nonce-{nonce}'; script-src 'nonce-{nonce}'; "
+            f"default-src 'none'; style-src 'nonce-{nonce}'; script-src 'nonce-{nonce}'; {connect}"
             f"form-action {form_action}; base-uri 'none'; frame-ancestors {frame_ancestors}"
         ),
         "Referrer-Policy": "no-referrer",
@@ -41,9 +48,16 @@ def page_headers(
 
 
 def render_page(
-    template: str, *, status: int = 200, headers: dict[str, str] | None = None, **context: Any
+    template: str,
+    *,
+    status: int = 200,
+    headers: dict[str, str] | None = None,
+    connect_self: bool = False,
+    **context: Any,
 ) -> HTMLResponse:
-    """``template`` rendered with a fresh nonce, answered with ``page_headers`` (plus ``headers``)."""
+    """``template`` rendered with a fresh nonce, answered with ``page_headers`` (plus ``headers``);
+    ``connect_self`` lets the page's script fetch from this origin."""
     nonce = new_nonce()
     html = TEMPLATES.get_template(template).render(nonce=nonce, **context)
-    return HTMLResponse(html, status_code=status, headers={**page_headers(nonce), **(headers or {})})
+    own = page_headers(nonce, connect_self=connect_self)
+    return HTMLResponse(html, status_code=status, headers={**own, **(headers or {})})

@@ -111,7 +111,6 @@ def bootstrap_dev_org(settings: Settings) -> str:
 
 
 def banner(settings: Settings, organization: str) -> str:
-    temporal_host = browsable(settings.temporal_address.rpartition(":")[0])
     api = f"http://{browsable(settings.api_host)}:{settings.api_port}"
     return (
         f"\n{organization}\n\nMandatum is running:\n"
@@ -123,8 +122,7 @@ def banner(settings: Settings, organization: str) -> str:
             if settings.email_transport == "outbox" or settings.sms_transport == "outbox"
             else ""
         )
-        + f"  Temporal UI   http://{temporal_host}:{settings.temporal_ui_port}/namespaces/"
-        f"{settings.temporal_namespace}/workflows\n"
+        + f"  Temporal UI   {settings.temporal_ui_workflows()}\n"
         f"  Temporal gRPC {settings.temporal_address}\n"
         f"  data          {settings.var_dir}  (logs in {settings.var_dir / 'log'})\n"
         f"{BANNER_END}\n"

@@ -23,7 +23,7 @@ from enum import StrEnum
 from functools import lru_cache
 from pathlib import Path
 from typing import Literal
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -52,6 +52,10 @@ class Settings(BaseSettings):
     )
     temporal_address: str = "127.0.0.1:7233"
     temporal_ui_port: int = 8233
+    temporal_ui_url: str = Field(
+        default="",
+        description="where people open the Temporal UI; empty: http://<Temporal host>:<temporal_ui_port>",
+    )
     api_host: str = "127.0.0.1"
     api_port: int = 8000
     temporal_namespace: str = "default"
@@ -123,6 +127,11 @@ class Settings(BaseSettings):
                     f"MANDATUM_MASTER_KEY {weakness}: use base64 of 32 random bytes "
                     "(e.g. `openssl rand -base64 32`) in production"
                 )
+        ui = urlsplit(self.temporal_ui_url.strip())
+        if self.temporal_ui_url.strip() and (ui.scheme not in ("http", "https") or not ui.netloc):
+            raise ValueError(
+                "MANDATUM_TEMPORAL_UI_URL must be an http(s) URL, e.g. https://temporal.example.com"
+            )
         if not self.public_url.strip():
             self.public_url = public_url_for(self.api_host, self.api_port)
         self.public_url = _checked_public_url(self.public_url, self.environment)
@@ -160,6 +169,14 @@ class Settings(BaseSettings):
     def dev_pages(self) -> bool:
         """The development pages (outbox, KYC simulator) are served (never in production)."""
         return self.environment is not Environment.PRODUCTION
+
+    def temporal_ui_workflows(self) -> str:
+        """The Temporal UI's list of the namespace's workflows (a workflow's page is below it)."""
+        base = self.temporal_ui_url.strip().rstrip("/")
+        if not base:
+            host = browsable(self.temporal_address.rpartition(":")[0])
+            base = f"http://{f'[{host}]' if ':' in host else host}:{self.temporal_ui_port}"
+        return f"{base}/namespaces/{quote(self.temporal_namespace, safe='')}/workflows"
 
     def status_list_url(self, list_id: str) -> str:
         """Where the Bitstring Status List credential ``list_id`` is served."""

@@ -10,14 +10,16 @@ from workflows.webhook_delivery import WebhookDeliveryWorkflow
 from workflows.webhook_messages import DeliverWebhookInput
 
 
-async def start_delivery(client: Client, task_queue: str, event_id: str) -> str:
+async def start_delivery(client: Client, task_queue: str, event_id: str, resend: int | None = None) -> str:
     """Start ``webhook:<eventId>``; the id may be used again only after a failed delivery, so a
     retry re-delivers a failed event and can never send a delivered one twice (raises
-    WorkflowAlreadyStartedError when it runs or was delivered)."""
+    WorkflowAlreadyStartedError when it runs or was delivered). A delivered event is sent again
+    only when someone asks for it (``resend``: the number of attempts so far, unique per resend),
+    as ``webhook:<eventId>:resend-<n>``."""
     handle = await client.start_workflow(
         WebhookDeliveryWorkflow.run,
         DeliverWebhookInput(event_id=event_id),
-        id=webhook_workflow_id(event_id),
+        id=webhook_workflow_id(event_id) + (f":resend-{resend}" if resend is not None else ""),
         task_queue=task_queue,
         id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
         static_summary=f"Webhook event {event_id}",

@@ -1,6 +1,7 @@
 """Mandates and documents: issuing a credential every subject accepted (its forms built and signed
 here, stored by ``store.mandates`` in one transaction), recording one that can never be signed,
-revoking, and a credential's detail.
+revoking, a credential's detail, and what the dashboard reads: a filtered page of an
+organization's credentials, a credential with its subjects and verifications.
 
 Issuance is done by the request's workflow (actor ``temporal``); its records name it.
 """
@@ -8,6 +9,8 @@ Issuance is done by the request's workflow (actor ``temporal``); its records nam
 from __future__ import annotations
 
 import asyncio
+import re
+from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from typing import Any
@@ -16,16 +19,18 @@ from urllib.parse import unquote
 from sqlalchemy import Engine
 
 from core.actors import Actor
-from core.ids import urn
+from core.ids import is_object_id, urn
+from core.kinds import CredentialStatus
 from core.secretbox import SecretCipher
 from core.settings import Settings
-from core.text import shown
+from core.text import quote_input, shown, unsafe_characters
 from services.context import Context
 from services.errors import Conflict, Invalid, NotFound
-from store import keys, revocation
+from store import keys, revocation, verifications
 from store import mandates as store
 from store.db import run_db, utcnow
 from store.mandates import REVOCATION, Draft, IssuanceFailed, Issued, NotIssuable, Signed
+from store.tables import Subject, Verification
 from trust import credentials as vc
 from trust import jcs, receipts
 from trust.context import context_url
@@ -35,12 +40,17 @@ from trust.jcs import CanonicalizationError
 from trust.keys import Ed25519KeyPair
 
 __all__ = [
+    "CredentialView",
     "IssuanceFailed",
     "Issued",
     "NotIssuable",
     "credential_detail",
+    "credential_filter",
+    "credential_view",
+    "find",
     "issue",
     "record_issuance_failure",
+    "revocation_reason",
     "revoke",
 ]
 REVOKE_ACTION = "REVOKE"
@@ -51,6 +61,11 @@ BAD_REFERENCE = (
 
 # what signing raises for content that can never be signed (CanonicalizationError is a ValueError)
 UNSIGNABLE = (ValueError, TypeError, OverflowError, RecursionError, MalformedProof)
+PAGE_SIZE = 20
+MAX_PAGE = 100_000
+PAGE_RE = re.compile(r"[0-9]{1,6}")  # ASCII digits: str.isdigit and int also take other scripts'
+MAX_REASON = 500  # the column's size, and the API's limit
+VERIFICATIONS_SHOWN = 50
 
 
 def issue(
@@ -134,6 +149,86 @@ async def credential_detail(ctx: Context, org_id: str, raw_id: str) -> revocatio
     if record is None:
         raise NotFound(f"Credential {shown(raw_id)} not found")
     return record
+
+
+def revocation_reason(raw: str) -> str:
+    """A revocation's reason as a person typed it, surrounding spaces dropped: required, at most
+    ``MAX_REASON`` characters, and one line of printable text (``core.text.unsafe_characters``: no
+    control, line break or bidirectional override), since it is shown in a line of the credential's
+    page and PDF, where a reordering character could make it read as something else."""
+    reason = raw.strip()
+    if not reason:
+        raise Invalid("Give a reason for the revocation: it is recorded with it and in its receipt.")
+    if len(reason) > MAX_REASON:
+        raise Invalid(f"The reason is {len(reason)} characters long: at most {MAX_REASON}.")
+    unsafe = unsafe_characters(reason)
+    if unsafe:
+        raise Invalid(
+            "The reason must be one line of printable characters: it holds " + ", ".join(unsafe[:5])
+        )
+    return reason
+
+
+# --- what the dashboard reads -------------------------------------------------------------------
+
+
+def credential_filter(
+    status: str | None, request_id: str | None, page: str | None, page_size: int = PAGE_SIZE
+) -> revocation.CredentialFilter:
+    """The store's filter for the query values as they came (an empty one is no filter): ``Invalid``
+    naming every value no filter takes."""
+    problems = []
+    if status and status not in tuple(CredentialStatus):
+        known = ", ".join(CredentialStatus)
+        problems.append(f"status {quote_input(status)} is not a credential status: one of {known}")
+    request_id = (request_id or "").strip() or None
+    if request_id is not None and not is_object_id(request_id):
+        problems.append(
+            f"requestId {quote_input(request_id)} is not a request id: 24 lower-case hexadecimal characters"
+        )
+    number = 1
+    if page:
+        if PAGE_RE.fullmatch(page) and 1 <= int(page) <= MAX_PAGE:
+            number = int(page)
+        else:
+            problems.append(f"page {quote_input(page)} is not a page number from 1 to {MAX_PAGE}")
+    if problems:
+        raise Invalid(problems)
+    return revocation.CredentialFilter(status or None, request_id, number - 1, page_size)
+
+
+async def find(
+    ctx: Context, org_id: str, filters: revocation.CredentialFilter
+) -> tuple[list[revocation.ListedCredential], int]:
+    """A page of the organization's credentials (newest request first) and how many match in all."""
+    return await asyncio.to_thread(revocation.list_credentials, ctx.engine, org_id, filters)
+
+
+@dataclass(frozen=True)
+class CredentialView:
+    """A credential as its organization's members see it: the detail, every subject of its request
+    (decided or not), and its newest verifications with how many there are in all."""
+
+    record: revocation.CredentialRecord
+    subjects: list[Subject]
+    verifications: list[Verification]
+    verification_count: int
+
+
+async def credential_view(
+    ctx: Context, org_id: str, raw_id: str, shown_verifications: int = VERIFICATIONS_SHOWN
+) -> CredentialView:
+    """The organization's credential (by id or mandate URN) with its subjects and verifications;
+    ``Invalid`` for a malformed reference, ``NotFound`` for none of the organization's."""
+    record = await credential_detail(ctx, org_id, raw_id)
+    cred = record.credential
+    subjects = await asyncio.to_thread(revocation.subjects_of, ctx.engine, cred.request_id)
+    found: tuple[list[Verification], int] = ([], 0)
+    if cred.mandate_id is not None:
+        found = await asyncio.to_thread(
+            verifications.of_credential, ctx.engine, cred.id, cred.mandate_id, shown_verifications
+        )
+    return CredentialView(record, subjects, *found)
 
 
 def _sign(settings: Settings, key: Ed25519KeyPair, now: datetime, draft: Draft) -> Signed:

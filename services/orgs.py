@@ -20,6 +20,7 @@ from services.context import Context
 from services.errors import Invalid, NotFound
 from store import keys, orgs, presentations
 from store.tables import ApiKey, Organization
+from wire import versioning
 
 T = TypeVar("T")
 
@@ -51,11 +52,34 @@ def set_presentation_minutes(ctx: Context, actor: Actor, org_id: str, minutes: i
     _refusing(lambda: presentations.set_presentation_minutes(ctx.engine, org_id, minutes, actor=str(actor)))
 
 
+def get_organization(ctx: Context, org_id: str) -> Organization:
+    return _refusing(lambda: orgs.get_organization(ctx.engine, org_id))
+
+
+def check_frame_origins(ctx: Context, origins: list[str]) -> list[str]:
+    """The origins as ``set_frame_origins`` would save them (``Invalid`` names a bad one)."""
+
+    def checked() -> list[str]:
+        found = list(dict.fromkeys(orgs.check_frame_origin(o, ctx.settings.dev_pages) for o in origins))
+        if len(found) > orgs.MAX_FRAME_ORIGINS:
+            raise ValueError(f"at most {orgs.MAX_FRAME_ORIGINS} origins may embed the approval page")
+        return found
+
+    return _refusing(checked)
+
+
 def set_frame_origins(ctx: Context, actor: Actor, org_id: str, origins: list[str]) -> list[str]:
     """The origins allowed to embed the organization's approval page, checked; what was saved."""
     return _refusing(
         lambda: orgs.set_frame_origins(ctx.engine, org_id, origins, ctx.settings.dev_pages, actor=str(actor))
     )
+
+
+def set_api_version(ctx: Context, actor: Actor, org_id: str, version: str) -> None:
+    """Pin the organization to one of the offered API versions (CONTRACT 10)."""
+    if version not in versioning.VERSIONS:
+        raise Invalid(f"the API version is one of {', '.join(versioning.VERSIONS)}")
+    _refusing(lambda: orgs.set_api_version(ctx.engine, org_id, version, actor=str(actor)))
 
 
 def create_key(ctx: Context, actor: Actor, org_id: str, expires_at: datetime | None = None) -> orgs.IssuedKey:

@@ -8,17 +8,18 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from sqlalchemy import Engine
 
 from core import faults
 from core.actors import Actor
 from core.ids import is_object_id
-from core.kinds import UpdateRefusal
+from core.kinds import RequestStatus, UpdateRefusal
 from core.origins import BadOrigin, check_origin, check_url, header_origins
 from core.otp import approval_url
 from core.text import quote_input
@@ -29,14 +30,18 @@ from orchestration.updates import run_update
 from services.context import Context
 from services.errors import Conflict, Invalid, NotFound, Refused, TooMany, Unavailable
 from store import actions as action_store
-from store import guards, orgs
+from store import audit_queries, guards, orgs
 from store import request_queries as queries
 from store import requests as store
+from store import webhooks as webhook_store
 from store.db import run_db
-from trust.did import web_organization_did
+from store.tables import AuditRecord, WebhookEvent
+from trust.did import web_organization_did, web_subject_did
 from wire.contacts import normalize_contact
+from wire.dates import day_range
 from wire.models import CreateRequestIn
 from wire.views import request_out
+from workflows.ids import request_workflow_id
 from workflows.messages import (
     RESEND_INTERVAL_SECONDS,
     CancelInput,
@@ -83,6 +88,97 @@ async def find(
 ) -> tuple[list[store.RequestBundle], int]:
     """A page of the organization's requests and how many match in all."""
     return await asyncio.to_thread(queries.list_requests, ctx.engine, org_id, filters)
+
+
+@dataclass(frozen=True)
+class RequestQuery:
+    """The filters of ``GET /request`` (and the dashboard's requests page) as the caller gave them."""
+
+    page_index: int = 0
+    page_size: int = 10
+    search: str | None = None
+    contact: str | None = None
+    did: str | None = None
+    subject_internal_id: str | None = None
+    internal_id: str | None = None
+    credential_internal_id: str | None = None
+    security_levels: tuple[str, ...] = ()
+    date_from: str | None = None
+    date_to: str | None = None
+
+
+def request_filter(ctx: Context, query: RequestQuery) -> queries.RequestFilter | None:
+    """The store's filter for ``query``: ``Invalid`` for a value no filter takes; None when it can
+    match nothing (a DID that names no subject of this service)."""
+    for name, value in (
+        ("search", query.search),
+        ("subjectInternalId", query.subject_internal_id),
+        ("internalId", query.internal_id),
+        ("credentialInternalId", query.credential_internal_id),
+    ):
+        if value is not None and "\x00" in value:
+            raise Invalid(f"{name} must not contain NUL characters")
+    try:
+        date_from, date_to = day_range(query.date_from, query.date_to)
+    except ValueError as exc:
+        raise Invalid(str(exc)) from None
+    subject_id = None
+    if query.did is not None:
+        subject_id = queries.subject_id_from_did(query.did)
+        # only this service's subject DIDs name subjects (the host is part of the DID)
+        if subject_id is None or web_subject_did(ctx.settings.public_url, subject_id) != query.did:
+            return None
+    contact = None
+    if query.contact is not None:
+        try:
+            contact = normalize_contact(query.contact)[0]
+        except ValueError as exc:
+            raise Invalid(f"contact: {exc}") from exc
+    return queries.RequestFilter(
+        page_index=query.page_index,
+        page_size=query.page_size,
+        search=query.search or None,
+        contact=contact,
+        did_subject_id=subject_id,
+        subject_internal_id=query.subject_internal_id,
+        internal_id=query.internal_id,
+        credential_internal_id=query.credential_internal_id,
+        security_levels=tuple(dict.fromkeys(query.security_levels)),
+        date_from=date_from,
+        date_to=date_to,
+    )
+
+
+@dataclass(frozen=True)
+class Detail:
+    """Everything the dashboard's page of a request shows (issue 14, item 7)."""
+
+    bundle: store.RequestBundle
+    progress: dict[str, queries.SubjectProgress]  # by subject id
+    events: list[WebhookEvent]  # newest first
+    records: Sequence[AuditRecord]  # newest first
+    workflow_url: str  # the request's workflow in the Temporal UI
+
+
+DETAIL_ROWS = 100
+
+
+async def detail(ctx: Context, org_id: str, request_id: str) -> Detail:
+    """The organization's request with its subjects' progress, its webhook events and its audit
+    records (the newest ``DETAIL_ROWS`` of each); ``NotFound`` for another organization's."""
+    bundle = await get(ctx, org_id, request_id)
+    progress = await asyncio.to_thread(queries.progress_of, ctx.engine, request_id)
+    events = await asyncio.to_thread(webhook_store.list_events, ctx.engine, org_id, DETAIL_ROWS, request_id)
+    records, _ = await asyncio.to_thread(
+        audit_queries.activity_page,
+        ctx.engine,
+        org_id,
+        audit_queries.ActivityFilter(request_id=request_id),
+        0,
+        DETAIL_ROWS,
+    )
+    workflow = quote(request_workflow_id(request_id), safe="")
+    return Detail(bundle, progress, events, records, f"{ctx.settings.temporal_ui_workflows()}/{workflow}")
 
 
 def subject_of(
@@ -346,6 +442,21 @@ async def subject_link(
             )
         data["iframeUrl"] = f"{url}?{urlencode({'surface': 'iframe', 'parent': origin})}"
     return data
+
+
+async def hand_out_link(
+    ctx: Context, actor: Actor, org_id: str, request_id: str, subject_id: str
+) -> dict[str, str]:
+    """The subject's approval page for ``actor`` to pass on (a member in the dashboard, staff), with
+    ``SUBJECT_LINK_SHOWN`` naming them; ``NotFound`` for a subject the request does not have. Only
+    an open request's link opens anything, so a closed one is ``Conflict``."""
+    bundle = await get(ctx, org_id, request_id)
+    if subject_id not in {s.id for _, s in bundle.subjects}:
+        raise NotFound(f"Request {request_id} has no subject {quote_input(subject_id)}")
+    if bundle.request.status != RequestStatus.PENDING:
+        raise Conflict(f"The request is {bundle.request.status.lower()}: its links open nothing")
+    await asyncio.to_thread(store.record_link_shown, ctx.engine, org_id, request_id, subject_id, str(actor))
+    return await subject_link(ctx, actor, org_id, request_id, subject_id)
 
 
 # --- what the request's workflow records (through its activities) ------------------------------

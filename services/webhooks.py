@@ -1,5 +1,6 @@
-"""The organization's webhook: its settings, the ``test`` event, retrying a failed delivery. Done
-by a named actor (the command line's operator, a dashboard member).
+"""The organization's webhook: its settings, the ``test`` event, its events with every delivery
+attempt, retrying a failed delivery and resending a delivered one. Done by a named actor (the
+command line's operator, a dashboard member).
 
 Events about requests are made by the request workflows' activities (``activities.webhooks``),
 idempotent on their fact; their delivery is ``WebhookDeliveryWorkflow``.
@@ -7,7 +8,9 @@ idempotent on their fact; their delivery is ``WebhookDeliveryWorkflow``.
 
 from __future__ import annotations
 
+import asyncio
 import time
+from dataclasses import dataclass
 
 from core.actors import Actor
 from core.egress import EgressPolicy
@@ -16,7 +19,7 @@ from services.context import Context
 from services.errors import Conflict, Invalid, NotFound
 from store import orgs
 from store import webhooks as store
-from store.tables import WebhookEvent
+from store.tables import WebhookAttempt, WebhookEvent
 from wire.webhook_payloads import api_version_of, sample_event
 
 
@@ -85,6 +88,51 @@ def create_test_event(ctx: Context, actor: Actor, org_id: str) -> WebhookEvent:
         lambda event_id, at: sample_event(ctx.settings, api_version, event_id, at),
     )
     return event
+
+
+@dataclass(frozen=True)
+class EventLog:
+    event: WebhookEvent
+    attempts: list[WebhookAttempt]
+
+
+def events(ctx: Context, org_id: str, limit: int, request_id: str | None = None) -> list[WebhookEvent]:
+    """The organization's newest events (of one request when given)."""
+    return store.list_events(ctx.engine, org_id, limit, request_id)
+
+
+def event_log(ctx: Context, org_id: str, event_id: str) -> EventLog:
+    """The organization's event with every attempt to deliver it; ``NotFound`` for another's."""
+    event = store.event_of(ctx.engine, org_id, event_id)
+    if event is None:
+        raise NotFound(f"webhook event {event_id} not found")
+    return EventLog(event, store.attempts_of(ctx.engine, event_id))
+
+
+async def redeliver(ctx: Context, actor: Actor, org_id: str, event_id: str, kind: str) -> str:
+    """Deliver the organization's event once more: ``retry`` a failed one now, ``resend`` a
+    delivered one (the receiver gets the same event id again). ``WEBHOOK_REDELIVERY`` names the
+    actor; ``Conflict`` for an event in another state. When Temporal does not take the delivery,
+    the event goes back to the state it had and the error is raised: nothing is left pending
+    without a workflow to deliver it."""
+    try:
+        event = await asyncio.to_thread(store.redeliver, ctx.engine, org_id, event_id, kind, str(actor))
+    except orgs.NotFound as exc:
+        raise NotFound(str(exc)) from exc
+    except store.WrongState as exc:
+        wanted = "a failed one is retried" if kind == "retry" else "a delivered one is resent"
+        raise Conflict(f"webhook event {event_id} is {exc}: only {wanted}") from exc
+    try:
+        return await deliveries.start_delivery(
+            ctx.client(),
+            ctx.settings.task_queue,
+            event_id,
+            resend=event.attempts if kind == "resend" else None,
+        )
+    except BaseException:
+        previous = store.FAILED if kind == "retry" else store.DELIVERED
+        await asyncio.to_thread(store.undo_redelivery, ctx.engine, event_id, event.attempts, previous)
+        raise
 
 
 def retryable(ctx: Context, actor: Actor, event_id: str) -> WebhookEvent:

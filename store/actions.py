@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import Engine, String, cast, delete
@@ -122,6 +122,31 @@ def update_draft(
         return version
 
 
+def update_action(engine: Engine, org_id: str, action_id: str, name: str, description: str | None) -> Action:
+    """Rename an action and change its description (the dashboard). Its drafts follow, so the version
+    published next carries them (publishing copies a version's name onto the action); published
+    versions keep the name they were published with, which their digestSRI covers."""
+    with write_session(engine) as session:
+        action = session.exec(
+            select(Action).where(Action.organization_id == org_id, Action.id == action_id).with_for_update()
+        ).first()
+        if action is None:
+            raise NotFound(f"action {action_id} not found")
+        action.name, action.description = name, description or None
+        session.add(action)
+        drafts = session.exec(
+            select(ActionVersion).where(
+                ActionVersion.organization_id == org_id,
+                ActionVersion.action_id == action_id,
+                ActionVersion.status == DRAFT,
+            )
+        )
+        for draft in drafts:
+            draft.content = canonical_content(replace(spec_of(draft), name=name, description=description))
+            session.add(draft)
+        return action
+
+
 def publish(engine: Engine, version_id: str, org_id: str | None = None, *, actor: str) -> ActionVersion:
     """Publish a draft: every publish check must pass (all failures are raised together), then its
     digestSRI is stored and the action's name and description follow the published content. The
@@ -156,8 +181,11 @@ def _publish(engine: Engine, version_id: str, org_id: str | None, actor: str | N
         return version
 
 
-def delete_action(engine: Engine, org_id: str, action_id: str) -> None:
-    """Delete an action and all its versions, unless something pins it (CONTRACT 6)."""
+def delete_action(engine: Engine, org_id: str, action_id: str, *, actor: str) -> None:
+    """Delete an action and all its versions, unless something pins it (CONTRACT 6), with
+    ``ACTION_DELETED`` naming ``actor`` (its name and the digests of its published versions, so
+    the trail still says what it was)."""
+    key = audit.signer(engine)
     with write_session(engine) as session:
         action = session.exec(
             select(Action).where(Action.organization_id == org_id, Action.id == action_id).with_for_update()
@@ -168,12 +196,22 @@ def delete_action(engine: Engine, org_id: str, action_id: str) -> None:
             raise ActionRefused(
                 f"action {action_id} is referenced by credentials or mandates and cannot be deleted"
             )
+        versions = session.exec(
+            select(ActionVersion).where(
+                col(ActionVersion.organization_id) == org_id, col(ActionVersion.action_id) == action_id
+            )
+        ).all()
+        published = sorted(v.digest_sri for v in versions if v.digest_sri)
+        data = {"actionId": action_id, "name": action.name, "versions": len(versions), "published": published}
         session.exec(
             delete(ActionVersion).where(
                 col(ActionVersion.organization_id) == org_id, col(ActionVersion.action_id) == action_id
             )
         )
         session.delete(action)
+        session.flush()
+        entry = audit.Entry(audit.ACTION_DELETED, org_id, actor=actor, data=data)
+        audit.append(session.connection(), key, entry)
 
 
 def _in_use(session: Session, org_id: str, action_id: str) -> bool:
@@ -184,16 +222,20 @@ def _in_use(session: Session, org_id: str, action_id: str) -> bool:
     (a UUID, no LIKE wildcards) in quotes appears only as a value. Issued mandates are the same
     ``credential`` rows, so this covers them too.
     """
-    stmt = (
-        select(Credential.id)
+    return session.exec(_naming(org_id, action_id, Credential.id).limit(1)).first() is not None
+
+
+def _naming(org_id: str, urn_value: str, what: Any) -> Any:
+    """A select of ``what`` over the organization's credentials whose ``action`` names ``urn_value``."""
+    return (
+        select(what)
+        .select_from(Credential)
         .join(CredentialRequest, col(CredentialRequest.id) == col(Credential.request_id))
         .where(
             CredentialRequest.organization_id == org_id,
-            cast(col(Credential.action), String).like(f'%"{action_id}"%'),
+            cast(col(Credential.action), String).like(f'%"{urn_value}"%'),
         )
-        .limit(1)
     )
-    return session.exec(stmt).first() is not None
 
 
 def _new_version(session: Session, action: Action, spec: ActionSpec, number: int) -> ActionVersion:
@@ -240,6 +282,49 @@ def newest_draft(engine: Engine, org_id: str, action_id: str) -> ActionVersion |
             )
             .order_by(col(ActionVersion.number).desc())
         ).first()
+
+
+def version_by_number(engine: Engine, org_id: str, action_id: str, number: int) -> ActionVersion | None:
+    """Version ``number`` of one of the organization's actions, or None (another organization's too)."""
+    with read_session(engine) as session:
+        return session.exec(
+            select(ActionVersion).where(
+                ActionVersion.organization_id == org_id,
+                ActionVersion.action_id == action_id,
+                ActionVersion.number == number,
+            )
+        ).first()
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What pins an action: the credentials naming it (a request awaiting its decision pins it
+    already, and any of them forbids deleting it) and, per version id, the mandates issued."""
+
+    credentials: int
+    mandates: dict[str, int]
+
+
+def usage(engine: Engine, org_id: str, action_id: str) -> Usage:
+    """How many credentials of the organization name the action, and how many mandates were issued
+    against each of its versions. Matched as text like ``_in_use``: a URN in quotes appears in the
+    stored ``action`` JSON only as a value (``id``, ``version``)."""
+    with read_session(engine) as session:
+        credentials = session.exec(_naming(org_id, action_id, func.count(col(Credential.id)))).one()
+        version_ids = session.exec(
+            select(ActionVersion.id).where(
+                ActionVersion.organization_id == org_id, ActionVersion.action_id == action_id
+            )
+        ).all()
+        mandates = {
+            version_id: session.exec(
+                _naming(org_id, version_id, func.count(col(Credential.id))).where(
+                    col(Credential.mandate_id).is_not(None)
+                )
+            ).one()
+            for version_id in version_ids
+        }
+    return Usage(credentials, mandates)
 
 
 def get_version(engine: Engine, version_id: str) -> ActionVersion | None:

@@ -71,6 +71,19 @@ def add_token(
         )
 
 
+def recent_token(engine: Engine, member_id: str, purpose: str, since: datetime) -> bool:
+    """Whether a link of ``purpose`` was made for the member after ``since``."""
+    with read_session(engine) as session:
+        found = session.exec(
+            select(MemberToken.token_hash).where(
+                MemberToken.member_id == member_id,
+                MemberToken.purpose == purpose,
+                col(MemberToken.created_at) > since,
+            )
+        ).first()
+        return found is not None
+
+
 def take_token_and_set_password(
     engine: Engine, token_hash: str, purposes: tuple[str, ...], password_hash: str, now: datetime
 ) -> Member | None:

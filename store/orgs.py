@@ -122,17 +122,23 @@ def _setting_changed(
     )
 
 
-def set_request_rate(engine: Engine, org_id: str, per_minute: int, *, actor: str) -> None:
-    if per_minute < 1:
-        raise ValueError("the request rate must be at least 1 per minute")
+def _set(engine: Engine, org_id: str, actor: str, column: str, name: str, value: Any) -> None:
+    """Set one of the organization's settings (``column``) with its ``ORGANIZATION_SETTINGS_CHANGED``
+    record (``name``, the value), in one transaction."""
     key = audit.signer(engine)
     with write_session(engine) as session:
         org = session.get(Organization, org_id)
         if org is None:
             raise NotFound(f"organization {org_id} not found")
-        org.request_rate_per_minute = per_minute
+        setattr(org, column, value)
         session.add(org)
-        _setting_changed(session, key, org_id, actor, "requestRatePerMinute", per_minute)
+        _setting_changed(session, key, org_id, actor, name, value)
+
+
+def set_request_rate(engine: Engine, org_id: str, per_minute: int, *, actor: str) -> None:
+    if per_minute < 1:
+        raise ValueError("the request rate must be at least 1 per minute")
+    _set(engine, org_id, actor, "request_rate_per_minute", "requestRatePerMinute", per_minute)
 
 
 MAX_FRAME_ORIGINS = 10
@@ -159,15 +165,14 @@ def set_frame_origins(
     checked = list(dict.fromkeys(check_frame_origin(o, allow_loopback_http) for o in origins))
     if len(checked) > MAX_FRAME_ORIGINS:
         raise ValueError(f"at most {MAX_FRAME_ORIGINS} origins may embed the approval page")
-    key = audit.signer(engine)
-    with write_session(engine) as session:
-        org = session.get(Organization, org_id)
-        if org is None:
-            raise NotFound(f"organization {org_id} not found")
-        org.frame_origins = checked
-        session.add(org)
-        _setting_changed(session, key, org_id, actor, "frameOrigins", checked)
+    _set(engine, org_id, actor, "frame_origins", "frameOrigins", checked)
     return checked
+
+
+def set_api_version(engine: Engine, org_id: str, version: str, *, actor: str) -> None:
+    """Pin the organization to ``version`` (one the caller checked is offered), recorded; its
+    integrations read and send that version's shapes from their next call (CONTRACT 10)."""
+    _set(engine, org_id, actor, "api_version", "apiVersion", version)
 
 
 def pin_api_version(engine: Engine, org_id: str, version: str) -> None:

@@ -17,7 +17,15 @@ from sqlmodel import Session, col, func, select
 
 from store.db import SQLITE_UNICODE_LOWER, read_session
 from store.requests import RequestBundle
-from store.tables import Credential, CredentialRequest, Decision, RequestSubject, Subject
+from store.tables import (
+    Credential,
+    CredentialRequest,
+    Decision,
+    KycCheck,
+    OtpChallenge,
+    RequestSubject,
+    Subject,
+)
 
 
 def _load_bundles(session: Session, reqs: list[CredentialRequest]) -> list[RequestBundle]:
@@ -58,6 +66,34 @@ def get_request(engine: Engine, org_id: str, request_id: str) -> RequestBundle |
         if req is None or req.organization_id != org_id:
             return None
         return _load_bundles(session, [req])[0]
+
+
+@dataclass(frozen=True)
+class SubjectProgress:
+    """Where a subject of a request stands: the code sent to them (sends, wrong tries, lock, a
+    delivery failure; never the code) and their identity checks, oldest first."""
+
+    code: OtpChallenge | None
+    checks: list[KycCheck]
+
+
+def progress_of(engine: Engine, request_id: str) -> dict[str, SubjectProgress]:
+    """Each subject's progress on the request, by subject id (subjects not reached yet are absent).
+    The caller has checked the request is the organization's."""
+    with read_session(engine) as session:
+        codes = {
+            c.subject_id: c
+            for c in session.exec(select(OtpChallenge).where(OtpChallenge.request_id == request_id))
+        }
+        checks: dict[str, list[KycCheck]] = defaultdict(list)
+        for check in session.exec(
+            select(KycCheck).where(KycCheck.request_id == request_id).order_by(col(KycCheck.created_at))
+        ):
+            checks[check.subject_id].append(check)
+    return {
+        subject_id: SubjectProgress(codes.get(subject_id), checks.get(subject_id, []))
+        for subject_id in {*codes, *checks}
+    }
 
 
 def organization_of(engine: Engine, request_id: str) -> str | None:

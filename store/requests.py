@@ -466,3 +466,18 @@ def repair_closed_workflow(
         session.flush()
         audit.append(session.connection(), key, entry)
         return req.status
+
+
+def record_link_shown(engine: Engine, org_id: str, request_id: str, subject_id: str, actor: str) -> None:
+    """``SUBJECT_LINK_SHOWN``: someone was shown a subject's approval link to hand it out (who may
+    act as that subject on the request is worth knowing later). The link itself is not recorded."""
+    key = audit.signer(engine)
+    with write_session(engine) as session:
+        entry = audit.Entry(
+            audit.SUBJECT_LINK_SHOWN,
+            org_id,
+            request_id=request_id,
+            actor=actor,
+            data={"subjectId": subject_id},
+        )
+        audit.append(session.connection(), key, entry)

@@ -1,4 +1,5 @@
-"""An organization's credentials by id or mandate URN, and revoking a mandate (CONTRACT 4, 5, 9).
+"""An organization's credentials by id or mandate URN, a filtered page of them (the dashboard's
+list), and revoking a mandate (CONTRACT 4, 5, 9).
 
 Revocation is one transaction whose first statement is a conditional UPDATE (``... WHERE status =
 'ACTIVE'``): of concurrent revocations of one mandate exactly one changes the row and goes on,
@@ -21,13 +22,13 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Engine, update
-from sqlmodel import Session, col, select
+from sqlmodel import Session, col, func, select
 
 from core.ids import is_object_id
 from core.kinds import CredentialStatus
 from store import audit
 from store.db import read_session, write_session
-from store.tables import Credential, CredentialRequest, Decision, Organization, Subject
+from store.tables import Credential, CredentialRequest, Decision, Organization, RequestSubject, Subject
 from trust.eddsa_jcs import format_datetime
 from trust.keys import Ed25519KeyPair
 
@@ -106,6 +107,76 @@ def find_credential(
             )
         )
         return CredentialRecord(cred, request, organization.name, [(d, s) for d, s in decisions])
+
+
+@dataclass(frozen=True)
+class CredentialFilter:
+    """Which of an organization's credentials a page shows: one status, one request, or all."""
+
+    status: str | None = None
+    request_id: str | None = None
+    page_index: int = 0
+    page_size: int = 20
+
+
+@dataclass(frozen=True)
+class ListedCredential:
+    credential: Credential
+    subjects: list[Subject]  # the request's subjects, request order
+
+
+def _subjects(session: Session, request_ids: set[str]) -> dict[str, list[Subject]]:
+    found: dict[str, list[Subject]] = {}
+    for link, subject in session.exec(
+        select(RequestSubject, Subject)
+        .join(Subject, col(Subject.id) == RequestSubject.subject_id)
+        .where(col(RequestSubject.request_id).in_(request_ids))
+        .order_by(col(RequestSubject.position))
+    ):
+        found.setdefault(link.request_id, []).append(subject)
+    return found
+
+
+def subjects_of(engine: Engine, request_id: str) -> list[Subject]:
+    """A request's subjects in request order (a credential's subjects, decided or not)."""
+    with read_session(engine) as session:
+        return _subjects(session, {request_id}).get(request_id, [])
+
+
+def list_credentials(
+    engine: Engine, organization_id: str, f: CredentialFilter
+) -> tuple[list[ListedCredential], int]:
+    """A page of the organization's credentials, the newest request first (a request's own in their
+    order), with their subjects, and how many match in all: three statements whatever the page's
+    size."""
+    conds: list[Any] = [col(CredentialRequest.organization_id) == organization_id]
+    if f.status is not None:
+        conds.append(col(Credential.status) == f.status)
+    if f.request_id is not None:
+        conds.append(col(Credential.request_id) == f.request_id)
+    with read_session(engine) as session:
+        total = session.exec(
+            select(func.count())
+            .select_from(Credential)
+            .join(CredentialRequest, col(CredentialRequest.id) == Credential.request_id)
+            .where(*conds)
+        ).one()
+        page = list(
+            session.exec(
+                select(Credential)
+                .join(CredentialRequest, col(CredentialRequest.id) == Credential.request_id)
+                .where(*conds)
+                .order_by(
+                    col(CredentialRequest.created_at).desc(),
+                    col(CredentialRequest.id).desc(),
+                    col(Credential.position),
+                )
+                .offset(f.page_index * f.page_size)
+                .limit(f.page_size)
+            )
+        )
+        subjects = _subjects(session, {c.request_id for c in page}) if page else {}
+        return [ListedCredential(c, subjects.get(c.request_id, [])) for c in page], int(total)
 
 
 def revoke(

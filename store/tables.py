@@ -338,7 +338,9 @@ class WebhookEvent(SQLModel, table=True):
 
 class WebhookAttempt(SQLModel, table=True):
     """One delivery attempt of an event, numbered from 1 across every run (``mandatum webhook
-    retry`` continues the count). ``scheduled_at`` is Temporal's time for the attempt."""
+    retry`` continues the count). ``scheduled_at`` is Temporal's time for the attempt; ``url`` the
+    address it was sent to, without its query (where a receiver's token may sit); ``duration_ms``
+    how long the POST took (attempts made before both were kept have neither)."""
 
     __tablename__ = "webhook_attempt"
     event_id: str = Field(foreign_key="webhook_event.id", primary_key=True, max_length=64)
@@ -347,6 +349,8 @@ class WebhookAttempt(SQLModel, table=True):
     finished_at: datetime
     status_code: int | None = None
     error: str | None = Field(default=None, max_length=500)
+    url: str | None = Field(default=None, max_length=2048)
+    duration_ms: int | None = None
 
 
 class OtpChallenge(SQLModel, table=True):

@@ -6,6 +6,8 @@ WHERE id = :id AND used_at IS NULL``: exactly one such statement can change the 
 re-checks the condition after a concurrent writer commits, SQLite writes are serial), then the
 ``verification`` row with its receipt and its audit record naming the verifier, all in the caller's
 transaction. The decision itself is ``services.verification``.
+
+``of_credential`` reads a credential's verifications back for the organization that issued it.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, bindparam, select, update
+from sqlalchemy import Connection, Engine, bindparam, func, select, update
 
 from store import audit
 from store.tables import Credential, Presentation, Verification
@@ -25,6 +27,7 @@ ALLOW, DENY = "allow", "deny"
 # Statements built once: building them per call costs more than running them on SQLite.
 _P = Presentation.__table__  # type: ignore[attr-defined]
 _C = Credential.__table__  # type: ignore[attr-defined]
+_V = Verification.__table__  # type: ignore[attr-defined]
 LOAD = (
     select(
         _P.c.challenge,
@@ -69,6 +72,24 @@ def load(engine: Engine, presentation_id: str) -> Any:
     released before anything else (key and DID document caches) may need one: never two at once."""
     with engine.connect() as conn:
         return conn.execute(LOAD, {"presentation_id": presentation_id}).first()
+
+
+def of_credential(
+    engine: Engine, credential_id: str, mandate_id: str, limit: int
+) -> tuple[list[Verification], int]:
+    """The newest ``limit`` verifications of the credential's VPs, and how many there are.
+
+    A verification counts when it names the mandate *and* one of the VPs this service issued of the
+    credential: a verifier can send any presentation claiming any mandate id, and what a stranger
+    made up (its executionParams, its outcome) is not the issuer's to read as its mandate's use."""
+    ours = select(_P.c.id).where(_P.c.credential_id == credential_id)
+    conds = (_V.c.mandate_id == mandate_id, _V.c.presentation_id.in_(ours))
+    with engine.connect() as conn:
+        total = conn.execute(select(func.count()).select_from(_V).where(*conds)).scalar_one()
+        rows = conn.execute(
+            select(_V).where(*conds).order_by(_V.c.created_at.desc(), _V.c.id.desc()).limit(limit)
+        ).all()
+    return [Verification.model_validate(dict(r._mapping)) for r in rows], int(total)
 
 
 def record(

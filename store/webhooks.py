@@ -185,15 +185,63 @@ def get_event(engine: Engine, event_id: str) -> WebhookEvent:
     return row
 
 
-def list_events(engine: Engine, org_id: str, limit: int = 50) -> list[WebhookEvent]:
+def list_events(
+    engine: Engine, org_id: str, limit: int = 50, request_id: str | None = None
+) -> list[WebhookEvent]:
+    """The organization's newest events (of one request when ``request_id`` is given)."""
     with read_session(engine) as session:
-        stmt = (
-            select(WebhookEvent)
-            .where(WebhookEvent.organization_id == org_id)
-            .order_by(col(WebhookEvent.created_at).desc())
-            .limit(limit)
-        )
+        stmt = select(WebhookEvent).where(WebhookEvent.organization_id == org_id)
+        if request_id is not None:
+            stmt = stmt.where(WebhookEvent.request_id == request_id)
+        stmt = stmt.order_by(col(WebhookEvent.created_at).desc()).limit(limit)
         return list(session.exec(stmt))
+
+
+def event_of(engine: Engine, org_id: str, event_id: str) -> WebhookEvent | None:
+    """The organization's event (None for another organization's)."""
+    with read_session(engine) as session:
+        event = session.get(WebhookEvent, event_id)
+        return event if event is not None and event.organization_id == org_id else None
+
+
+def redeliver(engine: Engine, org_id: str, event_id: str, kind: str, actor: str) -> WebhookEvent:
+    """Make the organization's event ``pending`` again to deliver it once more, with
+    ``WEBHOOK_REDELIVERY`` naming ``actor``: ``kind`` ``retry`` takes a failed event, ``resend`` a
+    delivered one (``NotFound`` for another organization's; ``WrongState`` for any other state, so
+    two people asking at once start one delivery)."""
+    wanted = {"retry": FAILED, "resend": DELIVERED}[kind]
+    key = audit.signer(engine)
+    with write_session(engine) as session:
+        event = session.get(WebhookEvent, event_id, with_for_update=True)
+        if event is None or event.organization_id != org_id:
+            raise NotFound(f"webhook event {event_id} not found")
+        if event.state != wanted:
+            raise WrongState(event.state)
+        event.state, event.next_attempt_at = PENDING, None
+        session.add(event)
+        data = {"eventId": event.id, "eventType": event.event_type, "kind": kind}
+        entry = audit.Entry(
+            audit.WEBHOOK_REDELIVERY, org_id, request_id=event.request_id, actor=actor, data=data
+        )
+        audit.append(session.connection(), key, entry)
+        session.flush()
+        session.expunge(event)
+        return event
+
+
+def undo_redelivery(engine: Engine, event_id: str, attempts: int, state: str) -> None:
+    """Put back the state ``redeliver`` changed when no delivery started (Temporal did not take
+    it): only while the event is still pending with no attempt since, so a delivery that did
+    start is never overwritten. Its ``WEBHOOK_REDELIVERY`` record stays: it was asked for."""
+    with write_session(engine) as session:
+        event = session.get(WebhookEvent, event_id, with_for_update=True)
+        if event is not None and event.state == PENDING and event.attempts == attempts:
+            event.state = state
+            session.add(event)
+
+
+class WrongState(Exception):
+    """The event is not in the state the change needs (its state is the message)."""
 
 
 def attempts_of(engine: Engine, event_id: str) -> list[WebhookAttempt]:
@@ -210,8 +258,11 @@ def record_attempt(
     error: str | None,
     delivered: bool,
     next_attempt_at: datetime | None,
+    url: str | None = None,
+    duration_ms: int | None = None,
 ) -> None:
-    """One attempt's outcome: a numbered attempt row and the event's summary of its delivery."""
+    """One attempt's outcome: a numbered attempt row (with the URL, its query dropped, and how long
+    the POST took) and the event's summary of its delivery."""
     now = utcnow()
     error = error[:ERROR_MAX] if error else None
     with write_session(engine) as session:
@@ -227,6 +278,8 @@ def record_attempt(
                 finished_at=now,
                 status_code=status_code,
                 error=error,
+                url=_without_query(url)[:2048] if url else None,
+                duration_ms=duration_ms,
             )
         )
         event.last_status, event.last_error = status_code, error

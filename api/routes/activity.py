@@ -14,13 +14,13 @@ from pydantic import BaseModel, Field
 
 from api.deps import CallerDep, ServicesDep
 from api.errors import ApiError
-from api.routes.requests import day_range
 from core.ids import is_object_id
 from core.text import shown
 from services import audit as audit_service
 from store import audit
 from store.audit_queries import ActivityFilter
 from wire import versioning
+from wire.dates import day_range
 from wire.models import ErrorOut
 
 router = APIRouter(tags=["activity"])
@@ -82,7 +82,10 @@ async def list_activity(
         raise ApiError(400, "requestId must be a 24-character lower-case hexadecimal ObjectId")
     if credentialId is not None and "\x00" in credentialId:
         raise ApiError(400, "credentialId must not contain NUL characters")
-    date_from, date_to = day_range(dateFrom, dateTo)
+    try:
+        date_from, date_to = day_range(dateFrom, dateTo)
+    except ValueError as exc:
+        raise ApiError(400, str(exc)) from None
     where = ActivityFilter(
         types=tuple(dict.fromkeys(type or ())),
         request_id=requestId,

@@ -70,7 +70,7 @@ async def revoke_mandate_alias(
 # --- reading a credential -----------------------------------------------------------------------
 
 
-def _entity(record: CredentialRecord) -> CredentialEntityOut:
+def entity_of(record: CredentialRecord) -> CredentialEntityOut:
     cred = record.credential
     document = cred.document_credential
     signed_data = (document or {}).get("credentialSubject", {}).get("data")
@@ -102,7 +102,9 @@ def _entity(record: CredentialRecord) -> CredentialEntityOut:
     )
 
 
-def _sheet(settings: Settings, record: CredentialRecord, entity: CredentialEntityOut) -> pdf.CredentialSheet:
+def sheet_of(
+    settings: Settings, record: CredentialRecord, entity: CredentialEntityOut
+) -> pdf.CredentialSheet:
     cred, document = record.credential, record.credential.document_credential or {}
     status_url = (document.get("credentialStatus") or {}).get("statusListCredential")
     hint = (
@@ -142,7 +144,7 @@ async def get_credential(
     with the document form in its most updated version and, on request, a PDF rendering (503 with
     `Retry-After` while the service's PDF renderers are all busy)."""
     record = await mandates.credential_detail(services, caller.organization_id, credentialId)
-    entity = _entity(record)
+    entity = entity_of(record)
     body: dict[str, Any] = {
         "credential": entity.model_dump(mode="json"),
         "w3cCredential": record.credential.document_credential,
@@ -150,7 +152,7 @@ async def get_credential(
     if includePdf and record.credential.resource_type == "DOCUMENT":
         try:
             rendered = await pdf.RENDERER.pdf(
-                _sheet(services.settings, record, entity),
+                sheet_of(services.settings, record, entity),
                 partial(pdfs.kept_pdf, services.engine),
                 partial(pdfs.keep_pdf, services.engine),
             )

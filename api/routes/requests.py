@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import logging
 import math
-import re
-from datetime import UTC, datetime, time, timedelta
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query
@@ -15,10 +13,7 @@ from api.deps import CallerDep, RequestDep, ServicesDep, TemporalDep
 from api.errors import ApiError
 from core.kinds import SecurityLevel
 from services import requests
-from store import request_queries as queries
-from trust.did import web_subject_did
 from wire import versioning
-from wire.contacts import normalize_contact
 from wire.models import (
     CreateRequestIn,
     ErrorOut,
@@ -60,43 +55,6 @@ def _versioned(envelope: dict[str, Any], version: str) -> dict[str, Any]:
     return {**envelope, "data": versioning.render("request", envelope["data"], version)}
 
 
-ISO_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|z|[+-]\d{2}:?\d{2})?)?$")
-
-
-def _day_start(name: str, raw: str) -> datetime:
-    """The start (UTC) of the UTC day of an ISO 8601 date or date-time; naive means UTC.
-
-    Numbers are refused rather than read as seconds since 1970 (``20250310`` is not a date here).
-    """
-    value = raw.strip()
-    try:
-        if not ISO_DATE_RE.match(value):
-            raise ValueError
-        parsed = datetime.fromisoformat(value[:-1] + "+00:00" if value[-1] in "Zz" else value)
-    except ValueError:
-        raise ApiError(
-            400, f"{name} must be an ISO 8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z"
-        ) from None
-    parsed = parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-    return datetime.combine(parsed.astimezone(UTC).date(), time.min, tzinfo=UTC)
-
-
-def day_range(date_from: str | None, date_to: str | None) -> tuple[datetime | None, datetime | None]:
-    """``dateFrom`` / ``dateTo`` query values as the start of the first and the end of the last
-    UTC day they name; 400 when ``dateTo`` comes without ``dateFrom`` or before it."""
-    if date_to is not None and date_from is None:
-        raise ApiError(400, "dateTo requires dateFrom")
-    start = _day_start("dateFrom", date_from) if date_from is not None else None
-    end = (
-        _day_start("dateTo", date_to) + timedelta(days=1) - timedelta(microseconds=1)
-        if date_to is not None
-        else None
-    )
-    if start and end and end < start:
-        raise ApiError(400, "dateTo must not be before dateFrom")
-    return start, end
-
-
 @router.get("/request", response_model=RequestPage, responses=ERRORS)
 async def list_requests(
     caller: CallerDep,
@@ -127,42 +85,22 @@ async def list_requests(
     ] = None,
 ) -> Any:
     """List the organization's requests, newest first. Dates cover whole UTC days."""
-    for name, value in (
-        ("search", search),
-        ("subjectInternalId", subjectInternalId),
-        ("internalId", internalId),
-        ("credentialInternalId", credentialInternalId),
-    ):
-        if value is not None and "\x00" in value:
-            raise ApiError(400, f"{name} must not contain NUL characters")
-    date_from, date_to = day_range(dateFrom, dateTo)
-    subject_id = None
-    if did is not None:
-        subject_id = queries.subject_id_from_did(did)
-        # only this service's subject DIDs name subjects (the host is part of the DID)
-        if subject_id is None or web_subject_did(services.settings.public_url, subject_id) != did:
-            return JSONResponse({"data": [], "totalPages": 0})
-    normalized_contact = None
-    if contact is not None:
-        try:
-            normalized_contact = normalize_contact(contact)[0]
-        except ValueError as exc:
-            raise ApiError(400, f"contact: {exc}") from exc
-    filters = queries.RequestFilter(
+    query = requests.RequestQuery(
         page_index=pageIndex,
         page_size=pageSize,
-        search=search or None,
-        contact=normalized_contact,
-        did_subject_id=subject_id,
+        search=search,
+        contact=contact,
+        did=did,
         subject_internal_id=subjectInternalId,
         internal_id=internalId,
         credential_internal_id=credentialInternalId,
-        security_levels=tuple(
-            dict.fromkeys(s.value for s in [*(securityLevel or ()), *(securityLevelBrackets or ())])
-        ),
-        date_from=date_from,
-        date_to=date_to,
+        security_levels=tuple(s.value for s in [*(securityLevel or ()), *(securityLevelBrackets or ())]),
+        date_from=dateFrom,
+        date_to=dateTo,
     )
+    filters = requests.request_filter(services, query)
+    if filters is None:
+        return JSONResponse({"data": [], "totalPages": 0})
     bundles, total = await requests.find(services, caller.organization_id, filters)
     items: list[RequestListItem] = [request_list_item(services.settings, b) for b in bundles]
     # JSONResponse: the body is in the caller's version's shape, not re-validated as the newest

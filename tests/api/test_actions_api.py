@@ -210,5 +210,5 @@ async def test_a_pinned_action_cannot_be_deleted(api: SignedClient, engine: Engi
     resp = await api.post("/request", with_action(action_id, {"maxAmount": 10}))
     assert resp.status_code == 201, resp.text
     with pytest.raises(actions.ActionRefused, match="cannot be deleted"):
-        actions.delete_action(engine, api.creds.organization_id, action_id)
+        actions.delete_action(engine, api.creds.organization_id, action_id, actor="operator:tests")
     assert actions.get_action(engine, api.creds.organization_id, action_id) is not None

@@ -5,6 +5,7 @@ token, refusals of cross-site posts, and a session that ends when idle."""
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import AsyncIterator
 from datetime import timedelta
 
@@ -16,6 +17,7 @@ from sqlalchemy import Engine, update
 from api.app import create_app
 from core.secretbox import SecretCipher
 from core.settings import Settings
+from orchestration.delivery import outbox_of
 from services.context import Context
 from store.db import write_session
 from store.tables import MemberSession
@@ -181,3 +183,42 @@ async def test_a_session_ends_when_idle(
             .values(last_seen_at=row.last_seen_at - settings.dashboard_idle - timedelta(seconds=1))
         )
     assert (await browser.get("/dashboard")).headers["location"] == "/dashboard/login"
+
+
+async def test_a_forgotten_password_is_reset_by_e_mail_once_a_minute(
+    browser: httpx.AsyncClient, ctx: Context, org: Credentials, settings: Settings
+) -> None:
+    email = f"forgetful-{org.organization_id}@example.com"
+    await _member(ctx, org, browser, email)
+    outbox = outbox_of(settings)
+    asked = await browser.post("/dashboard/forgot-password", data={"email": email.upper()})
+    assert asked.status_code == 200 and "If that address belongs to a member" in asked.text
+    (message,) = outbox.entries(to=email)
+    assert message.subject == "Reset your Mandatum password"
+    link = re.search(r"https?://\S+/dashboard/reset-password/[A-Za-z0-9_-]+", message.text)
+    assert link is not None
+    again = await browser.post("/dashboard/forgot-password", data={"email": email})
+    assert again.text.count("If that address belongs to a member") == 1
+    assert len(outbox.entries(to=email)) == 1  # one a minute: no flood of a member's inbox
+
+    stranger = f"nobody-{org.organization_id}@example.com"
+    unknown = await browser.post("/dashboard/forgot-password", data={"email": stranger})
+    assert unknown.status_code == 200 and "If that address belongs to a member" in unknown.text
+    assert outbox.entries(to=stranger) == []  # the same words, nothing sent
+    not_an_address = await browser.post("/dashboard/forgot-password", data={"email": "not an address"})
+    assert not_an_address.status_code == 200 and "If that address belongs to a member" in not_an_address.text
+    too_long = await browser.post("/dashboard/forgot-password", data={"email": "x" * 321})
+    assert too_long.status_code == 400  # the form field's limit
+    cross_site = await browser.post(
+        "/dashboard/forgot-password", data={"email": email}, headers={"Sec-Fetch-Site": "cross-site"}
+    )
+    assert cross_site.status_code == 403
+
+    path = "/dashboard/" + link.group(0).split("/dashboard/", 1)[1]
+    new_password = PASSWORD + " again"
+    chosen = await browser.post(path, data={"password": new_password, "again": new_password})
+    assert chosen.status_code == 303
+    assert (await _login(browser, email)).status_code == 401  # the old password is gone
+    assert (await _login(browser, email, new_password)).status_code == 303
+    reused = await browser.post(path, data={"password": new_password, "again": new_password})
+    assert reused.status_code == 400 and "unknown, used or expired" in reused.text

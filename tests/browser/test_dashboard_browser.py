@@ -6,48 +6,15 @@ README)."""
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 from playwright.async_api import Page, expect
 
-from core.actors import Actor
-from core.kinds import MemberRole
-from core.secretbox import SecretCipher
-from services import members
-from services.context import Context
 from tests.support.a11y import assert_accessible
 from tests.support.dashboard import PASSWORD
+from tests.support.dashboard_browser import fits, invite, log_in_by_keyboard, shot
 from tests.support.helpers import policy_request
 from tests.support.live_stack import LiveStack
 from tests.support.webhook_receiver import receiving
-
-SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
-
-
-def _invite(live: LiveStack, org_id: str, email: str) -> str:
-    ctx = Context(live.settings, live.engine, SecretCipher(live.settings.master_key_bytes()))
-    return members.invite(ctx, Actor.operator("tests"), org_id, email, MemberRole.OWNER).link
-
-
-async def _fits(page: Page) -> None:
-    """Nothing is wider than the viewport the page was opened with (a phone's browser would widen
-    its layout viewport, and ``innerWidth`` with it, to show content that does not fit)."""
-    assert page.viewport_size is not None
-    width = await page.evaluate("document.documentElement.scrollWidth")
-    assert width <= page.viewport_size["width"], f"the page is {width}px wide in a {page.viewport_size}"
-
-
-async def _shot(page: Page, name: str) -> None:
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-    await page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
-
-
-async def _log_in_by_keyboard(page: Page, email: str) -> None:
-    await page.get_by_label("E-mail").focus()  # the field has autofocus; typing starts there
-    await page.keyboard.type(email)
-    await page.keyboard.press("Tab")
-    await page.keyboard.type(PASSWORD)
-    await page.keyboard.press("Enter")
 
 
 async def test_an_owner_sets_a_password_logs_in_and_out(
@@ -59,7 +26,7 @@ async def test_an_owner_sets_a_password_logs_in_and_out(
     email = f"owner-{org.organization_id}@example.com"
     page = browser_page
 
-    await page.goto(_invite(live, org.organization_id, email))
+    await page.goto(invite(live, org.organization_id, email))
     await expect(page.get_by_role("heading", name="Choose your password")).to_be_visible()
     await assert_accessible(page, axe_source, "the set-password page")
     await page.get_by_label("New password").fill(PASSWORD)
@@ -72,16 +39,16 @@ async def test_an_owner_sets_a_password_logs_in_and_out(
     await page.get_by_role("button", name="Save the password").click()
     await expect(page.get_by_role("status")).to_contain_text("Your password is set")
     await assert_accessible(page, axe_source, "the login page")
-    await _shot(page, "dashboard-login-desktop")
+    await shot(page, "dashboard-login-desktop")
 
-    await _log_in_by_keyboard(page, email)
+    await log_in_by_keyboard(page, email)
     await expect(page.get_by_role("heading", name="Overview")).to_be_visible()
     await expect(page.locator("header")).to_contain_text(email)
     await expect(page.get_by_role("table")).to_contain_text("REQUEST_CREATED")
     await expect(page.get_by_role("table")).to_contain_text(f"apiKey:{org.key_id}")
-    await _fits(page)
+    await fits(page)
     await assert_accessible(page, axe_source, "the overview")
-    await _shot(page, "dashboard-overview-desktop")
+    await shot(page, "dashboard-overview-desktop")
 
     # API keys: a new one is shown once, then revoked after confirming
     await page.get_by_role("link", name="API keys").click()
@@ -91,9 +58,9 @@ async def test_an_owner_sets_a_password_logs_in_and_out(
     await expect(page.get_by_role("heading", name="New API key: save it now")).to_be_visible()
     api_key = (await page.locator("#api-key").inner_text()).strip()
     assert api_key.startswith("mdt_")
-    await _fits(page)
+    await fits(page)
     await assert_accessible(page, axe_source, "the keys page with a new key")
-    await _shot(page, "dashboard-keys-desktop")
+    await shot(page, "dashboard-keys-desktop")
     key_id = (await page.locator("dl code").first.inner_text()).strip()
     row = page.get_by_role("row").filter(has_text=key_id)
     await row.get_by_role("button", name=f"Revoke key {key_id}").click()  # the box is not ticked
@@ -120,9 +87,9 @@ async def test_an_owner_sets_a_password_logs_in_and_out(
         await expect(page.get_by_role("cell", name="delivered")).to_be_visible()
         await expect(page.get_by_role("cell", name="HTTP 200")).to_be_visible()
         assert receiver.count() == 1
-        await _fits(page)
+        await fits(page)
         await assert_accessible(page, axe_source, "the webhook page with its log")
-        await _shot(page, "dashboard-webhook-desktop")
+        await shot(page, "dashboard-webhook-desktop")
 
     await page.get_by_role("button", name="Log out").focus()
     await page.keyboard.press("Enter")
@@ -135,13 +102,13 @@ async def test_the_dashboard_fits_a_phone(live: LiveStack, phone_page: Page, axe
     org = live.new_org()
     email = f"phone-{org.organization_id}@example.com"
     page = phone_page
-    await page.goto(_invite(live, org.organization_id, email))
-    await _fits(page)
-    await _shot(page, "dashboard-password-phone")
+    await page.goto(invite(live, org.organization_id, email))
+    await fits(page)
+    await shot(page, "dashboard-password-phone")
     await page.get_by_label("New password").fill(PASSWORD)
     await page.get_by_label("The same password again").fill(PASSWORD)
     await page.get_by_role("button", name="Save the password").click()
-    await _fits(page)
+    await fits(page)
     await page.get_by_label("E-mail").fill(email)
     await page.get_by_label("Password", exact=True).fill(PASSWORD + "x")
     await page.get_by_role("button", name="Log in").click()
@@ -150,11 +117,11 @@ async def test_the_dashboard_fits_a_phone(live: LiveStack, phone_page: Page, axe
     await page.get_by_label("Password", exact=True).fill(PASSWORD)
     await page.get_by_role("button", name="Log in").click()
     await expect(page.get_by_role("heading", name="Overview")).to_be_visible()
-    await _fits(page)
+    await fits(page)
     await assert_accessible(page, axe_source, "the overview on a phone")
-    await _shot(page, "dashboard-overview-phone")
+    await shot(page, "dashboard-overview-phone")
     await page.get_by_role("link", name="API keys").click()
     await expect(page.get_by_role("heading", name="API keys", exact=True)).to_be_visible()
-    await _fits(page)
+    await fits(page)
     await assert_accessible(page, axe_source, "the keys page on a phone")
-    await _shot(page, "dashboard-keys-phone")
+    await shot(page, "dashboard-keys-phone")

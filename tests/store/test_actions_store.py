@@ -186,13 +186,13 @@ def test_unknown_organization_and_action(engine: Engine, org: Credentials) -> No
             engine, "urn:via:action-version:00000000-0000-4000-8000-000000000000", actor="operator:tests"
         )
     with pytest.raises(actions.NotFound):
-        actions.delete_action(engine, org.organization_id, missing)
+        actions.delete_action(engine, org.organization_id, missing, actor="operator:tests")
 
 
 def test_an_unreferenced_action_can_be_deleted(engine: Engine, org: Credentials) -> None:
     action_id, version_id = published(engine, org.organization_id)
     actions.add_version(engine, org.organization_id, action_id, spec())
-    actions.delete_action(engine, org.organization_id, action_id)
+    actions.delete_action(engine, org.organization_id, action_id, actor="operator:tests")
     assert actions.get_action(engine, org.organization_id, action_id, published_only=False) is None
     assert actions.get_version(engine, version_id) is None
 

@@ -21,7 +21,7 @@ from store.audit_queries import verify_chains
 from store.db import write_connection
 from store.tables import AuditHead, AuditRecord
 from tests.conftest import MASTER_KEY, new_org
-from tests.support.audit_helpers import chain, new_request
+from tests.support.audit_helpers import chain, new_request, tamper
 from tests.support.cli import run_cli
 from tests.support.helpers import Credentials
 
@@ -60,22 +60,6 @@ def _run_verify(settings: Settings, org_id: str) -> subprocess.CompletedProcess[
 MIGRATION = importlib.import_module("store.migrations.versions.0005_audit")
 
 
-def _execute(engine: Engine, statement: object) -> None:
-    """Run ``statement`` as someone with the database's keys would: past the append-only
-    triggers (dropped or disabled for it, then restored)."""
-    with write_connection(engine) as conn:
-        if conn.dialect.name == "postgresql":
-            conn.execute(text("ALTER TABLE audit_record DISABLE TRIGGER audit_record_append_only"))
-            conn.execute(statement)  # type: ignore[call-overload]
-            conn.execute(text("ALTER TABLE audit_record ENABLE TRIGGER audit_record_append_only"))
-            return
-        for kind in ("update", "delete"):
-            conn.execute(text(f"DROP TRIGGER audit_record_no_{kind}"))
-        conn.execute(statement)  # type: ignore[call-overload]
-        for trigger in MIGRATION.SQLITE_TRIGGERS:
-            conn.execute(text(trigger))
-
-
 @pytest.mark.parametrize(
     "change",
     [
@@ -97,7 +81,7 @@ def test_records_cannot_be_changed_or_removed(
 
 
 def _edit_data(engine: Engine, records: list[AuditRecord]) -> str:
-    _execute(
+    tamper(
         engine,
         update(AuditRecord)
         .where(AuditRecord.id == records[2].id)  # type: ignore[arg-type]
@@ -111,13 +95,13 @@ def _edit_and_rehash(engine: Engine, records: list[AuditRecord]) -> str:
     signature can tell."""
     changed = records[3].model_copy(update={"actor": "apiKey:someone-else"})
     new_hash = audit.record_hash(audit.document_of(changed))
-    _execute(
+    tamper(
         engine,
         update(AuditRecord)
         .where(AuditRecord.id == changed.id)  # type: ignore[arg-type]
         .values(actor=changed.actor, hash=new_hash),
     )
-    _execute(
+    tamper(
         engine,
         update(AuditRecord)
         .where(AuditRecord.id == records[4].id)  # type: ignore[arg-type]
@@ -127,7 +111,7 @@ def _edit_and_rehash(engine: Engine, records: list[AuditRecord]) -> str:
 
 
 def _delete_middle(engine: Engine, records: list[AuditRecord]) -> str:
-    _execute(engine, delete(AuditRecord).where(AuditRecord.id == records[2].id))  # type: ignore[arg-type]
+    tamper(engine, delete(AuditRecord).where(AuditRecord.id == records[2].id))  # type: ignore[arg-type]
     return records[3].id  # the first record that no longer follows its predecessor
 
 
@@ -135,7 +119,7 @@ def _swap(engine: Engine, records: list[AuditRecord]) -> str:
     """Records 2 and 3 trade places (their seq), through a free seq for the unique index."""
     a, b = records[1], records[2]
     for record_id, seq in ((a.id, -1), (b.id, a.seq), (a.id, b.seq)):
-        _execute(
+        tamper(
             engine,
             update(AuditRecord)
             .where(AuditRecord.id == record_id)  # type: ignore[arg-type]
@@ -145,12 +129,12 @@ def _swap(engine: Engine, records: list[AuditRecord]) -> str:
 
 
 def _delete_newest(engine: Engine, records: list[AuditRecord]) -> str:
-    _execute(engine, delete(AuditRecord).where(AuditRecord.id == records[-1].id))  # type: ignore[arg-type]
+    tamper(engine, delete(AuditRecord).where(AuditRecord.id == records[-1].id))  # type: ignore[arg-type]
     return "the chain's end"
 
 
 def _reset_head(engine: Engine, records: list[AuditRecord]) -> str:
-    _execute(
+    tamper(
         engine,
         update(AuditHead)
         .where(AuditHead.organization_id == records[0].organization_id)  # type: ignore[arg-type]
@@ -214,13 +198,13 @@ def test_a_record_signed_by_another_key_is_named(
         created=records[1].created_at,
     )
     new_hash = audit.record_hash(forged)
-    _execute(
+    tamper(
         engine,
         update(AuditRecord)
         .where(AuditRecord.id == records[1].id)  # type: ignore[arg-type]
         .values(proof=forged["proof"], hash=new_hash),
     )
-    _execute(
+    tamper(
         engine,
         update(AuditRecord)
         .where(AuditRecord.id == records[2].id)  # type: ignore[arg-type]

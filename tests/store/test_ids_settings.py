@@ -427,3 +427,26 @@ def test_cipher_round_trip_and_fresh_nonces() -> None:
 
 def test_api_key_hash_is_sha256_hex() -> None:
     assert hash_api_key("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["javascript:alert(1)", "ftp://temporal.example", "temporal.example", "https://", "data:text/html,x"],
+)
+def test_the_temporal_ui_url_is_an_http_url(url: str) -> None:
+    """It becomes a link on the dashboard's request pages: only an http(s) URL is taken."""
+    with pytest.raises(ValidationError, match="MANDATUM_TEMPORAL_UI_URL must be an http"):
+        Settings(environment=Environment.TEST, temporal_ui_url=url)
+
+
+def test_the_temporal_ui_link_of_a_workflow() -> None:
+    derived = Settings(environment=Environment.TEST, temporal_address="10.0.0.5:7233", temporal_ui_port=8080)
+    assert derived.temporal_ui_workflows() == "http://10.0.0.5:8080/namespaces/default/workflows"
+    given = Settings(
+        environment=Environment.TEST,
+        temporal_ui_url="https://temporal.example/ui/",
+        temporal_namespace="prod/eu",
+    )
+    assert given.temporal_ui_workflows() == "https://temporal.example/ui/namespaces/prod%2Feu/workflows"
+    wildcard = Settings(environment=Environment.TEST, temporal_address="0.0.0.0:7233")
+    assert wildcard.temporal_ui_workflows() == "http://localhost:8233/namespaces/default/workflows"

@@ -1,12 +1,14 @@
-"""Building audit trails in tests: an issued mandate without the workflow, and reading a chain."""
+"""Building audit trails in tests: an issued mandate without the workflow, reading a chain, and
+changing one behind the service's back."""
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, select, text
 from sqlmodel import col
 
 from cli.devstack import EXAMPLE_ACTION_ID
@@ -17,8 +19,26 @@ from core.settings import Settings
 from services import mandates
 from store import actions
 from store import requests as store
-from store.db import utcnow
+from store.db import utcnow, write_connection
 from store.tables import AuditRecord
+
+AUDIT_MIGRATION = importlib.import_module("store.migrations.versions.0005_audit")
+
+
+def tamper(engine: Engine, statement: object) -> None:
+    """Run ``statement`` as someone with the database's keys would: past the append-only
+    triggers (dropped or disabled for it, then restored)."""
+    with write_connection(engine) as conn:
+        if conn.dialect.name == "postgresql":
+            conn.execute(text("ALTER TABLE audit_record DISABLE TRIGGER audit_record_append_only"))
+            conn.execute(statement)  # type: ignore[call-overload]
+            conn.execute(text("ALTER TABLE audit_record ENABLE TRIGGER audit_record_append_only"))
+            return
+        for kind in ("update", "delete"):
+            conn.execute(text(f"DROP TRIGGER audit_record_no_{kind}"))
+        conn.execute(statement)  # type: ignore[call-overload]
+        for trigger in AUDIT_MIGRATION.SQLITE_TRIGGERS:
+            conn.execute(text(trigger))
 
 
 @dataclass(frozen=True)

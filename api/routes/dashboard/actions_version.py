@@ -1,0 +1,210 @@
+"""One version of an action: the editor of a draft (typed params, named CEL rules; "Check", "Save
+the draft", "Try it", "Publish") and a published version, shown with its digestSRI, which no form
+can change (a post that tries is refused, 409).
+
+The editor works without JavaScript: each button posts the whole form and the page comes back with
+every problem beside its param or rule. The page's script adds a check as one types: it posts the
+form to ``.../check`` with the session's CSRF token in ``X-CSRF-Token`` and places the JSON answer
+in the same spots (live regions, each named by its field's ``aria-describedby``). Both run
+``services.actions.check``, the checks publishing runs; "Try it" runs the rules through the
+evaluation verification uses (``services.actions.try_rules``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from functools import partial
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+
+from api.deps import ServicesDep
+from api.routes.dashboard import actions_form as forms
+from api.routes.dashboard.actions_form import (
+    ACTION_ROLES,
+    NUMBER_RE,
+    action_id_of,
+    form_value,
+    posted,
+    said,
+)
+from api.routes.dashboard.common import form_by, member_page, not_found, signed_in, when
+from core.kinds import ActionVersionStatus
+from policy.actions import ActionSpec
+from policy.params import PARAM_TYPES
+from services import actions, members
+from services.context import Context
+from services.errors import Conflict, Invalid, NotFound
+from store.db import run_db, utcnow
+from store.tables import Action, ActionVersion, Member
+
+router = APIRouter()
+
+NOTICES = {
+    "created": "The action is created with an empty draft: declare its params and rules.",
+    "published": "The version is published: it can no longer change, and new requests pin it.",
+}
+IMMUTABLE = "This version is published and can no longer change: add a new version to change the action."
+NO_SUCH = "No such action version."
+VERSION_PATH = "/dashboard/actions/{key}/versions/{number}"
+
+
+def _located(ctx: Context, member: Member, key: str, number: str) -> tuple[Action, ActionVersion] | None:
+    """The member's organization's action and version of a path, None for anything else."""
+    action_id = action_id_of(key)
+    if action_id is None or not NUMBER_RE.fullmatch(number):
+        return None
+    try:
+        return actions.version(ctx, members.actor_of(member), member.organization_id, action_id, int(number))
+    except NotFound:
+        return None
+
+
+def _version_html(
+    ctx: Context,
+    member: Member,
+    token: str,
+    action: Action,
+    version: ActionVersion,
+    *,
+    status: int = 200,
+    draft: forms.Draft | None = None,
+    checked: actions.Checked | None = None,
+    tried: actions.Tried | None = None,
+    **extra: Any,
+) -> HTMLResponse:
+    """The version's page: the draft as typed (``draft``) or as stored, with its problems."""
+    raw = draft.raw if draft is not None else dict(version.content)
+    rows = draft.rows if draft is not None else forms.rows_of(raw)
+    if checked is None and version.status == ActionVersionStatus.DRAFT:
+        checked = actions.check(ctx, members.actor_of(member), raw)
+    problems = (draft.problems if draft else []) + (checked.problems if checked else [])
+    by_row, general = forms.placed_problems(problems)
+    spec = checked.spec if checked is not None else None
+    inputs = (
+        forms.try_inputs(spec.execution_params, spec.user_params, draft.tries if draft else {})
+        if spec
+        else []
+    )
+    return member_page(
+        ctx,
+        member,
+        token,
+        "dashboard/actions_version.html",
+        "actions",
+        status=status,
+        title=f"{action.name} version {version.number} · Actions · Mandatum",
+        # render_page's: only a draft's page has the script, which posts to .../check
+        connect_self=version.status == ActionVersionStatus.DRAFT,
+        action=action,
+        key=forms.key_of(action.id),
+        version=version,
+        published=version.status == ActionVersionStatus.PUBLISHED,
+        published_at=when(version.published_at) if version.published_at else "",
+        rows=rows,
+        by_row=by_row,
+        general=general,
+        types=PARAM_TYPES,
+        max_rows=forms.MAX_ROWS,
+        publishable=bool(checked and checked.publishable and not (draft and draft.problems)),
+        try_inputs=inputs,
+        try_now=(draft.tries.get("try-now", "") if draft else ""),
+        tried=tried,
+        **extra,
+    )
+
+
+@router.get(VERSION_PATH, response_class=HTMLResponse)
+async def version_page(
+    request: Request, services: ServicesDep, key: str, number: str, notice: str | None = None
+) -> Response:
+    found = await signed_in(request, services, ACTION_ROLES)
+    if isinstance(found, Response):
+        return found
+    member, token = found
+    located = await run_db(services.engine, _located, services, member, key, number)
+    if located is None:
+        return not_found(NO_SUCH)
+    page = partial(_version_html, services, member, token, *located, notice=NOTICES.get(notice or ""))
+    return await run_db(services.engine, page)
+
+
+@router.post(VERSION_PATH, response_class=HTMLResponse)
+async def edit_version(request: Request, services: ServicesDep, key: str, number: str) -> Response:
+    form = await posted(request)
+    found = await form_by(request, services, form_value(form, "csrf", 100), ACTION_ROLES)
+    if isinstance(found, Response):
+        return found
+    member, token = found
+    located = await run_db(services.engine, _located, services, member, key, number)
+    if located is None:
+        return not_found(NO_SUCH)
+    action, version = located
+    page = partial(_version_html, services, member, token, action, version)
+    if version.status == ActionVersionStatus.PUBLISHED:
+        return await run_db(services.engine, partial(page, status=409, error=IMMUTABLE))
+    actor = members.actor_of(member)
+    draft = forms.read_form(form, action.name, action.description)
+    checked = await asyncio.to_thread(actions.check, services, actor, draft.raw)
+    page = partial(page, draft=draft, checked=checked)
+    do = form.get("do", "check")
+    if do not in ("try", "save", "publish"):
+        return await run_db(services.engine, page)
+    spec = checked.spec
+    if draft.problems or spec is None:  # a draft that cannot be read: neither tried nor saved
+        what = "The rules did not run" if do == "try" else "The draft is not saved"
+        error = f"{what}: fix the problems shown beside each param or rule."
+        return await run_db(services.engine, partial(page, status=400, error=error))
+    if do == "try":
+        tried = await asyncio.to_thread(_tried, services, member, version, spec, draft.tries)
+        return await run_db(services.engine, partial(page, tried=tried))
+    org_id = member.organization_id
+    try:
+        await run_db(services.engine, actions.save_draft, services, actor, org_id, version.id, spec)
+        if do == "publish":
+            await run_db(services.engine, actions.publish, services, actor, version.id, org_id)
+    except actions.PublishRefused as exc:
+        error = "The version is not published: fix the problems shown beside each param or rule."
+        refused = actions.Checked(spec, actions.placed(exc.problems, spec))
+        return await run_db(services.engine, partial(page, status=400, error=error, checked=refused))
+    except Invalid as exc:
+        return await run_db(services.engine, partial(page, status=400, error=said(exc.message)))
+    except Conflict:  # published meanwhile
+        return await run_db(services.engine, partial(page, status=409, error=IMMUTABLE))
+    except NotFound:
+        return not_found(NO_SUCH)
+    if do == "publish":
+        path = VERSION_PATH.format(key=key, number=version.number)
+        return RedirectResponse(f"{path}?notice=published", status_code=303)
+    return await run_db(services.engine, partial(page, notice="The draft is saved."))
+
+
+def _tried(
+    ctx: Context, member: Member, version: ActionVersion, spec: ActionSpec, tries: dict[str, str]
+) -> actions.Tried:
+    """The rules of the draft as typed, run on the "Try it" values."""
+    inputs = forms.try_inputs(spec.execution_params, spec.user_params, tries)
+    now = forms.try_now(tries.get("try-now", ""), utcnow())
+    if now is None:
+        return actions.Tried([], [forms.TRY_NOW_PROBLEM])
+    execution, user = forms.try_values(inputs)
+    return actions.try_rules(ctx, members.actor_of(member), spec, version.id, execution, user, now)
+
+
+@router.post(VERSION_PATH + "/check")
+async def check_as_you_type(request: Request, services: ServicesDep, key: str, number: str) -> Response:
+    """The editor's problems as JSON, by the id of the row in the page as sent (``r-0``)."""
+    found = await form_by(request, services, request.headers.get("x-csrf-token", "")[:100], ACTION_ROLES)
+    if isinstance(found, Response):
+        return found
+    member, _ = found
+    located = await run_db(services.engine, _located, services, member, key, number)
+    if located is None:
+        return JSONResponse({"problems": {}, "general": [NO_SUCH], "publishable": False}, status_code=404)
+    action, version = located
+    if version.status == ActionVersionStatus.PUBLISHED:
+        return JSONResponse({"problems": {}, "general": [IMMUTABLE], "publishable": False}, status_code=409)
+    draft = forms.read_form(await posted(request), action.name, action.description)
+    checked = await asyncio.to_thread(actions.check, services, members.actor_of(member), draft.raw)
+    return JSONResponse(forms.check_answer(draft, checked))

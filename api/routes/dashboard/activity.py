@@ -1,0 +1,112 @@
+"""The organization's audit trail in the dashboard (issue 14, item 7): every record, newest first,
+filtered as ``GET /activity`` filters (record type, request, UTC days), and a check of the whole
+chain on request (every record's sequence, link to its predecessor, hash and signature). Every
+member may read it; the check names who asked only in its answer, as reading changes nothing."""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import HTMLResponse, Response
+
+from api.deps import ServicesDep
+from api.routes.dashboard.common import EVERYONE, form_by, page_number, pager, show, signed_in, when
+from core.ids import is_object_id
+from services import audit, members
+from services.context import Context
+from store.audit import RECORD_TYPES
+from store.audit_queries import ActivityFilter
+from store.db import run_db
+from store.tables import Member
+from wire.dates import day_range
+
+router = APIRouter()
+PAGE_SIZE = 50
+
+
+def _filter(params: Any) -> tuple[ActivityFilter, int]:
+    """The filter and page (from 1) of the query; ValueError with the words to show."""
+    types = [t for t in params.getlist("type") if t]  # "" is the form's "every type"
+    if any(t not in RECORD_TYPES for t in types):
+        raise ValueError("type is one of the record types listed")
+    request_id = (params.get("requestId") or "").strip() or None
+    if request_id is not None and not is_object_id(request_id):
+        raise ValueError("requestId is 24 lower-case hexadecimal characters")
+    date_from = (params.get("dateFrom") or "").strip() or None
+    date_to = (params.get("dateTo") or "").strip() or None
+    if any(len(d) > 40 for d in (date_from or "", date_to or "")):
+        raise ValueError("a date is at most 40 characters")
+    start, end = day_range(date_from, date_to)
+    page = page_number(params.get("page"))
+    where = ActivityFilter(
+        types=tuple(dict.fromkeys(types)), request_id=request_id, date_from=start, date_to=end
+    )
+    return where, page
+
+
+async def _activity_page(
+    ctx: Context, member: Member, token: str, params: Any, *, status: int = 200, **extra: Any
+) -> HTMLResponse:
+    shown = {name: (params.get(name) or "")[:40] for name in ("requestId", "dateFrom", "dateTo")}
+    chosen = [t for t in params.getlist("type") if t in RECORD_TYPES]
+    render = partial(
+        show,
+        ctx,
+        member,
+        token,
+        "dashboard/activity.html",
+        "activity",
+        title="Activity · Mandatum",
+        types=RECORD_TYPES,
+        chosen=chosen,
+        filters=shown,
+        **extra,
+    )
+    try:
+        where, page = _filter(params)
+    except ValueError as exc:
+        return await render(status=400, error=str(exc), records=[])
+    rows, pages = await audit.activity(ctx, member.organization_id, where, page - 1, PAGE_SIZE)
+    records = [
+        {
+            "seq": r.seq,
+            "at": when(r.created_at),
+            "type": r.type,
+            "actor": r.actor or "",
+            "request": r.request_id or "",
+            "credential": r.credential_id or "",
+        }
+        for r in rows
+    ]
+    return await render(status=status, records=records, **pager(params, page, pages))
+
+
+@router.get("/dashboard/activity", response_class=HTMLResponse)
+async def activity_page(request: Request, services: ServicesDep) -> Response:
+    found = await signed_in(request, services, EVERYONE)
+    if isinstance(found, Response):
+        return found
+    member, token = found
+    return await _activity_page(services, member, token, request.query_params)
+
+
+@router.post("/dashboard/activity/check", response_class=HTMLResponse)
+async def check_chain(
+    request: Request, services: ServicesDep, csrf: Annotated[str, Form(max_length=100)] = ""
+) -> Response:
+    """Walk the organization's whole chain and show the outcome above the records."""
+    found = await form_by(request, services, csrf, EVERYONE)
+    if isinstance(found, Response):
+        return found
+    member, token = found
+    (result,) = await run_db(
+        services.engine, audit.verify_chains, services, members.actor_of(member), member.organization_id
+    )
+    check = {
+        "records": result.records,
+        "ok": result.broken is None,
+        "problem": str(result.broken) if result.broken else "",
+    }
+    return await _activity_page(services, member, token, request.query_params, check=check)

@@ -1,0 +1,197 @@
+"""Logging in and out, setting a password from a one-time invitation or reset link, and the
+organization's overview. Links and forms read the token from the path: only the characters a token
+has, at most 100."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from api.deps import ServicesDep
+from api.routes.dashboard.common import (
+    COOKIE,
+    form_by,
+    from_this_origin,
+    member_of,
+    not_found,
+    page,
+    refused,
+    secure,
+    to_login,
+)
+from core.actors import SYSTEM
+from services import audit, members
+from services.errors import Invalid, TooMany
+from store import orgs
+from store.audit_queries import ActivityFilter
+from store.db import run_db
+
+router = APIRouter()
+
+LINK_TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{20,100}")
+RECENT = 10
+
+NOTICES = {
+    "password-set": "Your password is set: log in with it.",
+    "logged-out": "You are logged out.",
+}
+
+
+@router.get("/dashboard/login", response_class=HTMLResponse)
+async def login_page(request: Request, services: ServicesDep, notice: str | None = None) -> Response:
+    if await member_of(request, services) is not None:
+        return RedirectResponse("/dashboard", status_code=303)
+    return page("dashboard/login.html", title="Log in", notice=NOTICES.get(notice or ""), email="")
+
+
+@router.post("/dashboard/login", response_class=HTMLResponse)
+async def login(
+    request: Request,
+    services: ServicesDep,
+    email: Annotated[str, Form(max_length=320)] = "",
+    password: Annotated[str, Form(max_length=members.MAX_PASSWORD)] = "",
+) -> Response:
+    if not from_this_origin(request, services):
+        return refused("This form can only be sent from the dashboard's own page.")
+    try:
+        done = await run_db(services.engine, members.login, services, email, password)
+    except TooMany as exc:
+        headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else None
+        return page(
+            "dashboard/login.html", status=429, headers=headers, title="Log in", error=str(exc), email=email
+        )
+    except Invalid as exc:
+        return page("dashboard/login.html", status=401, title="Log in", error=str(exc), email=email)
+    answer = RedirectResponse("/dashboard", status_code=303)
+    answer.set_cookie(
+        COOKIE,
+        done.session_token,
+        max_age=int(services.settings.dashboard_session_max.total_seconds()),
+        path="/dashboard",
+        httponly=True,
+        samesite="lax",
+        secure=secure(services),
+    )
+    return answer
+
+
+@router.get("/dashboard", response_class=HTMLResponse)
+async def overview(request: Request, services: ServicesDep) -> Response:
+    found = await member_of(request, services)
+    if found is None:
+        return to_login()
+    member, token = found
+    org = await run_db(services.engine, orgs.get_organization, services.engine, member.organization_id)
+    rows, _ = await audit.activity(services, member.organization_id, ActivityFilter(), 0, RECENT)
+    return page(
+        "dashboard/overview.html",
+        title=f"{org.name} · Mandatum",
+        org=org,
+        member=member,
+        records=[_record(r) for r in rows],
+        section="overview",
+        csrf=members.csrf_token(services, token),
+    )
+
+
+def _record(row: Any) -> dict[str, Any]:
+    return {
+        "type": row.type,
+        "at": row.created_at.strftime("%Y-%m-%d %H:%M UTC"),
+        "actor": row.actor or "",
+        "request": row.request_id or "",
+    }
+
+
+@router.post("/dashboard/logout", response_class=HTMLResponse)
+async def logout(
+    request: Request, services: ServicesDep, csrf: Annotated[str, Form(max_length=100)] = ""
+) -> Response:
+    found = await form_by(request, services, csrf)
+    if isinstance(found, Response):
+        return found
+    _, token = found
+    await run_db(services.engine, members.logout, services, token)
+    answer = to_login("logged-out")
+    answer.delete_cookie(COOKIE, path="/dashboard", httponly=True, samesite="lax", secure=secure(services))
+    return answer
+
+
+PASSWORD_PATHS = {"set-password": "Choose your password", "reset-password": "Choose a new password"}
+
+
+def _password_form(kind: str, token: str, status: int = 200, error: str | None = None) -> HTMLResponse:
+    return page(
+        "dashboard/password.html",
+        status=status,
+        title=PASSWORD_PATHS[kind],
+        action=f"/dashboard/{kind}/{token}",
+        error=error,
+        minimum=members.MIN_PASSWORD,
+    )
+
+
+def _link_token(kind: str, token: str) -> bool:
+    return kind in PASSWORD_PATHS and LINK_TOKEN_RE.fullmatch(token) is not None
+
+
+def _kind(request: Request) -> str:
+    """``set-password`` or ``reset-password``: the route's own literal path segment."""
+    return request.url.path.split("/")[2]
+
+
+@router.get("/dashboard/set-password/{token}", response_class=HTMLResponse)
+@router.get("/dashboard/reset-password/{token}", response_class=HTMLResponse)
+async def password_page(request: Request, token: str) -> Response:
+    kind = _kind(request)
+    if not _link_token(kind, token):
+        return not_found()
+    return _password_form(kind, token)
+
+
+@router.post("/dashboard/set-password/{token}", response_class=HTMLResponse)
+@router.post("/dashboard/reset-password/{token}", response_class=HTMLResponse)
+async def set_password(
+    request: Request,
+    services: ServicesDep,
+    token: str,
+    password: Annotated[str, Form(max_length=members.MAX_PASSWORD)] = "",
+    again: Annotated[str, Form(max_length=members.MAX_PASSWORD)] = "",
+) -> Response:
+    kind = _kind(request)
+    if not _link_token(kind, token):
+        return not_found()
+    if not from_this_origin(request, services):
+        return refused("This form can only be sent from the dashboard's own page.")
+    if password != again:
+        return _password_form(kind, token, 400, "The two passwords differ: type the same one twice.")
+    try:
+        await run_db(services.engine, members.set_password, services, token, password)
+    except Invalid as exc:
+        return _password_form(kind, token, 400, str(exc))
+    return to_login("password-set")
+
+
+RESET_SENT = (
+    "If that address belongs to a member, a link to choose a new password is on its way to it. "
+    "It works once; a new one can be asked for after a minute."
+)
+
+
+@router.get("/dashboard/forgot-password", response_class=HTMLResponse)
+async def forgot_password_page() -> Response:
+    return page("dashboard/forgot.html", title="Forgot your password?")
+
+
+@router.post("/dashboard/forgot-password", response_class=HTMLResponse)
+async def forgot_password(
+    request: Request, services: ServicesDep, email: Annotated[str, Form(max_length=320)] = ""
+) -> Response:
+    """The same answer whoever asks, member or not (``services.members.send_password_reset``)."""
+    if not from_this_origin(request, services):
+        return refused("This form can only be sent from the dashboard's own page.")
+    await run_db(services.engine, members.send_password_reset, services, SYSTEM, email)
+    return page("dashboard/forgot.html", title="Forgot your password?", notice=RESET_SENT)

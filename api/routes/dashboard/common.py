@@ -1,0 +1,176 @@
+"""What every dashboard page shares: the session cookie, the member of a request, the origin and
+CSRF checks of a form, and the page renderer.
+
+- The session is a server-side row (``services.members``); the browser holds its token in the
+  cookie ``mandatum_dashboard``: HttpOnly, ``SameSite=Lax``, ``Path=/dashboard``, ``Secure`` when
+  the service is served over https.
+- Every POST is refused (403) unless the browser says it comes from this origin: ``Sec-Fetch-Site``
+  (``same-origin``, or ``none`` for a typed address) where the browser sends it, as every current
+  one does; else ``Origin`` must be ours (``null``, which a sandboxed frame sends, is not). A client
+  that sends neither is no browser a cross-site page could drive. That stops a cross-site form
+  from logging a member into someone else's account or using a link. The forms of a session also
+  carry its CSRF token. The pages are served with ``Referrer-Policy: same-origin`` (not the
+  subject's pages' ``no-referrer``, under which browsers send ``Origin: null`` on our own forms).
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from functools import partial
+from typing import Any
+from urllib.parse import urlencode, urlsplit
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from api.pages import render_page
+from core.kinds import MemberRole
+from services import members
+from services.context import Context
+from store import orgs
+from store.db import run_db
+from store.tables import Member
+
+COOKIE = "mandatum_dashboard"
+# who may use what (issue 14, item 3): support reads and does the support actions only
+BUILDERS = (MemberRole.OWNER, MemberRole.DEVELOPER)  # keys, webhook settings, actions
+EVERYONE = (MemberRole.OWNER, MemberRole.DEVELOPER, MemberRole.SUPPORT)
+
+
+def page(
+    template: str, *, status: int = 200, headers: dict[str, str] | None = None, **context: Any
+) -> HTMLResponse:
+    """A dashboard page: ``api.pages.render_page`` with ``Referrer-Policy: same-origin``."""
+    own = {"Referrer-Policy": "same-origin", **(headers or {})}
+    return render_page(template, status=status, headers=own, **context)
+
+
+def secure(ctx: Context) -> bool:
+    return ctx.settings.public_url.startswith("https://")
+
+
+def from_this_origin(request: Request, ctx: Context) -> bool:
+    """Whether the browser says the POST comes from one of our own pages."""
+    site = request.headers.get("sec-fetch-site")
+    if site is not None:
+        return site in ("same-origin", "none")
+    origin = request.headers.get("origin")
+    if origin is None:
+        return True
+    ours = urlsplit(ctx.settings.public_url)
+    return origin == f"{ours.scheme}://{ours.netloc}"
+
+
+def refused(message: str, status: int = 403) -> HTMLResponse:
+    return page("dashboard/message.html", status=status, title="Refused", message=message)
+
+
+def to_login(notice: str | None = None) -> RedirectResponse:
+    return RedirectResponse("/dashboard/login" + (f"?notice={notice}" if notice else ""), status_code=303)
+
+
+async def member_of(request: Request, ctx: Context) -> tuple[Member, str] | None:
+    token = request.cookies.get(COOKIE)
+    member = await run_db(ctx.engine, members.session_member, ctx, token)
+    return (member, token) if member is not None and token else None
+
+
+async def signed_in(
+    request: Request, ctx: Context, roles: tuple[MemberRole, ...] | None = None
+) -> tuple[Member, str] | Response:
+    """The member of the request's session, or the answer instead: to the login page without one,
+    403 for a role the page is not for."""
+    found = await member_of(request, ctx)
+    if found is None:
+        return to_login()
+    if roles is not None and found[0].role not in roles:
+        return refused("Your role cannot use this page: ask your organization's owner.")
+    return found
+
+
+def posted_here(request: Request, ctx: Context, token: str, csrf: str) -> bool:
+    """A logged-in form: sent from our own page, with this session's CSRF token."""
+    return from_this_origin(request, ctx) and members.csrf_valid(ctx, token, csrf)
+
+
+STALE_FORM = "This form has expired or did not come from the dashboard: reload the page."
+
+
+async def form_by(
+    request: Request, ctx: Context, csrf: str, roles: tuple[MemberRole, ...] | None = None
+) -> tuple[Member, str] | Response:
+    """The member sending a logged-in form (as ``signed_in``), or 403 when it did not come from
+    our own page with this session's CSRF token."""
+    found = await signed_in(request, ctx, roles)
+    if not isinstance(found, Response) and not posted_here(request, ctx, found[1], csrf):
+        return refused(STALE_FORM)
+    return found
+
+
+def when(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M UTC")
+
+
+def not_found(message: str = "No such page.") -> HTMLResponse:
+    return page("dashboard/message.html", status=404, title="Not found", message=message)
+
+
+def member_page(
+    ctx: Context, member: Member, token: str, template: str, section: str, *, status: int = 200, **extra: Any
+) -> HTMLResponse:
+    """A page of the member's organization with the header's needs (the organization, the member,
+    the section, the session's CSRF token). Reads the database: call it in a thread (``run_db``)."""
+    return page(
+        template,
+        status=status,
+        member=member,
+        org=orgs.get_organization(ctx.engine, member.organization_id),
+        csrf=members.csrf_token(ctx, token),
+        section=section,
+        **extra,
+    )
+
+
+async def show(
+    ctx: Context, member: Member, token: str, template: str, section: str, **extra: Any
+) -> HTMLResponse:
+    """``member_page`` in a thread (it reads the database)."""
+    return await run_db(ctx.engine, partial(member_page, ctx, member, token, template, section, **extra))
+
+
+MAX_PAGE = 100_000
+PAGE_RE = re.compile(r"[1-9][0-9]{0,5}")  # ASCII digits: str.isdigit and int take other scripts' too
+
+
+def page_number(raw: str | None) -> int:
+    """The page (from 1) a list's ``page`` query asks for; ValueError with the words to show."""
+    raw = raw or "1"
+    if not PAGE_RE.fullmatch(raw) or int(raw) > MAX_PAGE:
+        raise ValueError(f"page is a whole number from 1 to {MAX_PAGE}")
+    return int(raw)
+
+
+def pager(params: Any, page: int, pages: int) -> dict[str, Any]:
+    """The pager of a list (``page``, ``pages`` and the links to the pages beside, keeping the
+    query's other values)."""
+    kept = [(k, v) for k, v in params.multi_items() if k != "page" and v.strip()]
+    return {
+        "page": page,
+        "pages": pages,
+        "previous": f"?{urlencode([*kept, ('page', page - 1)])}" if page > 1 else None,
+        "next": f"?{urlencode([*kept, ('page', page + 1)])}" if page < pages else None,
+    }
+
+
+def event_row(e: Any) -> dict[str, Any]:
+    """A webhook event as the event tables show it."""
+    return {
+        "id": e.id,
+        "type": e.event_type,
+        "created": when(e.created_at),
+        "state": e.state,
+        "attempts": e.attempts,
+        "last": (f"HTTP {e.last_status}" if e.last_status else "") or (e.last_error or ""),
+        "request": e.request_id or "",
+    }

@@ -1,0 +1,141 @@
+"""API keys (owners and developers): create (expiry in days), rotate the signature secret (the old one
+works 24 hours more, CONTRACT 1), revoke; the key and secret shown once."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta
+from functools import partial
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from api.deps import ServicesDep
+from api.routes.dashboard.common import (
+    BUILDERS,
+    form_by,
+    not_found,
+    page,
+    signed_in,
+    when,
+)
+from services import members
+from services import orgs as organizations
+from services.context import Context
+from services.errors import Invalid, NotFound
+from store import orgs
+from store.db import run_db, utcnow
+from store.tables import Member
+
+router = APIRouter()
+
+KEY_ROLES = BUILDERS
+KEY_ID_RE = re.compile(r"[0-9a-f]{24}")
+MAX_KEY_DAYS = 3650
+DAYS_RE = re.compile(r"[0-9]{1,4}")
+KEY_NOTICES = {"revoked": "The key is revoked: calls signed with it are refused from now on."}
+
+
+def _key_status(key: Any, now: datetime) -> str:
+    if key.revoked_at is not None:
+        return "revoked"
+    if key.expires_at is not None and key.expires_at <= now:
+        return "expired"
+    return "active"
+
+
+async def _keys_page(ctx: Context, member: Member, token: str, **extra: Any) -> HTMLResponse:
+    """``_keys_html`` in a thread (it reads the database)."""
+    return await run_db(ctx.engine, partial(_keys_html, ctx, member, token, **extra))
+
+
+def _keys_html(ctx: Context, member: Member, token: str, *, status: int = 200, **extra: Any) -> HTMLResponse:
+    now = utcnow()
+    keys = [
+        {
+            "id": k.id,
+            "prefix": k.key_prefix,
+            "created": when(k.created_at),
+            "expires": when(k.expires_at) if k.expires_at else "never",
+            "rotated": when(k.rotated_at) if k.rotated_at else "",
+            "status": _key_status(k, now),
+        }
+        for k in organizations.list_keys(ctx, member.organization_id)
+    ]
+    return page(
+        "dashboard/keys.html",
+        status=status,
+        title="API keys · Mandatum",
+        member=member,
+        org=orgs.get_organization(ctx.engine, member.organization_id),
+        csrf=members.csrf_token(ctx, token),
+        keys=keys,
+        max_days=MAX_KEY_DAYS,
+        section="keys",
+        **extra,
+    )
+
+
+@router.get("/dashboard/keys", response_class=HTMLResponse)
+async def keys_page(request: Request, services: ServicesDep, notice: str | None = None) -> Response:
+    found = await signed_in(request, services, KEY_ROLES)
+    if isinstance(found, Response):
+        return found
+    member, token = found
+    return await _keys_page(services, member, token, notice=KEY_NOTICES.get(notice or ""))
+
+
+@router.post("/dashboard/keys", response_class=HTMLResponse)
+async def create_key(
+    request: Request,
+    services: ServicesDep,
+    csrf: Annotated[str, Form(max_length=100)] = "",
+    days: Annotated[str, Form(max_length=10)] = "",
+) -> Response:
+    found = await form_by(request, services, csrf, KEY_ROLES)
+    if isinstance(found, Response):
+        return found
+    member, token = found
+    expires, days = None, days.strip()
+    if days:
+        if not DAYS_RE.fullmatch(days) or not 1 <= int(days) <= MAX_KEY_DAYS:  # ASCII digits only
+            error = f"The expiry is a whole number of days from 1 to {MAX_KEY_DAYS}, or empty for none."
+            return await _keys_page(services, member, token, status=400, error=error)
+        expires = utcnow() + timedelta(days=int(days))
+    actor = members.actor_of(member)
+    issued = await run_db(
+        services.engine, organizations.create_key, services, actor, member.organization_id, expires
+    )
+    return await _keys_page(services, member, token, issued=issued, rotated=False)
+
+
+@router.post("/dashboard/keys/{key_id}/{change}", response_class=HTMLResponse)
+async def change_key(
+    request: Request,
+    services: ServicesDep,
+    key_id: str,
+    change: str,
+    csrf: Annotated[str, Form(max_length=100)] = "",
+    confirm: Annotated[str, Form(max_length=10)] = "",
+) -> Response:
+    found = await form_by(request, services, csrf, KEY_ROLES)
+    if isinstance(found, Response):
+        return found
+    member, token = found
+    if change not in ("rotate", "revoke") or not KEY_ID_RE.fullmatch(key_id):
+        return not_found()
+    actor, org_id = members.actor_of(member), member.organization_id
+    try:
+        if change == "rotate":
+            issued = await run_db(services.engine, organizations.rotate_key, services, actor, key_id, org_id)
+            return await _keys_page(services, member, token, issued=issued, rotated=True)
+        if confirm != "yes":
+            error = "Tick the box to confirm: a revoked key can never be used again."
+            return await _keys_page(services, member, token, status=400, error=error)
+        await run_db(services.engine, organizations.revoke_key, services, actor, key_id, org_id)
+    except NotFound:
+        return not_found("No such API key.")
+    except Invalid as exc:  # a rotation of a revoked key
+        return await _keys_page(services, member, token, status=409, error=str(exc))
+    return RedirectResponse("/dashboard/keys?notice=revoked", status_code=303)

@@ -1,0 +1,92 @@
+"""The organization's settings (owners and developers; issue 14, item 5): the origins allowed to
+embed the approval page in an iframe, how long its VPs stay valid, and the API version it is
+pinned to. Each change is checked as the command line checks it (``services.orgs``) and recorded
+with the member as actor."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from api.deps import ServicesDep
+from api.routes.dashboard.common import BUILDERS, form_by, show, signed_in
+from services import members
+from services import orgs as organizations
+from services.context import Context
+from services.errors import Invalid
+from store.db import run_db
+from store.presentations import MAX_MINUTES, MIN_MINUTES
+from store.tables import Member
+from wire import versioning
+
+router = APIRouter()
+MINUTES_RE = re.compile(r"[0-9]{1,2}")
+MAX_ORIGINS_TEXT = 4000
+NOTICES = {"saved": "The settings are saved."}
+
+
+async def _settings_page(ctx: Context, member: Member, token: str, **extra: Any) -> HTMLResponse:
+    return await show(
+        ctx,
+        member,
+        token,
+        "dashboard/settings.html",
+        "settings",
+        title="Settings · Mandatum",
+        versions=versioning.VERSIONS,
+        min_minutes=MIN_MINUTES,
+        max_minutes=MAX_MINUTES,
+        **extra,
+    )
+
+
+@router.get("/dashboard/settings", response_class=HTMLResponse)
+async def settings_page(request: Request, services: ServicesDep, notice: str | None = None) -> Response:
+    found = await signed_in(request, services, BUILDERS)
+    if isinstance(found, Response):
+        return found
+    member, token = found
+    return await _settings_page(services, member, token, notice=NOTICES.get(notice or ""))
+
+
+@router.post("/dashboard/settings", response_class=HTMLResponse)
+async def save_settings(
+    request: Request,
+    services: ServicesDep,
+    csrf: Annotated[str, Form(max_length=100)] = "",
+    origins: Annotated[str, Form(max_length=MAX_ORIGINS_TEXT)] = "",
+    minutes: Annotated[str, Form(max_length=10)] = "",
+    version: Annotated[str, Form(max_length=20)] = "",
+) -> Response:
+    """Saves what changed, each setting on its own (a refused one names itself; none is saved then)."""
+    found = await form_by(request, services, csrf, BUILDERS)
+    if isinstance(found, Response):
+        return found
+    member, token = found
+    actor, org_id = members.actor_of(member), member.organization_id
+    wanted_origins = [line.strip() for line in origins.splitlines() if line.strip()]
+    minutes = minutes.strip()
+
+    def save() -> None:
+        org = organizations.get_organization(services, org_id)
+        if not MINUTES_RE.fullmatch(minutes) or not MIN_MINUTES <= int(minutes) <= MAX_MINUTES:
+            raise Invalid(f"the VP lifetime is a whole number of minutes from {MIN_MINUTES} to {MAX_MINUTES}")
+        if version and version not in versioning.VERSIONS:
+            raise Invalid(f"the API version is one of {', '.join(versioning.VERSIONS)}")
+        checked = organizations.check_frame_origins(services, wanted_origins)
+        if checked != list(org.frame_origins or []):
+            organizations.set_frame_origins(services, actor, org_id, checked)
+        if int(minutes) != org.presentation_minutes:
+            organizations.set_presentation_minutes(services, actor, org_id, int(minutes))
+        if version and version != org.api_version:
+            organizations.set_api_version(services, actor, org_id, version)
+
+    try:
+        await run_db(services.engine, save)
+    except Invalid as exc:
+        form = {"origins": origins, "minutes": minutes, "version": version}
+        return await _settings_page(services, member, token, status=400, error=str(exc), form=form)
+    return RedirectResponse("/dashboard/settings?notice=saved", status_code=303)

@@ -1,0 +1,239 @@
+"""The webhook (owners and developers): its URL, secrets shown once on creation and rotation, the
+`test` event, the recent events with their delivery state."""
+
+from __future__ import annotations
+
+import re
+from functools import partial
+from typing import Annotated, Any
+from urllib.parse import quote
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from api.deps import ServicesDep
+from api.routes.dashboard.common import (
+    BUILDERS,
+    EVERYONE,
+    event_row,
+    form_by,
+    member_page,
+    not_found,
+    show,
+    signed_in,
+    when,
+)
+from core.ids import is_object_id
+from orchestration.temporal import temporal_unavailable
+from services import members, webhooks
+from services.context import Context
+from services.errors import Conflict, Invalid, NotFound
+from store import webhooks as webhook_store
+from store.db import run_db
+from store.tables import Member
+
+router = APIRouter()
+
+WEBHOOK_ROLES = BUILDERS
+EVENTS_SHOWN = 20
+WEBHOOK_NOTICES = {
+    "test-sent": "The test event is on its way: its delivery shows below (reload to follow it)."
+}
+
+
+async def _webhook_page(ctx: Context, member: Member, token: str, **extra: Any) -> HTMLResponse:
+    """``_webhook_html`` in a thread (it reads the database)."""
+    return await run_db(ctx.engine, partial(_webhook_html, ctx, member, token, **extra))
+
+
+def _webhook_html(
+    ctx: Context, member: Member, token: str, *, status: int = 200, **extra: Any
+) -> HTMLResponse:
+    org_id = member.organization_id
+    config = webhook_store.config_row(ctx.engine, org_id)
+    events = [event_row(e) for e in webhooks.events(ctx, org_id, EVENTS_SHOWN)]
+    return member_page(
+        ctx,
+        member,
+        token,
+        "dashboard/webhooks.html",
+        "webhooks",
+        status=status,
+        title="Webhook · Mandatum",
+        url=config.url if config else "",
+        updated=when(config.updated_at) if config else "",
+        events=events,
+        **extra,
+    )
+
+
+@router.get("/dashboard/webhooks", response_class=HTMLResponse)
+async def webhook_page(request: Request, services: ServicesDep, notice: str | None = None) -> Response:
+    found = await signed_in(request, services, WEBHOOK_ROLES)
+    if isinstance(found, Response):
+        return found
+    member, token = found
+    notice_text = WEBHOOK_NOTICES.get(notice or "")
+    return await _webhook_page(services, member, token, notice=notice_text)
+
+
+@router.post("/dashboard/webhooks", response_class=HTMLResponse)
+async def set_webhook(
+    request: Request,
+    services: ServicesDep,
+    csrf: Annotated[str, Form(max_length=100)] = "",
+    url: Annotated[str, Form(max_length=2048)] = "",
+    new_secrets: Annotated[str, Form(max_length=10)] = "",
+) -> Response:
+    found = await form_by(request, services, csrf, WEBHOOK_ROLES)
+    if isinstance(found, Response):
+        return found
+    member, token = found
+    fresh = (
+        {
+            "signature_secret": webhook_store.new_signature_secret(),
+            "encryption_secret": webhook_store.new_encryption_secret(),
+            "salt": webhook_store.new_salt(),
+        }
+        if new_secrets == "yes"
+        else {}
+    )
+    try:
+        generated = await run_db(
+            services.engine,
+            partial(
+                webhooks.configure,
+                services,
+                members.actor_of(member),
+                member.organization_id,
+                url.strip(),
+                **fresh,
+            ),
+        )
+    except Invalid as exc:
+        return await _webhook_page(services, member, token, status=400, error=str(exc))
+    shown = generated or {name.replace("_", " "): value for name, value in fresh.items()}
+    return await _webhook_page(services, member, token, secrets=shown)
+
+
+@router.post("/dashboard/webhooks/test", response_class=HTMLResponse)
+async def send_test_event(
+    request: Request, services: ServicesDep, csrf: Annotated[str, Form(max_length=100)] = ""
+) -> Response:
+    found = await form_by(request, services, csrf, WEBHOOK_ROLES)
+    if isinstance(found, Response):
+        return found
+    member, token = found
+    if (
+        await run_db(services.engine, webhook_store.config_row, services.engine, member.organization_id)
+        is None
+    ):
+        error = "Set the webhook's URL first: the test event is sent there."
+        return await _webhook_page(services, member, token, status=409, error=error)
+    actor = members.actor_of(member)
+    try:
+        event = await run_db(
+            services.engine, webhooks.create_test_event, services, actor, member.organization_id
+        )
+        await webhooks.start_delivery(services, actor, event.id)
+    except Exception as exc:
+        if not temporal_unavailable(exc):
+            raise
+        error = "The delivery service does not answer right now: try again in a minute."
+        return await _webhook_page(services, member, token, status=503, error=error)
+    return RedirectResponse("/dashboard/webhooks?notice=test-sent", status_code=303)
+
+
+# --- the events and their deliveries (every member: support retries and resends) -----------------
+
+EVENT_ID_RE = re.compile(r"urn:via:event:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+EVENT_NOTICES = {
+    "retry": "The event is being delivered again: its attempts show below (reload to follow them).",
+    "resend": "The event is being sent again: its attempts show below (reload to follow them).",
+}
+
+
+@router.get("/dashboard/events", response_class=HTMLResponse)
+async def events_page(request: Request, services: ServicesDep, requestId: str | None = None) -> Response:
+    found = await signed_in(request, services, EVERYONE)
+    if isinstance(found, Response):
+        return found
+    member, token = found
+    wanted = (requestId or "").strip() or None
+    render = partial(
+        show, services, member, token, "dashboard/events.html", "events", title="Webhook events · Mandatum"
+    )
+    if wanted is not None and not is_object_id(wanted):
+        error = "The request id is 24 lower-case hexadecimal characters."
+        return await render(status=400, error=error, events=[], request_id="")
+    rows = await run_db(
+        services.engine, webhooks.events, services, member.organization_id, EVENTS_LISTED, wanted
+    )
+    return await render(events=[event_row(e) for e in rows], request_id=wanted or "")
+
+
+EVENTS_LISTED = 100
+
+
+async def _event_page(
+    ctx: Context, member: Member, token: str, event_id: str, *, status: int = 200, **extra: Any
+) -> HTMLResponse:
+    try:
+        log = await run_db(ctx.engine, webhooks.event_log, ctx, member.organization_id, event_id)
+    except NotFound:
+        return not_found("No such event.")
+    attempts = [
+        {
+            "number": a.number,
+            "at": when(a.finished_at),
+            "status": str(a.status_code) if a.status_code is not None else "",
+            "error": a.error or "",
+            "duration": f"{a.duration_ms} ms" if a.duration_ms is not None else "",
+            "url": a.url or "",
+        }
+        for a in log.attempts
+    ]
+    view = {"title": "Webhook event · Mandatum", "event": event_row(log.event), "attempts": attempts}
+    return await show(ctx, member, token, "dashboard/event.html", "events", status=status, **view, **extra)
+
+
+@router.get("/dashboard/events/{event_id}", response_class=HTMLResponse)
+async def event_page(
+    request: Request, services: ServicesDep, event_id: str, notice: str | None = None
+) -> Response:
+    found = await signed_in(request, services, EVERYONE)
+    if isinstance(found, Response):
+        return found
+    if not EVENT_ID_RE.fullmatch(event_id):
+        return not_found("No such event.")
+    member, token = found
+    return await _event_page(services, member, token, event_id, notice=EVENT_NOTICES.get(notice or ""))
+
+
+@router.post("/dashboard/events/{event_id}/{kind}", response_class=HTMLResponse)
+async def redeliver(
+    request: Request,
+    services: ServicesDep,
+    event_id: str,
+    kind: str,
+    csrf: Annotated[str, Form(max_length=100)] = "",
+) -> Response:
+    """``retry`` a failed event now, or ``resend`` a delivered one (the same event id again)."""
+    found = await form_by(request, services, csrf, EVERYONE)
+    if isinstance(found, Response):
+        return found
+    if kind not in ("retry", "resend") or not EVENT_ID_RE.fullmatch(event_id):
+        return not_found()
+    member, token = found
+    try:
+        await webhooks.redeliver(services, members.actor_of(member), member.organization_id, event_id, kind)
+    except NotFound:
+        return not_found("No such event.")
+    except Conflict as exc:
+        return await _event_page(services, member, token, event_id, status=409, error=str(exc))
+    except Exception as exc:
+        if not temporal_unavailable(exc):
+            raise
+        error = "The delivery service does not answer right now: try again in a minute."
+        return await _event_page(services, member, token, event_id, status=503, error=error)
+    return RedirectResponse(f"/dashboard/events/{quote(event_id, safe=':')}?notice={kind}", status_code=303)

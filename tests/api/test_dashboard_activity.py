@@ -1,0 +1,106 @@
+"""The audit trail in the dashboard: every member reads the organization's records with the filters
+of ``GET /activity`` (bad values answered on the page with why), checks the chain and is told when
+a record was changed behind the service's back; another organization's records never show."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+from fastapi import FastAPI
+from sqlalchemy import Engine, update
+from sqlmodel import col
+
+from api.app import create_app
+from core.actors import Actor
+from core.kinds import MemberRole
+from core.secretbox import SecretCipher
+from core.settings import Settings
+from services import orgs as organizations
+from services.context import Context
+from store.tables import AuditRecord
+from tests.conftest import new_org
+from tests.support.audit_helpers import chain, tamper
+from tests.support.dashboard import log_in_as, page_client
+from tests.support.helpers import Credentials
+
+
+@pytest_asyncio.fixture
+async def app(settings: Settings) -> AsyncIterator[FastAPI]:
+    made = create_app(settings)
+    yield made
+    made.state.services.engine.dispose()
+
+
+@pytest.fixture
+def ctx(settings: Settings, engine: Engine, cipher: SecretCipher) -> Context:
+    return Context(settings, engine, cipher)
+
+
+def _rows(page: str) -> list[tuple[str, str, str]]:
+    """(seq, type, actor) of each record the page lists."""
+    row = (
+        r'data-label="#">(\d+)</td>.*?data-label="What">([A-Z_]+)</td>\s*<td data-label="Who"><code>([^<]*)<'
+    )
+    return re.findall(row, page, re.S)
+
+
+async def test_a_member_filters_the_trail_and_checks_the_chain(
+    app: FastAPI, ctx: Context, org: Credentials, engine: Engine
+) -> None:
+    alice, bob = Actor.operator("alice"), Actor.operator("bob")
+    first = organizations.create_key(ctx, alice, org.organization_id)
+    organizations.revoke_key(ctx, bob, first.key_id, org.organization_id)
+    organizations.set_presentation_minutes(ctx, alice, org.organization_id, 7)
+    async with page_client(app) as browser:
+        member_id, csrf = await log_in_as(browser, ctx, org, MemberRole.SUPPORT, "auditor")
+        everything = (await browser.get("/dashboard/activity")).text
+        assert _rows(everything) == [
+            ("3", "ORGANIZATION_SETTINGS_CHANGED", "operator:alice"),
+            ("2", "API_KEY_REVOKED", "operator:bob"),
+            ("1", "API_KEY_CREATED", "operator:alice"),
+        ]
+        only_revoked = (await browser.get("/dashboard/activity", params={"type": "API_KEY_REVOKED"})).text
+        assert _rows(only_revoked) == [("2", "API_KEY_REVOKED", "operator:bob")]
+        every_type = await browser.get("/dashboard/activity", params={"type": ""})  # the form's default
+        assert len(_rows(every_type.text)) == 3
+        none = await browser.get("/dashboard/activity", params={"requestId": "0" * 24})
+        assert _rows(none.text) == [] and "No record matches" in none.text
+        old = await browser.get(
+            "/dashboard/activity", params={"dateFrom": "2000-01-01", "dateTo": "2000-01-01"}
+        )
+        assert _rows(old.text) == []
+        for query, why in (
+            ({"type": "NOT_A_TYPE"}, "type is one of the record types listed"),
+            ({"requestId": "xyz"}, "requestId is 24 lower-case hexadecimal characters"),
+            ({"dateTo": "2026-01-01"}, "dateTo requires dateFrom"),
+            ({"dateFrom": "yesterday"}, "dateFrom must be an ISO 8601 date"),
+            ({"page": "0"}, "page is a whole number from 1 to 100000"),
+        ):
+            refused = await browser.get("/dashboard/activity", params=query)
+            assert refused.status_code == 400 and why in refused.text, query
+
+        checked = await browser.post("/dashboard/activity/check", data={"csrf": csrf})
+        assert checked.status_code == 200
+        assert "The chain checks: all 3 records are in order, linked, unchanged and signed." in checked.text
+        records = chain(engine, org.organization_id)
+        forged = update(AuditRecord).where(col(AuditRecord.id) == records[1].id)
+        tamper(engine, forged.values(actor=f"member:{member_id}"))
+        broken = await browser.post("/dashboard/activity/check", data={"csrf": csrf})
+        assert "The chain does not check:" in broken.text and records[1].id in broken.text
+        assert (await browser.post("/dashboard/activity/check", data={"csrf": "0" * 64})).status_code == 403
+
+
+async def test_another_organizations_records_never_show(
+    app: FastAPI, ctx: Context, org: Credentials, engine: Engine, cipher: SecretCipher, settings: Settings
+) -> None:
+    organizations.create_key(ctx, Actor.operator("alice"), org.organization_id)
+    stranger = new_org(engine, cipher, settings)
+    async with page_client(app) as browser:
+        _, csrf = await log_in_as(browser, ctx, stranger, MemberRole.OWNER, "stranger")
+        page = (await browser.get("/dashboard/activity")).text
+        assert _rows(page) == [] and "operator:alice" not in page
+        checked = (await browser.post("/dashboard/activity/check", data={"csrf": csrf})).text
+        assert "all 0 records" in checked

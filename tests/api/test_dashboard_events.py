@@ -1,0 +1,159 @@
+"""Webhook events in the dashboard: every member sees each event's attempts (time, HTTP status,
+error, duration, the URL without its query), a support member retries a failed event now and
+resends a delivered one (the same event id again), each recorded as theirs; the list filters by
+request; another organization's event is not found; when Temporal does not take a redelivery the
+event keeps the state it had."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator
+
+import pytest
+import pytest_asyncio
+from fastapi import FastAPI
+from sqlalchemy import Engine
+from temporalio.client import Client
+
+from api.app import create_app
+from core.actors import Actor
+from core.kinds import MemberRole
+from core.secretbox import SecretCipher
+from core.settings import Settings
+from services import webhooks
+from services.context import Context
+from services.errors import Conflict
+from store import audit
+from store import webhooks as store
+from tests.conftest import new_org
+from tests.support.audit_helpers import chain
+from tests.support.dashboard import log_in_as, page_client
+from tests.support.helpers import Credentials
+from tests.support.webhook_receiver import receiving
+
+pytestmark = pytest.mark.usefixtures("no_server_errors")
+
+
+@pytest_asyncio.fixture
+async def app(settings: Settings, temporal: Client, worker: None) -> AsyncIterator[FastAPI]:
+    made = create_app(settings, temporal=temporal)
+    yield made
+    made.state.services.engine.dispose()
+
+
+@pytest.fixture
+def ctx(settings: Settings, engine: Engine, cipher: SecretCipher, temporal: Client) -> Context:
+    return Context(settings, engine, cipher, temporal)
+
+
+async def _settled(engine: Engine, event_id: str, attempts: int) -> store.WebhookEvent:
+    """The event once ``attempts`` attempts are recorded and its delivery has ended."""
+    for _ in range(400):
+        event = store.get_event(engine, event_id)
+        if event.attempts >= attempts and event.state != store.PENDING:
+            return event
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"event {event_id} did not settle: {store.get_event(engine, event_id)}")
+
+
+def _attempt_rows(page: str) -> list[list[str]]:
+    """The attempts table: number, status, error, took, URL of each row."""
+    rows = re.findall(r'<td data-label="#">(\d+)</td>(.*?)</tr>', page, re.S)
+    cells = re.compile(r'data-label="(?:HTTP status|Error|Took)">([^<]*)<')
+    code = re.compile(r"<code>([^<]*)</code>")
+    return [[number, *cells.findall(rest), *code.findall(rest)] for number, rest in rows]
+
+
+async def test_a_support_member_retries_a_failed_event_and_resends_a_delivered_one(
+    app: FastAPI, ctx: Context, org: Credentials, engine: Engine
+) -> None:
+    with receiving(lambda n: 410 if n == 1 else 200) as receiver:  # gone once, then fine
+        developer = Actor.operator("setup")
+        webhooks.configure(ctx, developer, org.organization_id, receiver.url + "?token=receivers-secret")
+        event = webhooks.create_test_event(ctx, developer, org.organization_id)
+        await webhooks.start_delivery(ctx, developer, event.id)
+        assert (await _settled(engine, event.id, 1)).state == store.FAILED
+        page_of = f"/dashboard/events/{event.id}"
+        async with page_client(app) as browser:
+            member_id, csrf = await log_in_as(browser, ctx, org, MemberRole.SUPPORT, "events")
+            listed = (await browser.get("/dashboard/events")).text
+            assert f'href="{page_of}"' in listed and "failed" in listed
+            failed = await browser.get(page_of)
+            assert failed.status_code == 200 and "Retry now" in failed.text and "Resend" not in failed.text
+            ((number, status, _error, took, url),) = _attempt_rows(failed.text)
+            assert (number, status, url) == ("1", "410", receiver.url)  # no query: no token shown
+            assert re.fullmatch(r"\d+ ms", took) and "receivers-secret" not in failed.text
+
+            resent_too_early = await browser.post(f"{page_of}/resend", data={"csrf": csrf})
+            assert (
+                resent_too_early.status_code == 409
+                and "only a delivered one is resent" in resent_too_early.text
+            )
+            retried = await browser.post(f"{page_of}/retry", data={"csrf": csrf})
+            assert (retried.status_code, retried.headers["location"]) == (303, f"{page_of}?notice=retry")
+            assert (await _settled(engine, event.id, 2)).state == store.DELIVERED
+            delivered = (await browser.get(page_of)).text
+            assert [row[:2] for row in _attempt_rows(delivered)] == [["1", "410"], ["2", "200"]]
+            again = await browser.post(f"{page_of}/retry", data={"csrf": csrf})
+            assert again.status_code == 409 and "only a failed one is retried" in again.text
+
+            resent = await browser.post(f"{page_of}/resend", data={"csrf": csrf})
+            assert (resent.status_code, resent.headers["location"]) == (303, f"{page_of}?notice=resend")
+            assert (await _settled(engine, event.id, 3)).state == store.DELIVERED
+            assert [d.webhook_id for d in receiver.deliveries] == [event.id] * 3  # the same event again
+
+    actor = f"member:{member_id}"
+    records = [(r.type, r.actor, r.data.get("kind")) for r in chain(engine, org.organization_id)]
+    assert [r for r in records if r[0] == audit.WEBHOOK_REDELIVERY] == [
+        (audit.WEBHOOK_REDELIVERY, actor, "retry"),
+        (audit.WEBHOOK_REDELIVERY, actor, "resend"),
+    ]
+
+
+async def test_the_list_filters_by_request_and_refuses_a_malformed_id(
+    app: FastAPI, ctx: Context, org: Credentials
+) -> None:
+    event = webhooks.create_test_event(ctx, Actor.operator("setup"), org.organization_id)  # no request
+    async with page_client(app) as browser:
+        await log_in_as(browser, ctx, org, MemberRole.DEVELOPER, "filter")
+        assert event.id in (await browser.get("/dashboard/events")).text
+        other = await browser.get("/dashboard/events", params={"requestId": "0" * 24})
+        assert other.status_code == 200 and event.id not in other.text and "No event yet" in other.text
+        for bad in ("x" * 24, "0" * 23, "0" * 25, "A" * 24):
+            refused = await browser.get("/dashboard/events", params={"requestId": bad})
+            assert refused.status_code == 400 and "24 lower-case hexadecimal" in refused.text, bad
+
+
+async def test_another_organizations_event_is_not_found(
+    app: FastAPI, ctx: Context, org: Credentials, engine: Engine, cipher: SecretCipher, settings: Settings
+) -> None:
+    event = webhooks.create_test_event(ctx, Actor.operator("setup"), org.organization_id)
+    store.mark_failed(engine, event.id, "for the test")
+    stranger = new_org(engine, cipher, settings)
+    async with page_client(app) as browser:
+        _, csrf = await log_in_as(browser, ctx, stranger, MemberRole.OWNER, "stranger")
+        assert event.id not in (await browser.get("/dashboard/events")).text
+        assert (await browser.get(f"/dashboard/events/{event.id}")).status_code == 404
+        for kind in ("retry", "resend"):
+            refused = await browser.post(f"/dashboard/events/{event.id}/{kind}", data={"csrf": csrf})
+            assert refused.status_code == 404 and "for the test" not in refused.text
+        for path in ("/dashboard/events/urn:via:event:nope", f"/dashboard/events/{event.id.upper()}"):
+            assert (await browser.get(path)).status_code == 404
+        assert (
+            await browser.post(f"/dashboard/events/{event.id}/retry", data={"csrf": ""})
+        ).status_code == 403
+    assert store.get_event(engine, event.id).state == store.FAILED  # nothing the stranger sent changed it
+    with pytest.raises(Conflict):  # the service is scoped the same way
+        await webhooks.redeliver(ctx, Actor.operator("x"), org.organization_id, event.id, "resend")
+
+
+async def test_a_redelivery_temporal_does_not_take_leaves_the_event_as_it_was(
+    ctx: Context, org: Credentials, engine: Engine, settings: Settings, cipher: SecretCipher
+) -> None:
+    event = webhooks.create_test_event(ctx, Actor.operator("setup"), org.organization_id)
+    store.mark_failed(engine, event.id, "for the test")
+    offline = Context(settings, engine, cipher)  # no Temporal client: the start fails
+    with pytest.raises(RuntimeError, match="Temporal client not connected"):
+        await webhooks.redeliver(offline, Actor.operator("x"), org.organization_id, event.id, "retry")
+    assert store.get_event(engine, event.id).state == store.FAILED  # not left pending for ever
