@@ -12,6 +12,13 @@ absolute expiry, and the CSRF token of a session's forms.
   or when the member's password is set again (every session of the member).
 - The CSRF token of a form is an HMAC of the session token under a key derived from the master key
   (HKDF-SHA256, its own ``info``): nothing to store, and it changes with every session.
+- Owners invite members by e-mail (the link goes through the delivery path of the subjects'
+  codes, at most once a minute per member), change roles, disable and enable members and end their
+  sessions; an organization always keeps an enabled owner. Each change is an audit record.
+- The optional second factor is TOTP (RFC 6238: SHA-1, 6 digits, 30 s, one step of clock drift
+  either way), its secret sealed under the master key. After a right password such a member's
+  session only waits for the code (``pending_minutes``); a wrong code counts as a failed login
+  (same back-off), and a code's time step is used once.
 """
 
 from __future__ import annotations
@@ -20,11 +27,16 @@ import hashlib
 import hmac
 import logging
 import math
+import re
 import secrets
 import smtplib
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TypeVar
 
+import pyotp
+import segno
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 from cryptography.hazmat.primitives import hashes
@@ -32,12 +44,14 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from core.actors import Actor
 from core.kinds import MemberRole, MemberTokenPurpose
+from core.text import one_line
 from orchestration.delivery import Message, Undeliverable, transport_for
 from services.context import Context
 from services.errors import Conflict, Invalid, NotFound, TooMany
 from store import members as store
+from store import orgs as orgs_store
 from store.db import utcnow
-from store.tables import Member
+from store.tables import Member, MemberSession
 from wire.contacts import normalize_contact
 
 MIN_PASSWORD, MAX_PASSWORD = 12, 1024
@@ -46,6 +60,7 @@ WRONG_LOGIN = "Wrong e-mail or password"
 log = logging.getLogger("mandatum.services.members")
 _HASHER = PasswordHasher()  # Argon2id
 _DUMMY_HASH = _HASHER.hash("a password no member has, hashed once")
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -59,6 +74,19 @@ class Login:
     member: Member
     session_token: str  # the cookie's value; the database has its SHA-256 only
     expires_at: datetime
+    awaiting_code: bool = False  # the session opens nothing until the second factor's code
+
+
+@dataclass(frozen=True)
+class Enrolment:
+    secret: str  # base32, for typing into an authenticator app
+    uri: str  # otpauth://totp/...
+    qr_svg: str  # the URI as an inline SVG QR code
+
+
+PENDING_CODE = timedelta(minutes=5)
+TOTP_STEP = 30
+CODE_RE = re.compile(r"[0-9]{6}")
 
 
 def _digest(token: str) -> str:
@@ -66,6 +94,8 @@ def _digest(token: str) -> str:
 
 
 def _email(raw: str) -> str:
+    if "@" not in raw:  # else a phone-like value is answered in words about phone numbers
+        raise Invalid("email must be an e-mail address")
     try:
         contact, kind = normalize_contact(raw)
     except ValueError as exc:
@@ -105,15 +135,245 @@ def _new_link(ctx: Context, member_id: str, purpose: MemberTokenPurpose) -> str:
 
 
 def invite(ctx: Context, actor: Actor, org_id: str, email: str, role: MemberRole) -> Invitation:
-    """A new member of the organization with a one-time link to set their password."""
+    """A new member of the organization with a one-time link to set their password
+    (``MEMBER_INVITED`` naming ``actor``)."""
     address = _email(email)
     try:
-        member = store.add_member(ctx.engine, org_id, address, MemberRole(role), utcnow())
+        member = store.add_member(ctx.engine, org_id, address, MemberRole(role), utcnow(), actor=str(actor))
     except store.NotFound as exc:
         raise NotFound(str(exc)) from exc
     except store.EmailTaken as exc:
         raise Conflict(str(exc)) from exc
     return Invitation(member, _new_link(ctx, member.id, MemberTokenPurpose.SET_PASSWORD))
+
+
+INVITE_EVERY = timedelta(minutes=1)
+
+
+class NotSent(Exception):
+    """The invitation e-mail could not be sent: ``reason`` says why, in a few words."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"the invitation e-mail was not sent ({reason}): send it again from the list")
+        self.reason = reason
+
+
+def _send(ctx: Context, address: str, subject: str, text: str) -> None:
+    """Send through the codes' delivery path; ``NotSent`` with the reason when it cannot."""
+    try:
+        transport_for(ctx.settings, "email").send(Message("email", address, subject, text))
+    except Undeliverable as exc:
+        raise NotSent(exc.code) from exc
+    except (OSError, smtplib.SMTPException) as exc:
+        raise NotSent(f"mail server: {type(exc).__name__}") from exc
+
+
+def _invitation_text(ctx: Context, org_name: str, role: str, link: str) -> str:
+    hours = int(ctx.settings.member_link_lifetime.total_seconds() // 3600)
+    name = one_line(org_name, 200)
+    return (
+        f"You are invited to the Mandatum dashboard of {name}, as {role}.\n\n"
+        f"To choose your password, open:\n\n{link}\n\n"
+        f"The link works once, for {hours} hours. If you did not expect this, ignore this message.\n"
+    )
+
+
+def invite_by_email(ctx: Context, actor: Actor, org_id: str, email: str, role: MemberRole) -> Member:
+    """Invite a member and e-mail them the link (never shown to the one inviting). The member is
+    added even when the e-mail cannot be sent: ``NotSent`` then says why, and ``send_invitation``
+    sends a fresh link."""
+    invitation = invite(ctx, actor, org_id, email, role)
+    org = orgs_store.get_organization(ctx.engine, org_id)
+    member = invitation.member
+    _send(
+        ctx, member.email, INVITATION_SUBJECT, _invitation_text(ctx, org.name, member.role, invitation.link)
+    )
+    return member
+
+
+INVITATION_SUBJECT = "Your invitation to the Mandatum dashboard"
+
+
+def send_invitation(ctx: Context, actor: Actor, org_id: str, member_id: str) -> Member:
+    """E-mail a fresh set-password link to a member who has not set a password yet (the links sent
+    before keep working until they expire). ``TooMany`` within a minute of the last one,
+    ``Conflict`` for a member with a password or disabled."""
+    member = member_in(ctx, org_id, member_id)
+    if member.password_hash is not None or member.disabled_at is not None:
+        raise Conflict(f"{member.email} has set a password or is disabled: nothing to send")
+    now = utcnow()
+    if store.recent_token(ctx.engine, member.id, MemberTokenPurpose.SET_PASSWORD, now - INVITE_EVERY):
+        raise TooMany("An invitation went to this member less than a minute ago", retry_after=60)
+    link = _new_link(ctx, member.id, MemberTokenPurpose.SET_PASSWORD)
+    org = orgs_store.get_organization(ctx.engine, org_id)
+    _send(ctx, member.email, INVITATION_SUBJECT, _invitation_text(ctx, org.name, member.role, link))
+    return member
+
+
+def member_in(ctx: Context, org_id: str, member_id: str) -> Member:
+    member = store.get_member(ctx.engine, member_id)
+    if member is None or member.organization_id != org_id:
+        raise NotFound(f"member {member_id} not found")
+    return member
+
+
+def list_members(ctx: Context, org_id: str) -> list[tuple[Member, int]]:
+    """The organization's members, oldest first, each with how many sessions they have open."""
+    now = utcnow()
+    counts = store.live_session_counts(ctx.engine, org_id, now, now - ctx.settings.dashboard_idle)
+    return [(m, counts.get(m.id, 0)) for m in store.members_of(ctx.engine, org_id)]
+
+
+def _changing(change: Callable[[], T]) -> T:
+    try:
+        return change()
+    except store.NotFound as exc:
+        raise NotFound(str(exc)) from exc
+    except store.LastOwner as exc:
+        raise Conflict(str(exc)) from exc
+
+
+def change_role(ctx: Context, actor: Actor, org_id: str, member_id: str, role: str) -> Member:
+    """The member's new role; ``Conflict`` when it would leave the organization without an owner."""
+    try:
+        chosen = MemberRole(role)
+    except ValueError as exc:
+        raise Invalid(f"a role is one of {', '.join(r.value for r in MemberRole)}") from exc
+    return _changing(lambda: store.change_role(ctx.engine, org_id, member_id, chosen, actor=str(actor)))
+
+
+def set_disabled(ctx: Context, actor: Actor, org_id: str, member_id: str, disabled: bool) -> Member:
+    """Disable a member (their sessions end at once) or enable them again. Nobody disables
+    themselves, and the last enabled owner is not disabled (``Conflict``)."""
+    if disabled and str(actor) == str(Actor.member(member_id)):
+        raise Conflict("You cannot disable yourself: another owner can")
+    return _changing(
+        lambda: store.set_disabled(ctx.engine, org_id, member_id, disabled, utcnow(), actor=str(actor))
+    )
+
+
+def end_sessions(ctx: Context, actor: Actor, org_id: str, member_id: str, keep: str | None = None) -> int:
+    """End a member's sessions (but ``keep``, the asking session's token); how many ended."""
+    keep_hash = _digest(keep) if keep else None
+    return _changing(
+        lambda: store.end_member_sessions(
+            ctx.engine, org_id, member_id, utcnow(), actor=str(actor), keep=keep_hash
+        )
+    )
+
+
+def sessions_of(ctx: Context, member: Member) -> list[MemberSession]:
+    now = utcnow()
+    return store.live_sessions(ctx.engine, member.id, now, now - ctx.settings.dashboard_idle)
+
+
+def is_session(session: MemberSession, token: str) -> bool:
+    """Whether ``session`` is the one of the cookie ``token``."""
+    return hmac.compare_digest(session.token_hash, _digest(token))
+
+
+# --- the TOTP second factor ----------------------------------------------------------------------
+
+
+def _secret_of(ctx: Context, member: Member) -> str:
+    assert member.totp_secret_ciphertext is not None
+    return ctx.cipher.decrypt(member.totp_secret_ciphertext)
+
+
+def _matching_step(secret: str, code: str, now: datetime) -> int | None:
+    """The time step (now, or one either side) whose code ``code`` is, or None."""
+    if not CODE_RE.fullmatch(code):
+        return None
+    totp = pyotp.TOTP(secret, interval=TOTP_STEP)
+    current = int(now.timestamp()) // TOTP_STEP
+    found = None
+    for step in (current - 1, current, current + 1):  # every step compared: no early exit to time
+        if hmac.compare_digest(totp.at(step * TOTP_STEP), code):
+            found = step
+    return found
+
+
+def begin_second_factor(ctx: Context, member: Member) -> Enrolment:
+    """A new TOTP secret for the member to add to an authenticator app and confirm with a code;
+    ``Conflict`` when the second factor is on already."""
+    secret = pyotp.random_base32()
+    if not store.begin_totp(ctx.engine, member.id, ctx.cipher.encrypt(secret)):
+        raise Conflict("The second factor is on already: turn it off first to set up another")
+    return enrolment_of(secret, member.email)
+
+
+def enrolment_of(secret: str, email: str) -> Enrolment:
+    uri = pyotp.TOTP(secret, interval=TOTP_STEP).provisioning_uri(name=email, issuer_name="Mandatum")
+    qr = segno.make(uri, error="m")
+    return Enrolment(
+        secret, uri, qr.svg_inline(scale=4, dark="#111", light="#fff", title="QR code of the secret")
+    )
+
+
+def pending_enrolment(ctx: Context, member: Member) -> Enrolment | None:
+    """The enrolment waiting for its first code, to show again (None when none waits)."""
+    fresh = store.get_member(ctx.engine, member.id)
+    if fresh is None or fresh.totp_secret_ciphertext is None or fresh.totp_enabled_at is not None:
+        return None
+    return enrolment_of(_secret_of(ctx, fresh), fresh.email)
+
+
+def confirm_second_factor(ctx: Context, member: Member, code: str, now: datetime | None = None) -> None:
+    """Turn the second factor on with the first right code of the pending secret."""
+    now = now or utcnow()
+    fresh = store.get_member(ctx.engine, member.id)
+    if fresh is None or fresh.totp_secret_ciphertext is None or fresh.totp_enabled_at is not None:
+        raise Conflict("No second factor waits to be confirmed: set one up first")
+    step = _matching_step(_secret_of(ctx, fresh), code.strip(), now)
+    if step is None:
+        raise Invalid("That code is not right: type the 6 digits your app shows now")
+    if not store.confirm_totp(ctx.engine, member.id, step, now, actor=str(actor_of(member))):
+        raise Conflict("No second factor waits to be confirmed: set one up first")
+
+
+def turn_off_second_factor(
+    ctx: Context,
+    actor: Actor,
+    org_id: str,
+    member_id: str,
+    code: str | None = None,
+    now: datetime | None = None,
+) -> Member:
+    """Turn a member's second factor off. The member themselves gives a current code; an owner
+    turning off another member's (a lost phone) gives none: the record names the owner."""
+    member = member_in(ctx, org_id, member_id)
+    if str(actor) == str(Actor.member(member_id)) and member.totp_enabled_at is not None:
+        step = _matching_step(_secret_of(ctx, member), (code or "").strip(), now or utcnow())
+        if step is None or not store.use_totp_step(ctx.engine, member.id, step):
+            raise Invalid("That code is not right: type the 6 digits your app shows now")
+    return _changing(lambda: store.turn_off_totp(ctx.engine, org_id, member_id, actor=str(actor)))
+
+
+def second_factor(ctx: Context, pending_token: str | None, code: str, now: datetime | None = None) -> Login:
+    """The second step of a login: the code for the session that waits for it. A wrong code counts
+    as a failed login (the same back-off); ``Invalid`` when the waiting session is over (log in
+    again)."""
+    now = now or utcnow()
+    if not pending_token or len(pending_token) > 200:
+        raise Invalid(CODE_SESSION_OVER)
+    member = store.pending_session(ctx.engine, _digest(pending_token), now)
+    if member is None:
+        raise Invalid(CODE_SESSION_OVER)
+    _refuse_while_locked(member, now)
+    step = _matching_step(_secret_of(ctx, member), code.strip(), now)
+    if step is not None:
+        token = secrets.token_urlsafe(32)
+        expires = now + ctx.settings.dashboard_session_max
+        if store.complete_second_factor(
+            ctx.engine, _digest(pending_token), member.id, step, _digest(token), now, expires
+        ):
+            return Login(member, token, expires)
+    _count_failure(ctx, member, now)
+    raise Invalid(WRONG_CODE)
+
+
+CODE_SESSION_OVER = "Your login has waited too long for the code: log in again"
+WRONG_CODE = "That code is not right (or was used already): type the 6 digits your app shows now"
 
 
 def password_reset_link(ctx: Context, actor: Actor, email: str) -> str | None:
@@ -186,11 +446,8 @@ def login(ctx: Context, email: str, password: str, now: datetime | None = None) 
     except Invalid:
         address = ""
     member = store.member_by_email(ctx.engine, address) if address else None
-    if member is not None and member.locked_until is not None and member.locked_until > now:
-        wait = math.ceil((member.locked_until - now).total_seconds())
-        raise TooMany(
-            f"Too many failed logins: try again in {math.ceil(wait / 60)} minute(s)", retry_after=wait
-        )
+    if member is not None:
+        _refuse_while_locked(member, now)
     stored = member.password_hash if member is not None and member.disabled_at is None else None
     try:
         ok = _HASHER.verify(stored or _DUMMY_HASH, password) and stored is not None
@@ -198,14 +455,27 @@ def login(ctx: Context, email: str, password: str, now: datetime | None = None) 
         ok = False
     if member is None or not ok:
         if member is not None:
-            failures = member.failed_logins + 1
-            lock = _lock_for(failures, ctx.settings.login_failures_before_lock)
-            store.record_login_failure(ctx.engine, member.id, now + lock if lock else None)
+            _count_failure(ctx, member, now)
         raise Invalid(WRONG_LOGIN)
     token = secrets.token_urlsafe(32)
-    expires = now + ctx.settings.dashboard_session_max
-    store.start_session(ctx.engine, member.id, _digest(token), now, expires)
-    return Login(member, token, expires)
+    waits = member.totp_enabled_at is not None
+    expires = now + (PENDING_CODE if waits else ctx.settings.dashboard_session_max)
+    store.start_session(ctx.engine, member.id, _digest(token), now, expires, awaiting_code=waits)
+    return Login(member, token, expires, awaiting_code=waits)
+
+
+def _refuse_while_locked(member: Member, now: datetime) -> None:
+    if member.locked_until is not None and member.locked_until > now:
+        wait = math.ceil((member.locked_until - now).total_seconds())
+        raise TooMany(
+            f"Too many failed logins: try again in {math.ceil(wait / 60)} minute(s)", retry_after=wait
+        )
+
+
+def _count_failure(ctx: Context, member: Member, now: datetime) -> None:
+    failures = member.failed_logins + 1
+    lock = _lock_for(failures, ctx.settings.login_failures_before_lock)
+    store.record_login_failure(ctx.engine, member.id, now + lock if lock else None)
 
 
 def session_member(ctx: Context, session_token: str | None, now: datetime | None = None) -> Member | None:

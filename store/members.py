@@ -1,17 +1,26 @@
 """Dashboard members, their one-time link tokens and their sessions (issue 14): rows and the
 transactions over them. Hashing passwords, making tokens and deciding a login are
-``services.members``; nothing here sees a password or a token in clear."""
+``services.members``; nothing here sees a password, a token or a TOTP secret in clear.
+
+Each change an owner (or the member) makes to a member is recorded in the audit trail in the same
+transaction: ``MEMBER_INVITED``, ``MEMBER_ROLE_CHANGED``, ``MEMBER_DISABLED``, ``MEMBER_ENABLED``,
+``MEMBER_SESSIONS_ENDED``, ``MEMBER_SECOND_FACTOR_ON`` and ``MEMBER_SECOND_FACTOR_OFF``, each with
+the member's id, e-mail and role (never a password, token or secret). An organization always keeps
+an enabled owner: a change that would leave none is refused (``LastOwner``)."""
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Engine, update
-from sqlmodel import col, select
+from sqlalchemy import Engine, func, update
+from sqlmodel import Session, col, select
 
 from core.ids import new_object_id
+from store import audit
 from store.db import read_session, write_session
 from store.tables import Member, MemberSession, MemberToken, Organization
+from trust.keys import Ed25519KeyPair
 
 
 class NotFound(LookupError):
@@ -22,8 +31,28 @@ class EmailTaken(ValueError):
     pass
 
 
-def add_member(engine: Engine, org_id: str, email: str, role: str, now: datetime) -> Member:
-    """A new member of the organization, without a password yet."""
+class LastOwner(ValueError):
+    """The change would leave the organization without an enabled owner."""
+
+
+def _record(
+    session: Session, key: Ed25519KeyPair, kind: str, member: Member, actor: str, **extra: Any
+) -> None:
+    session.flush()
+    data = {"memberId": member.id, "email": member.email, "role": member.role, **extra}
+    audit.append(session.connection(), key, audit.Entry(kind, member.organization_id, actor=actor, data=data))
+
+
+def _detached(session: Session, member: Member) -> Member:
+    session.flush()
+    session.refresh(member)
+    session.expunge(member)
+    return member
+
+
+def add_member(engine: Engine, org_id: str, email: str, role: str, now: datetime, *, actor: str) -> Member:
+    """A new member of the organization, without a password yet (``MEMBER_INVITED``)."""
+    key = audit.signer(engine)
     with write_session(engine) as session:
         if session.get(Organization, org_id) is None:
             raise NotFound(f"organization {org_id} not found")
@@ -31,10 +60,157 @@ def add_member(engine: Engine, org_id: str, email: str, role: str, now: datetime
             raise EmailTaken(f"{email} is already a member")
         member = Member(id=new_object_id(), organization_id=org_id, email=email, role=role, created_at=now)
         session.add(member)
-        session.flush()
-        session.refresh(member)
-        session.expunge(member)
-        return member
+        _record(session, key, audit.MEMBER_INVITED, member, actor)
+        return _detached(session, member)
+
+
+def _member_of(session: Session, org_id: str, member_id: str) -> Member:
+    """The organization's member, locked for the change; NotFound for anyone else's, alike."""
+    member = session.get(Member, member_id, with_for_update=True)
+    if member is None or member.organization_id != org_id:
+        raise NotFound(f"member {member_id} not found")
+    return member
+
+
+def _other_owners(session: Session, member: Member) -> int:
+    """The organization's enabled owners besides ``member``; on PostgreSQL the owners' rows are
+    locked, so two owners demoting each other at once cannot both succeed."""
+    stmt = select(Member.id).where(
+        Member.organization_id == member.organization_id,
+        Member.role == "owner",
+        col(Member.disabled_at).is_(None),
+        Member.id != member.id,
+    )
+    return len(list(session.exec(stmt.with_for_update())))
+
+
+def change_role(engine: Engine, org_id: str, member_id: str, role: str, *, actor: str) -> Member:
+    """The member's new role (``MEMBER_ROLE_CHANGED`` with the previous one); the same role changes
+    and records nothing. ``LastOwner`` when it would leave no enabled owner."""
+    key = audit.signer(engine)
+    with write_session(engine) as session:
+        member = _member_of(session, org_id, member_id)
+        if member.role == role:
+            return _detached(session, member)
+        if member.role == "owner" and member.disabled_at is None and _other_owners(session, member) == 0:
+            raise LastOwner("the organization needs an owner: make another member owner first")
+        previous, member.role = member.role, role
+        session.add(member)
+        _record(session, key, audit.MEMBER_ROLE_CHANGED, member, actor, previousRole=previous)
+        return _detached(session, member)
+
+
+def set_disabled(
+    engine: Engine, org_id: str, member_id: str, disabled: bool, now: datetime, *, actor: str
+) -> Member:
+    """Disable a member (every session and unused link ends with it; ``MEMBER_DISABLED``) or enable
+    them again (``MEMBER_ENABLED``); no change, no record. ``LastOwner`` for the last owner."""
+    key = audit.signer(engine)
+    with write_session(engine) as session:
+        member = _member_of(session, org_id, member_id)
+        if (member.disabled_at is not None) == disabled:
+            return _detached(session, member)
+        if disabled:
+            if member.role == "owner" and _other_owners(session, member) == 0:
+                raise LastOwner("the organization needs an owner: make another member owner first")
+            member.disabled_at = now
+            _end_sessions(session, member.id, now)
+            session.execute(
+                update(MemberToken)
+                .where(col(MemberToken.member_id) == member.id, col(MemberToken.used_at).is_(None))
+                .values(used_at=now)
+            )
+        else:
+            member.disabled_at, member.failed_logins, member.locked_until = None, 0, None
+        session.add(member)
+        _record(session, key, audit.MEMBER_DISABLED if disabled else audit.MEMBER_ENABLED, member, actor)
+        return _detached(session, member)
+
+
+def end_member_sessions(
+    engine: Engine, org_id: str, member_id: str, now: datetime, *, actor: str, keep: str | None = None
+) -> int:
+    """End the member's sessions (but ``keep``, a session's token hash: the one asking), recorded
+    as ``MEMBER_SESSIONS_ENDED`` with how many ended; the number."""
+    key = audit.signer(engine)
+    with write_session(engine) as session:
+        member = _member_of(session, org_id, member_id)
+        ended = _end_sessions(session, member.id, now, keep=keep)
+        _record(session, key, audit.MEMBER_SESSIONS_ENDED, member, actor, sessions=ended)
+        return ended
+
+
+def live_sessions(engine: Engine, member_id: str, now: datetime, idle_since: datetime) -> list[MemberSession]:
+    """The member's sessions that are open (logged in, not idle, not expired), newest use first."""
+    with read_session(engine) as session:
+        return list(
+            session.exec(
+                _live(select(MemberSession), now, idle_since)
+                .where(MemberSession.member_id == member_id)
+                .order_by(col(MemberSession.last_seen_at).desc())
+            )
+        )
+
+
+def live_session_counts(engine: Engine, org_id: str, now: datetime, idle_since: datetime) -> dict[str, int]:
+    """How many open sessions each member of the organization has (members with none left out)."""
+    with read_session(engine) as session:
+        stmt = (
+            _live(select(MemberSession.member_id, func.count()), now, idle_since)
+            .join(Member, col(Member.id) == col(MemberSession.member_id))
+            .where(Member.organization_id == org_id)
+            .group_by(col(MemberSession.member_id))
+        )
+        return {member_id: int(n) for member_id, n in session.exec(stmt)}
+
+
+def _live(stmt: Any, now: datetime, idle_since: datetime) -> Any:
+    return stmt.where(
+        col(MemberSession.revoked_at).is_(None),
+        col(MemberSession.awaiting_code).is_(False),
+        col(MemberSession.expires_at) > now,
+        col(MemberSession.last_seen_at) >= idle_since,
+    )
+
+
+def begin_totp(engine: Engine, member_id: str, secret_ciphertext: bytes) -> bool:
+    """Keep a new TOTP secret for the member to confirm with a code; False when the second factor
+    is on already (turn it off first)."""
+    with write_session(engine) as session:
+        member = session.get(Member, member_id, with_for_update=True)
+        if member is None or member.totp_enabled_at is not None:
+            return False
+        member.totp_secret_ciphertext, member.totp_last_step = secret_ciphertext, None
+        session.add(member)
+        return True
+
+
+def confirm_totp(engine: Engine, member_id: str, step: int, now: datetime, *, actor: str) -> bool:
+    """Turn the second factor on with the pending secret, the code of ``step`` being its first use
+    (``MEMBER_SECOND_FACTOR_ON``); False when nothing is pending or it is on already."""
+    key = audit.signer(engine)
+    with write_session(engine) as session:
+        member = session.get(Member, member_id, with_for_update=True)
+        if member is None or member.totp_secret_ciphertext is None or member.totp_enabled_at is not None:
+            return False
+        member.totp_enabled_at, member.totp_last_step = now, step
+        session.add(member)
+        _record(session, key, audit.MEMBER_SECOND_FACTOR_ON, member, actor)
+        return True
+
+
+def turn_off_totp(engine: Engine, org_id: str, member_id: str, *, actor: str) -> Member:
+    """The member's second factor off and its secret gone (``MEMBER_SECOND_FACTOR_OFF`` when it
+    was on; a pending enrolment is dropped without a record)."""
+    key = audit.signer(engine)
+    with write_session(engine) as session:
+        member = _member_of(session, org_id, member_id)
+        was_on = member.totp_enabled_at is not None
+        member.totp_secret_ciphertext = member.totp_enabled_at = member.totp_last_step = None
+        session.add(member)
+        if was_on:
+            _record(session, key, audit.MEMBER_SECOND_FACTOR_OFF, member, actor)
+        return _detached(session, member)
 
 
 def member_by_email(engine: Engine, email: str) -> Member | None:
@@ -135,14 +311,86 @@ def record_login_failure(engine: Engine, member_id: str, locked_until: datetime 
 
 
 def start_session(
-    engine: Engine, member_id: str, token_hash: str, now: datetime, expires_at: datetime
+    engine: Engine,
+    member_id: str,
+    token_hash: str,
+    now: datetime,
+    expires_at: datetime,
+    *,
+    awaiting_code: bool = False,
 ) -> None:
-    """A successful login: the failure count is reset and the session stored."""
+    """A right password: the session stored and, unless it still waits for the second factor's
+    code, the failure count reset (so a right password alone never buys more tries at the code)."""
     with write_session(engine) as session:
         member = session.get(Member, member_id)
         assert member is not None
-        member.failed_logins, member.locked_until = 0, None
-        session.add(member)
+        if not awaiting_code:
+            member.failed_logins, member.locked_until = 0, None
+            session.add(member)
+        session.add(
+            MemberSession(
+                token_hash=token_hash,
+                member_id=member_id,
+                created_at=now,
+                last_seen_at=now,
+                expires_at=expires_at,
+                awaiting_code=awaiting_code,
+            )
+        )
+
+
+def pending_session(engine: Engine, token_hash: str, now: datetime) -> Member | None:
+    """The member of a live session that waits for the second factor's code."""
+    with read_session(engine) as session:
+        found = session.get(MemberSession, token_hash)
+        if (
+            found is None
+            or not found.awaiting_code
+            or found.revoked_at is not None
+            or found.expires_at <= now
+        ):
+            return None
+        member = session.get(Member, found.member_id)
+        if member is None or member.disabled_at is not None or member.totp_enabled_at is None:
+            return None
+        return member
+
+
+def complete_second_factor(
+    engine: Engine,
+    pending_hash: str,
+    member_id: str,
+    step: int,
+    token_hash: str,
+    now: datetime,
+    expires_at: datetime,
+) -> bool:
+    """The right code of time step ``step`` after a right password, in one transaction: the step
+    is used (never again, even by a request racing this one), the waiting session ends, a full one
+    starts and the failure count is reset. False when the step was used already or the waiting
+    session ended meanwhile."""
+    with write_session(engine) as session:
+        used = session.execute(
+            update(Member)
+            .where(
+                col(Member.id) == member_id,
+                (col(Member.totp_last_step).is_(None)) | (col(Member.totp_last_step) < step),
+            )
+            .values(totp_last_step=step, failed_logins=0, locked_until=None)
+        )
+        ended = session.execute(
+            update(MemberSession)
+            .where(
+                col(MemberSession.token_hash) == pending_hash,
+                col(MemberSession.member_id) == member_id,
+                col(MemberSession.awaiting_code).is_(True),
+                col(MemberSession.revoked_at).is_(None),
+            )
+            .values(revoked_at=now)
+        )
+        if used.rowcount != 1 or ended.rowcount != 1:  # type: ignore[attr-defined]
+            session.rollback()
+            return False
         session.add(
             MemberSession(
                 token_hash=token_hash,
@@ -152,6 +400,22 @@ def start_session(
                 expires_at=expires_at,
             )
         )
+        return True
+
+
+def use_totp_step(engine: Engine, member_id: str, step: int) -> bool:
+    """Mark the code of ``step`` used (for turning the factor off with a code); False if it or a
+    later one was used already."""
+    with write_session(engine) as session:
+        used = session.execute(
+            update(Member)
+            .where(
+                col(Member.id) == member_id,
+                (col(Member.totp_last_step).is_(None)) | (col(Member.totp_last_step) < step),
+            )
+            .values(totp_last_step=step)
+        )
+        return bool(used.rowcount == 1)  # type: ignore[attr-defined]
 
 
 def live_session(engine: Engine, token_hash: str, now: datetime, idle_since: datetime) -> Member | None:
@@ -161,6 +425,7 @@ def live_session(engine: Engine, token_hash: str, now: datetime, idle_since: dat
         found = session.get(MemberSession, token_hash)
         if (
             found is None
+            or found.awaiting_code
             or found.revoked_at is not None
             or found.expires_at <= now
             or found.last_seen_at < idle_since
@@ -190,9 +455,12 @@ def end_sessions(engine: Engine, member_id: str, now: datetime) -> None:
         _end_sessions(session, member_id, now)
 
 
-def _end_sessions(session, member_id: str, now: datetime) -> None:  # type: ignore[no-untyped-def]
-    session.execute(
-        update(MemberSession)
-        .where(col(MemberSession.member_id) == member_id, col(MemberSession.revoked_at).is_(None))
-        .values(revoked_at=now)
+def _end_sessions(session: Session, member_id: str, now: datetime, keep: str | None = None) -> int:
+    stmt = update(MemberSession).where(
+        col(MemberSession.member_id) == member_id,
+        col(MemberSession.revoked_at).is_(None),
+        col(MemberSession.expires_at) > now,
     )
+    if keep is not None:
+        stmt = stmt.where(col(MemberSession.token_hash) != keep)
+    return int(session.execute(stmt.values(revoked_at=now)).rowcount)  # type: ignore[attr-defined]

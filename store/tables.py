@@ -5,7 +5,16 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, ForeignKeyConstraint, Index, LargeBinary, UniqueConstraint, text
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Column,
+    ForeignKeyConstraint,
+    Index,
+    LargeBinary,
+    UniqueConstraint,
+    text,
+)
 from sqlmodel import Field, SQLModel
 
 from core.kinds import SubjectIdentity, SubjectKyc
@@ -39,6 +48,9 @@ class ApiKey(SQLModel, table=True):
     expires_at: datetime | None = None
     revoked_at: datetime | None = None
     created_at: datetime
+    name: str = Field(default="", max_length=80)
+    description: str = Field(default="", max_length=500)
+    last_used_at: datetime | None = None  # to the minute; batched off the signed-call path
 
 
 class SeenSignature(SQLModel, table=True):
@@ -419,6 +431,11 @@ class Member(SQLModel, table=True):
     # failed logins since the last success, and until when logging in is refused (back-off)
     failed_logins: int = Field(default=0)
     locked_until: datetime | None = None
+    # the TOTP second factor (RFC 6238): its secret sealed under the master key, when it was turned
+    # on (None: off, or enrolment not confirmed yet), and the last time step used (no code twice)
+    totp_secret_ciphertext: bytes | None = Field(default=None, sa_column=Column(LargeBinary, nullable=True))
+    totp_enabled_at: datetime | None = None
+    totp_last_step: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
 
 
 class MemberToken(SQLModel, table=True):
@@ -444,3 +461,5 @@ class MemberSession(SQLModel, table=True):
     last_seen_at: datetime
     expires_at: datetime
     revoked_at: datetime | None = None
+    # True between a right password and the second factor's code: such a session opens no page
+    awaiting_code: bool = Field(default=False)

@@ -57,7 +57,8 @@ async def test_a_member_filters_the_trail_and_checks_the_chain(
     async with page_client(app) as browser:
         member_id, csrf = await log_in_as(browser, ctx, org, MemberRole.SUPPORT, "auditor")
         everything = (await browser.get("/dashboard/activity")).text
-        assert _rows(everything) == [
+        assert _rows(everything) == [  # the newest first: the member's own invitation
+            ("4", "MEMBER_INVITED", "operator:tests"),
             ("3", "ORGANIZATION_SETTINGS_CHANGED", "operator:alice"),
             ("2", "API_KEY_REVOKED", "operator:bob"),
             ("1", "API_KEY_CREATED", "operator:alice"),
@@ -65,7 +66,7 @@ async def test_a_member_filters_the_trail_and_checks_the_chain(
         only_revoked = (await browser.get("/dashboard/activity", params={"type": "API_KEY_REVOKED"})).text
         assert _rows(only_revoked) == [("2", "API_KEY_REVOKED", "operator:bob")]
         every_type = await browser.get("/dashboard/activity", params={"type": ""})  # the form's default
-        assert len(_rows(every_type.text)) == 3
+        assert len(_rows(every_type.text)) == 4
         none = await browser.get("/dashboard/activity", params={"requestId": "0" * 24})
         assert _rows(none.text) == [] and "No record matches" in none.text
         old = await browser.get(
@@ -84,7 +85,7 @@ async def test_a_member_filters_the_trail_and_checks_the_chain(
 
         checked = await browser.post("/dashboard/activity/check", data={"csrf": csrf})
         assert checked.status_code == 200
-        assert "The chain checks: all 3 records are in order, linked, unchanged and signed." in checked.text
+        assert "The chain checks: all 4 records are in order, linked, unchanged and signed." in checked.text
         records = chain(engine, org.organization_id)
         forged = update(AuditRecord).where(col(AuditRecord.id) == records[1].id)
         tamper(engine, forged.values(actor=f"member:{member_id}"))
@@ -101,6 +102,6 @@ async def test_another_organizations_records_never_show(
     async with page_client(app) as browser:
         _, csrf = await log_in_as(browser, ctx, stranger, MemberRole.OWNER, "stranger")
         page = (await browser.get("/dashboard/activity")).text
-        assert _rows(page) == [] and "operator:alice" not in page
+        assert _rows(page) == [("1", "MEMBER_INVITED", "operator:tests")] and "operator:alice" not in page
         checked = (await browser.post("/dashboard/activity/check", data={"csrf": csrf})).text
-        assert "all 0 records" in checked
+        assert "its one record is in order" in checked

@@ -9,12 +9,24 @@ per section, each on the service layer with the member as actor.
 - ``mandates``: issued credentials, their verifications, revocation with a reason.
 - ``activity``: the audit trail with its filters and a check of the chain.
 - ``actions``: actions and their versions, the rule editor, publishing (owners and developers).
+- ``members``: the organization's members (owners) and each member's account (second factor,
+  sessions).
 """
 
 from fastapi import APIRouter
 
-from api.routes.dashboard import actions, activity, auth, keys, mandates, requests, settings, webhooks
+from api.routes.dashboard import (
+    actions,
+    activity,
+    auth,
+    keys,
+    mandates,
+    members,
+    requests,
+    settings,
+    webhooks,
+)
 
 router = APIRouter(include_in_schema=False)
-for section in (auth, keys, webhooks, settings, requests, mandates, actions, activity):
+for section in (auth, keys, webhooks, settings, requests, mandates, actions, activity, members):
     router.include_router(section.router)

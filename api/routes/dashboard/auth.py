@@ -65,7 +65,11 @@ async def login(
         )
     except Invalid as exc:
         return page("dashboard/login.html", status=401, title="Log in", error=str(exc), email=email)
-    answer = RedirectResponse("/dashboard", status_code=303)
+    return _with_session(services, done, "/dashboard/login/code" if done.awaiting_code else "/dashboard")
+
+
+def _with_session(services: ServicesDep, done: members.Login, where: str) -> Response:
+    answer = RedirectResponse(where, status_code=303)
     answer.set_cookie(
         COOKIE,
         done.session_token,
@@ -76,6 +80,39 @@ async def login(
         secure=secure(services),
     )
     return answer
+
+
+def _code_page(
+    status: int = 200, error: str | None = None, headers: dict[str, str] | None = None
+) -> Response:
+    return page("dashboard/code.html", status=status, headers=headers, title="Your code", error=error)
+
+
+@router.get("/dashboard/login/code", response_class=HTMLResponse)
+async def code_page(request: Request, services: ServicesDep) -> Response:
+    """The second step of a login with the second factor on: the authenticator app's code."""
+    if await member_of(request, services) is not None:
+        return RedirectResponse("/dashboard", status_code=303)
+    return _code_page()
+
+
+@router.post("/dashboard/login/code", response_class=HTMLResponse)
+async def check_code(
+    request: Request, services: ServicesDep, code: Annotated[str, Form(max_length=20)] = ""
+) -> Response:
+    if not from_this_origin(request, services):
+        return refused("This form can only be sent from the dashboard's own page.")
+    pending = request.cookies.get(COOKIE)
+    try:
+        done = await run_db(services.engine, members.second_factor, services, pending, code)
+    except TooMany as exc:
+        headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else None
+        return _code_page(429, str(exc), headers)
+    except Invalid as exc:
+        if str(exc) == members.CODE_SESSION_OVER:
+            return page("dashboard/login.html", status=401, title="Log in", error=str(exc), email="")
+        return _code_page(401, str(exc))
+    return _with_session(services, done, "/dashboard")
 
 
 @router.get("/dashboard", response_class=HTMLResponse)
