@@ -5,8 +5,11 @@ and ``mandatum org create --owner-email``."""
 from __future__ import annotations
 
 import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 
+import pyotp
 import pytest
 from sqlalchemy import Engine
 from sqlmodel import select
@@ -171,3 +174,52 @@ def test_org_create_invites_the_owner_with_a_one_time_link(cli: Cli) -> None:
     assert bad.returncode == 1 and "--owner-email" in bad.stderr
     listed = cli.json("org", "list")
     assert [o["name"] for o in listed].count("Other") == 0  # a refused owner creates no organization
+
+
+def _with_second_factor(ctx: Context, org: Credentials) -> tuple[Member, str, pyotp.TOTP]:
+    member, email = _member(ctx, org)
+    enrolment = members.begin_second_factor(ctx, member)
+    totp = pyotp.TOTP(enrolment.secret)
+    start = utcnow() - timedelta(minutes=5)  # confirmed with an older step's code: today's are unused
+    members.confirm_second_factor(ctx, member, totp.at(start), now=start)
+    return member, email, totp
+
+
+def test_one_code_opens_one_session_even_when_two_logins_race_with_it(ctx: Context, org: Credentials) -> None:
+    member, email, totp = _with_second_factor(ctx, org)
+    waiting = [members.login(ctx, email, PASSWORD) for _ in range(4)]
+    assert all(w.awaiting_code for w in waiting)
+    assert all(members.session_member(ctx, w.session_token) is None for w in waiting)  # nothing opens yet
+    code = totp.now()
+    barrier = threading.Barrier(len(waiting))
+
+    def attempt(pending: members.Login) -> str | None:
+        barrier.wait()
+        try:
+            return members.second_factor(ctx, pending.session_token, code).session_token
+        except Invalid:
+            return None
+
+    with ThreadPoolExecutor(len(waiting)) as pool:
+        opened = [t for t in pool.map(attempt, waiting) if t is not None]
+    assert len(opened) == 1  # the code's time step is used once, whoever comes first
+    found = members.session_member(ctx, opened[0])
+    assert found is not None and found.id == member.id
+    assert opened[0] not in {w.session_token for w in waiting}  # a new token, not the waiting one's
+
+
+def test_a_code_outside_the_drift_window_or_of_another_form_is_refused(
+    ctx: Context, org: Credentials
+) -> None:
+    _, email, totp = _with_second_factor(ctx, org)
+    now = utcnow()
+    bad = (totp.at(now - timedelta(seconds=90)), totp.at(now + timedelta(seconds=90)), "١٢٣٤٥٦", "12 345")
+    assert len(bad) < ctx.settings.login_failures_before_lock
+    for code in bad:
+        pending = members.login(ctx, email, PASSWORD, now)
+        with pytest.raises(Invalid, match="not right"):
+            members.second_factor(ctx, pending.session_token, code, now)
+    pending = members.login(ctx, email, PASSWORD, now)
+    assert members.second_factor(ctx, pending.session_token, totp.at(now - timedelta(seconds=30)), now)
+    with pytest.raises(Invalid, match="log in again"):  # a waiting session is used once
+        members.second_factor(ctx, pending.session_token, totp.at(now + timedelta(seconds=30)), now)
