@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 
 from fastapi import FastAPI
 from temporalio.client import Client
@@ -14,6 +15,7 @@ from api.deps import Services
 from api.docs_ui import install_docs
 from api.errors import install_error_handlers
 from api.headers import SecurityHeadersMiddleware
+from api.key_use import KeyUse
 from api.limits import JsonDepthMiddleware
 from api.routes import (
     actions,
@@ -31,6 +33,7 @@ from api.routes import (
 from core.secretbox import SecretCipher
 from core.settings import Environment, Settings, get_settings
 from orchestration.temporal import build_client
+from services import access
 from store import audit
 from store.db import keep_files_private, make_engine
 
@@ -59,6 +62,7 @@ def create_app(settings: Settings | None = None, temporal: Client | None = None)
         settings=settings, engine=engine, cipher=SecretCipher(settings.master_key_bytes()), temporal=temporal
     )
     audit.use_service_key(engine, services.cipher, settings)
+    key_use = KeyUse(partial(access.record_key_use, services))
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -72,6 +76,7 @@ def create_app(settings: Settings | None = None, temporal: Client | None = None)
             engine.url.render_as_string(hide_password=True),
         )
         yield
+        await key_use.flush()  # the keys' last use not written yet
         engine.dispose()
 
     production = settings.environment is Environment.PRODUCTION
@@ -84,7 +89,7 @@ def create_app(settings: Settings | None = None, temporal: Client | None = None)
         redoc_url=None,
     )
     app.state.services = services
-    app.state.authenticator = Authenticator(services)
+    app.state.authenticator = Authenticator(services, key_use)
     install_error_handlers(app, hsts=production)
     app.add_middleware(JsonDepthMiddleware)  # inside the signature check: it runs second
     app.add_middleware(SignedRequestMiddleware)

@@ -1,8 +1,9 @@
 """Authentication as pure ASGI middleware, so it runs before any body parsing or routing.
 
 It buffers the body (refusing more than the limit with 413), checks the key, timestamp and
-signature, records the signature against replays, resolves the API version, and hands the
-request on with the caller in ``scope["state"]`` and the version on the response.
+signature, records the signature against replays, resolves the API version, notes the key's use
+(``api.key_use``: written later, in batches, to the minute), and hands the request on with the
+caller in ``scope["state"]`` and the version on the response.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 from api.deps import Caller, Services
 from api.errors import ApiError, error_response
+from api.key_use import KeyUse
 from api.signing import signature_matches
 from core.actors import Actor
 from services import access
@@ -80,11 +82,13 @@ async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
 
 
 class Authenticator:
-    """Resolves API keys (with a short in-process cache) and checks signatures."""
+    """Resolves API keys (with a short in-process cache), checks signatures, and notes each
+    accepted call's key in ``key_use``."""
 
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: Services, key_use: KeyUse) -> None:
         self._s = services
         self._cache: dict[str, tuple[float, orgs.ActiveKey | None]] = {}
+        self.key_use = key_use
 
     async def _resolve(self, api_key: str, *, fresh: bool = False) -> tuple[orgs.ActiveKey | None, bool]:
         """The key and whether it came from the cache."""
@@ -171,6 +175,7 @@ class Authenticator:
                 versioning.newest(),
             )
             self._remember_pin(api_key, key, versioning.newest())
+        self.key_use.used(key.key_id, key.last_used_at)  # in memory; written off this path
         return Caller(key=key, api_version=version)
 
 

@@ -148,21 +148,30 @@ def org_set_rate(
 def key_create(
     org: Annotated[str, typer.Option("--org", help="Organization id.")],
     expires_at: Annotated[datetime | None, typer.Option("--expires-at", help="ISO date-time.")] = None,
+    name: Annotated[
+        str | None,
+        typer.Option("--name", help="What the key is for (1 to 80 characters), shown in the dashboard."),
+    ] = None,
+    description: Annotated[
+        str, typer.Option("--description", help="A line about the key (up to 500 characters).")
+    ] = "",
     as_json: JsonOpt = False,
 ) -> None:
-    """Add an API key to an organization."""
+    """Add an API key to an organization (unnamed without --name)."""
     ctx = services_context()
     expires = _aware(expires_at)
     if expires is not None and expires <= datetime.now(UTC):
         fail("--expires-at must be in the future")
     try:
-        key = organizations.create_key(ctx, operator(), org, expires)
+        key = organizations.create_key(ctx, operator(), org, expires, name=name, description=description)
     except ServiceError as exc:
         fail(str(exc))
     emit(
         {
             "keyId": key.key_id,
             "organizationId": key.organization_id,
+            "name": key.name,
+            "description": key.description,
             "apiKey": key.api_key,
             "signatureSecret": key.signature_secret,
             "expiresAt": key.expires_at,
@@ -222,8 +231,11 @@ def key_list(
     rows = [
         {
             "keyId": k.id,
+            "name": k.name,
+            "description": k.description,
             "prefix": k.key_prefix,
             "createdAt": k.created_at.isoformat(),
+            "lastUsedAt": k.last_used_at and k.last_used_at.isoformat(),
             "rotatedAt": k.rotated_at and k.rotated_at.isoformat(),
             "expiresAt": k.expires_at and k.expires_at.isoformat(),
             "revokedAt": k.revoked_at and k.revoked_at.isoformat(),
@@ -233,7 +245,9 @@ def key_list(
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
     for r in [] if as_json else rows:
-        typer.echo(f"{r['keyId']}  {r['prefix']}…  revoked={r['revokedAt'] or '-'}")
+        typer.echo(
+            f"{r['keyId']}  {r['prefix']}…  {r['name'] or '(unnamed)'}  revoked={r['revokedAt'] or '-'}"
+        )
 
 
 def _signing_context() -> tuple[Settings, Engine, SecretCipher]:

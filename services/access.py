@@ -1,10 +1,12 @@
 """Who is calling: an API key resolved to its organization, a signature used once, and the
 organization's API version pinned on its first call (CONTRACT 1 and 10). The signature middleware
-calls these on every signed request, so each is one short database call."""
+calls these on every signed request, so each is one short database call; ``record_key_use`` is the
+exception, called off the request path for a batch of keys (``api.key_use``)."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from collections.abc import Mapping
+from datetime import datetime, timedelta
 
 from core.actors import Actor
 from services.context import Context
@@ -26,3 +28,8 @@ def use_signature(ctx: Context, key_id: str, signature: str, writes: bool, keep:
 def pin_api_version(ctx: Context, actor: Actor, org_id: str, version: str) -> None:
     """The organization's first authenticated call pins it to ``version`` (CONTRACT 10)."""
     orgs.pin_api_version(ctx.engine, org_id, version)
+
+
+def record_key_use(ctx: Context, uses: Mapping[str, datetime]) -> None:
+    """Move each key's "last used" forward to its time in ``uses`` (key id -> time); never back."""
+    orgs.record_key_use(ctx.engine, uses)

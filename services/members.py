@@ -490,6 +490,12 @@ def logout(ctx: Context, session_token: str) -> None:
     store.end_session(ctx.engine, _digest(session_token), utcnow())
 
 
+def actor_names(ctx: Context, org_id: str) -> dict[str, str]:
+    """The recorded actor of each of the organization's members, to their e-mail: how pages show
+    who did something."""
+    return {str(actor_of(m)): m.email for m in store.members_of(ctx.engine, org_id)}
+
+
 def actor_of(member: Member) -> Actor:
     """Who a member's actions are recorded as."""
     return Actor.member(member.id)

@@ -2,10 +2,11 @@
 by a named actor.
 
 Each change after an organization's creation is in its audit trail, naming the actor, in the
-change's own transaction: ``API_KEY_CREATED`` / ``ROTATED`` / ``REVOKED`` (the key's id, never a
-secret) and ``ORGANIZATION_SETTINGS_CHANGED`` (the setting and its new value). The creation itself,
-with its first key, is the operator's setting-up and writes none (the chain starts with the
-organization's first consequential event). A signing-key rotation writes none yet either.
+change's own transaction: ``API_KEY_CREATED`` / ``ROTATED`` / ``REVOKED`` / ``EDITED`` (the key's
+id and name, never a secret) and ``ORGANIZATION_SETTINGS_CHANGED`` (the setting and its new value).
+The creation itself, with its first key (unnamed), is the operator's setting-up and writes none
+(the chain starts with the organization's first consequential event). A signing-key rotation
+writes none yet either.
 Refusals are ``services.errors``.
 """
 
@@ -16,6 +17,7 @@ from datetime import datetime
 from typing import TypeVar
 
 from core.actors import Actor
+from core.text import unsafe_characters
 from services.context import Context
 from services.errors import Invalid, NotFound
 from store import keys, orgs, presentations
@@ -23,6 +25,8 @@ from store.tables import ApiKey, Organization
 from wire import versioning
 
 T = TypeVar("T")
+MAX_KEY_NAME = 80  # the columns' lengths
+MAX_KEY_DESCRIPTION = 500
 
 
 def _refusing(work: Callable[[], T]) -> T:
@@ -82,8 +86,62 @@ def set_api_version(ctx: Context, actor: Actor, org_id: str, version: str) -> No
     _refusing(lambda: orgs.set_api_version(ctx.engine, org_id, version, actor=str(actor)))
 
 
-def create_key(ctx: Context, actor: Actor, org_id: str, expires_at: datetime | None = None) -> orgs.IssuedKey:
-    return _refusing(lambda: orgs.create_key(ctx.engine, ctx.cipher, org_id, expires_at, actor=str(actor)))
+def key_label(name: str, description: str = "") -> tuple[str, str]:
+    """A key's name and description as typed, surrounding spaces dropped and checked: the name 1 to
+    80 characters, the description at most 500, each one line of printable text
+    (``core.text.unsafe_characters``: no control, line break or direction override, which could
+    make the keys page read otherwise). ``Invalid`` lists every problem."""
+    name, description = name.strip(), description.strip()
+    problems = []
+    if not name or len(name) > MAX_KEY_NAME:
+        problems.append(f"The key's name is 1 to {MAX_KEY_NAME} characters (it has {len(name)}).")
+    elif unsafe := unsafe_characters(name):
+        problems.append(
+            f"The key's name must be one line of printable characters: it holds {', '.join(unsafe[:5])}."
+        )
+    if len(description) > MAX_KEY_DESCRIPTION:
+        problems.append(
+            f"The description is at most {MAX_KEY_DESCRIPTION} characters (it has {len(description)})."
+        )
+    elif unsafe := unsafe_characters(description):
+        problems.append(
+            f"The description must be one line of printable characters: it holds {', '.join(unsafe[:5])}."
+        )
+    if problems:
+        raise Invalid(problems)
+    return name, description
+
+
+def create_key(
+    ctx: Context,
+    actor: Actor,
+    org_id: str,
+    expires_at: datetime | None = None,
+    *,
+    name: str | None = None,
+    description: str = "",
+) -> orgs.IssuedKey:
+    """Another API key of the organization. ``name`` (and ``description``) as ``key_label`` checks
+    them; None leaves the key unnamed, as the organization's first key is (the command line without
+    ``--name``), and then a description is refused."""
+    if name is None and description.strip():
+        raise Invalid("A key with a description needs a name too.")
+    label = key_label(name, description) if name is not None else ("", "")
+    return _refusing(
+        lambda: orgs.create_key(
+            ctx.engine, ctx.cipher, org_id, expires_at, actor=str(actor), name=label[0], description=label[1]
+        )
+    )
+
+
+def describe_key(
+    ctx: Context, actor: Actor, key_id: str, name: str, description: str, org_id: str | None = None
+) -> bool:
+    """A new name and description for the key (``key_label`` checks them), recorded as
+    ``API_KEY_EDITED``; False when it had them already (nothing recorded). With ``org_id``, another
+    organization's key is NotFound."""
+    label = key_label(name, description)
+    return _refusing(lambda: orgs.describe_key(ctx.engine, key_id, *label, actor=str(actor), org_id=org_id))
 
 
 def rotate_key(ctx: Context, actor: Actor, key_id: str, org_id: str | None = None) -> orgs.IssuedKey:

@@ -8,11 +8,12 @@ replaces its signature secret and keeps the previous one valid for the rotation 
 from __future__ import annotations
 
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, bindparam, or_, update
 from sqlmodel import Session, col, select
 
 from core.ids import new_object_id
@@ -20,7 +21,7 @@ from core.origins import BadOrigin, check_origin
 from core.secretbox import SecretCipher, hash_api_key
 from core.text import quote_input
 from store import audit
-from store.db import read_session, utcnow, write_session
+from store.db import read_session, utcnow, write_connection, write_session
 from store.errors import NotFound
 from store.tables import ApiKey, Organization
 from trust.keys import Ed25519KeyPair
@@ -38,6 +39,8 @@ class IssuedKey:
     api_key: str
     signature_secret: str
     expires_at: datetime | None
+    name: str = ""
+    description: str = ""
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,7 @@ class ActiveKey:
     secrets: tuple[str, ...]
     api_version: str | None
     request_rate_per_minute: int
+    last_used_at: datetime | None = None  # as read with the key (``record_key_use``)
 
 
 def _new_api_key() -> str:
@@ -78,11 +82,18 @@ def create_organization(
         )
         session.add(org)
         session.flush()
-        issued = _add_key(session, cipher, org.id, None)
+        issued = _add_key(session, cipher, org.id, None)  # unnamed: the dashboard says so
     return org, issued
 
 
-def _add_key(session, cipher: SecretCipher, org_id: str, expires_at: datetime | None) -> IssuedKey:  # type: ignore[no-untyped-def]
+def _add_key(
+    session: Session,
+    cipher: SecretCipher,
+    org_id: str,
+    expires_at: datetime | None,
+    name: str = "",
+    description: str = "",
+) -> IssuedKey:
     api_key, secret = _new_api_key(), _new_signature_secret()
     row = ApiKey(
         id=new_object_id(),
@@ -92,9 +103,11 @@ def _add_key(session, cipher: SecretCipher, org_id: str, expires_at: datetime | 
         secret_ciphertext=cipher.encrypt(secret),
         expires_at=expires_at,
         created_at=utcnow(),
+        name=name,
+        description=description,
     )
     session.add(row)
-    return IssuedKey(row.id, org_id, api_key, secret, expires_at)
+    return IssuedKey(row.id, org_id, api_key, secret, expires_at, name, description)
 
 
 def get_organization(engine: Engine, org_id: str) -> Organization:
@@ -184,21 +197,36 @@ def pin_api_version(engine: Engine, org_id: str, version: str) -> None:
 
 
 def _key_event(session: Session, key: Ed25519KeyPair, kind: str, row: ApiKey, actor: str) -> None:
-    """The record of a change to an API key (its id and expiry; never a secret or the key)."""
+    """The record of a change to an API key (its id, name and expiry, and the description it was
+    given when that is the change; never a secret or the key)."""
     session.flush()
-    data = {"keyId": row.id, "expiresAt": row.expires_at.isoformat() if row.expires_at else None}
+    data: dict[str, Any] = {
+        "keyId": row.id,
+        "name": row.name,
+        "expiresAt": row.expires_at.isoformat() if row.expires_at else None,
+    }
+    if kind in (audit.API_KEY_CREATED, audit.API_KEY_EDITED):
+        data["description"] = row.description
     audit.append(session.connection(), key, audit.Entry(kind, row.organization_id, actor=actor, data=data))
 
 
 def create_key(
-    engine: Engine, cipher: SecretCipher, org_id: str, expires_at: datetime | None = None, *, actor: str
+    engine: Engine,
+    cipher: SecretCipher,
+    org_id: str,
+    expires_at: datetime | None = None,
+    *,
+    actor: str,
+    name: str = "",
+    description: str = "",
 ) -> IssuedKey:
-    """Another API key of the organization (its first comes with it, at creation, unrecorded)."""
+    """Another API key of the organization (its first comes with it, at creation, unrecorded), with
+    the name and description the caller checked (``services.orgs.key_label``)."""
     key = audit.signer(engine)
     with write_session(engine) as session:
         if session.get(Organization, org_id) is None:
             raise NotFound(f"organization {org_id} not found")
-        issued = _add_key(session, cipher, org_id, expires_at)
+        issued = _add_key(session, cipher, org_id, expires_at, name, description)
         row = session.get(ApiKey, issued.key_id)
         assert row is not None
         _key_event(session, key, audit.API_KEY_CREATED, row, actor)
@@ -233,7 +261,7 @@ def rotate_key(
         row.rotated_at = utcnow()
         session.add(row)
         _key_event(session, key, audit.API_KEY_ROTATED, row, actor)
-        return IssuedKey(row.id, row.organization_id, "", secret, row.expires_at)
+        return IssuedKey(row.id, row.organization_id, "", secret, row.expires_at, row.name, row.description)
 
 
 def revoke_key(engine: Engine, key_id: str, *, actor: str, org_id: str | None = None) -> datetime:
@@ -246,6 +274,43 @@ def revoke_key(engine: Engine, key_id: str, *, actor: str, org_id: str | None = 
             session.add(row)
             _key_event(session, key, audit.API_KEY_REVOKED, row, actor)
         return row.revoked_at
+
+
+def describe_key(
+    engine: Engine, key_id: str, name: str, description: str, *, actor: str, org_id: str | None = None
+) -> bool:
+    """Give the key the (checked) name and description, recorded as ``API_KEY_EDITED``; False, with
+    nothing written, when it has them already."""
+    key = audit.signer(engine)
+    with write_session(engine) as session:
+        row = _key_by_id(session, key_id, org_id)
+        if (row.name, row.description) == (name, description):
+            return False
+        row.name, row.description = name, description
+        session.add(row)
+        _key_event(session, key, audit.API_KEY_EDITED, row, actor)
+        return True
+
+
+_api_keys = ApiKey.__table__  # type: ignore[attr-defined]
+_MOVE_LAST_USED = (
+    update(_api_keys)
+    .where(
+        _api_keys.c.id == bindparam("key"),
+        or_(_api_keys.c.last_used_at.is_(None), _api_keys.c.last_used_at < bindparam("at")),
+    )
+    .values(last_used_at=bindparam("at"))
+)
+
+
+def record_key_use(engine: Engine, uses: Mapping[str, datetime]) -> None:
+    """Move each key's ``last_used_at`` forward to its time in ``uses`` (key id -> time), in one
+    transaction; a key with that time or a later one already (another API process wrote it) keeps
+    its own, so the value never goes back."""
+    if not uses:
+        return
+    with write_connection(engine) as conn:
+        conn.execute(_MOVE_LAST_USED, [{"key": k, "at": at} for k, at in uses.items()])
 
 
 def list_keys(engine: Engine, org_id: str) -> list[ApiKey]:
@@ -273,4 +338,6 @@ def resolve_api_key(engine: Engine, cipher: SecretCipher, api_key: str, grace: t
         and now - row.rotated_at < grace
     ):
         accepted.append(cipher.decrypt(row.previous_secret_ciphertext))
-    return ActiveKey(row.id, org.id, tuple(accepted), org.api_version, org.request_rate_per_minute)
+    return ActiveKey(
+        row.id, org.id, tuple(accepted), org.api_version, org.request_rate_per_minute, row.last_used_at
+    )

@@ -1,13 +1,18 @@
-"""API keys in the dashboard: owners and developers create a key (shown once), rotate its secret
-and revoke it, each recorded as theirs; the new credentials sign calls at once; support members are
-refused the page and every form; a key of another organization is not found; forms need the
-session's CSRF token."""
+"""API keys in the dashboard: owners and developers create a key (shown once) with a name and a
+description, rename it, rotate its secret and revoke it, each recorded as theirs; a name that is
+empty, too long or not one line of printable text is refused with the reason and nothing made; the
+new credentials sign calls at once, and the key's row shows when it last did, to the minute; support
+members are refused the page and every form; a key of another organization is not found; forms need
+the session's CSRF token."""
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 import pytest_asyncio
@@ -41,6 +46,11 @@ def _shown(page: str, element: str) -> str:
     return found.group(1)
 
 
+def _key_records(engine: Engine, org: Credentials) -> list[Any]:
+    """The organization's audit records of its API keys (inviting its members writes others)."""
+    return [r for r in chain(engine, org.organization_id) if r.type.startswith("API_KEY_")]
+
+
 @pytest.fixture
 def ctx(settings: Settings, engine: Engine, cipher: SecretCipher) -> Context:
     return Context(settings, engine, cipher)
@@ -55,13 +65,16 @@ async def test_a_key_is_created_rotated_and_revoked_by_the_member(
         for days in ("0", "-1", "3651", "1e3", "٣", "30 days"):  # not 1 to 3650 ASCII digits
             refused = await browser.post("/dashboard/keys", data={"csrf": csrf, "days": days})
             assert refused.status_code == 400 and "whole number of days" in refused.text, days
-        created = await browser.post("/dashboard/keys", data={"csrf": csrf, "days": "30"})
+        form = {"csrf": csrf, "days": "30", "name": "  Billing service  ", "description": "Nightly invoices"}
+        created = await browser.post("/dashboard/keys", data=form)
         assert created.status_code == 200 and "shown once" in created.text
-        key_id = re.search(r"Key id</dt><dd><code>([0-9a-f]{24})<", created.text)
-        assert key_id is not None
+        assert (_shown(created.text, "issued-name"), _shown(created.text, "issued-description")) == (
+            "Billing service",  # trimmed
+            "Nightly invoices",
+        )
         creds = Credentials(
             org.organization_id,
-            key_id.group(1),
+            _shown(created.text, "key-id"),
             _shown(created.text, "api-key"),
             _shown(created.text, "signature-secret"),
             org.did,
@@ -87,9 +100,9 @@ async def test_a_key_is_created_rotated_and_revoked_by_the_member(
         again = await browser.post(f"/dashboard/keys/{creds.key_id}/rotate", data={"csrf": csrf})
         assert again.status_code == 409 and "revoked" in again.text
 
-    records = [(r.type, r.actor, r.data["keyId"]) for r in chain(engine, org.organization_id)]
+    records = [(r.type, r.actor, r.data["keyId"], r.data["name"]) for r in _key_records(engine, org)]
     assert records == [
-        (kind, f"member:{member_id}", creds.key_id)
+        (kind, f"member:{member_id}", creds.key_id, "Billing service")
         for kind in ("API_KEY_CREATED", "API_KEY_ROTATED", "API_KEY_REVOKED")
     ]
 
@@ -101,13 +114,13 @@ async def test_a_support_member_is_refused_every_key_page_and_form(
         _, csrf = await log_in_as(browser, ctx, org, MemberRole.SUPPORT, "support")
         assert "API keys" not in (await browser.get("/dashboard")).text  # not offered
         assert (await browser.get("/dashboard/keys")).status_code == 403
-        assert (await browser.post("/dashboard/keys", data={"csrf": csrf})).status_code == 403
-        for change in ("rotate", "revoke"):
-            form = {"csrf": csrf, "confirm": "yes"}
+        assert (await browser.post("/dashboard/keys", data={"csrf": csrf, "name": "x"})).status_code == 403
+        for change in ("rotate", "revoke", "edit"):
+            form = {"csrf": csrf, "confirm": "yes", "name": "Taken over"}
             assert (
                 await browser.post(f"/dashboard/keys/{org.key_id}/{change}", data=form)
             ).status_code == 403
-    assert chain(engine, org.organization_id) == []  # nothing changed
+    assert _key_records(engine, org) == []  # nothing changed
 
 
 async def test_another_organizations_key_is_not_found_and_forms_need_the_token(
@@ -118,21 +131,22 @@ async def test_another_organizations_key_is_not_found_and_forms_need_the_token(
         _, csrf = await log_in_as(browser, ctx, org, MemberRole.OWNER, "owner")
         page = (await browser.get("/dashboard/keys")).text
         assert org.key_id in page and other.key_id not in page
-        for change in ("rotate", "revoke"):
-            form = {"csrf": csrf, "confirm": "yes"}
+        for change in ("rotate", "revoke", "edit"):
+            form = {"csrf": csrf, "confirm": "yes", "name": "Taken over"}
             assert (
                 await browser.post(f"/dashboard/keys/{other.key_id}/{change}", data=form)
             ).status_code == 404
         assert (await browser.post(f"/dashboard/keys/{org.key_id}/rotate", data={})).status_code == 403
         for bad in (org.key_id.upper(), org.key_id + "0", "%2e%2e", "x" * 24):  # not a key id
-            assert (
-                await browser.post(f"/dashboard/keys/{bad}/rotate", data={"csrf": csrf})
-            ).status_code == 404
+            for change in ("rotate", "edit"):
+                assert (
+                    await browser.post(f"/dashboard/keys/{bad}/{change}", data={"csrf": csrf, "name": "x"})
+                ).status_code == 404
         assert (await browser.post("/dashboard/keys", data={"csrf": "f" * 64})).status_code == 403
         assert (
             await browser.post(f"/dashboard/keys/{org.key_id}/delete", data={"csrf": csrf})
         ).status_code == 404
-    assert chain(engine, org.organization_id) == [] and chain(engine, other.organization_id) == []
+    assert _key_records(engine, org) == [] and _key_records(engine, other) == []
 
 
 async def test_no_page_shows_another_organizations_data(
@@ -155,3 +169,109 @@ async def test_no_page_shows_another_organizations_data(
             assert ours is None or ours in page.text, path  # the page shows its own organization's
         mine = webhooks.create_test_event(ctx, someone, org.organization_id)
         assert mine.id in (await browser.get("/dashboard/webhooks")).text  # and its own events
+
+
+def _row(page: str, key_id: str) -> str:
+    """The keys table's row of ``key_id``, its HTML unescaped."""
+    rows = [r for r in re.findall(r"<tr>.*?</tr>", page, re.S) if f"<code>{key_id}</code>" in r]
+    assert len(rows) == 1, f"no row of {key_id}"
+    return html.unescape(rows[0])
+
+
+def _cell(row: str, label: str) -> str:
+    found = re.search(rf'data-label="{label}"[^>]*>(.*?)</td>', row, re.S)
+    assert found, f"no {label} in the row"
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", found.group(1))).strip()
+
+
+REFUSED_LABELS = [
+    ({"name": ""}, "The key's name is 1 to 80 characters (it has 0)."),
+    ({"name": "   "}, "The key's name is 1 to 80 characters (it has 0)."),
+    ({"name": "n" * 81}, "The key's name is 1 to 80 characters (it has 81)."),
+    ({"name": "bell\x07key"}, "The key's name must be one line of printable characters: it holds U+0007."),
+    ({"name": "two\nlines"}, "The key's name must be one line of printable characters: it holds U+000A."),
+    ({"name": "\u202eyek"}, "The key's name must be one line of printable characters: it holds U+202E."),
+    ({"name": "ok", "description": "d" * 501}, "The description is at most 500 characters (it has 501)."),
+    (
+        {"name": "ok", "description": "a\r\nb"},
+        "The description must be one line of printable characters: it holds U+000D, U+000A.",
+    ),
+]
+
+
+async def test_a_key_needs_a_printable_name_of_1_to_80_characters(
+    app: FastAPI, ctx: Context, org: Credentials, engine: Engine
+) -> None:
+    async with page_client(app) as browser:
+        _, csrf = await log_in_as(browser, ctx, org, MemberRole.DEVELOPER, "developer")
+        for fields, reason in REFUSED_LABELS:
+            refused = await browser.post("/dashboard/keys", data={"csrf": csrf, **fields})
+            assert refused.status_code == 400, fields
+            assert reason in html.unescape(refused.text), (fields, refused.text)
+            assert "shown once" not in refused.text
+        both = await browser.post("/dashboard/keys", data={"csrf": csrf, "name": "", "description": "x\x00"})
+        assert both.status_code == 400 and "it has 0" in html.unescape(both.text)
+        assert "it holds U+0000" in html.unescape(both.text)  # every problem at once
+        # the form keeps what was typed, so the member corrects it instead of typing it again
+        typed = await browser.post(
+            "/dashboard/keys", data={"csrf": csrf, "name": "n" * 81, "description": "kept", "days": "7"}
+        )
+        assert f'value="{"n" * 81}"' in typed.text and 'value="kept"' in typed.text
+        assert 'value="7"' in typed.text
+        page = (await browser.get("/dashboard/keys")).text
+    assert [k.id for k in organizations.list_keys(ctx, org.organization_id)] == [org.key_id]  # none made
+    assert _key_records(engine, org) == []
+    first = _row(page, org.key_id)  # the organization's first key is unnamed, and says so
+    assert _cell(first, "Key").startswith("(unnamed) " + org.key_id) and _cell(first, "Last used") == "never"
+    assert "to the minute" in page
+
+
+async def test_a_key_is_renamed_and_described_by_the_member(
+    app: FastAPI, ctx: Context, org: Credentials, engine: Engine
+) -> None:
+    async with page_client(app) as browser:
+        member_id, csrf = await log_in_as(browser, ctx, org, MemberRole.OWNER, "owner")
+        edit = f"/dashboard/keys/{org.key_id}/edit"
+        saved = await browser.post(edit, data={"csrf": csrf, "name": " CI runner ", "description": "GitHub"})
+        assert (saved.status_code, saved.headers["location"]) == (303, "/dashboard/keys?notice=edited")
+        page = await browser.get(saved.headers["location"])
+        assert "name and description are saved" in html.unescape(page.text)
+        assert _cell(_row(page.text, org.key_id), "Key").startswith(f"CI runner GitHub {org.key_id}")
+        again = await browser.post(edit, data={"csrf": csrf, "name": "CI runner", "description": "GitHub"})
+        assert again.status_code == 303  # the same label: nothing changes, nothing is recorded
+        bad = await browser.post(edit, data={"csrf": csrf, "name": "x" * 81, "description": "typed"})
+        assert bad.status_code == 400 and "1 to 80 characters" in html.unescape(bad.text)
+        assert re.search(r"<details class=\"edit keyform\" open>", bad.text)  # its form, open, as typed
+        assert f'value="{"x" * 81}"' in bad.text and 'value="typed"' in bad.text
+        assert (await browser.post(edit, data={"csrf": "f" * 64, "name": "Stolen"})).status_code == 403
+    (key,) = organizations.list_keys(ctx, org.organization_id)
+    assert (key.name, key.description) == ("CI runner", "GitHub")
+    records = [(r.type, r.actor, r.data) for r in _key_records(engine, org)]
+    data = {"keyId": org.key_id, "name": "CI runner", "expiresAt": None, "description": "GitHub"}
+    assert records == [("API_KEY_EDITED", f"member:{member_id}", data)]
+
+
+async def test_last_used_shows_never_then_the_minute_of_a_signed_call(
+    app: FastAPI, ctx: Context, org: Credentials, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key_use = app.state.authenticator.key_use
+    moment = datetime(2026, 11, 24, 18, 41, 37, 250_000, tzinfo=UTC)
+    monkeypatch.setattr(key_use, "clock", lambda: moment)
+    async with page_client(app) as browser, page_client(app) as api_http:
+        _, csrf = await log_in_as(browser, ctx, org, MemberRole.OWNER, "owner")
+        created = await browser.post("/dashboard/keys", data={"csrf": csrf, "name": "Reports"})
+        key_id = _shown(created.text, "key-id")
+        row = _row(created.text, key_id)
+        assert _cell(row, "Key").startswith(f"Reports {key_id}") and _cell(row, "Last used") == "never"
+        creds = Credentials(
+            org.organization_id,
+            key_id,
+            _shown(created.text, "api-key"),
+            _shown(created.text, "signature-secret"),
+            org.did,
+        )
+        assert (await SignedClient(api_http, creds).get("/me")).status_code == 200
+        await key_use.flush()
+        page = (await browser.get("/dashboard/keys")).text
+    assert _cell(_row(page, key_id), "Last used") == "2026-11-24 18:41 UTC"
+    assert _cell(_row(page, org.key_id), "Last used") == "never"  # the other key signed nothing

@@ -17,6 +17,7 @@ import pytest
 import pytest_asyncio
 from fastapi import FastAPI
 from sqlalchemy import Engine, update
+from sqlmodel import col
 
 from api.app import create_app
 from core.kinds import MemberRole
@@ -82,7 +83,7 @@ async def test_an_owner_invites_by_e_mail_and_the_link_is_never_on_the_page(
         with write_session(engine) as session:  # a minute passes for the links made so far
             session.execute(
                 update(MemberToken)
-                .where(MemberToken.member_id == member_id)  # type: ignore[arg-type]
+                .where(col(MemberToken.member_id) == member_id)
                 .values(created_at=utcnow() - timedelta(minutes=2))
             )
         again = await owner.post(f"/dashboard/members/{member_id}/invite", data={"csrf": csrf})
@@ -162,6 +163,10 @@ async def test_roles_disable_enable_and_sessions_each_recorded_and_an_owner_alwa
         assert (await dev.post("/dashboard/login", data=_login(dev_id, engine))).status_code == 303
         kinds = [r.type for r in chain(engine, org.organization_id) if r.type.startswith("MEMBER_")]
         assert kinds[-3:] == [audit.MEMBER_SESSIONS_ENDED, audit.MEMBER_DISABLED, audit.MEMBER_ENABLED]
+
+        # the trail shows who by e-mail (the recorded actor as its tooltip)
+        trail = await owner.get("/dashboard/activity", params={"type": "MEMBER_ROLE_CHANGED"})
+        assert f'<span title="member:{owner_id}">owner-{org.organization_id}@example.com</span>' in trail.text
 
         # with a second owner, the first may step down; then the members page is not theirs
         promote = await owner.post(f"/dashboard/members/{dev_id}/role", data={"csrf": csrf, "role": "owner"})
@@ -303,8 +308,8 @@ async def test_the_second_factor_is_set_up_asked_at_login_throttled_used_once_an
         csrf = csrf_of((await client.get("/dashboard/account")).text)
         bad = await client.post("/dashboard/account/factor-off", data={"csrf": csrf, "code": "12345a"})
         assert bad.status_code == 400
-        used = await client.post("/dashboard/account/factor-off", data={"csrf": csrf, "code": future})
-        assert used.status_code == 400 and "not right" in used.text
+        spent = await client.post("/dashboard/account/factor-off", data={"csrf": csrf, "code": future})
+        assert spent.status_code == 400 and "not right" in spent.text
         assert _member_row(engine, member_id).totp_enabled_at is not None
         with write_session(engine) as session:  # time passes: the steps used so far are past
             session.execute(

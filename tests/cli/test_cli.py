@@ -90,6 +90,9 @@ FAILURES: list[tuple[tuple[str, ...], dict[str, str], int, str]] = [
         1,
         "--expires-at must be in the future",
     ),
+    (("key", "create", "--org", BAD, "--name", " "), {}, 1, "error: The key's name is 1 to 80 characters"),
+    (("key", "create", "--org", BAD, "--name", "a\x1bb"), {}, 1, "one line of printable characters"),
+    (("key", "create", "--org", BAD, "--description", "no name"), {}, 1, "needs a name too"),
     (("key", "list", "--org", BAD), {}, 1, f"error: organization {BAD} not found"),
     (("key", "rotate", "--key", BAD), {}, 1, f"error: API key {BAD} not found"),
     (("key", "revoke", "--key", BAD), {}, 1, f"error: API key {BAD} not found"),
@@ -186,7 +189,10 @@ async def test_key_lifecycle_and_printed_credentials_at_work(cli: Cli, cli_http:
     assert resp.status_code == 200, resp.text
     assert resp.json() == {"data": [], "totalPages": 0}
 
-    key = cli.json("key", "create", "--org", org["organizationId"])
+    key = cli.json(
+        "key", "create", "--org", org["organizationId"], "--name", " CI runner ", "--description", "GitHub"
+    )
+    assert (key["name"], key["description"]) == ("CI runner", "GitHub")
     assert key["organizationId"] == org["organizationId"]
     assert key["keyId"] != org["keyId"] and key["apiKey"] != org["apiKey"]
     assert key["apiKey"].startswith("mdt_") and key["signatureSecret"] and key["expiresAt"] is None
@@ -218,6 +224,10 @@ async def test_key_lifecycle_and_printed_credentials_at_work(cli: Cli, cli_http:
     assert set(keys) == {org["keyId"], key["keyId"]}
     assert keys[key["keyId"]]["revokedAt"] is not None and keys[key["keyId"]]["rotatedAt"] is not None
     assert keys[org["keyId"]]["revokedAt"] is None
+    assert [(k["name"], k["description"]) for k in (keys[org["keyId"]], keys[key["keyId"]])] == [
+        ("", ""),  # the organization's first key is unnamed
+        ("CI runner", "GitHub"),
+    ]
     for secret in (org["apiKey"], key["apiKey"], org["signatureSecret"], rotated["signatureSecret"]):
         assert secret not in listing
     # the first call pinned the organization's API version

@@ -1,5 +1,5 @@
 """Changes to how an organization is set up are in its audit trail, each naming its actor, written
-in the change's own transaction: API keys created, rotated and revoked; the webhook's settings;
+in the change's own transaction: API keys created, rotated, renamed and revoked; the webhook's settings;
 the request rate, the VP lifetime and the frame origins; an action's publication. A record never
 holds a secret, and a refused change writes none. An organization's setting-up (its creation with
 its first key, the development example action) writes none."""
@@ -54,22 +54,26 @@ async def test_key_changes_are_recorded_by_their_actor_without_a_secret(
     ctx: Context, engine: Engine, org: Credentials
 ) -> None:
     org_id = org.organization_id
-    issued = organizations.create_key(ctx, MIA, org_id)
+    issued = organizations.create_key(ctx, MIA, org_id, name="Billing", description="Nightly invoices")
     rotated = organizations.rotate_key(ctx, MIA, issued.key_id)
+    organizations.describe_key(ctx, MIA, issued.key_id, "Billing", "Nightly invoices")  # no change
+    organizations.describe_key(ctx, MIA, issued.key_id, "Invoices", "")
     organizations.revoke_key(ctx, Actor.operator("olga"), issued.key_id)
     organizations.revoke_key(ctx, MIA, issued.key_id)  # already revoked: nothing changes
     with pytest.raises(Invalid):
         organizations.rotate_key(ctx, MIA, issued.key_id)  # refused: no record
     records = await _trail(ctx, org_id)
+    key = {"keyId": issued.key_id, "expiresAt": None}
     assert [(r.type, r.actor, r.data) for r in records] == [
-        ("API_KEY_CREATED", "member:mia", {"keyId": issued.key_id, "expiresAt": None}),
-        ("API_KEY_ROTATED", "member:mia", {"keyId": issued.key_id, "expiresAt": None}),
-        ("API_KEY_REVOKED", "operator:olga", {"keyId": issued.key_id, "expiresAt": None}),
+        ("API_KEY_CREATED", "member:mia", {**key, "name": "Billing", "description": "Nightly invoices"}),
+        ("API_KEY_ROTATED", "member:mia", {**key, "name": "Billing"}),
+        ("API_KEY_EDITED", "member:mia", {**key, "name": "Invoices", "description": ""}),
+        ("API_KEY_REVOKED", "operator:olga", {**key, "name": "Invoices"}),
     ]
     for secret in (issued.api_key, issued.signature_secret, rotated.signature_secret):
         assert secret not in _words(records)
     (check,) = audit_service.verify_chains(ctx, MIA, org_id)
-    assert check.broken is None and check.records == 3
+    assert check.broken is None and check.records == 4
 
 
 async def test_settings_and_the_webhook_are_recorded_with_their_new_values(

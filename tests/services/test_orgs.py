@@ -84,3 +84,50 @@ def test_a_command_acts_as_the_operator_running_it(
     assert common.operator() == Actor.operator("unknown")
     failed = CliRunner().invoke(app, ["org", "set-rate", "--org", "0" * 24, "--request-rate", "5"])
     assert failed.exit_code == 1 and "not found" in failed.output
+
+
+@pytest.mark.parametrize(
+    ("name", "description", "problems"),
+    [
+        ("", "", ["The key's name is 1 to 80 characters (it has 0)."]),
+        ("\t \n", "", ["The key's name is 1 to 80 characters (it has 0)."]),
+        ("k" * 81, "", ["The key's name is 1 to 80 characters (it has 81)."]),
+        ("a\x1bb", "", ["The key's name must be one line of printable characters: it holds U+001B."]),
+        ("a\x85b", "", ["The key's name must be one line of printable characters: it holds U+0085."]),
+        ("a\u2066b", "", ["The key's name must be one line of printable characters: it holds U+2066."]),
+        ("ok", "d" * 501, ["The description is at most 500 characters (it has 501)."]),
+        ("ok", "a\tb", ["The description must be one line of printable characters: it holds U+0009."]),
+        (
+            "",
+            "a\nb",
+            [
+                "The key's name is 1 to 80 characters (it has 0).",
+                "The description must be one line of printable characters: it holds U+000A.",
+            ],
+        ),
+    ],
+)
+def test_a_key_label_is_checked_with_every_problem_named(
+    ctx: Context, org: Credentials, name: str, description: str, problems: list[str]
+) -> None:
+    with pytest.raises(Invalid) as refused:
+        organizations.create_key(ctx, ALICE, org.organization_id, name=name, description=description)
+    assert refused.value.message == problems
+    assert [k.id for k in organizations.list_keys(ctx, org.organization_id)] == [org.key_id]  # none made
+    with pytest.raises(Invalid) as again:
+        organizations.describe_key(ctx, ALICE, org.key_id, name, description)
+    assert again.value.message == problems
+
+
+def test_a_key_label_is_trimmed_and_may_be_left_out(ctx: Context, org: Credentials) -> None:
+    assert organizations.key_label(" " + "k" * 80 + " ", "  Ünïcode: ok 🙂 ") == ("k" * 80, "Ünïcode: ok 🙂")
+    named = organizations.create_key(
+        ctx, ALICE, org.organization_id, name=" Billing ", description=" Invoices "
+    )
+    unnamed = organizations.create_key(ctx, ALICE, org.organization_id)  # as the command line without --name
+    keys = {k.id: (k.name, k.description) for k in organizations.list_keys(ctx, org.organization_id)}
+    assert keys == {org.key_id: ("", ""), named.key_id: ("Billing", "Invoices"), unnamed.key_id: ("", "")}
+    with pytest.raises(Invalid, match="needs a name too"):
+        organizations.create_key(ctx, ALICE, org.organization_id, description="no name")
+    with pytest.raises(NotFound):
+        organizations.describe_key(ctx, ALICE, org.key_id, "Mine", "", org_id="0" * 24)

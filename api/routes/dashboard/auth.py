@@ -129,6 +129,7 @@ async def overview(request: Request, services: ServicesDep) -> Response:
         org=org,
         member=member,
         records=[_record(r) for r in rows],
+        names=await run_db(services.engine, members.actor_names, services, member.organization_id),
         section="overview",
         csrf=members.csrf_token(services, token),
     )

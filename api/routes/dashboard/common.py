@@ -128,6 +128,7 @@ def member_page(
         org=orgs.get_organization(ctx.engine, member.organization_id),
         csrf=members.csrf_token(ctx, token),
         section=section,
+        names=members.actor_names(ctx, member.organization_id),
         **extra,
     )
 

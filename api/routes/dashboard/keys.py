@@ -1,5 +1,7 @@
-"""API keys (owners and developers): create (expiry in days), rotate the signature secret (the old one
-works 24 hours more, CONTRACT 1), revoke; the key and secret shown once."""
+"""API keys (owners and developers): create (a name, an optional description, an expiry in days),
+rename or re-describe, rotate the signature secret (the old one works 24 hours more, CONTRACT 1),
+revoke; the key and secret shown once. Each key shows when it last signed an accepted call, to the
+minute (``api.key_use``)."""
 
 from __future__ import annotations
 
@@ -34,7 +36,12 @@ KEY_ROLES = BUILDERS
 KEY_ID_RE = re.compile(r"[0-9a-f]{24}")
 MAX_KEY_DAYS = 3650
 DAYS_RE = re.compile(r"[0-9]{1,4}")
-KEY_NOTICES = {"revoked": "The key is revoked: calls signed with it are refused from now on."}
+LABEL_FORM_MAX = 2000  # what a form field may carry; the service says what a name or description may be
+KEY_NOTICES = {
+    "revoked": "The key is revoked: calls signed with it are refused from now on.",
+    "edited": "The key's name and description are saved.",
+}
+UNNAMED = "(unnamed)"
 
 
 def _key_status(key: Any, now: datetime) -> str:
@@ -55,10 +62,13 @@ def _keys_html(ctx: Context, member: Member, token: str, *, status: int = 200, *
     keys = [
         {
             "id": k.id,
+            "name": k.name,
+            "description": k.description,
             "prefix": k.key_prefix,
             "created": when(k.created_at),
             "expires": when(k.expires_at) if k.expires_at else "never",
             "rotated": when(k.rotated_at) if k.rotated_at else "",
+            "last_used": when(k.last_used_at) if k.last_used_at else "never",
             "status": _key_status(k, now),
         }
         for k in organizations.list_keys(ctx, member.organization_id)
@@ -72,6 +82,9 @@ def _keys_html(ctx: Context, member: Member, token: str, *, status: int = 200, *
         csrf=members.csrf_token(ctx, token),
         keys=keys,
         max_days=MAX_KEY_DAYS,
+        max_name=organizations.MAX_KEY_NAME,
+        max_description=organizations.MAX_KEY_DESCRIPTION,
+        unnamed=UNNAMED,
         section="keys",
         **extra,
     )
@@ -92,22 +105,55 @@ async def create_key(
     services: ServicesDep,
     csrf: Annotated[str, Form(max_length=100)] = "",
     days: Annotated[str, Form(max_length=10)] = "",
+    name: Annotated[str, Form(max_length=LABEL_FORM_MAX)] = "",
+    description: Annotated[str, Form(max_length=LABEL_FORM_MAX)] = "",
 ) -> Response:
     found = await form_by(request, services, csrf, KEY_ROLES)
     if isinstance(found, Response):
         return found
     member, token = found
+    typed = {"name": name, "description": description, "days": days}
     expires, days = None, days.strip()
     if days:
         if not DAYS_RE.fullmatch(days) or not 1 <= int(days) <= MAX_KEY_DAYS:  # ASCII digits only
             error = f"The expiry is a whole number of days from 1 to {MAX_KEY_DAYS}, or empty for none."
-            return await _keys_page(services, member, token, status=400, error=error)
+            return await _keys_page(services, member, token, status=400, error=error, typed=typed)
         expires = utcnow() + timedelta(days=int(days))
     actor = members.actor_of(member)
-    issued = await run_db(
-        services.engine, organizations.create_key, services, actor, member.organization_id, expires
-    )
+    create = partial(organizations.create_key, name=name, description=description)
+    try:
+        issued = await run_db(services.engine, create, services, actor, member.organization_id, expires)
+    except Invalid as exc:
+        return await _keys_page(services, member, token, status=400, error=str(exc), typed=typed)
     return await _keys_page(services, member, token, issued=issued, rotated=False)
+
+
+@router.post("/dashboard/keys/{key_id}/edit", response_class=HTMLResponse)
+async def edit_key(
+    request: Request,
+    services: ServicesDep,
+    key_id: str,
+    csrf: Annotated[str, Form(max_length=100)] = "",
+    name: Annotated[str, Form(max_length=LABEL_FORM_MAX)] = "",
+    description: Annotated[str, Form(max_length=LABEL_FORM_MAX)] = "",
+) -> Response:
+    """A new name and description for a key (``API_KEY_EDITED`` when they change)."""
+    found = await form_by(request, services, csrf, KEY_ROLES)
+    if isinstance(found, Response):
+        return found
+    member, token = found
+    if not KEY_ID_RE.fullmatch(key_id):
+        return not_found()
+    actor, org_id = members.actor_of(member), member.organization_id
+    edit = partial(organizations.describe_key, org_id=org_id)
+    try:
+        await run_db(services.engine, edit, services, actor, key_id, name, description)
+    except NotFound:
+        return not_found("No such API key.")
+    except Invalid as exc:  # the key's form shown open again, as typed
+        editing = {"id": key_id, "name": name, "description": description}
+        return await _keys_page(services, member, token, status=400, error=str(exc), editing=editing)
+    return RedirectResponse("/dashboard/keys?notice=edited", status_code=303)
 
 
 @router.post("/dashboard/keys/{key_id}/{change}", response_class=HTMLResponse)

@@ -176,7 +176,8 @@ def _detail_view(found: requests.Detail) -> dict[str, Any]:
         "created": when(req.created_at),
         "expires": when(req.expires_at),
         "internal_id": req.internal_id or "",
-        "canceled": f"{when(req.canceled_at)} by {req.canceled_by or 'unknown'}" if req.canceled_at else "",
+        "canceled": when(req.canceled_at) if req.canceled_at else "",
+        "canceled_by": req.canceled_by,
         "subjects": [
             {
                 "id": s.id,
