@@ -30,7 +30,7 @@ from core.secretbox import SecretCipher
 from core.settings import Settings, browsable, get_settings
 from services import orgs as organizations
 from services.context import Context
-from store import orgs
+from store import audit, orgs
 from store.db import keep_files_private, make_engine, migrate
 from trust.did import web_organization_did
 
@@ -90,6 +90,7 @@ def bootstrap_dev_org(settings: Settings) -> str:
                     f"  a new key: .venv/bin/mandatum key create --org {org_id}"
                 )
         ctx = Context(settings, engine, SecretCipher(settings.master_key_bytes()))
+        audit.use_service_key(engine, ctx.cipher, settings)  # the owner's invitation is a record
         org, key = organizations.create_organization(ctx, SYSTEM, "Development organization", 600)
         publish_example_action(engine, org.id)
         from services import members  # with the password hasher: loaded only on the first run

@@ -26,7 +26,7 @@ from core.settings import Settings
 from services.context import Context
 from store import actions as store
 from tests.conftest import new_org
-from tests.support.audit_helpers import chain, issued_mandate, new_request
+from tests.support.audit_helpers import changes, issued_mandate, new_request
 from tests.support.dashboard import log_in_as, page_client
 from tests.support.helpers import Credentials
 
@@ -221,7 +221,7 @@ async def test_a_member_writes_checks_tries_and_publishes_a_version(
         action_page = (await browser.get(f"/dashboard/actions/{key}")).text
         assert f"<code>{digest}</code>" in action_page and ">published</span>" in action_page
 
-    records = [(r.type, r.actor, r.data) for r in chain(engine, org.organization_id)]
+    records = [(r.type, r.actor, r.data) for r in changes(engine, org.organization_id)]
     assert records == [
         (
             "ACTION_PUBLISHED",
@@ -267,7 +267,7 @@ async def test_a_refused_publish_lists_the_problems_and_keeps_the_draft(
             "expression is longer than 4096 characters"
         ]
         assert store.spec_of(_version(engine, org, key, 1)).user_params[0].has_default is False
-    assert chain(engine, org.organization_id) == []
+    assert changes(engine, org.organization_id) == []
 
 
 async def test_an_action_is_renamed_versioned_and_deleted(
@@ -315,7 +315,7 @@ async def test_an_action_is_renamed_versioned_and_deleted(
             store.get_action(engine, org.organization_id, f"urn:via:action:{key}", published_only=False)
             is None
         )
-    (record,) = [r for r in chain(engine, org.organization_id) if r.type == "ACTION_DELETED"]
+    (record,) = [r for r in changes(engine, org.organization_id) if r.type == "ACTION_DELETED"]
     assert record.actor == f"member:{member_id}"
     assert (record.data["actionId"], record.data["name"], record.data["versions"]) == (
         f"urn:via:action:{key}",
@@ -376,7 +376,7 @@ async def test_a_support_member_is_refused_every_actions_page_and_form(
         assert checked.status_code == 403
     assert [view.action.name for view in store.list_actions(engine, org.organization_id)] == ["Rent payments"]
     assert len(store.list_actions(engine, org.organization_id)[0].versions) == 1
-    assert chain(engine, org.organization_id) == []
+    assert changes(engine, org.organization_id) == []
 
 
 async def test_another_organizations_action_is_not_found(
@@ -412,7 +412,7 @@ async def test_another_organizations_action_is_not_found(
     view = store.get_action(engine, other.organization_id, f"urn:via:action:{theirs}", published_only=False)
     assert view is not None and view.action.name == "Their secret action"
     assert [(v.number, v.status) for v in view.versions] == [(1, "draft")]
-    assert chain(engine, other.organization_id) == []
+    assert changes(engine, other.organization_id) == []
 
 
 async def test_every_form_needs_the_sessions_csrf_token(

@@ -20,7 +20,7 @@ from core.secretbox import SecretCipher
 from core.settings import Settings
 from services.context import Context
 from store import webhooks as store
-from tests.support.audit_helpers import chain
+from tests.support.audit_helpers import changes
 from tests.support.dashboard import log_in_as, page_client
 from tests.support.helpers import Credentials
 from tests.support.webhook_receiver import receiving
@@ -85,7 +85,7 @@ async def test_the_url_the_secrets_and_the_test_event(
             second = _secrets(renewed.text)
             assert set(second) == set(SECRET_NAMES) and all(second[n] != first[n] for n in SECRET_NAMES)
 
-    records = [(r.type, r.actor, r.data.get("secretsChanged")) for r in chain(engine, org.organization_id)]
+    records = [(r.type, r.actor, r.data.get("secretsChanged")) for r in changes(engine, org.organization_id)]
     everything = ["signatureSecret", "encryptionSecret", "salt"]
     assert records == [("WEBHOOK_CONFIGURED", f"member:{member_id}", everything)] * 2
 

@@ -24,7 +24,7 @@ async def test_an_owner_writes_checks_tries_and_publishes_an_action(
     await set_password_and_log_in(
         page, live, org.organization_id, f"actions-{org.organization_id}@example.com", MemberRole.OWNER
     )
-    await page.get_by_role("link", name="Actions").click()
+    await page.get_by_role("link", name="Actions", exact=True).click()
     await expect(page.get_by_role("heading", name="Actions", exact=True)).to_be_visible()
     await expect(page.get_by_role("table")).to_contain_text("Rent payments")  # the example action
     await page.get_by_label("Name").fill("Pay rent")
@@ -111,7 +111,7 @@ async def test_the_actions_pages_fit_a_phone(live: LiveStack, phone_page: Page, 
         f"phone-actions-{org.organization_id}@example.com",
         MemberRole.DEVELOPER,
     )
-    await page.get_by_role("link", name="Actions").click()
+    await page.get_by_role("link", name="Actions", exact=True).click()
     await expect(page.get_by_role("heading", name="Actions", exact=True)).to_be_visible()
     await fits(page)
     await assert_accessible(page, axe_source, "the actions page on a phone")

@@ -55,7 +55,7 @@ async def test_an_owner_sets_a_password_logs_in_and_out(
 
     # API keys: a new one, named, is shown once; a request signed with it works, and shows as its
     # last use; revoked after confirming, the same request is refused
-    await page.get_by_role("link", name="API keys").click()
+    await page.get_by_role("link", name="API keys", exact=True).click()
     await expect(page.get_by_role("heading", name="API keys", exact=True)).to_be_visible()
     create = page.get_by_role("form", name="Create a key")
     await create.get_by_label("Name", exact=True).fill("Billing service")
@@ -98,7 +98,7 @@ async def test_an_owner_sets_a_password_logs_in_and_out(
 
     # the webhook: a URL, its secrets once, the test event delivered in the log
     with receiving(lambda n: 200) as receiver:
-        await page.get_by_role("link", name="Webhook").click()
+        await page.get_by_role("link", name="Webhook", exact=True).click()
         await page.get_by_label("URL").fill(receiver.url)
         await page.get_by_role("button", name="Save").click()
         await expect(page.get_by_role("heading", name="New secrets: save them now")).to_be_visible()
@@ -149,7 +149,7 @@ async def test_the_dashboard_fits_a_phone(live: LiveStack, phone_page: Page, axe
     mobile = organizations.create_key(
         ctx, someone, org.organization_id, name="Mobile app", description="iOS and Android"
     )
-    await page.get_by_role("link", name="API keys").click()
+    await page.get_by_role("link", name="API keys", exact=True).click()
     await expect(page.get_by_role("heading", name="API keys", exact=True)).to_be_visible()
     await fits(page)
     await assert_accessible(page, axe_source, "the keys page on a phone")

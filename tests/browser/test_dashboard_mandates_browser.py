@@ -43,7 +43,7 @@ async def test_a_support_member_reads_and_revokes_a_mandate_by_keyboard(
     page = browser_page
     await set_password_and_log_in(page, live, org.organization_id, email, MemberRole.SUPPORT)
 
-    await page.get_by_role("link", name="Mandates").click()
+    await page.get_by_role("link", name="Mandates", exact=True).click()
     await expect(page.get_by_role("heading", name="Mandates", exact=True)).to_be_visible()
     row = page.get_by_role("row").filter(has_text="Rent")
     await expect(row).to_contain_text("ACTIVE")

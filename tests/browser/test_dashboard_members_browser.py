@@ -34,7 +34,7 @@ async def test_an_owner_invites_a_member_who_turns_on_the_second_factor_then_is_
     dev_email = f"dev-{org.organization_id}@example.com"
     await set_password_and_log_in(owner, live, org.organization_id, owner_email, MemberRole.OWNER)
 
-    await owner.get_by_role("link", name="Members").click()
+    await owner.get_by_role("link", name="Members", exact=True).click()
     await expect(owner.get_by_role("heading", name="Members")).to_be_visible()
     await owner.get_by_label("E-mail").fill(dev_email)
     await owner.get_by_label("Role", exact=True).select_option("developer")
@@ -91,7 +91,7 @@ async def test_an_owner_invites_a_member_who_turns_on_the_second_factor_then_is_
     await row.get_by_role("button", name=f"Save the role of {dev_email}").click()
     await expect(owner.get_by_role("status")).to_contain_text("The role is changed.")
     await phone.reload()
-    await expect(phone.get_by_role("link", name="API keys")).to_have_count(0)  # support now
+    await expect(phone.get_by_role("link", name="API keys", exact=True)).to_have_count(0)  # support now
     await fits(owner)
     await assert_accessible(owner, axe_source, "the members page")
     await shot(owner, "dashboard-members-desktop")

@@ -36,9 +36,9 @@ async def test_a_support_member_finds_a_request_shows_the_link_and_cancels_it(
     page = browser_page
     email = f"support-{org.organization_id}@example.com"
     await set_password_and_log_in(page, live, org.organization_id, email, MemberRole.SUPPORT)
-    await expect(page.get_by_role("link", name="API keys")).to_have_count(0)  # not for support
+    await expect(page.get_by_role("link", name="API keys", exact=True)).to_have_count(0)  # not for support
 
-    await page.get_by_role("link", name="Requests").click()
+    await page.get_by_role("link", name="Requests", exact=True).click()
     await expect(page.get_by_role("heading", name="2 requests")).to_be_visible()
     await page.get_by_label("Your request id (internalId)").fill(internal_id)
     await page.keyboard.press("Enter")  # the filter form is sent from the keyboard

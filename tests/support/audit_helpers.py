@@ -94,3 +94,9 @@ def chain(engine: Engine, org_id: str) -> list[AuditRecord]:
             .order_by(col(AuditRecord.seq))
         ).all()
     return [AuditRecord.model_validate(dict(r._mapping)) for r in rows]
+
+
+def changes(engine: Engine, org_id: str) -> list[AuditRecord]:
+    """The organization's records in chain order but the ``MEMBER_INVITED`` of members a test
+    invites to log in with: what the test's own actions wrote."""
+    return [r for r in chain(engine, org_id) if r.type != "MEMBER_INVITED"]
