@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -10,13 +11,14 @@ from typing import Any
 import httpx
 from sqlalchemy import Engine
 from temporalio import activity
-from temporalio.exceptions import ApplicationError
+from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from activities.definition import defn
 from core.egress import EgressPolicy, UrlNotAllowed, describe_failure, post_pinned
 from core.faults import crash_point
 from core.secretbox import SecretCipher
 from core.settings import Settings
+from core.text import one_line
 from store import orgs
 from store import request_queries as queries
 from store import webhooks as store
@@ -41,6 +43,9 @@ from workflows.webhook_messages import (
     RecordWebhookFailureInput,
     retry_delay,
 )
+
+log = logging.getLogger("mandatum.activities.webhooks")
+EXCERPT = 120  # characters of a failing receiver's answer in the log line
 
 
 class WebhookActivities:
@@ -157,6 +162,7 @@ class WebhookActivities:
         crash_point("webhook:before-post")
         status: int | None = None
         error: str | None = None
+        excerpt = ""  # of the receiver's answer, for the log line only (never stored)
         began = time.monotonic()
         try:
             url, addresses = self._egress.resolve_checked(config.url)
@@ -164,6 +170,7 @@ class WebhookActivities:
             status = response.status_code
             if not 200 <= status < 300:
                 error = f"HTTP {status}"
+                excerpt = one_line(response.content[:EXCERPT].decode("utf-8", "replace"), EXCERPT)
         except UrlNotAllowed as exc:
             error = str(exc)
         except httpx.HTTPError as exc:
@@ -185,9 +192,27 @@ class WebhookActivities:
         )
         if delivered:
             return DeliveryResult(event_id=event.id, state=store.DELIVERED, status_code=status)
+        # a receiver that fails is routine, not a fault of ours: one line for the operator (the
+        # SDK logs a BENIGN failure at DEBUG, without the stack trace)
+        host = httpx.URL(config.url).host
+        log.warning(
+            "webhook event %s not delivered (attempt %d): %s from %s%s",
+            event.id,
+            info.attempt,
+            error,
+            host,
+            f": {excerpt!r}" if excerpt else "",
+        )
         if status == 410:
-            raise ApplicationError("the receiver answered 410 Gone", type="gone", non_retryable=True)
-        raise ApplicationError(f"not delivered: {error}", type="not_delivered")
+            raise ApplicationError(
+                "the receiver answered 410 Gone",
+                type="gone",
+                non_retryable=True,
+                category=ApplicationErrorCategory.BENIGN,
+            )
+        raise ApplicationError(
+            f"not delivered: {error}", type="not_delivered", category=ApplicationErrorCategory.BENIGN
+        )
 
     @staticmethod
     def _next_attempt(info: activity.Info) -> datetime | None:

@@ -70,6 +70,7 @@ with workflow.unsafe.imports_passed_through():
         ResendOtpInput,
         SendOtpInput,
         SendOtpResult,
+        SubjectProgressView,
         VerifyOtpInput,
         VerifyOtpResult,
         identity_state,
@@ -107,6 +108,10 @@ class Codes:
     last_sent: datetime | None = None
     passed: bool = False  # the subject confirmed the current code
     channel: str | None = None  # where their last delivered code went (email | sms)
+    undelivered: int = 0  # sends that did not reach the subject
+    wrong: int = 0  # wrong tries at the current code
+    wrong_total: int = 0  # wrong tries at every code of this request
+    locked: bool = False  # the current code is locked by wrong tries (until a new one is sent)
 
 
 @dataclass
@@ -244,16 +249,16 @@ class CredentialRequestWorkflow:
     @workflow.update(name="cancel")
     async def cancel(self, inp: CancelInput) -> CancelResult:
         self._outcome = CANCELED
-        return CancelResult(canceled_at=await self._record_cancel(inp.canceled_by))
+        return CancelResult(canceled_at=await self._record_cancel(inp.canceled_by, inp.reason))
 
-    async def _record_cancel(self, canceled_by: str) -> datetime:
+    async def _record_cancel(self, canceled_by: str, reason: str | None = None) -> datetime:
         """The cancellation's write (status, time, canceler, its audit record), then the search
         attribute; the same for the API's cancel and a cancel requested in Temporal."""
         at = workflow.now()
         await write(
             ActivityNames.RECORD_CANCELLATION,
             RecordCancellationInput(
-                request_id=self._input.request_id, canceled_at=at, canceled_by=canceled_by
+                request_id=self._input.request_id, canceled_at=at, canceled_by=canceled_by, reason=reason
             ),
         )
         self._canceled_at = at
@@ -423,13 +428,16 @@ class CredentialRequestWorkflow:
 
     # --- the subject's journey: codes ---------------------------------------------------------
 
-    async def _send_code(self, subject_id: str, resent_by: str | None = None) -> SendOtpResult:
+    async def _send_code(
+        self, subject_id: str, resent_by: str | None = None, reason: str | None = None
+    ) -> SendOtpResult:
         """Send a fresh code to the subject (the activity makes and stores it; only where it went
         comes back). A contact that cannot receive it is reported as ``otp.failed``."""
         codes = self._codes[subject_id]
         codes.sends += 1
         number = codes.sends
         codes.last_sent = workflow.now()
+        codes.wrong, codes.locked = 0, False  # tries count against the code being sent
         try:
             sent = await send(
                 ActivityNames.SEND_OTP,
@@ -438,6 +446,7 @@ class CredentialRequestWorkflow:
                     subject_id=subject_id,
                     send_number=number,
                     resent_by=resent_by,
+                    reason=reason,
                 ),
                 SendOtpResult,
                 summary=f"code {number} to subject {subject_id}",
@@ -457,6 +466,7 @@ class CredentialRequestWorkflow:
         if sent.delivered:
             codes.channel = sent.channel
         if not sent.delivered:
+            codes.undelivered += 1
             await self._emit_otp_failed(
                 subject_id,
                 f"undelivered:{number}",
@@ -478,6 +488,11 @@ class CredentialRequestWorkflow:
             VerifyOtpResult,
             summary=f"check code of subject {inp.subject_id}",
         )
+        if checked.outcome in (OtpOutcome.WRONG, OtpOutcome.LOCKED_NOW):
+            codes.wrong += 1
+            codes.wrong_total += 1
+        if checked.outcome in (OtpOutcome.LOCKED, OtpOutcome.LOCKED_NOW):
+            codes.locked = True
         if checked.outcome == OtpOutcome.PASSED:
             codes.passed = True
             await self._reuse_identity(inp.subject_id, checked.kyc, checked.identity_status)
@@ -498,7 +513,7 @@ class CredentialRequestWorkflow:
     @workflow.update(name="resend_otp")
     async def resend_otp(self, inp: ResendOtpInput) -> SendOtpResult:
         self._codes[inp.subject_id].passed = False  # a fresh code must be confirmed again
-        return await self._send_code(inp.subject_id, inp.actor)
+        return await self._send_code(inp.subject_id, inp.actor, inp.reason)
 
     @resend_otp.validator
     def _validate_resend_otp(self, inp: ResendOtpInput) -> None:
@@ -670,6 +685,21 @@ class CredentialRequestWorkflow:
             awaiting=total - len(self._decisions),
             otp_passed=sorted(s for s, codes in self._codes.items() if codes.passed),
             identity={s: i.passed for s, i in self._identity.items() if i.passed is not None},
+            subjects=[
+                SubjectProgressView(
+                    subject_id=subject,
+                    sends=codes.sends,
+                    last_sent=codes.last_sent,
+                    channel=codes.channel,
+                    undelivered=codes.undelivered,
+                    wrong_tries=codes.wrong,
+                    wrong_tries_total=codes.wrong_total,
+                    locked=codes.locked,
+                    code_confirmed=codes.passed,
+                    identity=self._identity_state(subject),
+                )
+                for subject, codes in self._codes.items()
+            ],
         )
 
     def _accepted_by_all(self, credential_id: str) -> bool:

@@ -38,6 +38,7 @@ class CredentialRequestResult(BaseModel):
 
 class CancelInput(BaseModel):
     canceled_by: str
+    reason: str | None = None  # why, as the canceler gave it (an operator's), in MANDATE_CANCELED
 
 
 class CancelResult(BaseModel):
@@ -68,6 +69,22 @@ class DecisionView(BaseModel):
     decided_at: datetime
 
 
+class SubjectProgressView(BaseModel):
+    """One subject's journey as the ``status`` query shows it to operators: counts and states,
+    never a code, a code's hash, a link or a contact."""
+
+    subject_id: str
+    sends: int = 0  # codes sent or being sent
+    last_sent: datetime | None = None
+    channel: str | None = None  # where the last delivered code went (email | sms)
+    undelivered: int = 0  # sends that did not reach the subject
+    wrong_tries: int = 0  # at the current code
+    wrong_tries_total: int = 0  # at every code of the request
+    locked: bool = False  # the current code is locked until a new one is sent
+    code_confirmed: bool = False
+    identity: IdentityStep = IdentityStep.NOT_REQUIRED  # where the subject stands with it
+
+
 class RequestStatusView(BaseModel):
     request_id: str
     status: RequestStatus
@@ -77,6 +94,7 @@ class RequestStatusView(BaseModel):
     awaiting: int = 0
     otp_passed: list[str] = Field(default_factory=list)  # subjects who confirmed their code
     identity: dict[str, bool] = Field(default_factory=dict)  # subject -> identity check passed
+    subjects: list[SubjectProgressView] = Field(default_factory=list)  # each subject's progress
 
 
 # --- activities -------------------------------------------------------------------------------
@@ -86,6 +104,7 @@ class RecordCancellationInput(BaseModel):
     request_id: str
     canceled_at: datetime
     canceled_by: str
+    reason: str | None = None
 
 
 class RecordExpiryInput(BaseModel):
@@ -155,6 +174,7 @@ class VerifyOtpResult(BaseModel):
 class ResendOtpInput(BaseModel):
     subject_id: str
     actor: str | None = None  # who asked for the code (``str(Actor)``), named by its OTP_RESENT record
+    reason: str | None = None  # why, as they gave it (an operator's), in that record
 
 
 class SendOtpResult(BaseModel):
@@ -170,6 +190,7 @@ class SendOtpInput(BaseModel):
     subject_id: str
     send_number: int  # 1 for the first code
     resent_by: str | None = None  # the actor of a resend (its OTP_RESENT record); None at the start
+    reason: str | None = None  # the reason the actor of a resend gave (in that record)
 
 
 class CheckOtpInput(BaseModel):

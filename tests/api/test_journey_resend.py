@@ -19,7 +19,7 @@ from orchestration.temporal import request_handle
 from tests.support.helpers import Credentials, SignedClient, assert_error_shape, policy_request
 from tests.support.journey_helpers import code_in, journey_secrets, message_for
 from tests.support.workflow import executor, ts_queue  # noqa: F401 (fixtures)
-from workflows.messages import VerifyOtpInput, VerifyOtpResult
+from workflows.messages import RequestStatusView, SubjectProgressView, VerifyOtpInput, VerifyOtpResult
 
 
 @pytest_asyncio.fixture
@@ -141,4 +141,57 @@ async def test_a_resend_asked_for_on_the_subjects_page_is_recorded_as_theirs(
     await message_for(request_id, ana, newer_than=first.id)
     trail = await ts_api.get("/activity", params={"type": "OTP_RESENT", "requestId": request_id})
     assert [(r["actor"], r["data"]["sendNumber"]) for r in trail.json()["data"]] == [(f"subject:{ana}", 2)]
+    await end(ts_env, ts_api, request_id)
+
+
+async def test_the_status_query_shows_each_subjects_sends_tries_lock_and_identity_never_a_secret(
+    ts_env: WorkflowEnvironment, ts_api: SignedClient
+) -> None:
+    created = await ts_api.post("/request", policy_request(contacts=["ana@example.com"]))
+    data = created.json()["data"]
+    request_id, ana = data["id"], data["subjects"][0]["id"].rsplit(":", 1)[1]
+    first = await message_for(request_id, ana)
+    handle = request_handle(ts_env.client, request_id)
+
+    async def progress() -> SubjectProgressView:
+        view = await handle.query("status", result_type=RequestStatusView)
+        (only,) = view.subjects
+        assert only.subject_id == ana
+        return only
+
+    fresh = await progress()
+    assert (fresh.sends, fresh.channel, fresh.wrong_tries, fresh.locked, fresh.code_confirmed) == (
+        1,
+        "email",
+        0,
+        False,
+        False,
+    )
+    assert fresh.identity == "not_required" and fresh.undelivered == 0
+    wrong = "000000" if code_in(first.text) != "000000" else "111111"
+    outcomes = [await check(ts_env, request_id, ana, wrong) for _ in range(6)]
+    assert outcomes == ["wrong"] * 4 + ["locked_now", "locked"]
+    locked = await progress()
+    assert (locked.wrong_tries, locked.wrong_tries_total, locked.locked) == (5, 5, True)
+
+    await ts_env.sleep(61)
+    resent = await ts_api.request(
+        "PATCH", f"/request/resend/{request_id}", params={"contact": "ana@example.com"}
+    )
+    assert resent.status_code == 200, resent.text
+    second = await message_for(request_id, ana, newer_than=first.id)
+    again = await progress()
+    assert (again.sends, again.wrong_tries, again.wrong_tries_total, again.locked) == (2, 0, 5, False)
+    assert await check(ts_env, request_id, ana, code_in(second.text)) == "passed"
+    done = await progress()
+    assert done.code_confirmed and done.wrong_tries == 0
+
+    shown = (await handle.query("status", result_type=RequestStatusView)).model_dump_json()
+    for secret in (
+        "ana@example.com",
+        code_in(first.text),
+        code_in(second.text),
+        journey_secrets().link_token(request_id, ana),
+    ):
+        assert secret not in shown
     await end(ts_env, ts_api, request_id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import subprocess
 
@@ -39,8 +40,10 @@ async def test_500s_then_200_is_delivered_once_with_one_webhook_id(
     settings: Settings,
     org: Credentials,
     db_url: str,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     _real_time_on_sqlite_only(db_url)
+    caplog.set_level(logging.INFO)
     with receiving(lambda n: 500 if n <= 2 else 200) as receiver:
         configure(engine, cipher, org.organization_id, receiver)
         event = create_test_event(engine, settings, org.organization_id)
@@ -71,6 +74,16 @@ async def test_500s_then_200_is_delivered_once_with_one_webhook_id(
         (2, 500),
         (3, 200),
     ]
+    # a receiver's routine failure is one line each for the operator, never a stack trace
+    ours = [
+        r for r in caplog.records if r.name == "mandatum.activities.webhooks" and event.id in r.getMessage()
+    ]
+    assert [r.getMessage().split(": HTTP")[0] for r in ours] == [
+        f"webhook event {event.id} not delivered (attempt {n})" for n in (1, 2)
+    ]
+    assert all("HTTP 500 from 127.0.0.1" in r.getMessage() and r.exc_info is None for r in ours)
+    traces = [r for r in caplog.records if r.levelno >= logging.WARNING and r.exc_info is not None]
+    assert traces == [], [r.getMessage() for r in traces]
 
 
 async def test_410_stops_at_once(
