@@ -97,6 +97,7 @@ class JourneyActivities:
             channel,
             utcnow(),
             resent_by=inp.resent_by,
+            reason=inp.reason,
         )
         message = self._message(journey, code)
         try:

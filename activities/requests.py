@@ -25,9 +25,11 @@ class RequestActivities:
         try:
             actor = Actor.parse(inp.canceled_by)
         except ValueError:  # a spelling of no known actor (an older history, a test): kept as given
-            store.record_cancellation(self._engine, inp.request_id, inp.canceled_at, inp.canceled_by)
+            store.record_cancellation(
+                self._engine, inp.request_id, inp.canceled_at, inp.canceled_by, inp.reason
+            )
             return
-        requests.record_cancellation(self._engine, actor, inp.request_id, inp.canceled_at)
+        requests.record_cancellation(self._engine, actor, inp.request_id, inp.canceled_at, inp.reason)
 
     @defn(name=ActivityNames.RECORD_EXPIRY)
     def record_expiry(self, inp: RecordExpiryInput) -> None:

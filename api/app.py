@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from functools import partial
 
 from fastapi import FastAPI
+from fastapi.responses import JSONResponse
 from temporalio.client import Client
 
 from api.auth import Authenticator, SignedRequestMiddleware
@@ -15,6 +16,7 @@ from api.deps import Services
 from api.docs_ui import install_docs
 from api.errors import install_error_handlers
 from api.headers import SecurityHeadersMiddleware
+from api.health import readiness_answer
 from api.key_use import KeyUse
 from api.limits import JsonDepthMiddleware
 from api.routes import (
@@ -110,5 +112,9 @@ def create_app(settings: Settings | None = None, temporal: Client | None = None)
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
+
+    @app.get("/readyz", include_in_schema=False)
+    async def readyz() -> JSONResponse:
+        return await readiness_answer(services)
 
     return app

@@ -42,6 +42,7 @@ PUBLIC_PREFIXES = (
     "/redoc",
     "/openapi.json",
     "/healthz",
+    "/readyz",
     "/favicon.ico",
     "/.well-known/did.json",
     "/orgs/",

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import getpass
 import json
+import os
+import sys
+from collections.abc import Awaitable, Callable
 from datetime import datetime
-from typing import Annotated, NoReturn
+from typing import Annotated, NoReturn, TypeVar
 
 import typer
 from sqlalchemy import Engine, inspect
@@ -13,11 +17,22 @@ from sqlalchemy import Engine, inspect
 from core.actors import Actor
 from core.secretbox import SecretCipher
 from core.settings import Settings, get_settings
+from services.audit import MAX_REASON, checked_reason
 from services.context import Context
+from services.errors import Invalid, ServiceError
 from store import audit
 from store.db import keep_files_private, make_engine
 
+T = TypeVar("T")
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+ReasonOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--reason",
+        help=f"Why (required; 1 to {MAX_REASON} characters, one line): recorded with the action "
+        "in the organization's audit trail.",
+    ),
+]
 
 
 def context() -> tuple[Settings, Engine, SecretCipher]:
@@ -67,3 +82,49 @@ def _json_value(value: object) -> str:
 def fail(message: str) -> NoReturn:
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code=1)
+
+
+def reason_of(raw: str | None) -> str:
+    """The ``--reason`` a state-changing command requires, checked before anything else is done."""
+    if raw is None:
+        fail(f"--reason is required: say why in 1 to {MAX_REASON} characters (it goes in the audit trail)")
+    try:
+        return checked_reason(raw)
+    except Invalid as exc:
+        fail(f"--reason: {exc}")
+
+
+def finish(code: int = 0) -> NoReturn:
+    """End the process at once, output flushed. The Temporal client's native threads can abort the
+    interpreter's finalization now and then (``PyGILState_Release`` ... ``finalizing``, exit -6)
+    after the work is done; leaving without finalization keeps the exit status true."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
+
+
+def with_temporal(ctx: Context, work: Callable[[Context], Awaitable[T]], doing: str) -> T:
+    """``work`` with ``ctx`` and a Temporal client made as the API's (``build_client``: the
+    Settings' MANDATUM_TEMPORAL_ADDRESS and namespace), connected before ``work`` starts so that
+    an unreachable Temporal changes nothing. A refusal or Temporal not answering is one line on
+    stderr and exit 1. The caller ends with ``finish()`` (a client was made)."""
+    # imported here: the Temporal client is heavy to load, and only these commands need it
+    from orchestration.temporal import build_client, temporal_unavailable
+
+    async def run() -> T:
+        ctx.temporal = await build_client(ctx.settings)
+        return await work(ctx)
+
+    try:
+        return asyncio.run(run())
+    except ServiceError as exc:
+        typer.echo(f"error: {exc}", err=True)
+    except Exception as exc:
+        if not temporal_unavailable(exc):
+            raise
+        typer.echo(
+            f"error: cannot {doing}: Temporal at {ctx.settings.temporal_address} does not answer "
+            "(is it running? MANDATUM_TEMPORAL_ADDRESS names it)",
+            err=True,
+        )
+    finish(1)

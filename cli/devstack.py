@@ -23,6 +23,7 @@ from cli.stack import (
     Stack,
     StartupError,
     log_tail,
+    worker_health_url,
 )
 from core.actors import SYSTEM
 from core.kinds import MemberRole
@@ -123,6 +124,12 @@ def banner(settings: Settings, organization: str) -> str:
             if settings.email_transport == "outbox" or settings.sms_transport == "outbox"
             else ""
         )
+        + (
+            f"  worker health {health}/readyz  (liveness: {health}/healthz)\n"
+            if (health := worker_health_url(settings)) is not None
+            else ""
+        )
+        + f"  API readiness {api}/readyz\n"
         + f"  Temporal UI   {settings.temporal_ui_workflows()}\n"
         f"  Temporal gRPC {settings.temporal_address}\n"
         f"  data          {settings.var_dir}  (logs in {settings.var_dir / 'log'})\n"

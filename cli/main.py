@@ -1,4 +1,5 @@
-"""The ``mandatum`` command: organizations, API keys, signing keys, actions and the database schema."""
+"""The ``mandatum`` command: organizations, API keys, signing keys, actions, the database schema,
+and support from a shell (requests, webhook events, mandates)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from sqlalchemy import Engine, inspect
 from cli.actions import action_app
 from cli.audit import audit_app
 from cli.common import JsonOpt, context, emit, fail, operator, services_context
+from cli.mandates import mandate_app
 from cli.org_settings import register_org_settings
+from cli.requests import request_app
 from cli.webhooks import webhook_app
 from core.kinds import MemberRole
 from core.secretbox import SecretCipher
@@ -40,6 +43,8 @@ app.add_typer(signing_app, name="keys")
 app.add_typer(action_app, name="action")
 app.add_typer(webhook_app, name="webhook")
 app.add_typer(audit_app, name="audit")
+app.add_typer(request_app, name="request")
+app.add_typer(mandate_app, name="mandate")
 register_org_settings(org_app)
 
 

@@ -110,12 +110,20 @@ def child_env(settings: Settings) -> dict[str, str]:
             "MANDATUM_API_HOST": settings.api_host,
             "MANDATUM_API_PORT": str(settings.api_port),
             "MANDATUM_PUBLIC_URL": settings.public_url,
+            "MANDATUM_WORKER_HEALTH_HOST": settings.worker_health_host,
         }
     )
-    for name in ("MANDATUM_DATABASE_URL", "DATABASE_URL", "MANDATUM_MASTER_KEY"):
+    for name in (
+        "MANDATUM_DATABASE_URL",
+        "DATABASE_URL",
+        "MANDATUM_MASTER_KEY",
+        "MANDATUM_WORKER_HEALTH_PORT",
+    ):
         env.pop(name, None)  # set below only when this process uses them
     if settings.database_url:
         env["MANDATUM_DATABASE_URL"] = settings.database_url
+    if settings.worker_health_port is not None:
+        env["MANDATUM_WORKER_HEALTH_PORT"] = str(settings.worker_health_port)
     if settings.master_key is not None:  # otherwise every process reads var/master.key
         env["MANDATUM_MASTER_KEY"] = settings.master_key.get_secret_value()
     return env
@@ -133,11 +141,23 @@ def listening(address: str) -> bool:
 def stack_addresses(settings: Settings) -> dict[str, str]:
     """What the stack listens on, and the setting that moves each."""
     temporal_host = settings.temporal_address.rpartition(":")[0]
-    return {
+    addresses = {
         "MANDATUM_TEMPORAL_ADDRESS": settings.temporal_address,
         "MANDATUM_TEMPORAL_UI_PORT": f"{temporal_host}:{settings.temporal_ui_port}",
         "MANDATUM_API_PORT": f"{settings.api_host}:{settings.api_port}",
     }
+    if settings.worker_health_port is not None:
+        addresses["MANDATUM_WORKER_HEALTH_PORT"] = (
+            f"{settings.worker_health_host}:{settings.worker_health_port}"
+        )
+    return addresses
+
+
+def worker_health_url(settings: Settings) -> str | None:
+    """Where the worker answers ``/healthz`` and ``/readyz``; None when it serves no health endpoint."""
+    if settings.worker_health_port is None:
+        return None
+    return f"http://{browsable(settings.worker_health_host)}:{settings.worker_health_port}"
 
 
 def check_ports_free(settings: Settings) -> None:
@@ -206,6 +226,8 @@ class Stack:
     stop_requested: asyncio.Event = field(default_factory=asyncio.Event)
     force: asyncio.Event = field(default_factory=asyncio.Event)
     children: list[Child] = field(default_factory=list)
+    # the last thing a child that is not ready yet said about it (shown if it never gets ready)
+    last_answer: dict[str, str] = field(default_factory=dict)
     _client: Client | None = None
 
     @property
@@ -248,9 +270,11 @@ class Stack:
                 if await ready():
                     return
             if time.monotonic() > deadline:
+                said = self.last_answer.get(child.name)
                 raise StartupError(
-                    f"{child.name} did not get {what} within {START_TIMEOUT:.0f}s. "
-                    f"Its output ({child.log}):\n{log_tail(child.log)}"
+                    f"{child.name} did not get {what} within {START_TIMEOUT:.0f}s"
+                    + (f" (its last answer: {said})" if said else "")
+                    + f". Its output ({child.log}):\n{log_tail(child.log)}"
                 )
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self.stop_requested.wait(), 0.25)
@@ -280,10 +304,26 @@ class Stack:
         )
         return len(described.pollers) > 0
 
-    async def _api_healthy(self) -> bool:
-        url = f"http://{browsable(self.settings.api_host)}:{self.settings.api_port}/healthz"
-        async with httpx.AsyncClient(timeout=2) as http:
-            return (await http.get(url)).status_code == 200
+    async def _ready(self, name: str, url: str) -> bool:
+        """``url`` (a ``/readyz``) answers 200; its last other answer is kept for the error."""
+        async with httpx.AsyncClient(timeout=5) as http:
+            answer = await http.get(url)
+        if answer.status_code == 200:
+            return True
+        self.last_answer[name] = f"{answer.status_code} {answer.text[:300]}"
+        return False
+
+    async def _api_ready(self) -> bool:
+        """The API answers ``/readyz``: its database, Temporal and the migrations are checked."""
+        url = f"http://{browsable(self.settings.api_host)}:{self.settings.api_port}/readyz"
+        return await self._ready("api", url)
+
+    async def _worker_ready(self) -> bool:
+        """The worker polls its task queue (and answers its ``/readyz``, when it serves one)."""
+        if not await self._worker_polling():
+            return False
+        health = worker_health_url(self.settings)
+        return health is None or await self._ready("worker", f"{health}/readyz")
 
     async def start(self) -> None:
         """Start all three and return once each answers; StartupError says what failed."""
@@ -297,10 +337,8 @@ class Stack:
         worker = await self._spawn("worker", worker_command(), self.echo)
         api = await self._spawn("api", api_command(self.settings, self.api_workers), self.echo)
         await asyncio.gather(
-            self._until(worker, f"polling task queue {self.settings.task_queue}", self._worker_polling),
-            self._until(
-                api, f"answering on {self.settings.api_host}:{self.settings.api_port}", self._api_healthy
-            ),
+            self._until(worker, f"polling task queue {self.settings.task_queue}", self._worker_ready),
+            self._until(api, f"ready on {self.settings.api_host}:{self.settings.api_port}", self._api_ready),
         )
 
     async def wait_for_exit(self) -> list[Child]:

@@ -1,29 +1,40 @@
-"""``mandatum webhook``: an organization's webhook settings, test events, the delivery log, retries.
+"""``mandatum webhook``: an organization's webhook settings, test events, the delivery log, an
+event's attempts, retries and resends.
 
 State changes go through ``services.webhooks`` as the operator running the command, the same
-functions the API and the dashboard call; the listings read ``store.webhooks``.
+functions the API and the dashboard call; the listings read ``store.webhooks``. The commands that
+start a delivery connect to Temporal first (``cli.common.with_temporal``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
-import os
-import sys
 from datetime import datetime
 from types import ModuleType
 from typing import Annotated
 
 import typer
 
-from cli.common import JsonOpt, context, emit, fail, operator, services_context
-from core.settings import Settings
-from services.errors import ServiceError
+from cli.common import (
+    JsonOpt,
+    ReasonOpt,
+    context,
+    emit,
+    fail,
+    finish,
+    operator,
+    reason_of,
+    services_context,
+    with_temporal,
+)
+from services.context import Context
+from services.errors import Conflict, ServiceError
 from store import webhooks as store
 from store.tables import WebhookEvent
 
 webhook_app = typer.Typer(
-    help="Webhooks: settings per organization, test events, deliveries, retries.", no_args_is_help=True
+    help="Webhooks: settings per organization, test events, deliveries and their attempts, retries, resends.",
+    no_args_is_help=True,
 )
 
 
@@ -33,6 +44,13 @@ def _webhooks() -> ModuleType:
     import services.webhooks
 
     return services.webhooks
+
+
+def _support() -> ModuleType:
+    """``services.support`` (finding an event's organization), imported on first use likewise."""
+    import services.support
+
+    return services.support
 
 
 OrgOpt = Annotated[str, typer.Option("--org", help="Organization id.")]
@@ -83,57 +101,120 @@ def webhook_show(org: OrgOpt, as_json: JsonOpt = False) -> None:
     )
 
 
-def _started(settings: Settings, event_id: str) -> str:
-    # imported here: the Temporal client is heavy to load, and only test and retry need it
-    from temporalio.exceptions import WorkflowAlreadyStartedError
-
-    from orchestration.temporal import build_client
-
-    async def start() -> str:
-        ctx = services_context()
-        ctx.temporal = await build_client(settings)
-        return await _webhooks().start_delivery(ctx, operator(), event_id)
-
-    try:
-        return asyncio.run(start())
-    except WorkflowAlreadyStartedError:
-        fail(f"the delivery of {event_id} is running or done: only a failed one is retried")
-    except RuntimeError as exc:  # Temporal unreachable
-        fail(f"cannot start the delivery of {event_id}: {exc}")
-
-
-def _done(message: str) -> None:
-    """Print and end the process at once. The Temporal client's native threads can abort the
-    interpreter's finalization now and then (``PyGILState_Release`` ... ``finalizing``, exit -6)
-    after the work is done; leaving without finalization keeps the exit status true."""
-    typer.echo(message)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(0)
-
-
 @webhook_app.command("test")
 def webhook_test(org: OrgOpt) -> None:
-    """Create a ``test`` event and start its delivery (see ``list`` for the outcome)."""
-    ctx = services_context()
-    settings = ctx.settings
-    try:
-        event = _webhooks().create_test_event(ctx, operator(), org)
-    except ServiceError as exc:
-        fail(str(exc))
-    _done(f"test event {event.id}: delivery started ({_started(settings, event.id)})")
+    """Create a ``test`` event and start its delivery (see ``list`` for the outcome).
+
+    Temporal is connected first: when it does not answer, no event is made; when it does not take
+    the delivery, the event is marked failed (``retry`` sends it)."""
+
+    async def send(ctx: Context) -> tuple[WebhookEvent, str]:
+        sent: tuple[WebhookEvent, str] = await _webhooks().send_test_event(ctx, operator(), org)
+        return sent
+
+    event, workflow_id = with_temporal(services_context(), send, f"send a test event to organization {org}")
+    typer.echo(f"test event {event.id}: delivery started ({workflow_id})")
+    finish()
+
+
+EventArg = Annotated[str, typer.Argument(help="The event id (urn:via:event:…).")]
 
 
 @webhook_app.command("retry")
-def webhook_retry(event_id: Annotated[str, typer.Argument(help="The event id (urn:via:event:…).")]) -> None:
+def webhook_retry(event_id: EventArg) -> None:
     """Deliver a failed event again, with a fresh 3-day schedule."""
     ctx = services_context()
-    settings = ctx.settings
     try:
         _webhooks().retryable(ctx, operator(), event_id)
     except ServiceError as exc:
         fail(str(exc))
-    _done(f"webhook event {event_id}: delivery started again ({_started(settings, event_id)})")
+
+    async def start(ctx: Context) -> str:
+        # imported here: the Temporal client is heavy to load, and only these commands need it
+        from temporalio.exceptions import WorkflowAlreadyStartedError
+
+        try:
+            workflow_id: str = await _webhooks().start_delivery(ctx, operator(), event_id)
+        except WorkflowAlreadyStartedError as exc:
+            raise Conflict(
+                f"the delivery of {event_id} is running or done: only a failed one is retried"
+            ) from exc
+        return workflow_id
+
+    workflow_id = with_temporal(ctx, start, f"start the delivery of {event_id}")
+    typer.echo(f"webhook event {event_id}: delivery started again ({workflow_id})")
+    finish()
+
+
+@webhook_app.command("resend")
+def webhook_resend(event_id: EventArg, reason: ReasonOpt = None, as_json: JsonOpt = False) -> None:
+    """Deliver an event once more: a failed one is retried, a delivered one resent.
+
+    As the dashboard does: a resent event reaches the receiver with the same event id again.
+    WEBHOOK_REDELIVERY names you, with the reason; when Temporal does not take the delivery, the
+    event keeps the state it had."""
+    why = reason_of(reason)
+    ctx = services_context()
+    try:
+        event = _support().event(ctx, event_id)
+        kind = _webhooks().redelivery_kind(event)
+    except ServiceError as exc:
+        fail(str(exc))
+
+    async def redeliver(ctx: Context) -> str:
+        workflow_id: str = await _webhooks().redeliver(
+            ctx, operator(), event.organization_id, event_id, kind, why
+        )
+        return workflow_id
+
+    workflow_id = with_temporal(ctx, redeliver, f"{kind} webhook event {event_id}")
+    emit(
+        {
+            "eventId": event_id,
+            "organizationId": event.organization_id,
+            "kind": kind,
+            "workflowId": workflow_id,
+        },
+        as_json,
+        "Event retried: delivery started." if kind == "retry" else "Event resent: delivery started.",
+    )
+    finish()
+
+
+@webhook_app.command("attempts")
+def webhook_attempts(event_id: EventArg, as_json: JsonOpt = False) -> None:
+    """Every attempt to deliver an event.
+
+    When, the HTTP status or error, how long it took, and the URL it went to (without its query,
+    where a receiver's token may sit)."""
+    ctx = services_context()
+    try:
+        log = _webhooks().event_log(ctx, _support().event(ctx, event_id).organization_id, event_id)
+    except ServiceError as exc:
+        fail(str(exc))
+    attempts = [
+        {
+            "number": a.number,
+            "scheduledAt": a.scheduled_at,
+            "finishedAt": a.finished_at,
+            "status": a.status_code,
+            "error": a.error,
+            "durationMs": a.duration_ms,
+            "url": a.url,
+        }
+        for a in log.attempts
+    ]
+    if as_json:
+        emit({"event": _row(log.event), "attempts": attempts}, True, "")
+        return
+    e = log.event
+    typer.echo(f"{e.id}  {e.event_type}  {e.state}  org {e.organization_id}  attempts {e.attempts}")
+    if not attempts:
+        typer.echo("  no attempt yet")
+    for a in log.attempts:
+        outcome = f"HTTP {a.status_code}" if a.status_code is not None else a.error or "-"
+        took = f"{a.duration_ms} ms" if a.duration_ms is not None else "-"
+        typer.echo(f"  #{a.number}  {a.finished_at.isoformat()}  {outcome}  {took}  {a.url or '-'}")
 
 
 def _json_value(value: object) -> str:

@@ -58,6 +58,11 @@ class Settings(BaseSettings):
     )
     api_host: str = "127.0.0.1"
     api_port: int = 8000
+    # the worker's /healthz and /readyz (worker.health); unset (the default) serves none
+    worker_health_host: str = "127.0.0.1"
+    worker_health_port: int | None = Field(
+        default=None, ge=1, le=65535, description="port of the worker's health endpoint; unset: none"
+    )
     temporal_namespace: str = "default"
     task_queue: str = "mandatum"
     public_url: str = Field(
@@ -104,6 +109,12 @@ class Settings(BaseSettings):
     # platform identity checks (orchestration.kyc): "development" simulates them on a page of our own
     # (refused in production); "none" offers no platform KYC
     kyc_provider: Literal["none", "development"] = "development"
+
+    @field_validator("worker_health_port", mode="before")
+    @classmethod
+    def _blank_port_is_unset(cls, value: object) -> object:
+        """``MANDATUM_WORKER_HEALTH_PORT=`` (set but empty) means no health endpoint."""
+        return None if isinstance(value, str) and not value.strip() else value
 
     @field_validator("master_key", mode="before")
     @classmethod

@@ -1,5 +1,7 @@
-"""The audit trail: an organization's records (``GET /activity``) and checking every chain
-(``mandatum audit verify``). Reading changes nothing, so only the check takes an actor (who asked)."""
+"""The audit trail: an organization's records (``GET /activity``), checking every chain
+(``mandatum audit verify``), and the reason an operator gives for a support action (recorded as
+``reason`` in the record the action writes). Reading changes nothing, so only the check takes an
+actor (who asked)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,9 @@ import asyncio
 from collections.abc import Sequence
 
 from core.actors import Actor
+from core.text import unsafe_characters
 from services.context import Context
+from services.errors import Invalid
 from store import audit_queries
 from store.audit import ChainCheck
 from store.tables import AuditRecord
@@ -25,3 +29,28 @@ async def activity(
 def verify_chains(ctx: Context, actor: Actor, org_id: str | None = None) -> list[ChainCheck]:
     """Walk the organization's chain (or every organization's): seq, prevHash, hash, signature."""
     return audit_queries.verify_chains(ctx.engine, ctx.settings, org_id)
+
+
+MAX_REASON = 200
+
+
+def checked_reason(raw: str) -> str:
+    """A support action's reason as a person typed it, surrounding spaces dropped: 1 to
+    ``MAX_REASON`` characters of one line of printable text (``core.text.unsafe_characters``: no
+    control, line break or bidirectional override, since the trail shows it on one line)."""
+    reason = raw.strip()
+    if not reason:
+        raise Invalid(f"the reason is empty: say why, in 1 to {MAX_REASON} characters")
+    if len(reason) > MAX_REASON:
+        raise Invalid(f"the reason is {len(reason)} characters long: at most {MAX_REASON}")
+    unsafe = unsafe_characters(reason)
+    if unsafe:
+        raise Invalid(
+            "the reason must be one line of printable characters: it holds " + ", ".join(unsafe[:5])
+        )
+    return reason
+
+
+def optional_reason(raw: str | None) -> str | None:
+    """``checked_reason`` of a reason given; None when none was (the dashboard's actions)."""
+    return None if raw is None else checked_reason(raw)

@@ -27,6 +27,7 @@ from orchestration.temporal import start_request_workflow, temporal_unavailable
 from orchestration.updates import Refused as UpdateRefused
 from orchestration.updates import Unavailable as UpdateUnavailable
 from orchestration.updates import run_update
+from services.audit import optional_reason
 from services.context import Context
 from services.errors import Conflict, Invalid, NotFound, Refused, TooMany, Unavailable
 from store import actions as action_store
@@ -369,14 +370,20 @@ def refused(exc: UpdateRefused) -> Refused:
 # --- changing -----------------------------------------------------------------------------------
 
 
-async def cancel(ctx: Context, actor: Actor, org_id: str, request_id: str) -> None:
+async def cancel(ctx: Context, actor: Actor, org_id: str, request_id: str, reason: str | None = None) -> None:
     """Cancel a request before any subject decided: the workflow's ``cancel`` update records it
-    (``canceled_by`` and ``MANDATE_CANCELED`` name ``actor``)."""
+    (``canceled_by`` and ``MANDATE_CANCELED`` name ``actor``, with ``reason`` when given), so
+    nothing is recorded when Temporal does not take the update."""
+    reason = optional_reason(reason)
     bundle = await get(ctx, org_id, request_id)
     await _ensure_started(ctx, bundle)
     try:
         await run_update(
-            ctx.client(), request_id, "cancel", CancelInput(canceled_by=str(actor)), CancelResult
+            ctx.client(),
+            request_id,
+            "cancel",
+            CancelInput(canceled_by=str(actor), reason=reason),
+            CancelResult,
         )
     except UpdateRefused as exc:
         if exc.finished:  # the workflow has already finished
@@ -395,15 +402,17 @@ async def cancel(ctx: Context, actor: Actor, org_id: str, request_id: str) -> No
 
 
 async def resend_code(
-    ctx: Context, actor: Actor, org_id: str, request_id: str, subject_id: str
+    ctx: Context, actor: Actor, org_id: str, request_id: str, subject_id: str, reason: str | None = None
 ) -> SendOtpResult:
-    """Send the subject a fresh code (CONTRACT 4: at most 5, a minute apart)."""
+    """Send the subject a fresh code (CONTRACT 4: at most 5, a minute apart); its ``OTP_RESENT``
+    names ``actor`` (with ``reason`` when given), written by the workflow's send."""
+    reason = optional_reason(reason)
     bundle = await get(ctx, org_id, request_id)
-    return await resend_to(ctx, actor, bundle, subject_id)
+    return await resend_to(ctx, actor, bundle, subject_id, reason)
 
 
 async def resend_to(
-    ctx: Context, actor: Actor, bundle: store.RequestBundle, subject_id: str
+    ctx: Context, actor: Actor, bundle: store.RequestBundle, subject_id: str, reason: str | None = None
 ) -> SendOtpResult:
     """``resend_code`` for a request already read (the subject's own page asks for it too)."""
     await _ensure_started(ctx, bundle)
@@ -412,7 +421,7 @@ async def resend_to(
             ctx.client(),
             bundle.request.id,
             "resend_otp",
-            ResendOtpInput(subject_id=subject_id, actor=str(actor)),
+            ResendOtpInput(subject_id=subject_id, actor=str(actor), reason=reason),
             SendOtpResult,
         )
     except UpdateRefused as exc:
@@ -445,26 +454,33 @@ async def subject_link(
 
 
 async def hand_out_link(
-    ctx: Context, actor: Actor, org_id: str, request_id: str, subject_id: str
+    ctx: Context, actor: Actor, org_id: str, request_id: str, subject_id: str, reason: str | None = None
 ) -> dict[str, str]:
-    """The subject's approval page for ``actor`` to pass on (a member in the dashboard, staff), with
-    ``SUBJECT_LINK_SHOWN`` naming them; ``NotFound`` for a subject the request does not have. Only
-    an open request's link opens anything, so a closed one is ``Conflict``."""
+    """The subject's approval page for ``actor`` to pass on (a member in the dashboard, an operator),
+    with ``SUBJECT_LINK_SHOWN`` naming them (and ``reason`` when given); ``NotFound`` for a subject
+    the request does not have. Only an open request's link opens anything, so a closed one is
+    ``Conflict``."""
+    reason = optional_reason(reason)
     bundle = await get(ctx, org_id, request_id)
     if subject_id not in {s.id for _, s in bundle.subjects}:
         raise NotFound(f"Request {request_id} has no subject {quote_input(subject_id)}")
     if bundle.request.status != RequestStatus.PENDING:
         raise Conflict(f"The request is {bundle.request.status.lower()}: its links open nothing")
-    await asyncio.to_thread(store.record_link_shown, ctx.engine, org_id, request_id, subject_id, str(actor))
+    await asyncio.to_thread(
+        store.record_link_shown, ctx.engine, org_id, request_id, subject_id, str(actor), reason
+    )
     return await subject_link(ctx, actor, org_id, request_id, subject_id)
 
 
 # --- what the request's workflow records (through its activities) ------------------------------
 
 
-def record_cancellation(engine: Engine, actor: Actor, request_id: str, at: datetime) -> datetime:
-    """The cancellation ``actor`` asked for (``canceled_by``, ``MANDATE_CANCELED``); idempotent."""
-    return store.record_cancellation(engine, request_id, at, str(actor))
+def record_cancellation(
+    engine: Engine, actor: Actor, request_id: str, at: datetime, reason: str | None = None
+) -> datetime:
+    """The cancellation ``actor`` asked for (``canceled_by``, ``MANDATE_CANCELED`` with the
+    ``reason`` they gave); idempotent."""
+    return store.record_cancellation(engine, request_id, at, str(actor), reason)
 
 
 def record_expiry(engine: Engine, actor: Actor, request_id: str) -> None:

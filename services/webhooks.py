@@ -12,9 +12,12 @@ import asyncio
 import time
 from dataclasses import dataclass
 
+from temporalio.exceptions import WorkflowAlreadyStartedError
+
 from core.actors import Actor
 from core.egress import EgressPolicy
 from orchestration import webhooks as deliveries
+from services.audit import optional_reason
 from services.context import Context
 from services.errors import Conflict, Invalid, NotFound
 from store import orgs
@@ -109,14 +112,19 @@ def event_log(ctx: Context, org_id: str, event_id: str) -> EventLog:
     return EventLog(event, store.attempts_of(ctx.engine, event_id))
 
 
-async def redeliver(ctx: Context, actor: Actor, org_id: str, event_id: str, kind: str) -> str:
+async def redeliver(
+    ctx: Context, actor: Actor, org_id: str, event_id: str, kind: str, reason: str | None = None
+) -> str:
     """Deliver the organization's event once more: ``retry`` a failed one now, ``resend`` a
     delivered one (the receiver gets the same event id again). ``WEBHOOK_REDELIVERY`` names the
-    actor; ``Conflict`` for an event in another state. When Temporal does not take the delivery,
-    the event goes back to the state it had and the error is raised: nothing is left pending
-    without a workflow to deliver it."""
+    actor (with ``reason`` when given); ``Conflict`` for an event in another state. When Temporal
+    does not take the delivery, the event goes back to the state it had and the error is raised:
+    nothing is left pending without a workflow to deliver it."""
+    reason = optional_reason(reason)
     try:
-        event = await asyncio.to_thread(store.redeliver, ctx.engine, org_id, event_id, kind, str(actor))
+        event = await asyncio.to_thread(
+            store.redeliver, ctx.engine, org_id, event_id, kind, str(actor), reason
+        )
     except orgs.NotFound as exc:
         raise NotFound(str(exc)) from exc
     except store.WrongState as exc:
@@ -129,9 +137,13 @@ async def redeliver(ctx: Context, actor: Actor, org_id: str, event_id: str, kind
             event_id,
             resend=event.attempts if kind == "resend" else None,
         )
-    except BaseException:
+    except BaseException as exc:
         previous = store.FAILED if kind == "retry" else store.DELIVERED
         await asyncio.to_thread(store.undo_redelivery, ctx.engine, event_id, event.attempts, previous)
+        if isinstance(exc, WorkflowAlreadyStartedError):  # its failed run records FAILED, then ends
+            raise Conflict(
+                f"the last delivery of webhook event {event_id} is still ending: try again in a few seconds"
+            ) from exc
         raise
 
 
@@ -144,6 +156,33 @@ def retryable(ctx: Context, actor: Actor, event_id: str) -> WebhookEvent:
     if event.state != store.FAILED:
         raise Conflict(f"webhook event {event_id} is {event.state}: only a failed one is retried")
     return event
+
+
+def redelivery_kind(event: WebhookEvent) -> str:
+    """What delivering ``event`` once more is: ``retry`` for a failed one, ``resend`` for a
+    delivered one; ``Conflict`` for one still pending (or skipped: there is no webhook)."""
+    if event.state == store.FAILED:
+        return "retry"
+    if event.state == store.DELIVERED:
+        return "resend"
+    raise Conflict(
+        f"webhook event {event.id} is {event.state}: only a failed one is retried, a delivered one resent"
+    )
+
+
+NOT_STARTED = "the delivery could not be started (Temporal did not take it)"
+
+
+async def send_test_event(ctx: Context, actor: Actor, org_id: str) -> tuple[WebhookEvent, str]:
+    """A ``test`` event with its delivery started (the event and the workflow id). When Temporal
+    does not take the delivery, the event is marked failed (a retry sends it) and the error is
+    raised: none is left pending without a workflow to deliver it."""
+    event = await asyncio.to_thread(create_test_event, ctx, actor, org_id)
+    try:
+        return event, await start_delivery(ctx, actor, event.id)
+    except BaseException:
+        await asyncio.to_thread(store.mark_failed, ctx.engine, event.id, NOT_STARTED)
+        raise
 
 
 async def start_delivery(ctx: Context, actor: Actor, event_id: str) -> str:

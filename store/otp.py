@@ -43,12 +43,14 @@ def store_code(
     now: datetime,
     *,
     resent_by: str | None = None,
+    reason: str | None = None,
 ) -> datetime:
     """Keep ``code_hash`` as the subject's current code (the ``send_number``-th sent), clearing wrong
     tries and a lock; its expiry. A retried send of the same number replaces the code it stored.
 
     A resend (``resent_by``: its actor) is recorded as ``OTP_RESENT`` in the same transaction, once
-    per send number (a retried activity finds its number stored and records nothing again)."""
+    per send number (a retried activity finds its number stored and records nothing again), with
+    the ``reason`` the actor gave, if any."""
     expires_at = now + CODE_LIFETIME
     key = audit.signer(engine) if resent_by is not None else None
     with write_session(engine) as session:
@@ -73,7 +75,12 @@ def store_code(
             request = session.get(CredentialRequest, request_id)
             assert request is not None
             session.flush()
-            data = {"subject": subject_id, "channel": channel, "sendNumber": send_number}
+            data = {
+                "subject": subject_id,
+                "channel": channel,
+                "sendNumber": send_number,
+                **({"reason": reason} if reason else {}),
+            }
             entry = audit.Entry(
                 audit.OTP_RESENT, request.organization_id, request_id=request_id, actor=resent_by, data=data
             )

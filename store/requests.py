@@ -322,8 +322,11 @@ def _close_open_credentials(session: Session, request_id: str, status: str) -> N
     )
 
 
-def record_cancellation(engine: Engine, request_id: str, at: datetime, by: str) -> datetime:
-    """Idempotent: a retried call keeps the first cancellation time (and its one audit record)."""
+def record_cancellation(
+    engine: Engine, request_id: str, at: datetime, by: str, reason: str | None = None
+) -> datetime:
+    """Idempotent: a retried call keeps the first cancellation time (and its one audit record, with
+    the ``reason`` the canceler gave, if any)."""
     key = audit.signer(engine)
     with write_session(engine) as session:
         req = session.get(CredentialRequest, request_id)
@@ -340,7 +343,12 @@ def record_cancellation(engine: Engine, request_id: str, at: datetime, by: str) 
                     req.organization_id,
                     request_id=request_id,
                     actor=by,
-                    data={"requestId": request_id, "canceledBy": by, "canceledAt": at.isoformat()},
+                    data={
+                        "requestId": request_id,
+                        "canceledBy": by,
+                        "canceledAt": at.isoformat(),
+                        **({"reason": reason} if reason else {}),
+                    },
                 ),
             )
         return req.canceled_at
@@ -468,9 +476,12 @@ def repair_closed_workflow(
         return req.status
 
 
-def record_link_shown(engine: Engine, org_id: str, request_id: str, subject_id: str, actor: str) -> None:
+def record_link_shown(
+    engine: Engine, org_id: str, request_id: str, subject_id: str, actor: str, reason: str | None = None
+) -> None:
     """``SUBJECT_LINK_SHOWN``: someone was shown a subject's approval link to hand it out (who may
-    act as that subject on the request is worth knowing later). The link itself is not recorded."""
+    act as that subject on the request is worth knowing later), with the ``reason`` they gave, if
+    any. The link itself is not recorded."""
     key = audit.signer(engine)
     with write_session(engine) as session:
         entry = audit.Entry(
@@ -478,6 +489,6 @@ def record_link_shown(engine: Engine, org_id: str, request_id: str, subject_id: 
             org_id,
             request_id=request_id,
             actor=actor,
-            data={"subjectId": subject_id},
+            data={"subjectId": subject_id, **({"reason": reason} if reason else {})},
         )
         audit.append(session.connection(), key, entry)

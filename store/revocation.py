@@ -87,6 +87,20 @@ def _owned(session: Session, organization_id: str, reference: tuple[str, str]) -
     return found
 
 
+def owner_of(engine: Engine, reference: tuple[str, str]) -> tuple[str, str] | None:
+    """The organization and request of the credential ``reference`` names, whoever's it is (for
+    the operators' shell, which acts for every organization); None when there is none."""
+    kind, value = reference
+    column = col(Credential.id) if kind == "id" else col(Credential.mandate_id)
+    with read_session(engine) as session:
+        found = session.exec(
+            select(CredentialRequest.organization_id, CredentialRequest.id)
+            .join(Credential, col(Credential.request_id) == CredentialRequest.id)
+            .where(column == value)
+        ).first()
+    return None if found is None else (found[0], found[1])
+
+
 def find_credential(
     engine: Engine, organization_id: str, reference: tuple[str, str]
 ) -> CredentialRecord | None:

@@ -204,11 +204,14 @@ def event_of(engine: Engine, org_id: str, event_id: str) -> WebhookEvent | None:
         return event if event is not None and event.organization_id == org_id else None
 
 
-def redeliver(engine: Engine, org_id: str, event_id: str, kind: str, actor: str) -> WebhookEvent:
+def redeliver(
+    engine: Engine, org_id: str, event_id: str, kind: str, actor: str, reason: str | None = None
+) -> WebhookEvent:
     """Make the organization's event ``pending`` again to deliver it once more, with
-    ``WEBHOOK_REDELIVERY`` naming ``actor``: ``kind`` ``retry`` takes a failed event, ``resend`` a
-    delivered one (``NotFound`` for another organization's; ``WrongState`` for any other state, so
-    two people asking at once start one delivery)."""
+    ``WEBHOOK_REDELIVERY`` naming ``actor`` (and the ``reason`` they gave, if any): ``kind``
+    ``retry`` takes a failed event, ``resend`` a delivered one (``NotFound`` for another
+    organization's; ``WrongState`` for any other state, so two people asking at once start one
+    delivery)."""
     wanted = {"retry": FAILED, "resend": DELIVERED}[kind]
     key = audit.signer(engine)
     with write_session(engine) as session:
@@ -219,7 +222,12 @@ def redeliver(engine: Engine, org_id: str, event_id: str, kind: str, actor: str)
             raise WrongState(event.state)
         event.state, event.next_attempt_at = PENDING, None
         session.add(event)
-        data = {"eventId": event.id, "eventType": event.event_type, "kind": kind}
+        data = {
+            "eventId": event.id,
+            "eventType": event.event_type,
+            "kind": kind,
+            **({"reason": reason} if reason else {}),
+        }
         entry = audit.Entry(
             audit.WEBHOOK_REDELIVERY, org_id, request_id=event.request_id, actor=actor, data=data
         )

@@ -3,6 +3,8 @@
 It also runs the reconciler that starts workflows for stored requests whose start was lost, and
 periodically purges expired replay and idempotency entries. It starts without Temporal: it
 connects with a growing wait between attempts (orchestration.temporal.connect_with_backoff), logging each.
+With ``MANDATUM_WORKER_HEALTH_PORT`` set it serves ``/healthz`` and ``/readyz`` there (worker.health)
+from its start, so an orchestrator sees it alive while it waits for Temporal, and ready once it polls.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from orchestration.temporal import connect_with_backoff, reconcile_forever
 from store import audit
 from store.db import keep_files_private, make_engine
 from store.guards import purge_expired
+from worker.health import HealthServer, WorkerHealth, serve_health
 from workflows.credential_request import CredentialRequestWorkflow
 from workflows.webhook_delivery import WebhookDeliveryWorkflow
 
@@ -87,13 +90,19 @@ async def main(settings: Settings | None = None, stop: asyncio.Event | None = No
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-    background = [asyncio.create_task(_purge_forever(engine, settings))]  # needs no Temporal
+    health = WorkerHealth(stop)
+    server: HealthServer | None = None
+    background: list[asyncio.Task[None]] = []
     try:
+        server = await serve_health(health, settings.worker_health_host, settings.worker_health_port)
+        background.append(asyncio.create_task(_purge_forever(engine, settings)))  # needs no Temporal
         client = await connect_with_backoff(settings, stop)
         if client is None:
             return
+        health.client = client
         with ThreadPoolExecutor(max_workers=16) as executor:
             worker = build_worker(client, engine, settings.task_queue, executor, settings)
+            health.worker = worker
             background.append(
                 asyncio.create_task(
                     reconcile_forever(
@@ -113,6 +122,8 @@ async def main(settings: Settings | None = None, stop: asyncio.Event | None = No
         for task in background:
             task.cancel()
         await asyncio.gather(*background, return_exceptions=True)
+        if server is not None:
+            await server.close()
         engine.dispose()
 
 

@@ -170,7 +170,7 @@ async def test_signed_routes_are_not_under_public_prefixes(settings: Settings) -
         under_public = {p for p in paths if p.startswith(PUBLIC_PREFIXES)}
         assert "/request" in paths  # the schema does list the signed routes
         assert identity_paths <= under_public
-        assert under_public - identity_paths <= {"/healthz"}, "a route under a public prefix"
+        assert under_public - identity_paths <= {"/healthz", "/readyz"}, "a route under a public prefix"
     finally:
         app.state.services.engine.dispose()
 

@@ -64,3 +64,13 @@ async def test_a_test_event_is_delivered_and_a_delivered_event_is_not_retried(
         webhooks.retryable(ctx, ERIN, event.id)
     with pytest.raises(NotFound):
         webhooks.retryable(ctx, ERIN, "urn:via:event:00000000-0000-4000-8000-000000000000")
+
+
+async def test_a_test_event_whose_delivery_temporal_does_not_take_is_marked_failed(
+    settings: Settings, engine: Engine, cipher: SecretCipher, org: Credentials
+) -> None:
+    offline = Context(settings, engine, cipher)  # no client: starting the delivery fails
+    with pytest.raises(RuntimeError, match="not connected"):
+        await webhooks.send_test_event(offline, ERIN, org.organization_id)
+    [event] = store.list_events(engine, org.organization_id)
+    assert event.state == store.FAILED and event.last_error == webhooks.NOT_STARTED

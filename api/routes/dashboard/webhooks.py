@@ -132,10 +132,7 @@ async def send_test_event(
         return await _webhook_page(services, member, token, status=409, error=error)
     actor = members.actor_of(member)
     try:
-        event = await run_db(
-            services.engine, webhooks.create_test_event, services, actor, member.organization_id
-        )
-        await webhooks.start_delivery(services, actor, event.id)
+        await webhooks.send_test_event(services, actor, member.organization_id)
     except Exception as exc:
         if not temporal_unavailable(exc):
             raise
