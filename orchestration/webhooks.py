@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from temporalio.client import Client
 from temporalio.common import WorkflowIDReusePolicy
 
@@ -25,3 +27,15 @@ async def start_delivery(client: Client, task_queue: str, event_id: str, resend:
         static_summary=f"Webhook event {event_id}",
     )
     return handle.id
+
+
+async def ended(client: Client, event_id: str, within: float) -> bool:
+    """Whether the delivery run of ``webhook:<eventId>`` ends (however) within ``within`` seconds:
+    a failed run records FAILED just before it ends, so a retry asked for in between waits for it."""
+    try:
+        await asyncio.wait_for(client.get_workflow_handle(webhook_workflow_id(event_id)).result(), within)
+    except TimeoutError:
+        return False
+    except Exception:  # it ended failed, or is gone: either way it no longer runs
+        return True
+    return True

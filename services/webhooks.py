@@ -130,21 +130,30 @@ async def redeliver(
     except store.WrongState as exc:
         wanted = "a failed one is retried" if kind == "retry" else "a delivered one is resent"
         raise Conflict(f"webhook event {event_id} is {exc}: only {wanted}") from exc
+    resend = event.attempts if kind == "resend" else None
     try:
-        return await deliveries.start_delivery(
-            ctx.client(),
-            ctx.settings.task_queue,
-            event_id,
-            resend=event.attempts if kind == "resend" else None,
-        )
+        try:
+            return await deliveries.start_delivery(
+                ctx.client(), ctx.settings.task_queue, event_id, resend=resend
+            )
+        except WorkflowAlreadyStartedError:
+            # a failed run records FAILED just before it ends: wait for its end, then start anew
+            if kind != "retry" or not await deliveries.ended(ctx.client(), event_id, ENDING_SECONDS):
+                raise
+            return await deliveries.start_delivery(
+                ctx.client(), ctx.settings.task_queue, event_id, resend=resend
+            )
     except BaseException as exc:
         previous = store.FAILED if kind == "retry" else store.DELIVERED
         await asyncio.to_thread(store.undo_redelivery, ctx.engine, event_id, event.attempts, previous)
-        if isinstance(exc, WorkflowAlreadyStartedError):  # its failed run records FAILED, then ends
+        if isinstance(exc, WorkflowAlreadyStartedError):
             raise Conflict(
                 f"the last delivery of webhook event {event_id} is still ending: try again in a few seconds"
             ) from exc
         raise
+
+
+ENDING_SECONDS = 10.0  # how long a retry waits for the failed run it follows to end
 
 
 def retryable(ctx: Context, actor: Actor, event_id: str) -> WebhookEvent:
