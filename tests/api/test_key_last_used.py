@@ -147,9 +147,9 @@ async def test_a_failing_write_never_fails_the_call(
     with caplog.at_level(logging.WARNING, logger="mandatum.api.key_use"):
         await _call(signed)
         await recorder.flush()  # the failure stays in the log
-    assert [r.getMessage() for r in caplog.records] == [
+    assert {r.getMessage() for r in caplog.records if r.name == "mandatum.api.key_use"} == {
         "last use of 1 API key(s) not recorded: RuntimeError('database unavailable')"
-    ]
+    }
     assert _last_used(engine, org) is None
 
     monkeypatch.setattr(orgs, "record_key_use", real)
