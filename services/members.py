@@ -183,12 +183,13 @@ def invite_by_email(ctx: Context, actor: Actor, org_id: str, email: str, role: M
     added even when the e-mail cannot be sent: ``NotSent`` then says why, and ``send_invitation``
     sends a fresh link."""
     invitation = invite(ctx, actor, org_id, email, role)
-    org = orgs_store.get_organization(ctx.engine, org_id)
-    member = invitation.member
-    _send(
-        ctx, member.email, INVITATION_SUBJECT, _invitation_text(ctx, org.name, member.role, invitation.link)
-    )
-    return member
+    _mail_invitation(ctx, invitation.member, invitation.link)
+    return invitation.member
+
+
+def _mail_invitation(ctx: Context, member: Member, link: str) -> None:
+    org = orgs_store.get_organization(ctx.engine, member.organization_id)
+    _send(ctx, member.email, INVITATION_SUBJECT, _invitation_text(ctx, org.name, member.role, link))
 
 
 INVITATION_SUBJECT = "Your invitation to the Mandatum dashboard"
@@ -204,9 +205,7 @@ def send_invitation(ctx: Context, actor: Actor, org_id: str, member_id: str) -> 
     now = utcnow()
     if store.recent_token(ctx.engine, member.id, MemberTokenPurpose.SET_PASSWORD, now - INVITE_EVERY):
         raise TooMany("An invitation went to this member less than a minute ago", retry_after=60)
-    link = _new_link(ctx, member.id, MemberTokenPurpose.SET_PASSWORD)
-    org = orgs_store.get_organization(ctx.engine, org_id)
-    _send(ctx, member.email, INVITATION_SUBJECT, _invitation_text(ctx, org.name, member.role, link))
+    _mail_invitation(ctx, member, _new_link(ctx, member.id, MemberTokenPurpose.SET_PASSWORD))
     return member
 
 
@@ -411,13 +410,9 @@ def send_password_reset(ctx: Context, actor: Actor, email: str) -> None:
         "your password stays as it is.\n"
     )
     try:
-        transport_for(ctx.settings, "email").send(
-            Message("email", address, "Reset your Mandatum password", text)
-        )
-    except Undeliverable as exc:  # the asker is told the same; the operator sees why in the log
-        log.warning("password reset e-mail to member %s not sent: %s", member.id, exc.code)
-    except (OSError, smtplib.SMTPException) as exc:  # the mail server is away: the same
-        log.warning("password reset e-mail to member %s not sent: %s", member.id, type(exc).__name__)
+        _send(ctx, address, "Reset your Mandatum password", text)
+    except NotSent as exc:  # the asker is told the same; the operator sees why in the log
+        log.warning("password reset e-mail to member %s not sent: %s", member.id, exc.reason)
 
 
 def set_password(ctx: Context, token: str, password: str) -> Member:

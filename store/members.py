@@ -327,16 +327,7 @@ def start_session(
         if not awaiting_code:
             member.failed_logins, member.locked_until = 0, None
             session.add(member)
-        session.add(
-            MemberSession(
-                token_hash=token_hash,
-                member_id=member_id,
-                created_at=now,
-                last_seen_at=now,
-                expires_at=expires_at,
-                awaiting_code=awaiting_code,
-            )
-        )
+        session.add(_session_row(token_hash, member_id, now, expires_at, awaiting_code))
 
 
 def pending_session(engine: Engine, token_hash: str, now: datetime) -> Member | None:
@@ -370,14 +361,7 @@ def complete_second_factor(
     starts and the failure count is reset. False when the step was used already or the waiting
     session ended meanwhile."""
     with write_session(engine) as session:
-        used = session.execute(
-            update(Member)
-            .where(
-                col(Member.id) == member_id,
-                (col(Member.totp_last_step).is_(None)) | (col(Member.totp_last_step) < step),
-            )
-            .values(totp_last_step=step, failed_logins=0, locked_until=None)
-        )
+        used = _use_step(session, member_id, step, failed_logins=0, locked_until=None)
         ended = session.execute(
             update(MemberSession)
             .where(
@@ -388,18 +372,10 @@ def complete_second_factor(
             )
             .values(revoked_at=now)
         )
-        if used.rowcount != 1 or ended.rowcount != 1:  # type: ignore[attr-defined]
+        if not used or ended.rowcount != 1:  # type: ignore[attr-defined]
             session.rollback()
             return False
-        session.add(
-            MemberSession(
-                token_hash=token_hash,
-                member_id=member_id,
-                created_at=now,
-                last_seen_at=now,
-                expires_at=expires_at,
-            )
-        )
+        session.add(_session_row(token_hash, member_id, now, expires_at))
         return True
 
 
@@ -407,15 +383,34 @@ def use_totp_step(engine: Engine, member_id: str, step: int) -> bool:
     """Mark the code of ``step`` used (for turning the factor off with a code); False if it or a
     later one was used already."""
     with write_session(engine) as session:
-        used = session.execute(
-            update(Member)
-            .where(
-                col(Member.id) == member_id,
-                (col(Member.totp_last_step).is_(None)) | (col(Member.totp_last_step) < step),
-            )
-            .values(totp_last_step=step)
+        return _use_step(session, member_id, step)
+
+
+def _use_step(session: Session, member_id: str, step: int, **also: Any) -> bool:
+    """Mark the TOTP step used (with ``also``'s columns) unless it or a later one was: one
+    conditional UPDATE, so two requests with one code never both get True."""
+    used = session.execute(
+        update(Member)
+        .where(
+            col(Member.id) == member_id,
+            (col(Member.totp_last_step).is_(None)) | (col(Member.totp_last_step) < step),
         )
-        return bool(used.rowcount == 1)  # type: ignore[attr-defined]
+        .values(totp_last_step=step, **also)
+    )
+    return bool(used.rowcount == 1)  # type: ignore[attr-defined]
+
+
+def _session_row(
+    token_hash: str, member_id: str, now: datetime, expires_at: datetime, awaiting_code: bool = False
+) -> MemberSession:
+    return MemberSession(
+        token_hash=token_hash,
+        member_id=member_id,
+        created_at=now,
+        last_seen_at=now,
+        expires_at=expires_at,
+        awaiting_code=awaiting_code,
+    )
 
 
 def live_session(engine: Engine, token_hash: str, now: datetime, idle_since: datetime) -> Member | None:

@@ -6,6 +6,7 @@
   back the clock another test skips.
 - ``db_url``: every test that uses the database runs on SQLite and, when reachable, PostgreSQL.
 - ``api``: the real app (ASGI, in process) on that database, with a worker on the dev server.
+- ``ctx``: the service layer's context on that database (no Temporal client).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from api.app import create_app
 from cli.devstack import publish_example_action
 from core.secretbox import SecretCipher
 from core.settings import Environment, Settings
+from services.context import Context
 from store import audit, orgs
 from store.db import make_engine, migrate
 from tests.support.helpers import Credentials, SignedClient
@@ -159,6 +161,12 @@ def settings(db_url: str, tmp_path_factory: pytest.TempPathFactory) -> Settings:
 @pytest.fixture(scope="session")
 def cipher(settings: Settings) -> SecretCipher:
     return SecretCipher(settings.master_key_bytes())
+
+
+@pytest.fixture
+def ctx(settings: Settings, engine: Engine, cipher: SecretCipher) -> Context:
+    """The service layer's context on the test database, without a Temporal client."""
+    return Context(settings, engine, cipher)
 
 
 @pytest_asyncio.fixture(scope="session")

@@ -9,16 +9,13 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
-import pytest_asyncio
 from fastapi import FastAPI
 from sqlalchemy import Engine
 
-from api.app import create_app
 from cli.devstack import EXAMPLE_ACTION_ID
 from core.kinds import MemberRole
 from core.secretbox import SecretCipher
@@ -35,18 +32,6 @@ STALE = "This form has expired or did not come from the dashboard: reload the pa
 UNDECLARED = "refers to undeclared field userParams.max"
 UNDER_MAX = "executionParams.amount <= userParams.maxAmount"
 KNOWN_PAYEE = "size(userParams.payees) == 0 || executionParams.payee in userParams.payees"
-
-
-@pytest_asyncio.fixture
-async def app(settings: Settings) -> AsyncIterator[FastAPI]:
-    made = create_app(settings)
-    yield made
-    made.state.services.engine.dispose()
-
-
-@pytest.fixture
-def ctx(settings: Settings, engine: Engine, cipher: SecretCipher) -> Context:
-    return Context(settings, engine, cipher)
 
 
 def editor(

@@ -5,15 +5,11 @@ a record was changed behind the service's back; another organization's records n
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
 
-import pytest
-import pytest_asyncio
 from fastapi import FastAPI
 from sqlalchemy import Engine, update
 from sqlmodel import col
 
-from api.app import create_app
 from core.actors import Actor
 from core.kinds import MemberRole
 from core.secretbox import SecretCipher
@@ -25,18 +21,6 @@ from tests.conftest import new_org
 from tests.support.audit_helpers import chain, tamper
 from tests.support.dashboard import log_in_as, page_client
 from tests.support.helpers import Credentials
-
-
-@pytest_asyncio.fixture
-async def app(settings: Settings) -> AsyncIterator[FastAPI]:
-    made = create_app(settings)
-    yield made
-    made.state.services.engine.dispose()
-
-
-@pytest.fixture
-def ctx(settings: Settings, engine: Engine, cipher: SecretCipher) -> Context:
-    return Context(settings, engine, cipher)
 
 
 def _rows(page: str) -> list[tuple[str, str, str]]:

@@ -15,7 +15,6 @@ import pytest_asyncio
 from sqlalchemy import Engine, update
 
 from api.app import create_app
-from core.secretbox import SecretCipher
 from core.settings import Settings
 from orchestration.delivery import outbox_of
 from services.context import Context
@@ -33,11 +32,6 @@ async def browser(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
     async with page_client(app) as client:
         yield client
     app.state.services.engine.dispose()
-
-
-@pytest.fixture
-def ctx(settings: Settings, engine: Engine, cipher: SecretCipher) -> Context:
-    return Context(settings, engine, cipher)
 
 
 def _invite(ctx: Context, org: Credentials, email: str) -> str:

@@ -9,17 +9,14 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-import pytest_asyncio
 from fastapi import FastAPI
 from sqlalchemy import Engine
 
-from api.app import create_app
 from core.actors import Actor
 from core.kinds import MemberRole
 from core.secretbox import SecretCipher
@@ -33,13 +30,6 @@ from tests.support.dashboard import log_in_as, page_client
 from tests.support.helpers import Credentials, SignedClient
 
 
-@pytest_asyncio.fixture
-async def app(settings: Settings) -> AsyncIterator[FastAPI]:
-    made = create_app(settings)
-    yield made
-    made.state.services.engine.dispose()
-
-
 def _shown(page: str, element: str) -> str:
     found = re.search(rf'id="{element}">([^<]+)<', page)
     assert found, f"no {element} on the page"
@@ -49,11 +39,6 @@ def _shown(page: str, element: str) -> str:
 def _key_records(engine: Engine, org: Credentials) -> list[Any]:
     """The organization's audit records of its API keys (inviting its members writes others)."""
     return [r for r in chain(engine, org.organization_id) if r.type.startswith("API_KEY_")]
-
-
-@pytest.fixture
-def ctx(settings: Settings, engine: Engine, cipher: SecretCipher) -> Context:
-    return Context(settings, engine, cipher)
 
 
 @pytest.mark.parametrize("role", [MemberRole.OWNER, MemberRole.DEVELOPER])

@@ -11,13 +11,11 @@ import base64
 import html
 import json
 import re
-from collections.abc import AsyncIterator
 from copy import deepcopy
 from typing import Any
 from urllib.parse import quote
 
 import pytest
-import pytest_asyncio
 from fastapi import FastAPI
 from sqlalchemy import Engine
 from temporalio.client import Client
@@ -40,18 +38,6 @@ from tests.support.mandate_helpers import issued_mandate as accepted_over_the_ap
 from tests.support.presentations import GOOD, checked, presented, verify
 
 pytestmark = pytest.mark.usefixtures("no_server_errors")
-
-
-@pytest_asyncio.fixture
-async def app(settings: Settings) -> AsyncIterator[FastAPI]:
-    made = create_app(settings)
-    yield made
-    made.state.services.engine.dispose()
-
-
-@pytest.fixture
-def ctx(settings: Settings, engine: Engine, cipher: SecretCipher) -> Context:
-    return Context(settings, engine, cipher)
 
 
 def _json_blocks(page: str) -> list[Any]:

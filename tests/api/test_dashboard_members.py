@@ -9,17 +9,13 @@ others ended."""
 from __future__ import annotations
 
 import re
-from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import pyotp
-import pytest
-import pytest_asyncio
 from fastapi import FastAPI
 from sqlalchemy import Engine, update
 from sqlmodel import col
 
-from api.app import create_app
 from core.kinds import MemberRole
 from core.secretbox import SecretCipher
 from core.settings import Settings
@@ -35,18 +31,6 @@ from tests.support.dashboard import PASSWORD, csrf_of, log_in_as, page_client
 from tests.support.helpers import Credentials
 
 LINK_RE = re.compile(r"https?://\S+/dashboard/set-password/([A-Za-z0-9_-]+)")
-
-
-@pytest_asyncio.fixture
-async def app(settings: Settings) -> AsyncIterator[FastAPI]:
-    made = create_app(settings)
-    yield made
-    made.state.services.engine.dispose()
-
-
-@pytest.fixture
-def ctx(settings: Settings, engine: Engine, cipher: SecretCipher) -> Context:
-    return Context(settings, engine, cipher)
 
 
 def _records(engine: Engine, org: Credentials, kind: str) -> list[AuditRecord]:

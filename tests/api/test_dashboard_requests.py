@@ -63,11 +63,6 @@ async def app(
             await request_handle(ts_env.client, request_id).terminate("the test is over")
 
 
-@pytest.fixture
-def ctx(settings: Settings, engine: Engine, cipher: SecretCipher) -> Context:
-    return Context(settings, engine, cipher)
-
-
 async def _create(app: FastAPI, org: Credentials, **overrides: Any) -> dict[str, Any]:
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="https://mandatum.test") as client:

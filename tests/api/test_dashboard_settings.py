@@ -5,35 +5,17 @@ the form; the form needs the session's CSRF token."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
-import pytest_asyncio
 from fastapi import FastAPI
 from sqlalchemy import Engine
 
-from api.app import create_app
 from core.kinds import MemberRole
-from core.secretbox import SecretCipher
-from core.settings import Settings
 from services.context import Context
 from store import audit, orgs
 from tests.support.audit_helpers import chain
 from tests.support.dashboard import log_in_as, page_client
 from tests.support.helpers import Credentials
 from wire.versioning import VERSIONS
-
-
-@pytest_asyncio.fixture
-async def app(settings: Settings) -> AsyncIterator[FastAPI]:
-    made = create_app(settings)
-    yield made
-    made.state.services.engine.dispose()
-
-
-@pytest.fixture
-def ctx(settings: Settings, engine: Engine, cipher: SecretCipher) -> Context:
-    return Context(settings, engine, cipher)
 
 
 def _changes(engine: Engine, org_id: str) -> list[tuple[str | None, str, object]]:

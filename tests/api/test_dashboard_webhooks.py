@@ -8,7 +8,6 @@ import asyncio
 import re
 from collections.abc import AsyncIterator
 
-import pytest
 import pytest_asyncio
 from fastapi import FastAPI
 from sqlalchemy import Engine
@@ -33,11 +32,6 @@ async def app(settings: Settings, temporal: Client, worker: None) -> AsyncIterat
     made = create_app(settings, temporal=temporal)
     yield made
     made.state.services.engine.dispose()
-
-
-@pytest.fixture
-def ctx(settings: Settings, engine: Engine, cipher: SecretCipher) -> Context:
-    return Context(settings, engine, cipher)
 
 
 def _secrets(page: str) -> dict[str, str]:

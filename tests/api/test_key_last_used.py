@@ -29,13 +29,6 @@ T0 = datetime(2026, 11, 24, 18, 41, 37, 250_000, tzinfo=UTC)
 MINUTE = datetime(2026, 11, 24, 18, 41, tzinfo=UTC)
 
 
-@pytest_asyncio.fixture
-async def app(settings: Settings) -> AsyncIterator[FastAPI]:
-    made = create_app(settings)
-    yield made
-    made.state.services.engine.dispose()
-
-
 class Clock:
     def __init__(self) -> None:
         self.now = T0

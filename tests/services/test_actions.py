@@ -39,11 +39,6 @@ def parse_spec(raw: Any) -> ActionSpec:
     return spec
 
 
-@pytest.fixture
-def ctx(settings: Settings, engine: Engine, cipher: SecretCipher) -> Context:
-    return Context(settings, engine, cipher)
-
-
 def test_create_add_and_publish(ctx: Context, org: Credentials) -> None:
     action, first = actions.create(ctx, BOB, org.organization_id, parse_spec(SPEC))
     assert (first.number, first.status) == (1, ActionVersionStatus.DRAFT)

@@ -3,7 +3,6 @@ a named actor (the trail names who did what: ``operator:`` and ``apiKey:`` actor
 
 from __future__ import annotations
 
-import pytest
 from sqlalchemy import Engine
 
 from core.actors import Actor
@@ -14,11 +13,6 @@ from services.context import Context
 from store.audit_queries import ActivityFilter
 from tests.support.audit_helpers import issued_mandate
 from tests.support.helpers import Credentials
-
-
-@pytest.fixture
-def ctx(settings: Settings, engine: Engine, cipher: SecretCipher) -> Context:
-    return Context(settings, engine, cipher)
 
 
 async def test_the_trail_names_each_actor_and_its_chain_checks(

@@ -31,11 +31,6 @@ from tests.support.helpers import Credentials
 MIA = Actor.member("mia")
 
 
-@pytest.fixture
-def ctx(settings: Settings, engine: Engine, cipher: SecretCipher) -> Context:
-    return Context(settings, engine, cipher)
-
-
 async def _trail(ctx: Context, org_id: str) -> list[AuditRecord]:
     rows, _ = await audit_service.activity(ctx, org_id, ActivityFilter(), 0, 100)
     return list(reversed(rows))  # oldest first

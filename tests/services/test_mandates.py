@@ -27,11 +27,6 @@ pytestmark = pytest.mark.usefixtures("no_server_errors")
 GOOD = {"amount": 100, "payee": "Bob"}
 
 
-@pytest.fixture
-def ctx(settings: Settings, engine: Engine, cipher: SecretCipher) -> Context:
-    return Context(settings, engine, cipher)
-
-
 def _actors(engine: Engine, org_id: str, kind: str) -> list[str | None]:
     return [r.actor for r in chain(engine, org_id) if r.type == kind]
 

@@ -16,7 +16,6 @@ from sqlmodel import select
 
 from core.actors import Actor
 from core.kinds import MemberRole
-from core.secretbox import SecretCipher
 from core.settings import Settings
 from services import members
 from services.context import Context
@@ -29,11 +28,6 @@ from tests.support.helpers import Credentials
 
 OWNER = Actor.operator("olga")
 PASSWORD = "correct horse battery staple"
-
-
-@pytest.fixture
-def ctx(settings: Settings, engine: Engine, cipher: SecretCipher) -> Context:
-    return Context(settings, engine, cipher)
 
 
 def _token(link: str) -> str:

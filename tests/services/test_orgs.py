@@ -23,11 +23,6 @@ from tests.support.helpers import Credentials
 ALICE = Actor.operator("alice")
 
 
-@pytest.fixture
-def ctx(settings: Settings, engine: Engine, cipher: SecretCipher) -> Context:
-    return Context(settings, engine, cipher)
-
-
 def test_organization_settings_and_keys_through_the_service(ctx: Context, engine: Engine) -> None:
     org, first = organizations.create_organization(ctx, ALICE, "Acme", 7)
     assert orgs.get_organization(engine, org.id).request_rate_per_minute == 7
