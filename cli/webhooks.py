@@ -125,7 +125,7 @@ def webhook_retry(event_id: EventArg) -> None:
     """Deliver a failed event again, with a fresh 3-day schedule."""
     ctx = services_context()
     try:
-        _webhooks().retryable(ctx, operator(), event_id)
+        event = _webhooks().retryable(ctx, operator(), event_id)
     except ServiceError as exc:
         fail(str(exc))
 
@@ -134,7 +134,7 @@ def webhook_retry(event_id: EventArg) -> None:
         from temporalio.exceptions import WorkflowAlreadyStartedError
 
         try:
-            workflow_id: str = await _webhooks().start_delivery(ctx, operator(), event_id)
+            workflow_id: str = await _webhooks().start_delivery(ctx, operator(), event)
         except WorkflowAlreadyStartedError as exc:
             raise Conflict(
                 f"the delivery of {event_id} is running or done: only a failed one is retried"

@@ -19,6 +19,19 @@ class RequestStatus(StrEnum):
     EXPIRED = "EXPIRED"
 
 
+class RequestOutcome(StrEnum):
+    """How a closed request ended, for operators (the ``MandatumOutcome`` search attribute): a
+    completed one was approved (every decision an acceptance), rejected (every one a rejection),
+    partly approved, or ended by a failed identity check; else it was canceled or expired."""
+
+    APPROVED = "APPROVED"
+    REJECTED = "REJECTED"
+    PARTLY_APPROVED = "PARTLY_APPROVED"
+    IDENTITY_FAILED = "IDENTITY_FAILED"
+    CANCELED = "CANCELED"
+    EXPIRED = "EXPIRED"
+
+
 class CredentialStatus(StrEnum):
     """A credential of a request: ``DRAFT`` until a code is out, then ``PENDING`` until decided."""
 

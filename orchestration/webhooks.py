@@ -7,24 +7,31 @@ import asyncio
 from temporalio.client import Client
 from temporalio.common import WorkflowIDReusePolicy
 
-from workflows.ids import webhook_workflow_id
+from store.tables import WebhookEvent
+from workflows.ids import webhook_search_attributes, webhook_workflow_id
 from workflows.webhook_delivery import WebhookDeliveryWorkflow
 from workflows.webhook_messages import DeliverWebhookInput
 
 
-async def start_delivery(client: Client, task_queue: str, event_id: str, resend: int | None = None) -> str:
+async def start_delivery(
+    client: Client, task_queue: str, event: WebhookEvent, resend: int | None = None
+) -> str:
     """Start ``webhook:<eventId>``; the id may be used again only after a failed delivery, so a
     retry re-delivers a failed event and can never send a delivered one twice (raises
     WorkflowAlreadyStartedError when it runs or was delivered). A delivered event is sent again
     only when someone asks for it (``resend``: the number of attempts so far, unique per resend),
-    as ``webhook:<eventId>:resend-<n>``."""
+    as ``webhook:<eventId>:resend-<n>``. The workflow carries the event's organization, request
+    and type as search attributes."""
     handle = await client.start_workflow(
         WebhookDeliveryWorkflow.run,
-        DeliverWebhookInput(event_id=event_id),
-        id=webhook_workflow_id(event_id) + (f":resend-{resend}" if resend is not None else ""),
+        DeliverWebhookInput(event_id=event.id),
+        id=webhook_workflow_id(event.id) + (f":resend-{resend}" if resend is not None else ""),
         task_queue=task_queue,
         id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,
-        static_summary=f"Webhook event {event_id}",
+        static_summary=f"Webhook event {event.id}",
+        search_attributes=webhook_search_attributes(
+            event.organization_id, event.request_id, event.event_type
+        ),
     )
     return handle.id
 

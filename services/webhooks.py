@@ -134,14 +134,14 @@ async def redeliver(
     try:
         try:
             return await deliveries.start_delivery(
-                ctx.client(), ctx.settings.task_queue, event_id, resend=resend
+                ctx.client(), ctx.settings.task_queue, event, resend=resend
             )
         except WorkflowAlreadyStartedError:
             # a failed run records FAILED just before it ends: wait for its end, then start anew
             if kind != "retry" or not await deliveries.ended(ctx.client(), event_id, ENDING_SECONDS):
                 raise
             return await deliveries.start_delivery(
-                ctx.client(), ctx.settings.task_queue, event_id, resend=resend
+                ctx.client(), ctx.settings.task_queue, event, resend=resend
             )
     except BaseException as exc:
         previous = store.FAILED if kind == "retry" else store.DELIVERED
@@ -188,13 +188,13 @@ async def send_test_event(ctx: Context, actor: Actor, org_id: str) -> tuple[Webh
     raised: none is left pending without a workflow to deliver it."""
     event = await asyncio.to_thread(create_test_event, ctx, actor, org_id)
     try:
-        return event, await start_delivery(ctx, actor, event.id)
+        return event, await start_delivery(ctx, actor, event)
     except BaseException:
         await asyncio.to_thread(store.mark_failed, ctx.engine, event.id, NOT_STARTED)
         raise
 
 
-async def start_delivery(ctx: Context, actor: Actor, event_id: str) -> str:
+async def start_delivery(ctx: Context, actor: Actor, event: WebhookEvent) -> str:
     """Start the event's delivery workflow (``webhook:<eventId>``); a failed one may start again,
     a running or delivered one never (WorkflowAlreadyStartedError)."""
-    return await deliveries.start_delivery(ctx.client(), ctx.settings.task_queue, event_id)
+    return await deliveries.start_delivery(ctx.client(), ctx.settings.task_queue, event)

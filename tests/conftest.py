@@ -43,7 +43,7 @@ from tests.support.helpers import Credentials, SignedClient
 from tests.support.journey_helpers import TEST_OUTBOX
 from trust.did import web_organization_did
 from worker import build_worker
-from workflows.ids import SA_INTERNAL_ID, SA_ORGANIZATION, SA_SECURITY_LEVEL, SA_STATUS, SEARCH_ATTRIBUTES
+from workflows.ids import SEARCH_ATTRIBUTE_KEYS, SEARCH_ATTRIBUTES
 
 pytest_plugins = [
     "tests.support.journey_fixtures",
@@ -79,7 +79,7 @@ async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
         dev_server_existing_path=str(BIN / "temporal"),
         ip="127.0.0.1",
         data_converter=pydantic_data_converter,
-        search_attributes=[SA_ORGANIZATION, SA_STATUS, SA_SECURITY_LEVEL, SA_INTERNAL_ID],
+        search_attributes=SEARCH_ATTRIBUTE_KEYS,
         dev_server_extra_args=["--log-level", "error"],
     )
     async with env:

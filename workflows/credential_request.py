@@ -32,6 +32,7 @@ with workflow.unsafe.imports_passed_through():
         IdentitySource,
         IdentityStep,
         OtpOutcome,
+        RequestOutcome,
         RequestStatus,
         SecurityLevel,
         SubjectIdentity,
@@ -41,9 +42,11 @@ with workflow.unsafe.imports_passed_through():
     from workflows.ids import (
         SA_INTERNAL_ID,
         SA_ORGANIZATION,
+        SA_OUTCOME,
         SA_SECURITY_LEVEL,
         SA_STATUS,
         ActivityNames,
+        webhook_search_attributes,
         webhook_workflow_id,
     )
     from workflows.messages import (
@@ -97,6 +100,7 @@ JOURNEY_PATCH = "subject-journey"
 TEMPORAL_CANCEL_PATCH = "temporal-cancel"
 QUIET_CANCEL_PATCH = "canceled-send-not-undeliverable"
 ISSUANCE_FAILURE_PATCH = "issuance-failure-ends"
+OUTCOME_PATCH = "outcome-search-attribute"  # MandatumOutcome and the deliveries' search attributes
 TEMPORAL_ACTOR = str(TEMPORAL)  # who canceled a request whose workflow an operator canceled in Temporal
 
 
@@ -122,8 +126,11 @@ class Identity:
     event_id: str | None = None  # its ``identity`` event, which their ``credential`` events follow
 
 
-def search_attributes_for(inp: CredentialRequestInput, status: str) -> list[SearchAttributePair[str]]:
-    """The typed search attributes of a request workflow, at start and after each change."""
+def search_attributes_for(
+    inp: CredentialRequestInput, status: str, outcome: str | None = None
+) -> list[SearchAttributePair[str]]:
+    """The typed search attributes of a request workflow, at start and after each change (the
+    outcome once it is closed)."""
     pairs = [
         SearchAttributePair(SA_ORGANIZATION, inp.organization_id),
         SearchAttributePair(SA_STATUS, status),
@@ -131,7 +138,25 @@ def search_attributes_for(inp: CredentialRequestInput, status: str) -> list[Sear
     ]
     if inp.internal_id:
         pairs.append(SearchAttributePair(SA_INTERNAL_ID, inp.internal_id))
+    if outcome:
+        pairs.append(SearchAttributePair(SA_OUTCOME, outcome))
     return pairs
+
+
+def outcome_of(status: str, decisions: list[bool], identity_failed: bool) -> RequestOutcome | None:
+    """A request's business outcome from its status, its decisions (accepted or not) and whether a
+    subject's identity check failed; None while it is pending."""
+    if status == RequestStatus.CANCELED:
+        return RequestOutcome.CANCELED
+    if status == RequestStatus.EXPIRED:
+        return RequestOutcome.EXPIRED
+    if status != RequestStatus.COMPLETED:
+        return None
+    if identity_failed:
+        return RequestOutcome.IDENTITY_FAILED
+    if all(decisions):
+        return RequestOutcome.APPROVED
+    return RequestOutcome.PARTLY_APPROVED if any(decisions) else RequestOutcome.REJECTED
 
 
 @workflow.defn(name="CredentialRequest")
@@ -411,9 +436,16 @@ class CredentialRequestWorkflow:
             summary=f"credential event for {decision_id}",
         )
         # a subject's identity event is delivered before their credential events (CONTRACT 7)
-        await self._deliver(created.event_id, after=self._identity[inp.subject_id].event_id)
+        await self._deliver(created.event_id, "credential", after=self._identity[inp.subject_id].event_id)
 
-    async def _deliver(self, event_id: str, after: str | None = None) -> None:
+    async def _deliver(self, event_id: str, event_type: str, after: str | None = None) -> None:
+        """Start the event's delivery, carrying the organization, request and event type as its
+        search attributes (histories recorded before them replay without)."""
+        attributes = (
+            webhook_search_attributes(self._input.organization_id, self._input.request_id, event_type)
+            if workflow.patched(OUTCOME_PATCH)
+            else None
+        )
         try:
             await workflow.start_child_workflow(
                 WEBHOOK_WORKFLOW_TYPE,
@@ -422,6 +454,7 @@ class CredentialRequestWorkflow:
                 parent_close_policy=ParentClosePolicy.ABANDON,
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
                 static_summary=f"Webhook event {event_id}",
+                search_attributes=attributes,
             )
         except WorkflowAlreadyStartedError:  # its delivery already exists: nothing to add
             pass
@@ -565,7 +598,7 @@ class CredentialRequestWorkflow:
             CreateEventResult,
             summary=f"otp.failed event ({code})",
         )
-        await self._deliver(created.event_id)
+        await self._deliver(created.event_id, "otp.failed")
 
     # --- the subject's journey: identity (KYC) ------------------------------------------------
 
@@ -657,7 +690,7 @@ class CredentialRequestWorkflow:
             summary=f"identity event for subject {subject}",
         )
         identity.event_id = created.event_id
-        await self._deliver(created.event_id)
+        await self._deliver(created.event_id, "identity")
         if not inp.success:
             for credential_id in self._input.credential_ids:
                 if (subject, credential_id) not in self._decisions and self._outcome is None:
@@ -715,6 +748,13 @@ class CredentialRequestWorkflow:
 
     def _set_status(self, status: RequestStatus) -> None:
         self._status = status
+        outcome = None
+        if status != PENDING and workflow.patched(OUTCOME_PATCH):
+            outcome = outcome_of(
+                status,
+                [d.accepted for d in self._decisions.values()],
+                any(i.passed is False for i in self._identity.values()),
+            )
         workflow.upsert_search_attributes(
-            [p.key.value_set(p.value) for p in search_attributes_for(self._input, status)]
+            [p.key.value_set(p.value) for p in search_attributes_for(self._input, status, outcome)]
         )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from temporalio.common import SearchAttributeKey
+from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSearchAttributes
 
 REQUEST_WORKFLOW_PREFIX = "credential-request:"
 WEBHOOK_WORKFLOW_PREFIX = "webhook:"
@@ -11,6 +11,12 @@ SA_ORGANIZATION = SearchAttributeKey.for_keyword("MandatumOrganization")
 SA_STATUS = SearchAttributeKey.for_keyword("MandatumStatus")
 SA_SECURITY_LEVEL = SearchAttributeKey.for_keyword("MandatumSecurityLevel")
 SA_INTERNAL_ID = SearchAttributeKey.for_keyword("MandatumInternalId")
+# a closed request's business outcome (core.kinds.RequestOutcome): approved, rejected, partly
+# approved, identity failed, canceled, expired; unset while the request is pending
+SA_OUTCOME = SearchAttributeKey.for_keyword("MandatumOutcome")
+# a webhook delivery's request and event type (with MandatumOrganization)
+SA_REQUEST = SearchAttributeKey.for_keyword("MandatumRequest")
+SA_EVENT_TYPE = SearchAttributeKey.for_keyword("MandatumEventType")
 
 # name -> type, as `temporal server start-dev --search-attribute NAME=TYPE` wants it
 SEARCH_ATTRIBUTES = {
@@ -18,7 +24,33 @@ SEARCH_ATTRIBUTES = {
     SA_STATUS.name: "Keyword",
     SA_SECURITY_LEVEL.name: "Keyword",
     SA_INTERNAL_ID.name: "Keyword",
+    SA_OUTCOME.name: "Keyword",
+    SA_REQUEST.name: "Keyword",
+    SA_EVENT_TYPE.name: "Keyword",
 }
+SEARCH_ATTRIBUTE_KEYS = [
+    SA_ORGANIZATION,
+    SA_STATUS,
+    SA_SECURITY_LEVEL,
+    SA_INTERNAL_ID,
+    SA_OUTCOME,
+    SA_REQUEST,
+    SA_EVENT_TYPE,
+]
+
+
+def webhook_search_attributes(
+    organization_id: str, request_id: str | None, event_type: str
+) -> TypedSearchAttributes:
+    """A webhook delivery workflow's search attributes: its organization, request (none for a
+    ``test`` event) and event type, so operators filter deliveries as they filter requests."""
+    pairs = [
+        SearchAttributePair(SA_ORGANIZATION, organization_id),
+        SearchAttributePair(SA_EVENT_TYPE, event_type),
+    ]
+    if request_id:
+        pairs.append(SearchAttributePair(SA_REQUEST, request_id))
+    return TypedSearchAttributes(pairs)
 
 
 def request_workflow_id(request_id: str) -> str:

@@ -72,7 +72,7 @@ async def test_a_support_member_retries_a_failed_event_and_resends_a_delivered_o
         developer = Actor.operator("setup")
         webhooks.configure(ctx, developer, org.organization_id, receiver.url + "?token=receivers-secret")
         event = webhooks.create_test_event(ctx, developer, org.organization_id)
-        await webhooks.start_delivery(ctx, developer, event.id)
+        await webhooks.start_delivery(ctx, developer, event)
         assert (await _settled(engine, event.id, 1)).state == store.FAILED
         page_of = f"/dashboard/events/{event.id}"
         async with page_client(app) as browser:

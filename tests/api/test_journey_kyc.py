@@ -35,7 +35,14 @@ from store.tables import AuditRecord, KycCheck, Subject, WebhookEvent
 from tests.support.helpers import SignedClient, assert_error_shape, policy_request
 from tests.support.journey_helpers import LINK_RE, SESSION_RE, code_in, message_for
 from tests.support.workflow import refused
-from workflows.ids import webhook_workflow_id
+from workflows.ids import (
+    SA_EVENT_TYPE,
+    SA_ORGANIZATION,
+    SA_OUTCOME,
+    SA_REQUEST,
+    SA_STATUS,
+    webhook_workflow_id,
+)
 from workflows.messages import DecisionInput, DecisionResult
 
 
@@ -195,6 +202,7 @@ async def test_a_failed_check_ends_the_subjects_path_with_no_mandate(
     api: SignedClient,
     http: httpx.AsyncClient,
     engine: Engine,
+    temporal: Client,
 ) -> None:
     req = await open_request(api, "PLATFORM_REVALIDATION", contact="failing@example.com")
     _, session = await enter_code(http, req)
@@ -214,6 +222,18 @@ async def test_a_failed_check_ends_the_subjects_path_with_no_mandate(
     with read_session(engine) as session_:
         subject = session_.get(Subject, req["subject"])
     assert subject is not None and subject.kyc == "FAILED"
+    # operators find it in Temporal as identity failed, and its deliveries by request and type
+    closed = (await request_handle(temporal, req["id"]).describe()).typed_search_attributes
+    assert (closed.get(SA_STATUS), closed.get(SA_OUTCOME)) == ("COMPLETED", "IDENTITY_FAILED")
+    for event in events:
+        delivery = (
+            await temporal.get_workflow_handle(webhook_workflow_id(event.id)).describe()
+        ).typed_search_attributes
+        assert (delivery.get(SA_ORGANIZATION), delivery.get(SA_REQUEST), delivery.get(SA_EVENT_TYPE)) == (
+            event.organization_id,
+            req["id"],
+            event.event_type,
+        )
     # the link now shows the outcome; a new code changes nothing
     again = await http.post(f"{req['path']}/otp", data={"code": req["code"]})
     assert "decision-" not in again.text

@@ -32,7 +32,7 @@ async def test_a_worker_killed_mid_delivery_loses_nothing(stack: Stack, crash_at
         event = create_test_event(stack.engine, worker_settings(stack), stack.org.organization_id)
         crashing = IssuingWorker(stack, "crashing", crash_at)
         try:
-            handle = await deliver(stack.client, stack.queue, event.id)
+            handle = await deliver(stack.client, stack.queue, event)
             assert await crashing.exit_code(20) == 137, crashing.output()
         finally:
             crashing.stop()

@@ -18,6 +18,7 @@ from services.errors import Conflict, Invalid, NotFound
 from store import webhooks as store
 from tests.support.helpers import Credentials
 from tests.support.webhook_receiver import ENCRYPTION_SECRET, SALT, SIGNATURE_SECRET, receiving
+from workflows.ids import SA_EVENT_TYPE, SA_ORGANIZATION, SA_REQUEST
 
 ERIN = Actor.operator("erin")
 
@@ -52,12 +53,19 @@ async def test_a_test_event_is_delivered_and_a_delivered_event_is_not_retried(
             ctx, ERIN, org.organization_id, receiver.url, SIGNATURE_SECRET, ENCRYPTION_SECRET, SALT
         )
         event = webhooks.create_test_event(ctx, ERIN, org.organization_id)
-        await webhooks.start_delivery(ctx, ERIN, event.id)
+        workflow_id = await webhooks.start_delivery(ctx, ERIN, event)
         for _ in range(200):
             if store.get_event(engine, event.id).state == store.DELIVERED:
                 break
             await asyncio.sleep(0.05)
         assert store.get_event(engine, event.id).state == store.DELIVERED
+        # operators filter deliveries by organization and type (a test event is of no request)
+        found = (await ctx.client().get_workflow_handle(workflow_id).describe()).typed_search_attributes
+        assert (found.get(SA_ORGANIZATION), found.get(SA_EVENT_TYPE), found.get(SA_REQUEST)) == (
+            org.organization_id,
+            "test",
+            None,
+        )
         assert receiver.count() == 1 and receiver.deliveries[0].event is not None
         assert receiver.deliveries[0].event["eventType"] == "test"
     with pytest.raises(Conflict, match="only a failed one is retried"):

@@ -41,9 +41,9 @@ def configure(engine: Engine, cipher: SecretCipher, org_id: str, receiver: Recei
     )
 
 
-async def deliver(client: Client, queue: str, event_id: str) -> WorkflowHandle[Any, Any]:
-    workflow_id = await start_delivery(client, queue, event_id)
-    assert workflow_id == webhook_workflow_id(event_id) == f"webhook:{event_id}"
+async def deliver(client: Client, queue: str, event: WebhookEvent) -> WorkflowHandle[Any, Any]:
+    workflow_id = await start_delivery(client, queue, event)
+    assert workflow_id == webhook_workflow_id(event.id) == f"webhook:{event.id}"
     return client.get_workflow_handle(workflow_id)
 
 

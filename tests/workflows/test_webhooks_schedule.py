@@ -57,7 +57,7 @@ async def test_attempts_spread_over_three_days_then_failed_then_retried(
         configure(engine, cipher, org.organization_id, receiver)
         event = create_test_event(engine, settings, org.organization_id)
         async with build_worker(ts_env.client, engine, queue, pool, settings):
-            handle = await deliver(ts_env.client, queue, event.id)
+            handle = await deliver(ts_env.client, queue, event)
             with pytest.raises(WorkflowFailureError):
                 async with ts_env.time_skipping_unlocked():  # type: ignore[attr-defined]
                     await handle.result()
@@ -66,7 +66,7 @@ async def test_attempts_spread_over_three_days_then_failed_then_retried(
             received = receiver.count()
 
             succeed = True
-            handle = await deliver(ts_env.client, queue, event.id)  # `mandatum webhook retry`
+            handle = await deliver(ts_env.client, queue, event)  # `mandatum webhook retry`
             async with ts_env.time_skipping_unlocked():  # type: ignore[attr-defined]
                 result = DeliveryResult.model_validate(await handle.result())
             with pytest.raises(WorkflowAlreadyStartedError):  # a delivered event is never re-sent

@@ -44,7 +44,14 @@ from tests.support.workflow import (
     subject_uuid,
 )
 from worker import build_worker
-from workflows.ids import SA_INTERNAL_ID, SA_ORGANIZATION, SA_SECURITY_LEVEL, SA_STATUS, ActivityNames
+from workflows.ids import (
+    SA_INTERNAL_ID,
+    SA_ORGANIZATION,
+    SA_OUTCOME,
+    SA_SECURITY_LEVEL,
+    SA_STATUS,
+    ActivityNames,
+)
 from workflows.messages import (
     CredentialRequestResult,
 )
@@ -129,6 +136,7 @@ async def test_request_expires_after_thirty_days(
     desc = await handle.describe()
     assert desc.status == WorkflowExecutionStatus.COMPLETED
     assert desc.typed_search_attributes.get(SA_STATUS) == "EXPIRED"
+    assert desc.typed_search_attributes.get(SA_OUTCOME) == "EXPIRED"
     assert desc.typed_search_attributes.get(SA_ORGANIZATION) == org.organization_id
     assert desc.typed_search_attributes.get(SA_INTERNAL_ID) == "ext-expiry"
     assert desc.close_time is not None
@@ -298,6 +306,7 @@ async def test_cancel_through_the_api(
     assert parse_time(after["canceledAt"]) == to_ms(view.canceled_at)
     desc = await handle.describe()
     assert desc.typed_search_attributes.get(SA_STATUS) == "CANCELED"
+    assert desc.typed_search_attributes.get(SA_OUTCOME) == "CANCELED"
     assert desc.typed_search_attributes.get(SA_INTERNAL_ID) == "ext-cancel"
     assert_error_shape(await api.delete(f"/request/{data['id']}"), 409)
 
@@ -317,6 +326,7 @@ async def test_search_attributes_at_start_and_visibility(
     assert sa.get(SA_STATUS) == "PENDING"
     assert sa.get(SA_SECURITY_LEVEL) == "PLATFORM_KYC"
     assert sa.get(SA_INTERNAL_ID) == "ext-sa"
+    assert sa.get(SA_OUTCOME) is None  # pending: no outcome yet
     assert (await request_handle(temporal, other["id"]).describe()).typed_search_attributes.get(
         SA_INTERNAL_ID
     ) is None
@@ -444,7 +454,9 @@ async def test_every_decision_completes_the_request(api: SignedClient, temporal:
         ("bea@example.com", utilities): True,
     }
     assert sorted(v["id"] for v in stored.values()) == sorted(r.decision_id for r in results)
-    assert (await handle.describe()).typed_search_attributes.get(SA_STATUS) == "COMPLETED"
+    completed = (await handle.describe()).typed_search_attributes
+    # ana rejected utilities: the request is partly approved
+    assert (completed.get(SA_STATUS), completed.get(SA_OUTCOME)) == ("COMPLETED", "PARTLY_APPROVED")
     assert (await status_of(handle)).awaiting == 0
     assert_error_shape(await api.delete(f"/request/{data['id']}"), 409)
 
