@@ -1,5 +1,5 @@
 """The ``mandatum`` command: organizations, API keys, signing keys, actions, the database schema,
-and support from a shell (requests, webhook events, mandates)."""
+platform staff, and support from a shell (requests, webhook events, mandates)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from cli.common import JsonOpt, context, emit, fail, operator, services_context
 from cli.mandates import mandate_app
 from cli.org_settings import register_org_settings
 from cli.requests import request_app
+from cli.staff import staff_app
 from cli.webhooks import webhook_app
 from core.kinds import MemberRole
 from core.secretbox import SecretCipher
@@ -45,6 +46,7 @@ app.add_typer(webhook_app, name="webhook")
 app.add_typer(audit_app, name="audit")
 app.add_typer(request_app, name="request")
 app.add_typer(mandate_app, name="mandate")
+app.add_typer(staff_app, name="staff")
 register_org_settings(org_app)
 
 

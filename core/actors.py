@@ -56,6 +56,10 @@ class Actor:
         return cls(ActorKind.MEMBER, member_id)
 
     @classmethod
+    def staff(cls, member_id: str) -> Actor:
+        return cls(ActorKind.STAFF, member_id)
+
+    @classmethod
     def subject(cls, subject_id: str) -> Actor:
         return cls(ActorKind.SUBJECT, subject_id)
 

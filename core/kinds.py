@@ -160,6 +160,11 @@ class UpdateRefusal(StrEnum):
             return cls.REFUSED
 
 
+PLATFORM_ROLE = "platform"
+"""The role of platform staff: the people running the installation, members of no organization,
+who use the operators' area (``mandatum staff``); never one of an organization's roles."""
+
+
 class MemberRole(StrEnum):
     """What a dashboard member may do (issue 14): the owner everything, members included; a
     developer keys, webhooks, actions, requests and mandates; support reads everything of the

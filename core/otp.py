@@ -80,6 +80,7 @@ class JourneySecrets:
         self._link_key = self._derive(master_key, b"mandatum approval link v1")
         self._session_key = self._derive(master_key, b"mandatum page session v1")
         self._kyc_return_key = self._derive(master_key, b"mandatum kyc return browser v1")
+        self._contact_key = self._derive(master_key, b"mandatum contact lookup v1")
 
     @staticmethod
     def _derive(master_key: bytes, info: bytes) -> bytes:
@@ -99,6 +100,14 @@ class JourneySecrets:
         digits = "".join(ch for ch in code if ch not in " -\u00a0\t")
         message = f"{request_id}:{subject_id}:{digits}".encode()
         return _b64(hmac.new(self._otp_key, message, hashlib.sha256).digest())
+
+    # --- finding a person ------------------------------------------------------------------
+
+    def contact_hash(self, contact: str) -> str:
+        """The keyed hash of a normalized contact (``wire.contacts.normalize_contact``): how platform
+        staff find a person's requests in every organization without a new clear copy of the
+        contact (``Subject.contact_hash``). Hex, 64 characters."""
+        return hmac.new(self._contact_key, contact.encode(), hashlib.sha256).hexdigest()
 
     # --- the approval link ------------------------------------------------------------------
 

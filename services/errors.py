@@ -24,6 +24,11 @@ class Invalid(ServiceError):
     """The input is wrong (400)."""
 
 
+class Forbidden(ServiceError):
+    """The actor may not do this at all (403): the operators' operations for anyone but platform
+    staff and operators."""
+
+
 class NotFound(ServiceError):
     """No such thing for this actor (404): another organization's things are not found either."""
 

@@ -43,7 +43,7 @@ from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from core.actors import Actor
-from core.kinds import MemberRole, MemberTokenPurpose
+from core.kinds import PLATFORM_ROLE, MemberRole, MemberTokenPurpose
 from core.text import one_line
 from orchestration.delivery import Message, Undeliverable, transport_for
 from services.context import Context
@@ -134,6 +134,11 @@ def _new_link(ctx: Context, member_id: str, purpose: MemberTokenPurpose) -> str:
     return _link(ctx, purpose, token)
 
 
+def set_password_link(ctx: Context, member_id: str) -> str:
+    """A fresh one-time link for the member to set their first password."""
+    return _new_link(ctx, member_id, MemberTokenPurpose.SET_PASSWORD)
+
+
 def invite(ctx: Context, actor: Actor, org_id: str, email: str, role: MemberRole) -> Invitation:
     """A new member of the organization with a one-time link to set their password
     (``MEMBER_INVITED`` naming ``actor``)."""
@@ -188,8 +193,12 @@ def invite_by_email(ctx: Context, actor: Actor, org_id: str, email: str, role: M
 
 
 def _mail_invitation(ctx: Context, member: Member, link: str) -> None:
-    org = orgs_store.get_organization(ctx.engine, member.organization_id)
-    _send(ctx, member.email, INVITATION_SUBJECT, _invitation_text(ctx, org.name, member.role, link))
+    place = (
+        orgs_store.get_organization(ctx.engine, member.organization_id).name
+        if member.organization_id
+        else "this installation (platform staff)"
+    )
+    _send(ctx, member.email, INVITATION_SUBJECT, _invitation_text(ctx, place, member.role, link))
 
 
 INVITATION_SUBJECT = "Your invitation to the Mandatum dashboard"
@@ -209,7 +218,7 @@ def send_invitation(ctx: Context, actor: Actor, org_id: str, member_id: str) -> 
     return member
 
 
-def member_in(ctx: Context, org_id: str, member_id: str) -> Member:
+def member_in(ctx: Context, org_id: str | None, member_id: str) -> Member:
     member = store.get_member(ctx.engine, member_id)
     if member is None or member.organization_id != org_id:
         raise NotFound(f"member {member_id} not found")
@@ -241,17 +250,19 @@ def change_role(ctx: Context, actor: Actor, org_id: str, member_id: str, role: s
     return _changing(lambda: store.change_role(ctx.engine, org_id, member_id, chosen, actor=str(actor)))
 
 
-def set_disabled(ctx: Context, actor: Actor, org_id: str, member_id: str, disabled: bool) -> Member:
+def set_disabled(ctx: Context, actor: Actor, org_id: str | None, member_id: str, disabled: bool) -> Member:
     """Disable a member (their sessions end at once) or enable them again. Nobody disables
     themselves, and the last enabled owner is not disabled (``Conflict``)."""
-    if disabled and str(actor) == str(Actor.member(member_id)):
+    if disabled and str(actor) in (str(Actor.member(member_id)), str(Actor.staff(member_id))):
         raise Conflict("You cannot disable yourself: another owner can")
     return _changing(
         lambda: store.set_disabled(ctx.engine, org_id, member_id, disabled, utcnow(), actor=str(actor))
     )
 
 
-def end_sessions(ctx: Context, actor: Actor, org_id: str, member_id: str, keep: str | None = None) -> int:
+def end_sessions(
+    ctx: Context, actor: Actor, org_id: str | None, member_id: str, keep: str | None = None
+) -> int:
     """End a member's sessions (but ``keep``, the asking session's token); how many ended."""
     keep_hash = _digest(keep) if keep else None
     return _changing(
@@ -333,7 +344,7 @@ def confirm_second_factor(ctx: Context, member: Member, code: str, now: datetime
 def turn_off_second_factor(
     ctx: Context,
     actor: Actor,
-    org_id: str,
+    org_id: str | None,
     member_id: str,
     code: str | None = None,
     now: datetime | None = None,
@@ -341,7 +352,7 @@ def turn_off_second_factor(
     """Turn a member's second factor off. The member themselves gives a current code; an owner
     turning off another member's (a lost phone) gives none: the record names the owner."""
     member = member_in(ctx, org_id, member_id)
-    if str(actor) == str(Actor.member(member_id)) and member.totp_enabled_at is not None:
+    if str(actor) == str(actor_of(member)) and member.totp_enabled_at is not None:
         step = _matching_step(_secret_of(ctx, member), (code or "").strip(), now or utcnow())
         if step is None or not store.use_totp_step(ctx.engine, member.id, step):
             raise Invalid("That code is not right: type the 6 digits your app shows now")
@@ -492,8 +503,8 @@ def actor_names(ctx: Context, org_id: str) -> dict[str, str]:
 
 
 def actor_of(member: Member) -> Actor:
-    """Who a member's actions are recorded as."""
-    return Actor.member(member.id)
+    """Who a member's actions are recorded as: ``member:<id>``, or ``staff:<id>`` for platform staff."""
+    return Actor.staff(member.id) if member.role == PLATFORM_ROLE else Actor.member(member.id)
 
 
 def _csrf_key(ctx: Context) -> bytes:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -216,6 +216,7 @@ def _to_new_request(
     organization_did: str,
     contacts: list[tuple[str, str, str | None]],
     pinned_actions: dict[int, dict[str, Any]],
+    contact_hash: Callable[[str], str],
 ) -> store.NewRequest:
     """The request to store; ``pinned_actions`` replaces the ``action`` of POLICY credentials (by
     position) with the pinned version and the filled userParams."""
@@ -223,7 +224,7 @@ def _to_new_request(
     extra_dids = list(dict.fromkeys(d for d in body.authorizedDIDs if d != organization_did))
     return store.NewRequest(
         security_level=body.securityLevel.value,
-        contacts=[store.NewContact(c, kind, internal) for c, kind, internal in contacts],
+        contacts=[store.NewContact(c, kind, internal, contact_hash(c)) for c, kind, internal in contacts],
         credentials=[
             store.NewCredential(
                 resource_type=c.type,
@@ -280,7 +281,13 @@ async def _validated(ctx: Context, org_id: str, body: CreateRequestIn) -> store.
         pinned, action_problems = await asyncio.to_thread(_pin_actions, ctx, org_id, body)
     if problems or action_problems:
         raise Invalid(problems + action_problems)
-    return _to_new_request(body, web_organization_did(ctx.settings.public_url, org_id), contacts, pinned)
+    return _to_new_request(
+        body,
+        web_organization_did(ctx.settings.public_url, org_id),
+        contacts,
+        pinned,
+        ctx.journey.contact_hash,
+    )
 
 
 async def create(

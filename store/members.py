@@ -10,6 +10,7 @@ an enabled owner: a change that would leave none is refused (``LastOwner``)."""
 
 from __future__ import annotations
 
+import logging
 from datetime import datetime
 from typing import Any
 
@@ -17,10 +18,13 @@ from sqlalchemy import Engine, func, update
 from sqlmodel import Session, col, select
 
 from core.ids import new_object_id
+from core.kinds import PLATFORM_ROLE
 from store import audit
 from store.db import read_session, write_session
 from store.tables import Member, MemberSession, MemberToken, Organization
 from trust.keys import Ed25519KeyPair
+
+log = logging.getLogger("mandatum.store.members")
 
 
 class NotFound(LookupError):
@@ -39,6 +43,10 @@ def _record(
     session: Session, key: Ed25519KeyPair, kind: str, member: Member, actor: str, **extra: Any
 ) -> None:
     session.flush()
+    if member.organization_id is None:
+        # platform staff belong to no organization's trail: their account changes are logged
+        log.info("staff member %s: %s by %s", member.id, kind, actor)
+        return
     data = {"memberId": member.id, "email": member.email, "role": member.role, **extra}
     audit.append(session.connection(), key, audit.Entry(kind, member.organization_id, actor=actor, data=data))
 
@@ -64,8 +72,29 @@ def add_member(engine: Engine, org_id: str, email: str, role: str, now: datetime
         return _detached(session, member)
 
 
-def _member_of(session: Session, org_id: str, member_id: str) -> Member:
-    """The organization's member, locked for the change; NotFound for anyone else's, alike."""
+def add_staff(engine: Engine, email: str, now: datetime) -> Member:
+    """A new platform staff member (role ``platform``, no organization), without a password yet."""
+    with write_session(engine) as session:
+        if session.exec(select(Member.id).where(Member.email == email)).first() is not None:
+            raise EmailTaken(f"{email} is already a member")
+        member = Member(
+            id=new_object_id(), organization_id=None, email=email, role=PLATFORM_ROLE, created_at=now
+        )
+        session.add(member)
+        return _detached(session, member)
+
+
+def staff_members(engine: Engine) -> list[Member]:
+    """Every platform staff member, oldest first."""
+    with read_session(engine) as session:
+        return list(
+            session.exec(select(Member).where(Member.role == PLATFORM_ROLE).order_by(col(Member.created_at)))
+        )
+
+
+def _member_of(session: Session, org_id: str | None, member_id: str) -> Member:
+    """The organization's member (platform staff for ``org_id`` None), locked for the change;
+    NotFound for anyone else's, alike."""
     member = session.get(Member, member_id, with_for_update=True)
     if member is None or member.organization_id != org_id:
         raise NotFound(f"member {member_id} not found")
@@ -101,7 +130,7 @@ def change_role(engine: Engine, org_id: str, member_id: str, role: str, *, actor
 
 
 def set_disabled(
-    engine: Engine, org_id: str, member_id: str, disabled: bool, now: datetime, *, actor: str
+    engine: Engine, org_id: str | None, member_id: str, disabled: bool, now: datetime, *, actor: str
 ) -> Member:
     """Disable a member (every session and unused link ends with it; ``MEMBER_DISABLED``) or enable
     them again (``MEMBER_ENABLED``); no change, no record. ``LastOwner`` for the last owner."""
@@ -128,7 +157,7 @@ def set_disabled(
 
 
 def end_member_sessions(
-    engine: Engine, org_id: str, member_id: str, now: datetime, *, actor: str, keep: str | None = None
+    engine: Engine, org_id: str | None, member_id: str, now: datetime, *, actor: str, keep: str | None = None
 ) -> int:
     """End the member's sessions (but ``keep``, a session's token hash: the one asking), recorded
     as ``MEMBER_SESSIONS_ENDED`` with how many ended; the number."""
@@ -199,7 +228,7 @@ def confirm_totp(engine: Engine, member_id: str, step: int, now: datetime, *, ac
         return True
 
 
-def turn_off_totp(engine: Engine, org_id: str, member_id: str, *, actor: str) -> Member:
+def turn_off_totp(engine: Engine, org_id: str | None, member_id: str, *, actor: str) -> Member:
     """The member's second factor off and its secret gone (``MEMBER_SECOND_FACTOR_OFF`` when it
     was on; a pending enrolment is dropped without a record)."""
     key = audit.signer(engine)

@@ -38,6 +38,7 @@ class NewContact:
     contact: str
     kind: str  # "email" | "phone"
     internal_id: str | None = None
+    contact_hash: str | None = None  # its keyed hash (core.otp.JourneySecrets.contact_hash)
 
 
 @dataclass(frozen=True)
@@ -113,6 +114,7 @@ def _ensure_subjects(session: Session, org_id: str, contacts: list[NewContact]) 
                     "organization_id": org_id,
                     "contact": c.contact,
                     "contact_kind": c.kind,
+                    "contact_hash": c.contact_hash,
                     "identity_status": SubjectIdentity.UNVERIFIED,
                     "kyc": SubjectKyc.NOT_STARTED,
                     "created_at": now,

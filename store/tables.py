@@ -104,6 +104,11 @@ class Subject(SQLModel, table=True):
     organization_id: str = Field(foreign_key="organization.id", max_length=24)
     contact: str = Field(max_length=320)
     contact_kind: str = Field(max_length=8)
+    # HMAC-SHA256 of the normalized contact under a key derived from the master key
+    # (``JourneySecrets.contact_hash``): how platform staff find a person's requests in every
+    # organization; None only for a subject from before migration 0014 until the first search by
+    # contact fills it (store.timeline.fill_contact_hashes)
+    contact_hash: str | None = Field(default=None, index=True, max_length=64)
     identity_status: str = Field(default=SubjectIdentity.UNVERIFIED, max_length=32)
     kyc: str = Field(default=SubjectKyc.NOT_STARTED, max_length=32)
     created_at: datetime
@@ -416,15 +421,19 @@ class CredentialPdf(SQLModel, table=True):
 
 
 class Member(SQLModel, table=True):
-    """A person who uses the dashboard for one organization (issue 14; migration 0011). The e-mail
-    is unique across the installation: a member belongs to one organization. The password is an
-    Argon2id hash (``services.members``), absent until the member sets one from their link."""
+    """A person who uses the dashboard for one organization (issue 14; migration 0011), or platform
+    staff, of no organization (role ``platform``, the operators' area; migration 0014). The e-mail
+    is unique across the installation: a member belongs to one organization at most. The password
+    is an Argon2id hash (``services.members``), absent until the member sets one from their link."""
 
     __tablename__ = "member"
     id: str = Field(primary_key=True, max_length=24)
-    organization_id: str = Field(foreign_key="organization.id", index=True, max_length=24)
+    organization_id: str | None = Field(
+        default=None, foreign_key="organization.id", index=True, max_length=24
+    )
     email: str = Field(unique=True, max_length=320)
-    role: str = Field(max_length=16)  # owner | developer | support (core.kinds.MemberRole)
+    # owner | developer | support (core.kinds.MemberRole), or platform (core.kinds.PLATFORM_ROLE)
+    role: str = Field(max_length=16)
     password_hash: str | None = Field(default=None, max_length=255)
     created_at: datetime
     disabled_at: datetime | None = None

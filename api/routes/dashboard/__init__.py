@@ -11,6 +11,8 @@ per section, each on the service layer with the member as actor.
 - ``actions``: actions and their versions, the rule editor, publishing (owners and developers).
 - ``members``: the organization's members (owners) and each member's account (second factor,
   sessions).
+- ``operators``: platform staff's area across organizations (search, a request's timeline, the
+  support actions with a reason).
 """
 
 from fastapi import APIRouter
@@ -22,11 +24,12 @@ from api.routes.dashboard import (
     keys,
     mandates,
     members,
+    operators,
     requests,
     settings,
     webhooks,
 )
 
 router = APIRouter(include_in_schema=False)
-for section in (auth, keys, webhooks, settings, requests, mandates, actions, activity, members):
+for section in (auth, keys, webhooks, settings, requests, mandates, actions, activity, members, operators):
     router.include_router(section.router)

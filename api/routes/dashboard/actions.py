@@ -23,7 +23,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from api.deps import ServicesDep
 from api.routes.dashboard import actions_version
 from api.routes.dashboard.actions_form import ACTION_ROLES, action_id_of, form_value, key_of, posted, said
-from api.routes.dashboard.common import form_by, member_page, not_found, signed_in, when
+from api.routes.dashboard.common import form_by, member_page, not_found, org_of, signed_in, when
 from services import actions, members
 from services.context import Context
 from services.errors import Conflict, Invalid, NotFound
@@ -52,7 +52,7 @@ def _list_html(ctx: Context, member: Member, token: str, *, status: int = 200, *
             "created": when(view.action.created_at),
             "versions": [(v.number, v.status) for v in view.versions],
         }
-        for view in actions.overview(ctx, members.actor_of(member), member.organization_id)
+        for view in actions.overview(ctx, members.actor_of(member), org_of(member))
     ]
     return member_page(
         ctx,
@@ -92,7 +92,7 @@ async def create_action(request: Request, services: ServicesDep) -> Response:
             actions.new_action,
             services,
             members.actor_of(member),
-            member.organization_id,
+            org_of(member),
             name,
             description,
         )
@@ -121,7 +121,7 @@ def _action_html(
     ctx: Context, member: Member, token: str, action_id: str, *, status: int = 200, **extra: Any
 ) -> HTMLResponse:
     """The action's page; raises NotFound for another organization's."""
-    found = actions.detail(ctx, members.actor_of(member), member.organization_id, action_id)
+    found = actions.detail(ctx, members.actor_of(member), org_of(member), action_id)
     versions = [
         {
             "number": use.version.number,
@@ -203,7 +203,7 @@ async def rename_action(request: Request, services: ServicesDep, key: str) -> Re
             actions.update,
             services,
             actor,
-            member.organization_id,
+            org_of(member),
             action_id,
             name,
             description,
@@ -223,9 +223,7 @@ async def add_version(request: Request, services: ServicesDep, key: str) -> Resp
     member, action_id = sent.member, sent.action_id
     actor = members.actor_of(member)
     try:
-        made = await run_db(
-            services.engine, actions.new_version, services, actor, member.organization_id, action_id
-        )
+        made = await run_db(services.engine, actions.new_version, services, actor, org_of(member), action_id)
     except NotFound:
         return not_found("No such action.")
     return RedirectResponse(f"/dashboard/actions/{key}/versions/{made.number}", status_code=303)
@@ -242,7 +240,7 @@ async def delete_action(request: Request, services: ServicesDep, key: str) -> Re
         return await _action_page(services, member, token, action_id, status=400, error=error)
     actor = members.actor_of(member)
     try:
-        await run_db(services.engine, actions.delete, services, actor, member.organization_id, action_id)
+        await run_db(services.engine, actions.delete, services, actor, org_of(member), action_id)
     except NotFound:
         return not_found("No such action.")
     except Conflict as exc:

@@ -29,7 +29,7 @@ from api.routes.dashboard.actions_form import (
     posted,
     said,
 )
-from api.routes.dashboard.common import form_by, member_page, not_found, signed_in, when
+from api.routes.dashboard.common import form_by, member_page, not_found, org_of, signed_in, when
 from core.kinds import ActionVersionStatus
 from policy.actions import ActionSpec
 from policy.params import PARAM_TYPES
@@ -56,7 +56,7 @@ def _located(ctx: Context, member: Member, key: str, number: str) -> tuple[Actio
     if action_id is None or not NUMBER_RE.fullmatch(number):
         return None
     try:
-        return actions.version(ctx, members.actor_of(member), member.organization_id, action_id, int(number))
+        return actions.version(ctx, members.actor_of(member), org_of(member), action_id, int(number))
     except NotFound:
         return None
 
@@ -159,7 +159,7 @@ async def edit_version(request: Request, services: ServicesDep, key: str, number
     if do == "try":
         tried = await asyncio.to_thread(_tried, services, member, version, spec, draft.tries)
         return await run_db(services.engine, partial(page, tried=tried))
-    org_id = member.organization_id
+    org_id = org_of(member)
     try:
         await run_db(services.engine, actions.save_draft, services, actor, org_id, version.id, spec)
         if do == "publish":

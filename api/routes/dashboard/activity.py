@@ -12,7 +12,7 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, Response
 
 from api.deps import ServicesDep
-from api.routes.dashboard.common import EVERYONE, form_by, page_number, pager, show, signed_in, when
+from api.routes.dashboard.common import EVERYONE, form_by, org_of, page_number, pager, show, signed_in, when
 from core.ids import is_object_id
 from services import audit, members
 from services.context import Context
@@ -68,7 +68,7 @@ async def _activity_page(
         where, page = _filter(params)
     except ValueError as exc:
         return await render(status=400, error=str(exc), records=[])
-    rows, pages = await audit.activity(ctx, member.organization_id, where, page - 1, PAGE_SIZE)
+    rows, pages = await audit.activity(ctx, org_of(member), where, page - 1, PAGE_SIZE)
     records = [
         {
             "seq": r.seq,
@@ -102,7 +102,7 @@ async def check_chain(
         return found
     member, token = found
     (result,) = await run_db(
-        services.engine, audit.verify_chains, services, members.actor_of(member), member.organization_id
+        services.engine, audit.verify_chains, services, members.actor_of(member), org_of(member)
     )
     check = {
         "records": result.records,

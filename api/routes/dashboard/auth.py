@@ -17,6 +17,7 @@ from api.routes.dashboard.common import (
     from_this_origin,
     member_of,
     not_found,
+    org_of,
     page,
     refused,
     secure,
@@ -121,15 +122,17 @@ async def overview(request: Request, services: ServicesDep) -> Response:
     if found is None:
         return to_login()
     member, token = found
-    org = await run_db(services.engine, orgs.get_organization, services.engine, member.organization_id)
-    rows, _ = await audit.activity(services, member.organization_id, ActivityFilter(), 0, RECENT)
+    if member.organization_id is None:  # platform staff: the operators' area is theirs
+        return RedirectResponse("/dashboard/operators", status_code=303)
+    org = await run_db(services.engine, orgs.get_organization, services.engine, org_of(member))
+    rows, _ = await audit.activity(services, org_of(member), ActivityFilter(), 0, RECENT)
     return page(
         "dashboard/overview.html",
         title=f"{org.name} · Mandatum",
         org=org,
         member=member,
         records=[_record(r) for r in rows],
-        names=await run_db(services.engine, members.actor_names, services, member.organization_id),
+        names=await run_db(services.engine, members.actor_names, services, org_of(member)),
         section="overview",
         csrf=members.csrf_token(services, token),
     )

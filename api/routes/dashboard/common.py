@@ -25,7 +25,7 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from api.pages import render_page
-from core.kinds import MemberRole
+from core.kinds import PLATFORM_ROLE, MemberRole
 from services import members
 from services.context import Context
 from store import orgs
@@ -34,8 +34,10 @@ from store.tables import Member
 
 COOKIE = "mandatum_dashboard"
 # who may use what (issue 14, item 3): support reads and does the support actions only
-BUILDERS = (MemberRole.OWNER, MemberRole.DEVELOPER)  # keys, webhook settings, actions
-EVERYONE = (MemberRole.OWNER, MemberRole.DEVELOPER, MemberRole.SUPPORT)
+BUILDERS: tuple[str, ...] = (MemberRole.OWNER, MemberRole.DEVELOPER)  # keys, webhook settings, actions
+EVERYONE: tuple[str, ...] = (MemberRole.OWNER, MemberRole.DEVELOPER, MemberRole.SUPPORT)  # of an organization
+STAFF: tuple[str, ...] = (PLATFORM_ROLE,)  # platform staff: the operators' area
+ANYONE = EVERYONE + STAFF  # each person's own account
 
 
 def page(
@@ -77,7 +79,7 @@ async def member_of(request: Request, ctx: Context) -> tuple[Member, str] | None
 
 
 async def signed_in(
-    request: Request, ctx: Context, roles: tuple[MemberRole, ...] | None = None
+    request: Request, ctx: Context, roles: tuple[str, ...] | None = None
 ) -> tuple[Member, str] | Response:
     """The member of the request's session, or the answer instead: to the login page without one,
     403 for a role the page is not for."""
@@ -89,6 +91,14 @@ async def signed_in(
     return found
 
 
+def org_of(member: Member) -> str:
+    """The organization of the member on one of its pages: every such page admits an
+    organization's roles only (``signed_in``), which platform staff, of no organization, never have."""
+    if member.organization_id is None:
+        raise RuntimeError("platform staff reached an organization's page")
+    return member.organization_id
+
+
 def posted_here(request: Request, ctx: Context, token: str, csrf: str) -> bool:
     """A logged-in form: sent from our own page, with this session's CSRF token."""
     return from_this_origin(request, ctx) and members.csrf_valid(ctx, token, csrf)
@@ -98,7 +108,7 @@ STALE_FORM = "This form has expired or did not come from the dashboard: reload t
 
 
 async def form_by(
-    request: Request, ctx: Context, csrf: str, roles: tuple[MemberRole, ...] | None = None
+    request: Request, ctx: Context, csrf: str, roles: tuple[str, ...] | None = None
 ) -> tuple[Member, str] | Response:
     """The member sending a logged-in form (as ``signed_in``), or 403 when it did not come from
     our own page with this session's CSRF token."""
@@ -121,14 +131,15 @@ def member_page(
 ) -> HTMLResponse:
     """A page of the member's organization with the header's needs (the organization, the member,
     the section, the session's CSRF token). Reads the database: call it in a thread (``run_db``)."""
+    org_id = member.organization_id  # None for platform staff (their account page)
     return page(
         template,
         status=status,
         member=member,
-        org=orgs.get_organization(ctx.engine, member.organization_id),
+        org=orgs.get_organization(ctx.engine, org_id) if org_id else None,
         csrf=members.csrf_token(ctx, token),
         section=section,
-        names=members.actor_names(ctx, member.organization_id),
+        names=members.actor_names(ctx, org_id) if org_id else {},
         **extra,
     )
 

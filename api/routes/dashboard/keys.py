@@ -18,6 +18,7 @@ from api.routes.dashboard.common import (
     BUILDERS,
     form_by,
     not_found,
+    org_of,
     page,
     signed_in,
     when,
@@ -71,14 +72,14 @@ def _keys_html(ctx: Context, member: Member, token: str, *, status: int = 200, *
             "last_used": when(k.last_used_at) if k.last_used_at else "never",
             "status": _key_status(k, now),
         }
-        for k in organizations.list_keys(ctx, member.organization_id)
+        for k in organizations.list_keys(ctx, org_of(member))
     ]
     return page(
         "dashboard/keys.html",
         status=status,
         title="API keys · Mandatum",
         member=member,
-        org=orgs.get_organization(ctx.engine, member.organization_id),
+        org=orgs.get_organization(ctx.engine, org_of(member)),
         csrf=members.csrf_token(ctx, token),
         keys=keys,
         max_days=MAX_KEY_DAYS,
@@ -122,7 +123,7 @@ async def create_key(
     actor = members.actor_of(member)
     create = partial(organizations.create_key, name=name, description=description)
     try:
-        issued = await run_db(services.engine, create, services, actor, member.organization_id, expires)
+        issued = await run_db(services.engine, create, services, actor, org_of(member), expires)
     except Invalid as exc:
         return await _keys_page(services, member, token, status=400, error=str(exc), typed=typed)
     return await _keys_page(services, member, token, issued=issued, rotated=False)
@@ -144,7 +145,7 @@ async def edit_key(
     member, token = found
     if not KEY_ID_RE.fullmatch(key_id):
         return not_found()
-    actor, org_id = members.actor_of(member), member.organization_id
+    actor, org_id = members.actor_of(member), org_of(member)
     edit = partial(organizations.describe_key, org_id=org_id)
     try:
         await run_db(services.engine, edit, services, actor, key_id, name, description)
@@ -171,7 +172,7 @@ async def change_key(
     member, token = found
     if change not in ("rotate", "revoke") or not KEY_ID_RE.fullmatch(key_id):
         return not_found()
-    actor, org_id = members.actor_of(member), member.organization_id
+    actor, org_id = members.actor_of(member), org_of(member)
     try:
         if change == "rotate":
             issued = await run_db(services.engine, organizations.rotate_key, services, actor, key_id, org_id)

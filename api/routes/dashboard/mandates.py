@@ -23,6 +23,7 @@ from api.routes.dashboard.common import (
     EVERYONE,
     form_by,
     not_found,
+    org_of,
     show,
     signed_in,
     when,
@@ -120,7 +121,7 @@ async def mandates_page(
     except Invalid as exc:
         problems = exc.message if isinstance(exc.message, list) else [exc.message]
         return await _list_page(services, member, token, chosen, status=400, problems=problems, rows=[])
-    listed, total = await mandates.find(services, member.organization_id, f)
+    listed, total = await mandates.find(services, org_of(member), f)
     pages = max(1, -(-total // f.page_size))
     number = f.page_index + 1
     return await _list_page(
@@ -218,7 +219,7 @@ def _detail(view: mandates.CredentialView, public_url: str) -> dict[str, Any]:
 async def _view(ctx: Context, member: Member, raw_id: str) -> mandates.CredentialView | None:
     """The member's organization's credential, or None for a malformed or unknown reference."""
     try:
-        return await mandates.credential_view(ctx, member.organization_id, raw_id)
+        return await mandates.credential_view(ctx, org_of(member), raw_id)
     except (Invalid, NotFound):
         return None
 
@@ -256,7 +257,7 @@ async def mandate_pdf(request: Request, services: ServicesDep, credential_id: st
         return found
     member = found[0]
     try:
-        record = await mandates.credential_detail(services, member.organization_id, credential_id)
+        record = await mandates.credential_detail(services, org_of(member), credential_id)
     except (Invalid, NotFound):
         return not_found(NO_CREDENTIAL)
     if record.credential.resource_type != "DOCUMENT":
@@ -312,7 +313,7 @@ async def revoke_mandate(
     try:
         checked = mandates.revocation_reason(reason)
         await mandates.revoke(
-            services, members.actor_of(member), member.organization_id, view.record.credential.id, checked
+            services, members.actor_of(member), org_of(member), view.record.credential.id, checked
         )
     except Invalid as exc:
         return await _detail_page(services, member, token, view, status=400, error=str(exc), typed=typed)

@@ -21,7 +21,7 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from api.deps import ServicesDep
-from api.routes.dashboard.common import EVERYONE, form_by, not_found, show, signed_in, when
+from api.routes.dashboard.common import ANYONE, form_by, not_found, org_of, show, signed_in, when
 from core.kinds import MemberRole
 from services import members
 from services.context import Context
@@ -71,9 +71,7 @@ def _row(m: Member, sessions: int) -> dict[str, Any]:
 async def _members_page(
     ctx: Context, member: Member, token: str, *, status: int = 200, **extra: Any
 ) -> Response:
-    rows = [
-        _row(m, n) for m, n in await run_db(ctx.engine, members.list_members, ctx, member.organization_id)
-    ]
+    rows = [_row(m, n) for m, n in await run_db(ctx.engine, members.list_members, ctx, org_of(member))]
     return await show(
         ctx,
         member,
@@ -119,7 +117,7 @@ async def invite(
             members.invite_by_email,
             services,
             members.actor_of(member),
-            member.organization_id,
+            org_of(member),
             email,
             MemberRole(role),
         )
@@ -153,7 +151,7 @@ async def change_member(
     if isinstance(found, Response):
         return found
     member, token = found
-    actor, org_id = members.actor_of(member), member.organization_id
+    actor, org_id = members.actor_of(member), org_of(member)
 
     def apply() -> str:
         if change == "invite":
@@ -225,7 +223,7 @@ async def _account_page(
 
 @router.get("/dashboard/account", response_class=HTMLResponse)
 async def account_page(request: Request, services: ServicesDep, notice: str | None = None) -> Response:
-    found = await signed_in(request, services, EVERYONE)
+    found = await signed_in(request, services, ANYONE)
     if isinstance(found, Response):
         return found
     member, token = found
@@ -245,7 +243,7 @@ async def change_account(
 ) -> Response:
     if change not in ACCOUNT_CHANGES:
         return not_found()
-    found = await form_by(request, services, csrf, EVERYONE)
+    found = await form_by(request, services, csrf, ANYONE)
     if isinstance(found, Response):
         return found
     member, token = found

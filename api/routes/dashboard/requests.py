@@ -26,6 +26,7 @@ from api.routes.dashboard.common import (
     event_row,
     form_by,
     not_found,
+    org_of,
     page_number,
     pager,
     show,
@@ -123,7 +124,7 @@ async def requests_page(request: Request, services: ServicesDep) -> Response:
         filters = requests.request_filter(services, query)
     except (ValueError, ServiceError) as exc:
         return await render(status=400, error=str(exc), items=[])
-    bundles, total = await _find(services, member.organization_id, filters)
+    bundles, total = await _find(services, org_of(member), filters)
     pages = math.ceil(total / PAGE_SIZE)
     return await render(items=[_list_item(b) for b in bundles], total=total, **pager(params, page, pages))
 
@@ -226,7 +227,7 @@ async def _request_page(
 ) -> HTMLResponse:
     """The request's page (404 for one that is not the organization's)."""
     try:
-        found = await requests.detail(ctx, member.organization_id, request_id)
+        found = await requests.detail(ctx, org_of(member), request_id)
     except NotFound:
         return not_found("No such request.")
     title = f"Request {request_id} · Mandatum"
@@ -298,7 +299,7 @@ async def cancel(
         error = "Tick the box to confirm: a canceled request cannot be reopened."
         return await _request_page(services, member, token, request_id, status=400, error=error)
     try:
-        await requests.cancel(services, members.actor_of(member), member.organization_id, request_id)
+        await requests.cancel(services, members.actor_of(member), org_of(member), request_id)
     except Exception as exc:
         return await _refused_on_page(services, member, token, request_id, exc)
     return _done(request_id, "canceled")
@@ -325,7 +326,7 @@ async def subject_action(
     ):
         return not_found()
     member, token = found
-    actor, org_id = members.actor_of(member), member.organization_id
+    actor, org_id = members.actor_of(member), org_of(member)
     try:
         if change == "resend":
             await requests.resend_code(services, actor, org_id, request_id, subject_id)

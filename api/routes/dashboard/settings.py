@@ -12,7 +12,7 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from api.deps import ServicesDep
-from api.routes.dashboard.common import BUILDERS, form_by, show, signed_in
+from api.routes.dashboard.common import BUILDERS, form_by, org_of, show, signed_in
 from services import members
 from services import orgs as organizations
 from services.context import Context
@@ -66,7 +66,7 @@ async def save_settings(
     if isinstance(found, Response):
         return found
     member, token = found
-    actor, org_id = members.actor_of(member), member.organization_id
+    actor, org_id = members.actor_of(member), org_of(member)
     wanted_origins = [line.strip() for line in origins.splitlines() if line.strip()]
     minutes = minutes.strip()
 

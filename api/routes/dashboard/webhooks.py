@@ -19,6 +19,7 @@ from api.routes.dashboard.common import (
     form_by,
     member_page,
     not_found,
+    org_of,
     show,
     signed_in,
     when,
@@ -49,7 +50,7 @@ async def _webhook_page(ctx: Context, member: Member, token: str, **extra: Any) 
 def _webhook_html(
     ctx: Context, member: Member, token: str, *, status: int = 200, **extra: Any
 ) -> HTMLResponse:
-    org_id = member.organization_id
+    org_id = org_of(member)
     config = webhook_store.config_row(ctx.engine, org_id)
     events = [event_row(e) for e in webhooks.events(ctx, org_id, EVENTS_SHOWN)]
     return member_page(
@@ -105,7 +106,7 @@ async def set_webhook(
                 webhooks.configure,
                 services,
                 members.actor_of(member),
-                member.organization_id,
+                org_of(member),
                 url.strip(),
                 **fresh,
             ),
@@ -124,15 +125,12 @@ async def send_test_event(
     if isinstance(found, Response):
         return found
     member, token = found
-    if (
-        await run_db(services.engine, webhook_store.config_row, services.engine, member.organization_id)
-        is None
-    ):
+    if await run_db(services.engine, webhook_store.config_row, services.engine, org_of(member)) is None:
         error = "Set the webhook's URL first: the test event is sent there."
         return await _webhook_page(services, member, token, status=409, error=error)
     actor = members.actor_of(member)
     try:
-        await webhooks.send_test_event(services, actor, member.organization_id)
+        await webhooks.send_test_event(services, actor, org_of(member))
     except Exception as exc:
         if not temporal_unavailable(exc):
             raise
@@ -163,9 +161,7 @@ async def events_page(request: Request, services: ServicesDep, requestId: str | 
     if wanted is not None and not is_object_id(wanted):
         error = "The request id is 24 lower-case hexadecimal characters."
         return await render(status=400, error=error, events=[], request_id="")
-    rows = await run_db(
-        services.engine, webhooks.events, services, member.organization_id, EVENTS_LISTED, wanted
-    )
+    rows = await run_db(services.engine, webhooks.events, services, org_of(member), EVENTS_LISTED, wanted)
     return await render(events=[event_row(e) for e in rows], request_id=wanted or "")
 
 
@@ -176,7 +172,7 @@ async def _event_page(
     ctx: Context, member: Member, token: str, event_id: str, *, status: int = 200, **extra: Any
 ) -> HTMLResponse:
     try:
-        log = await run_db(ctx.engine, webhooks.event_log, ctx, member.organization_id, event_id)
+        log = await run_db(ctx.engine, webhooks.event_log, ctx, org_of(member), event_id)
     except NotFound:
         return not_found("No such event.")
     attempts = [
@@ -223,7 +219,7 @@ async def redeliver(
         return not_found()
     member, token = found
     try:
-        await webhooks.redeliver(services, members.actor_of(member), member.organization_id, event_id, kind)
+        await webhooks.redeliver(services, members.actor_of(member), org_of(member), event_id, kind)
     except NotFound:
         return not_found("No such event.")
     except Conflict as exc:

@@ -1,0 +1,194 @@
+"""The operators' area (issue 15, item 1): platform staff find a request in any organization by
+whatever a complaint quotes (its id, ``internalId``, a mandate URN, a webhook event id, the
+subject's e-mail or phone) and see its timeline on one page, with the support actions, each with a
+required reason recorded with the staff member as actor. Everything goes through
+``services.staff``, which refuses any actor but staff; the pages refuse any role but ``platform``
+(an organization's member gets 403, as staff get 403 on an organization's pages).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from api.deps import ServicesDep
+from api.errors import service_error_status
+from api.routes.dashboard.common import STAFF, form_by, not_found, show, signed_in, when
+from core.ids import is_object_id
+from orchestration.temporal import temporal_unavailable
+from services import members, staff
+from services.context import Context
+from services.errors import NotFound, ServiceError
+from store.tables import Member
+
+router = APIRouter()
+SUBJECT_ID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+ACTIONS = ("cancel", "resend", "link", "webhook", "revoke")
+NOTICES = {
+    "cancel": "The request is canceled. Your reason is in its audit record.",
+    "resend": "A fresh code is on its way to the subject. Your reason is in its audit record.",
+    "webhook": "The event's delivery started again. Your reason is in its audit record.",
+    "revoke": "The mandate is revoked. Your reason is in its audit record.",
+}
+UNREACHABLE = "Temporal is not answering: nothing was done. Try again in a few seconds."
+
+
+@router.get("/dashboard/operators", response_class=HTMLResponse)
+async def search(request: Request, services: ServicesDep, q: str | None = None) -> Response:
+    found = await signed_in(request, services, STAFF)
+    if isinstance(found, Response):
+        return found
+    member, token = found
+    query = (q or "").strip()
+    if not query:
+        return await show(services, member, token, "dashboard/operators.html", "operators", title=TITLE, q="")
+    try:
+        matches = await staff.find(services, members.actor_of(member), query)
+    except ServiceError as exc:
+        return await show(
+            services,
+            member,
+            token,
+            "dashboard/operators.html",
+            "operators",
+            status=service_error_status(exc),
+            title=TITLE,
+            q=query[:320],
+            error=str(exc),
+        )
+    rows = [
+        {
+            "id": m.bundle.request.id,
+            "organization": m.organization,
+            "name": m.bundle.request.name or "",
+            "status": m.bundle.request.status,
+            "created": when(m.bundle.request.created_at),
+            "matched_by": m.matched_by,
+        }
+        for m in matches
+    ]
+    return await show(
+        services, member, token, "dashboard/operators.html", "operators", title=TITLE, q=query, rows=rows
+    )
+
+
+TITLE = "Operators · Mandatum"
+
+
+async def _timeline_page(
+    ctx: Context, member: Member, token: str, request_id: str, *, status: int = 200, **extra: Any
+) -> HTMLResponse:
+    try:
+        found = await staff.timeline(ctx, members.actor_of(member), request_id)
+    except NotFound:
+        return not_found("No such request.")
+    req = found.bundle.request
+    return await show(
+        ctx,
+        member,
+        token,
+        "dashboard/operators_request.html",
+        "operators",
+        status=status,
+        title=f"Request {request_id} · Operators · Mandatum",
+        req=req,
+        organization=found.organization,
+        workflow_url=found.workflow_url,
+        history_error=found.history_error,
+        entries=[
+            {
+                "at": e.at.strftime("%Y-%m-%d %H:%M:%S"),
+                "kind": e.kind,
+                "what": e.what,
+                "actor": e.actor or "",
+                "detail": e.detail or "",
+                "failed": e.failed,
+            }
+            for e in found.entries
+        ],
+        codes=[
+            {
+                **c,
+                "locked": when(c["locked"]) if c["locked"] else "",
+                "confirmed": when(c["confirmed"]) if c["confirmed"] else "",
+            }
+            for c in found.subjects
+        ],
+        subjects=[
+            {"id": s.id, "label": f"subject {link.position + 1} ({s.contact})"}
+            for link, s in found.bundle.subjects
+        ],
+        mandates=[c.mandate_id for c in found.bundle.credentials if c.mandate_id and c.revoked_at is None],
+        events=[
+            {"id": i, "type": t, "state": st} for i, t, st in found.events if st in ("delivered", "failed")
+        ],
+        open=req.status == "PENDING",
+        **extra,
+    )
+
+
+@router.get("/dashboard/operators/requests/{request_id}", response_class=HTMLResponse)
+async def request_timeline(
+    request: Request, services: ServicesDep, request_id: str, notice: str | None = None
+) -> Response:
+    found = await signed_in(request, services, STAFF)
+    if isinstance(found, Response):
+        return found
+    if not is_object_id(request_id):
+        return not_found("No such request.")
+    member, token = found
+    return await _timeline_page(services, member, token, request_id, notice=NOTICES.get(notice or ""))
+
+
+@router.post("/dashboard/operators/requests/{request_id}/{action}", response_class=HTMLResponse)
+async def act(
+    request: Request,
+    services: ServicesDep,
+    request_id: str,
+    action: str,
+    csrf: Annotated[str, Form(max_length=100)] = "",
+    reason: Annotated[str, Form(max_length=1000)] = "",
+    subject: Annotated[str, Form(max_length=40)] = "",
+    event: Annotated[str, Form(max_length=100)] = "",
+    mandate: Annotated[str, Form(max_length=100)] = "",
+) -> Response:
+    """One support action on the request, with the reason the staff member typed."""
+    found = await form_by(request, services, csrf, STAFF)
+    if isinstance(found, Response):
+        return found
+    if action not in ACTIONS or not is_object_id(request_id):
+        return not_found()
+    if action in ("resend", "link") and not SUBJECT_ID_RE.fullmatch(subject):
+        return not_found("No such subject.")
+    member, token = found
+    actor = members.actor_of(member)
+    try:
+        if action == "cancel":
+            await staff.cancel(services, actor, request_id, reason)
+        elif action == "resend":
+            await staff.resend_code(services, actor, request_id, subject, reason)
+        elif action == "link":
+            url = await staff.hand_out_link(services, actor, request_id, subject, reason)
+            return await _timeline_page(services, member, token, request_id, link=url)
+        elif action == "webhook":
+            await staff.redeliver(services, actor, event, reason)
+        else:
+            await staff.revoke(services, actor, mandate, reason)
+    except ServiceError as exc:
+        headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else None
+        page = await _timeline_page(
+            services, member, token, request_id, status=service_error_status(exc), error=str(exc)
+        )
+        if headers:
+            page.headers.update(headers)
+        return page
+    except Exception as exc:
+        if not temporal_unavailable(exc):
+            raise
+        page = await _timeline_page(services, member, token, request_id, status=503, error=UNREACHABLE)
+        page.headers["Retry-After"] = "5"
+        return page
+    return RedirectResponse(f"/dashboard/operators/requests/{request_id}?notice={action}", status_code=303)

@@ -1,0 +1,372 @@
+"""Platform staff: the people who run the installation, across organizations (issue 15, item 1).
+
+A staff member is a dashboard member of no organization with the role ``platform``, made by
+``mandatum staff create``; they log in like any member (password, optional second factor) and use
+the operators' area, acting as ``staff:<memberId>``. Every function here refuses (``Forbidden``)
+any actor but staff and shell operators, so no surface can hand an organization's member the
+operators' reach by forgetting a check.
+
+- ``find``: a request by its id, a mandate URN, a webhook event id, an ``internalId`` (of the
+  request or a subject, in every organization) or a subject's contact, looked up through its keyed
+  hash (``core.otp.JourneySecrets.contact_hash``), never the contact itself.
+- ``timeline``: everything that happened to a request on one page, from the database and from its
+  workflow's history (codes sent and entered), oldest first.
+- The support actions (cancel, a fresh code, the subject's link, a webhook retry or resend, a
+  revocation), each with a required reason recorded in the organization's audit record with the
+  staff member as actor; they are the dashboard's and the API's own operations.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+from urllib.parse import quote, urlsplit
+
+from core.actors import Actor, ActorKind
+from core.kinds import PLATFORM_ROLE
+from orchestration.history import CodeChecked, CodeSent, journey_of
+from orchestration.temporal import temporal_unavailable
+from services import mandates, members, requests, support, webhooks
+from services.audit import checked_reason
+from services.context import Context
+from services.errors import Conflict, Forbidden, Invalid, NotFound
+from store import members as members_store
+from store import orgs
+from store import timeline as store
+from store.db import utcnow
+from store.requests import RequestBundle
+from store.tables import Member
+from wire.contacts import normalize_contact
+from workflows.ids import request_workflow_id
+
+log = logging.getLogger("mandatum.services.staff")
+
+FOUND_AT_MOST = support.FOUND_AT_MOST
+STAFF_ONLY = "only platform staff may use the operators' area"
+HISTORY_MISSING = (
+    "The workflow's history could not be read (Temporal is unreachable, or the history is past its "
+    "retention): the codes sent and entered are missing below."
+)
+
+
+def require_staff(actor: Actor) -> None:
+    """``Forbidden`` for anyone but platform staff and shell operators."""
+    if actor.kind not in (ActorKind.STAFF, ActorKind.OPERATOR):
+        raise Forbidden(STAFF_ONLY)
+
+
+# --- staff members ------------------------------------------------------------------------------
+
+
+def create(ctx: Context, actor: Actor, email: str) -> members.Invitation:
+    """A new staff member with a one-time link to set their password (``mandatum staff create``)."""
+    require_staff(actor)
+    address = members.check_new_email(ctx, email)
+    try:
+        member = members_store.add_staff(ctx.engine, address, utcnow())
+    except members_store.EmailTaken as exc:
+        raise Conflict(str(exc)) from exc
+    log.info("staff member %s created by %s", member.id, actor)
+    return members.Invitation(member, members.set_password_link(ctx, member.id))
+
+
+def list_staff(ctx: Context, actor: Actor) -> list[Member]:
+    require_staff(actor)
+    return members_store.staff_members(ctx.engine)
+
+
+def set_disabled(ctx: Context, actor: Actor, email: str, disabled: bool) -> Member:
+    """Disable a staff member (their sessions end at once) or enable them again."""
+    require_staff(actor)
+    found = members_store.member_by_email(ctx.engine, email.strip().lower())
+    if found is None or found.role != PLATFORM_ROLE:
+        raise NotFound(f"no staff member {email.strip()[:320]}")
+    return members.set_disabled(ctx, actor, None, found.id, disabled)
+
+
+# --- finding ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Found:
+    bundle: RequestBundle
+    organization: str  # its name
+    matched_by: str  # requestId | mandateId | eventId | internalId | contact
+
+
+async def find(ctx: Context, actor: Actor, query: str) -> list[Found]:
+    """The requests ``query`` names, in every organization, at most ``FOUND_AT_MOST``, each once."""
+    require_staff(actor)
+    text = query.strip()
+    if not text or len(text) > 320 or "\x00" in text:
+        raise Invalid("type a request id, a mandate URN, a webhook event id, an internalId or a contact")
+    pairs: list[tuple[str, str, str]] = []  # (organization, request, matched by)
+    key = support.global_key(text)
+    if key is not None:
+        try:
+            owner = await asyncio.to_thread(support._by_global_key, ctx, key, text)
+        except NotFound:
+            owner = None
+        if owner is not None:
+            pairs.append((owner[0], owner[1], key))
+    else:
+        by_internal = await asyncio.to_thread(store.requests_by_internal_id, ctx.engine, text, FOUND_AT_MOST)
+        pairs += [(o, r, "internalId") for o, r in by_internal]
+        try:
+            contact = normalize_contact(text)[0]
+        except ValueError:
+            contact = None
+        if contact is not None:
+            await asyncio.to_thread(store.fill_contact_hashes, ctx.engine, ctx.journey.contact_hash)
+            hashed = ctx.journey.contact_hash(contact)
+            by_contact = await asyncio.to_thread(
+                store.requests_by_contact_hash, ctx.engine, hashed, FOUND_AT_MOST
+            )
+            pairs += [(o, r, "contact") for o, r in by_contact]
+    seen: set[str] = set()
+    found: list[Found] = []
+    names: dict[str, str] = {}
+    for org_id, request_id, matched_by in pairs:
+        if request_id in seen or len(found) >= FOUND_AT_MOST:
+            continue
+        seen.add(request_id)
+        if org_id not in names:
+            names[org_id] = (await asyncio.to_thread(orgs.get_organization, ctx.engine, org_id)).name
+        found.append(Found(await requests.get(ctx, org_id, request_id), names[org_id], matched_by))
+    return found
+
+
+# --- the timeline -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Entry:
+    at: datetime
+    kind: str  # request | code | identity | decision | mandate | webhook | vp | verification | audit
+    what: str  # one line
+    actor: str | None = None
+    detail: str | None = None
+    failed: bool = False
+
+
+@dataclass
+class Timeline:
+    bundle: RequestBundle
+    organization: str
+    workflow_url: str
+    entries: list[Entry] = field(default_factory=list)
+    subjects: list[dict[str, Any]] = field(default_factory=list)  # each subject's current code state
+    history_error: str | None = None  # why the workflow's part is missing (Temporal unreachable)
+    events: list[tuple[str, str, str]] = field(
+        default_factory=list
+    )  # (id, type, state) of its webhook events
+
+
+def _host(url: str | None) -> str:
+    return urlsplit(url).hostname or "" if url else ""
+
+
+async def timeline(ctx: Context, actor: Actor, request_id: str) -> Timeline:
+    """Everything that happened to the request, oldest first (``NotFound`` for none)."""
+    require_staff(actor)
+    org_id = await asyncio.to_thread(support.request_owner, ctx, request_id)
+    bundle = await requests.get(ctx, org_id, request_id)
+    org = await asyncio.to_thread(orgs.get_organization, ctx.engine, org_id)
+    facts = await asyncio.to_thread(store.facts_of, ctx.engine, org_id, request_id)
+    workflow_url = f"{ctx.settings.temporal_ui_workflows()}/{quote(request_workflow_id(request_id), safe='')}"
+    found = Timeline(bundle, org.name, workflow_url)
+    label = {s.id: f"subject {link.position + 1} ({s.contact})" for link, s in bundle.subjects}
+    names = {c.id: c.name for c in bundle.credentials}
+    add = found.entries.append
+    req = bundle.request
+    add(
+        Entry(
+            req.created_at,
+            "request",
+            f"Request created: {len(bundle.subjects)} subject(s), "
+            f"{len(bundle.credentials)} credential(s), {req.security_level}",
+        )
+    )
+    try:
+        sent, checked = await journey_of(ctx.client(), request_id)
+    except Exception as exc:  # the database's part is still worth showing
+        if not temporal_unavailable(exc) and "not found" not in str(exc).lower():
+            raise
+        sent, checked = [], []
+        found.history_error = HISTORY_MISSING
+    for s in sent:
+        add(_sent_entry(s, label))
+    for c in checked:
+        add(_checked_entry(c, label))
+    for check in facts.checks:
+        who = label.get(check.subject_id, check.subject_id)
+        add(Entry(check.created_at, "identity", f"Identity check started for {who} ({check.provider})"))
+        if check.completed_at is not None:
+            add(
+                Entry(
+                    check.completed_at,
+                    "identity",
+                    f"Identity check {check.status} for {who}",
+                    detail=check.message,
+                    failed=check.status == "FAILED",
+                )
+            )
+    for credential_id, decided in bundle.decisions.items():
+        for decision, subject in decided:
+            verb = "accepted" if decision.accepted else "rejected"
+            how = " · ".join(filter(None, (decision.channel, decision.surface)))
+            add(
+                Entry(
+                    decision.decided_at,
+                    "decision",
+                    f"{label.get(subject.id, subject.id)} {verb} {names.get(credential_id, credential_id)}",
+                    detail=how or None,
+                )
+            )
+    for cred in bundle.credentials:
+        if cred.issued_at is not None:
+            add(Entry(cred.issued_at, "mandate", f"Mandate issued for {cred.name}", detail=cred.mandate_id))
+        if cred.revoked_at is not None:
+            add(
+                Entry(
+                    cred.revoked_at,
+                    "mandate",
+                    f"Mandate {cred.mandate_id} revoked",
+                    detail=cred.revocation_reason,
+                )
+            )
+    found.events = [(e.id, e.event_type, e.state) for e in facts.events]
+    for event in facts.events:
+        add(
+            Entry(
+                event.created_at,
+                "webhook",
+                f"Webhook event {event.event_type} created ({event.state})",
+                detail=event.id,
+            )
+        )
+        for attempt in facts.attempts.get(event.id, []):
+            answer = f"HTTP {attempt.status_code}" if attempt.status_code else (attempt.error or "no answer")
+            ok = attempt.status_code is not None and 200 <= attempt.status_code < 300
+            took = f", {attempt.duration_ms} ms" if attempt.duration_ms is not None else ""
+            add(
+                Entry(
+                    attempt.finished_at,
+                    "webhook",
+                    f"Webhook {event.event_type} attempt {attempt.number}: {answer}",
+                    detail=f"{_host(attempt.url)}{took} · {event.id}",
+                    failed=not ok,
+                )
+            )
+    for vp in facts.presentations:
+        add(
+            Entry(
+                vp.created_at, "vp", f"VP issued, expires {vp.expires_at:%Y-%m-%d %H:%M:%S} UTC", detail=vp.id
+            )
+        )
+        if vp.used_at is not None:
+            add(Entry(vp.used_at, "vp", "VP used by a verification", detail=vp.id))
+    for v in facts.verifications:
+        add(
+            Entry(
+                v.created_at,
+                "verification",
+                f"Verification: {v.decision}" + (f" ({v.reason})" if v.reason else ""),
+                detail=v.presentation_id or v.mandate_id,
+                failed=v.decision != "allow",
+            )
+        )
+    for record in facts.records:
+        reason = record.data.get("reason") if isinstance(record.data, dict) else None
+        add(Entry(record.created_at, "audit", f"Audit: {record.type}", actor=record.actor, detail=reason))
+    if req.canceled_at is not None:
+        add(Entry(req.canceled_at, "request", "Request canceled", actor=req.canceled_by))
+    found.entries.sort(key=lambda e: e.at)
+    for code in facts.codes:
+        found.subjects.append(
+            {
+                "who": label.get(code.subject_id, code.subject_id),
+                "sends": code.sends,
+                "channel": code.channel,
+                "wrong": code.failures,
+                "locked": code.locked_at,
+                "confirmed": code.verified_at,
+                "undelivered": code.delivery_error,
+            }
+        )
+    return found
+
+
+def _sent_entry(s: CodeSent, label: dict[str, str]) -> Entry:
+    who = label.get(s.subject_id, s.subject_id)
+    how = f" by {s.channel}" if s.channel else ""
+    if s.delivered:
+        return Entry(s.at, "code", f"Code {s.send_number} sent to {who}{how}", actor=s.resent_by)
+    return Entry(
+        s.at,
+        "code",
+        f"Code {s.send_number} to {who}{how} not delivered",
+        actor=s.resent_by,
+        detail=s.error,
+        failed=True,
+    )
+
+
+CHECK_WORDS = {
+    "passed": "entered the right code",
+    "wrong": "entered a wrong code",
+    "locked_now": "entered a wrong code: the code is now locked",
+    "locked": "tried a locked code",
+    "expired": "entered an expired code",
+    "no_code": "entered a code before any was sent",
+}
+
+
+def _checked_entry(c: CodeChecked, label: dict[str, str]) -> Entry:
+    words = CHECK_WORDS.get(c.outcome, c.outcome)
+    return Entry(
+        c.at, "code", f"{label.get(c.subject_id, c.subject_id)} {words}", failed=c.outcome != "passed"
+    )
+
+
+# --- actions ------------------------------------------------------------------------------------
+
+
+async def cancel(ctx: Context, actor: Actor, request_id: str, reason: str) -> None:
+    require_staff(actor)
+    why = checked_reason(reason)
+    org_id = await asyncio.to_thread(support.request_owner, ctx, request_id)
+    await requests.cancel(ctx, actor, org_id, request_id, why)
+
+
+async def resend_code(ctx: Context, actor: Actor, request_id: str, subject_id: str, reason: str) -> None:
+    require_staff(actor)
+    why = checked_reason(reason)
+    org_id = await asyncio.to_thread(support.request_owner, ctx, request_id)
+    await requests.resend_code(ctx, actor, org_id, request_id, subject_id, why)
+
+
+async def hand_out_link(ctx: Context, actor: Actor, request_id: str, subject_id: str, reason: str) -> str:
+    require_staff(actor)
+    why = checked_reason(reason)
+    org_id = await asyncio.to_thread(support.request_owner, ctx, request_id)
+    return (await requests.hand_out_link(ctx, actor, org_id, request_id, subject_id, why))["url"]
+
+
+async def redeliver(ctx: Context, actor: Actor, event_id: str, reason: str) -> str:
+    """Retry a failed webhook event or resend a delivered one; the workflow id."""
+    require_staff(actor)
+    why = checked_reason(reason)
+    event = await asyncio.to_thread(support.event, ctx, event_id)
+    kind = webhooks.redelivery_kind(event)
+    return await webhooks.redeliver(ctx, actor, event.organization_id, event.id, kind, why)
+
+
+async def revoke(ctx: Context, actor: Actor, mandate_id: str, reason: str) -> None:
+    require_staff(actor)
+    why = checked_reason(reason)
+    org_id = await asyncio.to_thread(support.mandate_owner, ctx, mandate_id)
+    await mandates.revoke(ctx, actor, org_id, mandate_id, why)

@@ -1,0 +1,79 @@
+"""The operators' area in Debian's Chromium: a staff member logs in, lands in the operators' area,
+types the subject's e-mail as a complaint spells it, opens the request's timeline (its code sent,
+its workflow in the Temporal UI) and sends a fresh code with a reason, by keyboard; at desktop and
+phone width, accessible, with screenshots."""
+
+from __future__ import annotations
+
+import uuid
+
+from playwright.async_api import Page, expect
+
+from core.actors import Actor
+from services import staff
+from tests.support.a11y import assert_accessible
+from tests.support.audit_helpers import chain
+from tests.support.dashboard import PASSWORD
+from tests.support.dashboard_browser import fits, live_context, log_in_by_keyboard, shot
+from tests.support.helpers import policy_request
+from tests.support.live_stack import LiveStack
+
+
+async def _staff_logged_in(page: Page, live: LiveStack, name: str) -> str:
+    email = f"{name}-{uuid.uuid4().hex[:8]}@ops.example.com"
+    made = staff.create(live_context(live), Actor.operator("tests"), email)
+    await page.goto(made.link)
+    await page.get_by_label("New password").fill(PASSWORD)
+    await page.get_by_label("The same password again").fill(PASSWORD)
+    await page.get_by_role("button", name="Save the password").click()
+    await log_in_by_keyboard(page, email)
+    await expect(page.get_by_role("heading", name="Find a request")).to_be_visible()
+    return made.member.id
+
+
+async def test_staff_find_a_request_by_a_contact_and_act_on_its_timeline(
+    live: LiveStack, browser_page: Page, phone_page: Page, axe_source: str
+) -> None:
+    org = live.new_org()
+    contact = f"fred-{uuid.uuid4().hex[:6]}@example.com"
+    created = await live.api(org).post(
+        "/request", policy_request(contacts=[contact], internalId="order-7", name="Lease for Fred")
+    )
+    assert created.status_code == 201, created.text
+    request_id = created.json()["data"]["id"]
+    page = browser_page
+    staff_id = await _staff_logged_in(page, live, "desk")
+    await page.get_by_label("Request id, internalId, mandate URN").fill(f"  {contact.upper()} ")
+    await page.keyboard.press("Enter")
+    await expect(page.get_by_role("heading", name="1 request found")).to_be_visible()
+    await fits(page)
+    await assert_accessible(page, axe_source, "the operators' search")
+    await shot(page, "operators-search-desktop")
+
+    await page.get_by_role("link", name="Lease for Fred").click()
+    await expect(page.get_by_role("heading", name=f"Request {request_id}")).to_be_visible()
+    await expect(page.locator("#timeline")).to_contain_text(f"Code 1 sent to subject 1 ({contact}) by email")
+    workflow = page.get_by_role("link", name="open in the Temporal UI")
+    assert f"credential-request%3A{request_id}" in (await workflow.get_attribute("href") or "")
+    await page.get_by_label("Reason to cancel the request").fill("ticket 7: the customer asked")
+    await page.get_by_role("button", name="Cancel the request").focus()
+    await page.keyboard.press("Enter")
+    await expect(page.get_by_role("status")).to_contain_text("The request is canceled")
+    await expect(page.locator("#request-status")).to_have_text("CANCELED")
+    await expect(page.locator("#timeline")).to_contain_text("Audit: MANDATE_CANCELED")
+    await fits(page)
+    await assert_accessible(page, axe_source, "a request's timeline")
+    await shot(page, "operators-timeline-desktop")
+    [record] = [
+        r
+        for r in chain(live.engine, org.organization_id)
+        if r.type == "MANDATE_CANCELED" and r.request_id == request_id
+    ]
+    assert (record.actor, record.data.get("reason")) == (f"staff:{staff_id}", "ticket 7: the customer asked")
+
+    await _staff_logged_in(phone_page, live, "phone")
+    await phone_page.goto(f"{live.url}/dashboard/operators/requests/{request_id}")
+    await expect(phone_page.locator("#timeline")).to_contain_text("Audit: MANDATE_CANCELED")
+    await fits(phone_page)
+    await assert_accessible(phone_page, axe_source, "a request's timeline on a phone")
+    await shot(phone_page, "operators-timeline-phone")
