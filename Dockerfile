@@ -35,4 +35,4 @@ ENV MANDATUM_ENVIRONMENT=production \
     MANDATUM_VAR_DIR=/app/var
 
 EXPOSE 8000
-CMD ["uvicorn", "api.app:create_app", "--factory", "--host", "0.0.0.0", "--port", "8000", "--no-access-log", "--no-server-header"]
+CMD ["uvicorn", "api.app:serve_app", "--factory", "--host", "0.0.0.0", "--port", "8000", "--no-access-log", "--no-server-header"]

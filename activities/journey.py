@@ -3,6 +3,10 @@
 A code exists only inside ``send_otp`` (derived, hashed, put in the message) and in the message
 itself; the activity returns where it went, never the code, so it stays out of workflow history.
 A retried send sends the same code again (``JourneySecrets.code_for`` of the same send number).
+
+A transport's failure is reported by its kind only (``code.failed``, and an ``ApplicationError``
+naming the exception's type): what a mail server or an SMS provider says may hold the address or
+the provider's URL, which must reach neither the logs nor the workflow's history.
 """
 
 from __future__ import annotations
@@ -11,11 +15,13 @@ from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import Engine
+from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.definition import defn
 from core import i18n
 from core.actors import Actor
+from core.observe import events
 from core.otp import JourneySecrets, approval_url
 from core.settings import Settings
 from core.text import one_line
@@ -100,14 +106,31 @@ class JourneyActivities:
             reason=inp.reason,
         )
         message = self._message(journey, code)
+        ids: dict[str, Any] = {
+            "organization_id": journey.request.organization_id,
+            "request_id": inp.request_id,
+            "workflow_id": activity.info().workflow_id,
+            "subject_id": inp.subject_id,
+            "channel": channel,
+            "send_number": inp.send_number,
+        }
         try:
             transport_for(self._settings, channel).send(message)
         except Undeliverable as exc:
             otp_store.record_delivery_error(self._engine, inp.request_id, inp.subject_id, exc.code)
+            events.code_failed(**ids, reason=exc.code)
             return SendOtpResult(
                 channel=channel, delivered=False, error_code=exc.code, error_message=exc.message
             )
+        except Exception as exc:  # worth retrying (the retry policy does); its text stays here
+            kind = type(exc).__name__
+            events.code_failed(**ids, reason="transient", error=kind)
+            raise ApplicationError(
+                f"the {channel} transport failed ({kind}); the same code is sent again",
+                type="transport_failed",
+            ) from None
         journeys.mark_sent(self._engine, inp.request_id)
+        events.code_sent(**ids)
         return SendOtpResult(channel=channel, delivered=True, expires_at=expires_at)
 
     def _message(self, journey: journeys.Journey, code: str) -> Message:

@@ -6,14 +6,18 @@ from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy import Engine
+from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.definition import defn
 from core.actors import TEMPORAL
 from core.faults import crash_point
+from core.observe import events
 from core.secretbox import SecretCipher
 from core.settings import Settings
 from services import mandates
+from store.db import read_session
+from store.tables import CredentialRequest
 from workflows.ids import ActivityNames
 from workflows.messages import ISSUANCE_FAILED, IssueCredentialInput, IssueCredentialResult
 
@@ -40,8 +44,21 @@ class MandateActivities:
                 non_retryable=True,
             ) from exc
         crash_point("issue:after-commit")
+        if issued.newly_issued:  # a retry of an issuance that committed says nothing again
+            self._issued(inp, issued.mandate_id)
         return IssueCredentialResult(
             credential_id=issued.credential_id, mandate_id=issued.mandate_id, newly_issued=issued.newly_issued
+        )
+
+    def _issued(self, inp: IssueCredentialInput, mandate_id: str) -> None:
+        with read_session(self._engine) as session:
+            request = session.get(CredentialRequest, inp.request_id)
+        events.mandate_issued(
+            organization_id=request.organization_id if request is not None else "",
+            request_id=inp.request_id,
+            workflow_id=activity.info().workflow_id,
+            credential_id=inp.credential_id,
+            mandate_id=mandate_id,
         )
 
     def all(self) -> list[Callable[..., Any]]:

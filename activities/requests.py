@@ -1,18 +1,54 @@
-"""Activities that write the request workflow's state changes to the database."""
+"""Activities that write the request workflow's state changes to the database.
+
+Each says what it changed once (``core.observe.events``): what the row held before the write tells
+a first run from a retry of a write that had already committed.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Engine
+from temporalio import activity
 
 from activities.definition import defn
 from core.actors import TEMPORAL, Actor
+from core.kinds import RequestStatus
+from core.observe import events
 from services import requests
 from store import requests as store
+from store.db import read_session
+from store.tables import CredentialRequest, Decision
 from workflows.ids import ActivityNames
 from workflows.messages import RecordCancellationInput, RecordDecisionInput, RecordExpiryInput
+
+
+@dataclass(frozen=True)
+class _Before:
+    organization_id: str
+    pending: bool  # the request was still PENDING
+    decided: bool  # the decision asked about was already stored
+
+
+def _before(engine: Engine, request_id: str, decision_id: str | None = None) -> _Before | None:
+    with read_session(engine) as session:
+        req = session.get(CredentialRequest, request_id)
+        if req is None:
+            return None
+        decided = decision_id is not None and session.get(Decision, decision_id) is not None
+        return _Before(req.organization_id, req.status == RequestStatus.PENDING, decided)
+
+
+def _closed(before: _Before | None, request_id: str, outcome: str) -> None:
+    if before is not None and before.pending:
+        events.request_closed(
+            organization_id=before.organization_id,
+            request_id=request_id,
+            workflow_id=activity.info().workflow_id,
+            outcome=outcome,
+        )
 
 
 class RequestActivities:
@@ -21,6 +57,7 @@ class RequestActivities:
 
     @defn(name=ActivityNames.RECORD_CANCELLATION)
     def record_cancellation(self, inp: RecordCancellationInput) -> None:
+        before = _before(self._engine, inp.request_id)
         # the canceler the workflow was given (an API key, an operator), or ``temporal``
         try:
             actor = Actor.parse(inp.canceled_by)
@@ -28,16 +65,34 @@ class RequestActivities:
             store.record_cancellation(
                 self._engine, inp.request_id, inp.canceled_at, inp.canceled_by, inp.reason
             )
-            return
-        requests.record_cancellation(self._engine, actor, inp.request_id, inp.canceled_at, inp.reason)
+        else:
+            requests.record_cancellation(self._engine, actor, inp.request_id, inp.canceled_at, inp.reason)
+        _closed(before, inp.request_id, "canceled")
 
     @defn(name=ActivityNames.RECORD_EXPIRY)
     def record_expiry(self, inp: RecordExpiryInput) -> None:
+        before = _before(self._engine, inp.request_id)
         requests.record_expiry(self._engine, TEMPORAL, inp.request_id)
+        _closed(before, inp.request_id, "expired")
 
     @defn(name=ActivityNames.RECORD_DECISION)
     def record_decision(self, inp: RecordDecisionInput) -> None:
+        before = _before(self._engine, inp.request_id, inp.decision_id)
         requests.record_decision(self._engine, Actor.subject(inp.subject_id), inp)
+        if before is None or before.decided:
+            return
+        events.decision_recorded(
+            organization_id=before.organization_id,
+            request_id=inp.request_id,
+            workflow_id=activity.info().workflow_id,
+            subject_id=inp.subject_id,
+            credential_id=inp.credential_id,
+            accepted=inp.accepted,
+            channel=inp.channel,
+            surface=inp.surface,
+        )
+        if inp.completes_request:
+            _closed(before, inp.request_id, "completed")
 
     def all(self) -> list[Callable[..., Any]]:
         return [self.record_cancellation, self.record_expiry, self.record_decision]

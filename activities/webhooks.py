@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -16,6 +16,7 @@ from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 from activities.definition import defn
 from core.egress import EgressPolicy, UrlNotAllowed, describe_failure, post_pinned
 from core.faults import crash_point
+from core.observe import events
 from core.secretbox import SecretCipher
 from core.settings import Settings
 from core.text import one_line
@@ -46,6 +47,12 @@ from workflows.webhook_messages import (
 
 log = logging.getLogger("mandatum.activities.webhooks")
 EXCERPT = 120  # characters of a failing receiver's answer in the log line
+
+
+def _since(moment: datetime) -> float:
+    """Seconds from ``moment`` (stored in UTC; SQLite gives it back without a zone) to now."""
+    aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    return (utcnow() - aware).total_seconds()
 
 
 class WebhookActivities:
@@ -153,9 +160,17 @@ class WebhookActivities:
         event = store.get_event(self._engine, inp.event_id)
         if event.state == store.DELIVERED:  # an attempt that died after recording its success
             return DeliveryResult(event_id=event.id, state=store.DELIVERED, status_code=event.last_status)
+        first_success = event.delivered_at is None  # not a resend of a delivered event
         config = store.get_config(self._engine, self._cipher, event.organization_id)
         if config is None:
             store.mark_skipped(self._engine, event.id)
+            if event.state != store.SKIPPED:
+                events.webhook_skipped(
+                    organization_id=event.organization_id,
+                    request_id=event.request_id,
+                    workflow_id=activity.info().workflow_id,
+                    event_id=event.id,
+                )
             return DeliveryResult(event_id=event.id, state=store.SKIPPED)
         body = encrypt_event(event.payload, config.encryption_secret, config.salt)
         headers = delivery_headers(event.id, config.signature_secret, body, int(time.time() * 1000))
@@ -191,17 +206,29 @@ class WebhookActivities:
             duration_ms=duration_ms,
         )
         if delivered:
+            events.webhook_delivered(
+                organization_id=event.organization_id,
+                request_id=event.request_id,
+                workflow_id=info.workflow_id,
+                event_id=event.id,
+                event_type=event.event_type,
+                attempt=info.attempt,
+                latency_seconds=_since(event.created_at) if first_success else None,
+            )
             return DeliveryResult(event_id=event.id, state=store.DELIVERED, status_code=status)
         # a receiver that fails is routine, not a fault of ours: one line for the operator (the
         # SDK logs a BENIGN failure at DEBUG, without the stack trace)
-        host = httpx.URL(config.url).host
-        log.warning(
-            "webhook event %s not delivered (attempt %d): %s from %s%s",
-            event.id,
-            info.attempt,
-            error,
-            host,
-            f": {excerpt!r}" if excerpt else "",
+        events.webhook_attempt_failed(
+            logger=log,
+            organization_id=event.organization_id,
+            request_id=event.request_id,
+            workflow_id=info.workflow_id,
+            event_id=event.id,
+            event_type=event.event_type,
+            attempt=info.attempt,
+            error=error or "",
+            host=httpx.URL(config.url).host,
+            excerpt=excerpt,
         )
         if status == 410:
             raise ApplicationError(
@@ -224,7 +251,16 @@ class WebhookActivities:
 
     @defn(name=ActivityNames.RECORD_WEBHOOK_FAILURE)
     def record_webhook_failure(self, inp: RecordWebhookFailureInput) -> None:
+        before = store.get_event(self._engine, inp.event_id)
         store.mark_failed(self._engine, inp.event_id, inp.reason)
+        if before.state not in (store.FAILED, store.DELIVERED):  # failed now, not by an earlier run
+            events.webhook_failed(
+                organization_id=before.organization_id,
+                request_id=before.request_id,
+                workflow_id=activity.info().workflow_id,
+                event_id=before.id,
+                reason=inp.reason,
+            )
 
     def all(self) -> list[Callable[..., Any]]:
         return [

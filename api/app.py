@@ -1,7 +1,11 @@
-"""The FastAPI application: services made once in the lifespan, signed routes, one error shape."""
+"""The FastAPI application: services made once in the lifespan, signed routes, one error shape.
+
+``serve_app`` is what uvicorn runs (``uvicorn api.app:serve_app --factory``): the process's logging
+and tracing set up once, then ``create_app``. Tests call ``create_app`` and keep their own logging."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -32,6 +36,9 @@ from api.routes import (
     requests,
     subject_identity,
 )
+from api.telemetry import ObservedFastAPI, observed_client, telemetry_config
+from core.observe import metrics, tracing
+from core.observe.logs import configure_logging
 from core.secretbox import SecretCipher
 from core.settings import Environment, Settings, get_settings
 from orchestration.temporal import build_client
@@ -61,7 +68,10 @@ def create_app(settings: Settings | None = None, temporal: Client | None = None)
     keep_files_private(settings.var_dir)
     engine = make_engine(settings.sqlalchemy_url)
     services = Services(
-        settings=settings, engine=engine, cipher=SecretCipher(settings.master_key_bytes()), temporal=temporal
+        settings=settings,
+        engine=engine,
+        cipher=SecretCipher(settings.master_key_bytes()),
+        temporal=observed_client(temporal) if temporal is not None else None,
     )
     audit.use_service_key(engine, services.cipher, settings)
     key_use = KeyUse(partial(access.record_key_use, services))
@@ -71,24 +81,30 @@ def create_app(settings: Settings | None = None, temporal: Client | None = None)
         if services.temporal is None:
             # lazy: the API starts (and serves what needs no Temporal) while Temporal is down, and
             # connects on the first call that needs it; until then those calls answer 503
-            services.temporal = await build_client(settings, lazy=True)
+            services.temporal = observed_client(await build_client(settings, lazy=True))
+        metrics_server = metrics.serve(settings.api_metrics_host, settings.api_metrics_port, "API")
         log.info(
             "API ready: Temporal at %s (connected on first use), database %s",
             settings.temporal_address,
             engine.url.render_as_string(hide_password=True),
         )
-        yield
+        try:
+            yield
+        finally:
+            if metrics_server is not None:
+                await asyncio.to_thread(metrics_server.close)
         await key_use.flush()  # the keys' last use not written yet
         engine.dispose()
 
     production = settings.environment is Environment.PRODUCTION
-    app = FastAPI(
+    app = ObservedFastAPI(
         title="Mandatum",
         version="0.1.0",
         description=DESCRIPTION,
         lifespan=lifespan,
         docs_url=None,
         redoc_url=None,
+        telemetry=telemetry_config(),  # spans only when tracing is on (core.observe.tracing)
     )
     app.state.services = services
     app.state.authenticator = Authenticator(services, key_use)
@@ -118,3 +134,12 @@ def create_app(settings: Settings | None = None, temporal: Client | None = None)
         return await readiness_answer(services)
 
     return app
+
+
+def serve_app() -> FastAPI:
+    """The app as a server process runs it: logs in ``MANDATUM_LOG_FORMAT`` (uvicorn's loggers
+    included, its access log replaced by ``api.telemetry``'s), traces when an OTLP endpoint is set."""
+    settings = get_settings()
+    configure_logging(settings.log_format_resolved, settings.log_level)
+    tracing.setup("mandatum-api")
+    return create_app(settings)

@@ -23,10 +23,20 @@ from starlette.routing import Match
 from temporalio.service import RPCError
 
 from api.headers import security_headers
+from api.telemetry import route_of
 from core.kinds import UpdateRefusal
 from core.text import ELLIPSIS, QUOTE_LIMIT, quote_input
 from orchestration.temporal import temporal_unavailable
-from services.errors import Conflict, Invalid, NotFound, Refused, ServiceError, TooMany, Unavailable
+from services.errors import (
+    Conflict,
+    Forbidden,
+    Invalid,
+    NotFound,
+    Refused,
+    ServiceError,
+    TooMany,
+    Unavailable,
+)
 
 log = logging.getLogger("mandatum.api")
 BODY_PARSE_DETAIL = "There was an error parsing the body"
@@ -128,6 +138,7 @@ def allowed_methods(request: Request) -> list[str]:
 # the HTTP status of each kind of service refusal
 STATUS_OF: dict[type[ServiceError], int] = {
     Invalid: 400,
+    Forbidden: 403,
     NotFound: 404,
     Conflict: 409,
     TooMany: 429,
@@ -197,11 +208,13 @@ def install_error_handlers(app: FastAPI, hsts: bool = False) -> None:
     async def _temporal(request: Request, exc: Exception) -> JSONResponse:
         if not temporal_unavailable(exc):
             return await _internal(request, exc)
-        log.warning("Temporal unreachable on %s %s: %s", request.method, request.url.path, str(exc)[:300])
+        # the route's template, never the path: a subject's link token is in /r/<token>
+        route = route_of(request.scope)
+        log.warning("Temporal unreachable on %s %s: %s", request.method, route, str(exc)[:300])
         return error_response(503, TEMPORAL_UNAVAILABLE, {"Retry-After": TEMPORAL_RETRY_AFTER})
 
     @app.exception_handler(Exception)
     async def _internal(request: Request, exc: Exception) -> JSONResponse:
-        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        log.exception("unhandled error on %s %s", request.method, route_of(request.scope))
         # answered by Starlette's outermost middleware, past api.headers: add its headers here
         return error_response(500, "Internal error; it has been logged", security_headers(hsts))

@@ -23,6 +23,7 @@ from cli.stack import (
     Stack,
     StartupError,
     log_tail,
+    metrics_urls,
     worker_health_url,
 )
 from core.actors import SYSTEM
@@ -65,6 +66,19 @@ EXAMPLE_ACTION: dict[str, object] = {
 
 
 DEV_OWNER_EMAIL = "owner@example.com"
+# make run's metrics ports, each moved by its variable (MANDATUM_API_METRICS_PORT, ...)
+DEV_METRICS_PORTS = {
+    "api_metrics_port": 9464,
+    "worker_metrics_port": 9465,
+    "worker_sdk_metrics_port": 9466,
+    "temporal_metrics_port": 9467,
+}
+
+
+def with_dev_metrics(settings: Settings) -> Settings:
+    """``make run`` serves every process's metrics: the ports not set get ``DEV_METRICS_PORTS``."""
+    unset = {name: port for name, port in DEV_METRICS_PORTS.items() if getattr(settings, name) is None}
+    return settings.model_copy(update=unset) if unset else settings
 
 
 def publish_example_action(engine: Engine, org_id: str) -> None:
@@ -130,6 +144,7 @@ def banner(settings: Settings, organization: str) -> str:
             else ""
         )
         + f"  API readiness {api}/readyz\n"
+        + "".join(f"  metrics       {url}  ({what})\n" for what, url in metrics_urls(settings).items())
         + f"  Temporal UI   {settings.temporal_ui_workflows()}\n"
         f"  Temporal gRPC {settings.temporal_address}\n"
         f"  data          {settings.var_dir}  (logs in {settings.var_dir / 'log'})\n"
@@ -167,7 +182,7 @@ async def run(settings: Settings) -> int:
 
 
 def main() -> None:
-    sys.exit(asyncio.run(run(get_settings())))
+    sys.exit(asyncio.run(run(with_dev_metrics(get_settings()))))
 
 
 if __name__ == "__main__":

@@ -70,6 +70,8 @@ def temporal_command(settings: Settings) -> list[str]:
     ]
     for name, kind in SEARCH_ATTRIBUTES.items():
         cmd += ["--search-attribute", f"{name}={kind}"]
+    if settings.temporal_metrics_port is not None:  # otherwise the dev server picks a random port
+        cmd += ["--metrics-port", str(settings.temporal_metrics_port)]
     return cmd
 
 
@@ -82,7 +84,7 @@ def api_command(settings: Settings, workers: int = 1) -> list[str]:
         sys.executable,
         "-m",
         "uvicorn",
-        "api.app:create_app",
+        "api.app:serve_app",  # create_app with the process's logging (core.observe.logs)
         "--factory",
         "--host",
         settings.api_host,
@@ -113,17 +115,19 @@ def child_env(settings: Settings) -> dict[str, str]:
             "MANDATUM_WORKER_HEALTH_HOST": settings.worker_health_host,
         }
     )
-    for name in (
-        "MANDATUM_DATABASE_URL",
-        "DATABASE_URL",
-        "MANDATUM_MASTER_KEY",
-        "MANDATUM_WORKER_HEALTH_PORT",
-    ):
+    env["MANDATUM_LOG_LEVEL"] = settings.log_level
+    env["MANDATUM_LOG_FORMAT"] = settings.log_format_resolved
+    ports = {
+        "MANDATUM_WORKER_HEALTH_PORT": settings.worker_health_port,
+        "MANDATUM_API_METRICS_PORT": settings.api_metrics_port,
+        "MANDATUM_WORKER_METRICS_PORT": settings.worker_metrics_port,
+        "MANDATUM_WORKER_SDK_METRICS_PORT": settings.worker_sdk_metrics_port,
+    }
+    for name in ("MANDATUM_DATABASE_URL", "DATABASE_URL", "MANDATUM_MASTER_KEY", *ports):
         env.pop(name, None)  # set below only when this process uses them
     if settings.database_url:
         env["MANDATUM_DATABASE_URL"] = settings.database_url
-    if settings.worker_health_port is not None:
-        env["MANDATUM_WORKER_HEALTH_PORT"] = str(settings.worker_health_port)
+    env.update({name: str(port) for name, port in ports.items() if port is not None})
     if settings.master_key is not None:  # otherwise every process reads var/master.key
         env["MANDATUM_MASTER_KEY"] = settings.master_key.get_secret_value()
     return env
@@ -150,7 +154,35 @@ def stack_addresses(settings: Settings) -> dict[str, str]:
         addresses["MANDATUM_WORKER_HEALTH_PORT"] = (
             f"{settings.worker_health_host}:{settings.worker_health_port}"
         )
+    for variable, host, port in metrics_ports(settings):
+        addresses[variable] = f"{host}:{port}"
     return addresses
+
+
+def metrics_ports(settings: Settings) -> list[tuple[str, str, int]]:
+    """The metrics endpoints the stack serves: (the variable that moves it, host, port)."""
+    temporal_host = settings.temporal_address.rpartition(":")[0]
+    found = [
+        ("MANDATUM_API_METRICS_PORT", settings.api_metrics_host, settings.api_metrics_port),
+        ("MANDATUM_WORKER_METRICS_PORT", settings.worker_metrics_host, settings.worker_metrics_port),
+        ("MANDATUM_WORKER_SDK_METRICS_PORT", settings.worker_metrics_host, settings.worker_sdk_metrics_port),
+        ("MANDATUM_TEMPORAL_METRICS_PORT", temporal_host, settings.temporal_metrics_port),
+    ]
+    return [(variable, host, port) for variable, host, port in found if port]
+
+
+def metrics_urls(settings: Settings) -> dict[str, str]:
+    """Where each part of the stack serves ``/metrics`` (the ones with a port)."""
+    names = {
+        "MANDATUM_API_METRICS_PORT": "API",
+        "MANDATUM_WORKER_METRICS_PORT": "worker",
+        "MANDATUM_WORKER_SDK_METRICS_PORT": "worker's Temporal SDK",
+        "MANDATUM_TEMPORAL_METRICS_PORT": "Temporal server",
+    }
+    return {
+        names[variable]: f"http://{browsable(host)}:{port}/metrics"
+        for variable, host, port in metrics_ports(settings)
+    }
 
 
 def worker_health_url(settings: Settings) -> str | None:

@@ -31,6 +31,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 log = logging.getLogger("mandatum.settings")
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 PLACEHOLDER_SECRETS = {"", "changeme", "change-me", "secret", "placeholder"}
+LOG_LEVELS = ("debug", "info", "warning", "error")
 MIN_DISTINCT_KEY_BYTES = 16  # 32 random bytes have about 30 distinct values; fewer than 16 is never luck
 
 
@@ -212,6 +213,49 @@ class Settings(BaseSettings):
     # webhook receivers on loopback addresses (core.egress): allowed outside production unless
     # false; production never allows them (only https to global addresses)
     webhook_allow_loopback: bool | None = None
+
+    # logs, metrics and traces (core.observe; docs/architecture.md "Logs, metrics and traces").
+    # Logs: one JSON object a line, or text for a person; unset, JSON in production, text elsewhere.
+    # The level is our loggers' (mandatum.*); libraries log INFO and up, and the few whose lines
+    # carry SQL parameters, URLs or form data (core.observe.logs.QUIET) WARNING and up.
+    log_format: Literal["json", "text"] | None = None
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    # Prometheus /metrics of each process on a port of its own, never the public API's; unset: none.
+    # The worker's Temporal SDK metrics are the SDK's own exporter, on worker_sdk_metrics_port.
+    api_metrics_host: str = "127.0.0.1"
+    api_metrics_port: int | None = Field(default=None, ge=0, le=65535)
+    worker_metrics_host: str = "127.0.0.1"
+    worker_metrics_port: int | None = Field(default=None, ge=0, le=65535)
+    worker_sdk_metrics_port: int | None = Field(default=None, ge=1, le=65535)
+    # the Temporal dev server's /metrics (make run only: cli/stack.py); unset: a random free port
+    temporal_metrics_port: int | None = Field(default=None, ge=1, le=65535)
+
+    @field_validator(
+        "api_metrics_port",
+        "worker_metrics_port",
+        "worker_sdk_metrics_port",
+        "temporal_metrics_port",
+        "log_format",
+        mode="before",
+    )
+    @classmethod
+    def _blank_is_none(cls, value: object) -> object:
+        """A variable set but empty (``MANDATUM_API_METRICS_PORT=``) means unset."""
+        return None if isinstance(value, str) and not value.strip() else value
+
+    @field_validator("log_level", "log_format", mode="before")
+    @classmethod
+    def _any_case(cls, value: object) -> object:
+        if not isinstance(value, str):
+            return value
+        return value.strip().upper() if value.strip().lower() in LOG_LEVELS else value.strip().lower()
+
+    @property
+    def log_format_resolved(self) -> Literal["json", "text"]:
+        """JSON lines in production (for a log collector), text for a person everywhere else."""
+        if self.log_format is not None:
+            return self.log_format
+        return "json" if self.environment is Environment.PRODUCTION else "text"
 
 
 def browsable(host: str) -> str:

@@ -44,6 +44,7 @@ from sqlalchemy import Engine
 from core.actors import Actor
 from core.ids import urn
 from core.kinds import CredentialStatus
+from core.observe import events
 from core.secretbox import SecretCipher
 from core.settings import Settings
 from policy import ActionSpec, evaluate, validate_values
@@ -65,6 +66,7 @@ from trust.context import context_url
 from trust.did import web_organization_did, web_service_did
 from trust.eddsa_jcs import MalformedProof, ProofError, parse_datetime
 from trust.keys import Ed25519KeyPair
+from workflows.ids import request_workflow_id
 
 MESSAGES = {
     "vp_proof_invalid": "The presentation or its proof is malformed",
@@ -264,6 +266,15 @@ def verify(
         receipt = record(
             conn, out, receipt, sign, key, verifier_org_id, presentation, execution_params, now, str(actor)
         )
+    events.verification_decided(  # recorded: once per call, with its receipt
+        organization_id=verifier_org_id,
+        request_id=out.request_id,
+        workflow_id=request_workflow_id(out.request_id) if out.request_id else None,
+        credential_id=out.credential_id or None,
+        decision=DENY if out.reason else ALLOW,
+        reason=out.reason,
+        reasons=MESSAGES,
+    )
     message = MESSAGES[out.reason] if out.reason else "Allowed"
     if out.detail:
         message = f"{message}: {out.detail}"

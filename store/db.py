@@ -82,6 +82,9 @@ def _private_sqlite_file(database: str) -> None:
 
 
 def make_engine(url: str, **kwargs: Any) -> Engine:
+    # a statement's parameters (contacts, hashes, sealed secrets) never in a log line or in the text
+    # of a database error, which reaches the logs with its traceback (core.observe.logs)
+    kwargs.setdefault("hide_parameters", True)
     parsed = make_url(url)
     if parsed.get_backend_name() != "sqlite":
         kwargs.setdefault("pool_size", 20)

@@ -5,6 +5,12 @@ periodically purges expired replay and idempotency entries. It starts without Te
 connects with a growing wait between attempts (orchestration.temporal.connect_with_backoff), logging each.
 With ``MANDATUM_WORKER_HEALTH_PORT`` set it serves ``/healthz`` and ``/readyz`` there (worker.health)
 from its start, so an orchestrator sees it alive while it waits for Temporal, and ready once it polls.
+
+Logs, metrics and traces (core.observe): ``run`` sets up the process's logging
+(``MANDATUM_LOG_FORMAT``), tracing (when an OTLP endpoint is set) and, with
+``MANDATUM_WORKER_SDK_METRICS_PORT``, the Temporal SDK's own Prometheus exporter (a runtime made
+before any client); ``main`` serves our metrics on ``MANDATUM_WORKER_METRICS_PORT``. Every worker
+runs the interceptors that carry the request id into workflows and activities.
 """
 
 from __future__ import annotations
@@ -18,12 +24,16 @@ from typing import Any
 
 from sqlalchemy import Engine
 from temporalio.client import Client
+from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 from temporalio.worker import Worker
 
 from activities.journey import JourneyActivities
 from activities.mandates import MandateActivities
 from activities.requests import RequestActivities
 from activities.webhooks import WebhookActivities
+from core.observe import metrics, tracing
+from core.observe.logs import configure_logging
+from core.observe.temporal import RequestIdWorkerInterceptor
 from core.otp import JourneySecrets
 from core.secretbox import SecretCipher
 from core.settings import Settings, get_settings
@@ -66,6 +76,7 @@ def build_worker(
         # the activities are synchronous: never take more than there are threads to run them, or
         # the extra ones wait in the executor's queue while their start-to-close timeout runs
         max_concurrent_activities=executor._max_workers,
+        interceptors=[RequestIdWorkerInterceptor(), *tracing.temporal_interceptors()],
     )
 
 
@@ -92,9 +103,11 @@ async def main(settings: Settings | None = None, stop: asyncio.Event | None = No
             loop.add_signal_handler(sig, stop.set)
     health = WorkerHealth(stop)
     server: HealthServer | None = None
+    metrics_server: metrics.MetricsServer | None = None
     background: list[asyncio.Task[None]] = []
     try:
         server = await serve_health(health, settings.worker_health_host, settings.worker_health_port)
+        metrics_server = metrics.serve(settings.worker_metrics_host, settings.worker_metrics_port, "worker")
         background.append(asyncio.create_task(_purge_forever(engine, settings)))  # needs no Temporal
         client = await connect_with_backoff(settings, stop)
         if client is None:
@@ -124,10 +137,34 @@ async def main(settings: Settings | None = None, stop: asyncio.Event | None = No
         await asyncio.gather(*background, return_exceptions=True)
         if server is not None:
             await server.close()
+        if metrics_server is not None:
+            await asyncio.to_thread(metrics_server.close)
         engine.dispose()
+
+
+def temporal_runtime(settings: Settings) -> Runtime | None:
+    """A Temporal runtime whose SDK metrics are served for Prometheus on
+    ``worker_metrics_host:worker_sdk_metrics_port`` (names ``temporal_*``, counters ``_total``,
+    durations in ``_seconds``); None when that port is unset."""
+    if settings.worker_sdk_metrics_port is None:
+        return None
+    address = f"{settings.worker_metrics_host}:{settings.worker_sdk_metrics_port}"
+    exporter = PrometheusConfig(
+        bind_address=address, counters_total_suffix=True, unit_suffix=True, durations_as_seconds=True
+    )
+    log.info("Temporal SDK metrics on http://%s/metrics", address)
+    return Runtime(telemetry=TelemetryConfig(metrics=exporter))
 
 
 def run() -> None:
     """``python -m worker``."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    asyncio.run(main())
+    settings = get_settings()
+    configure_logging(settings.log_format_resolved, settings.log_level)
+    tracing.setup("mandatum-worker")
+    runtime = temporal_runtime(settings)
+    if runtime is not None:  # before any client: every client of the process uses it
+        Runtime.set_default(runtime, error_if_already_set=False)
+    try:
+        asyncio.run(main(settings))
+    finally:
+        tracing.shutdown()

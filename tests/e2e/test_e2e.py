@@ -76,6 +76,13 @@ class Devstack:
     def __init__(self, var_dir: Path) -> None:
         self.var_dir = var_dir
         self.grpc, self.ui, self.api = free_port(), free_port(), free_port()
+        # every process's /metrics: the API, the worker, the worker's Temporal SDK, Temporal's
+        self.metrics = {
+            "API": free_port(),
+            "worker": free_port(),
+            "worker's Temporal SDK": free_port(),
+            "Temporal server": free_port(),
+        }
         self.proc: subprocess.Popen[str] | None = None
         self.lines: list[str] = []
         self._banner = threading.Event()
@@ -101,6 +108,10 @@ class Devstack:
                 "MANDATUM_TEMPORAL_ADDRESS": self.temporal_address,
                 "MANDATUM_TEMPORAL_UI_PORT": str(self.ui),
                 "MANDATUM_API_PORT": str(self.api),
+                "MANDATUM_API_METRICS_PORT": str(self.metrics["API"]),
+                "MANDATUM_WORKER_METRICS_PORT": str(self.metrics["worker"]),
+                "MANDATUM_WORKER_SDK_METRICS_PORT": str(self.metrics["worker's Temporal SDK"]),
+                "MANDATUM_TEMPORAL_METRICS_PORT": str(self.metrics["Temporal server"]),
                 "PYTHONUNBUFFERED": "1",
             }
         )
@@ -249,6 +260,19 @@ async def test_make_run_end_to_end(devstack: Devstack) -> None:
             return ui.status_code == 200
 
         await eventually(ui_answers)
+
+        # the banner names every /metrics, and each answers with its own metrics
+        expected = {
+            "API": "mandatum_http_requests_total",
+            "worker": "mandatum_audit_append_seconds",
+            "worker's Temporal SDK": "temporal_",
+            "Temporal server": "build_information",
+        }
+        for what, port in devstack.metrics.items():
+            url = f"http://127.0.0.1:{port}/metrics"
+            assert f"  metrics       {url}  ({what})" in first, first
+            scraped = await http.get(url)
+            assert scraped.status_code == 200 and expected[what] in scraped.text, (what, scraped.text[:300])
 
     client = await connect(devstack)
     await assert_workflow_pending(client, request_id, org_id)

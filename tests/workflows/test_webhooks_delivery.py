@@ -47,7 +47,7 @@ async def test_500s_then_200_is_delivered_once_with_one_webhook_id(
     with receiving(lambda n: 500 if n <= 2 else 200) as receiver:
         configure(engine, cipher, org.organization_id, receiver)
         event = create_test_event(engine, settings, org.organization_id)
-        handle = await deliver(temporal, settings.task_queue, event.id)
+        handle = await deliver(temporal, settings.task_queue, event)
         result = DeliveryResult.model_validate(await asyncio.wait_for(handle.result(), 60))
         await asyncio.sleep(1)  # nothing else arrives
         got = list(receiver.deliveries)
@@ -97,7 +97,7 @@ async def test_410_stops_at_once(
     with receiving(lambda n: 410) as receiver:
         configure(engine, cipher, org.organization_id, receiver)
         event = create_test_event(engine, settings, org.organization_id)
-        handle = await deliver(temporal, settings.task_queue, event.id)
+        handle = await deliver(temporal, settings.task_queue, event)
         with pytest.raises(WorkflowFailureError):
             await asyncio.wait_for(handle.result(), 30)
         # the delivery workflow has ended: no attempt can follow the first one
@@ -116,7 +116,7 @@ async def test_without_a_webhook_the_event_is_kept_and_skipped(
     org: Credentials,
 ) -> None:
     event = create_test_event(engine, settings, org.organization_id)
-    handle = await deliver(temporal, settings.task_queue, event.id)
+    handle = await deliver(temporal, settings.task_queue, event)
     result = DeliveryResult.model_validate(await asyncio.wait_for(handle.result(), 30))
     assert result.state == "skipped"
     stored = store.get_event(engine, event.id)
