@@ -1,13 +1,13 @@
 """Requests in the dashboard, in Debian's Chromium: a support member finds a request by its
 internal id, reads its subject's progress, is told when a fresh code can be sent, shows the
 subject's link and cancels the request, by keyboard where a person would; at desktop and phone
-width, accessible, with screenshots. A fresh code is sent once CONTRACT 4's minute has passed (the
-page says how long; the test waits that long, in real time), and each of the support member's
-actions is an audit record naming them."""
+width, accessible, with screenshots. A fresh code asked for within CONTRACT 4's minute is refused
+with how long to wait (its sending once the minute has passed is tested over HTTP on the
+time-skipping server, ``tests/api/test_dashboard_requests.py``, rather than waited here in real
+time), and each of the support member's actions is an audit record naming them."""
 
 from __future__ import annotations
 
-import asyncio
 import re
 import uuid
 
@@ -58,10 +58,6 @@ async def test_a_support_member_finds_a_request_shows_the_link_and_cancels_it(
     await expect(page.get_by_role("alert")).to_contain_text("A new code can be sent in")
     wait = re.search(r"can be sent in (\d+) seconds", await page.get_by_role("alert").inner_text())
     assert wait is not None and 1 <= int(wait.group(1)) <= 60
-    await asyncio.sleep(int(wait.group(1)))  # CONTRACT 4's minute, in real time on this stack
-    await page.get_by_role("button", name="Send a new code to ana@example.com").click()
-    await expect(page.get_by_role("status")).to_contain_text("A fresh code is on its way to the subject.")
-    await expect(page.get_by_text("2 sent by email")).to_be_visible(timeout=20_000)
     await page.get_by_role("button", name="Show the link of ana@example.com").click()
     link = (await page.locator("#subject-link").inner_text()).strip()
     assert link.startswith(f"{live.url}/r/")
@@ -81,13 +77,9 @@ async def test_a_support_member_finds_a_request_shows_the_link_and_cancels_it(
     ]
     member = [r.actor for r in chain(live.engine, org.organization_id) if r.type == "MEMBER_INVITED"][-1]
     assert member == "operator:tests"  # the test invited the member; what they did names them:
-    support = [a for t, a in by_member if t == "OTP_RESENT"]
+    support = [a for t, a in by_member if t == "SUBJECT_LINK_SHOWN"]
     assert len(support) == 1 and support[0] is not None and support[0].startswith("member:")
-    assert [t for t, a in by_member if a == support[0]] == [
-        "OTP_RESENT",
-        "SUBJECT_LINK_SHOWN",
-        "MANDATE_CANCELED",
-    ]
+    assert [t for t, a in by_member if a == support[0]] == ["SUBJECT_LINK_SHOWN", "MANDATE_CANCELED"]
 
 
 async def test_a_request_fits_a_phone(live: LiveStack, phone_page: Page, axe_source: str) -> None:

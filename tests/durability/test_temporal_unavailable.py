@@ -33,7 +33,7 @@ from tests.support.audit_helpers import issued_mandate
 from tests.support.helpers import SignedClient, assert_error_shape, policy_request
 from tests.support.journey_helpers import journey_secrets
 from tests.support.live_stack import free_port
-from workflows.ids import SA_INTERNAL_ID, SA_ORGANIZATION, SA_SECURITY_LEVEL, SA_STATUS
+from workflows.ids import SEARCH_ATTRIBUTE_KEYS
 
 BIN = Path(sys.executable).parent
 BUSY = i18n.text(i18n.DEFAULT_LANGUAGE, "unavailable")
@@ -147,7 +147,7 @@ async def test_api_and_worker_run_without_temporal_and_recover(
                     ip="127.0.0.1",
                     dev_server_existing_path=str(BIN / "temporal"),
                     data_converter=pydantic_data_converter,
-                    search_attributes=[SA_ORGANIZATION, SA_STATUS, SA_SECURITY_LEVEL, SA_INTERNAL_ID],
+                    search_attributes=SEARCH_ATTRIBUTE_KEYS,
                     dev_server_extra_args=["--log-level", "error"],
                 )
 
