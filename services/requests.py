@@ -178,8 +178,12 @@ async def detail(ctx: Context, org_id: str, request_id: str) -> Detail:
         0,
         DETAIL_ROWS,
     )
-    workflow = quote(request_workflow_id(request_id), safe="")
-    return Detail(bundle, progress, events, records, f"{ctx.settings.temporal_ui_workflows()}/{workflow}")
+    return Detail(bundle, progress, events, records, workflow_url(ctx, request_id))
+
+
+def workflow_url(ctx: Context, request_id: str) -> str:
+    """The request's workflow in the Temporal UI."""
+    return f"{ctx.settings.temporal_ui_workflows()}/{quote(request_workflow_id(request_id), safe='')}"
 
 
 def subject_of(

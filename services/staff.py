@@ -23,7 +23,7 @@ import logging
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import urlsplit
 
 from core.actors import Actor, ActorKind
 from core.kinds import PLATFORM_ROLE
@@ -40,7 +40,6 @@ from store.db import utcnow
 from store.requests import RequestBundle
 from store.tables import Member
 from wire.contacts import normalize_contact
-from workflows.ids import request_workflow_id
 
 log = logging.getLogger("mandatum.services.staff")
 
@@ -107,7 +106,7 @@ async def find(ctx: Context, actor: Actor, query: str) -> list[Found]:
     key = support.global_key(text)
     if key is not None:
         try:
-            owner = await asyncio.to_thread(support._by_global_key, ctx, key, text)
+            owner = await asyncio.to_thread(support.by_global_key, ctx, key, text)
         except NotFound:
             owner = None
         if owner is not None:
@@ -176,7 +175,7 @@ async def timeline(ctx: Context, actor: Actor, request_id: str) -> Timeline:
     bundle = await requests.get(ctx, org_id, request_id)
     org = await asyncio.to_thread(orgs.get_organization, ctx.engine, org_id)
     facts = await asyncio.to_thread(store.facts_of, ctx.engine, org_id, request_id)
-    workflow_url = f"{ctx.settings.temporal_ui_workflows()}/{quote(request_workflow_id(request_id), safe='')}"
+    workflow_url = requests.workflow_url(ctx, request_id)
     found = Timeline(bundle, org.name, workflow_url)
     label = {s.id: f"subject {link.position + 1} ({s.contact})" for link, s in bundle.subjects}
     names = {c.id: c.name for c in bundle.credentials}

@@ -95,7 +95,7 @@ async def find_requests(ctx: Context, query: str, org_id: str | None = None) -> 
             raise NotFound(str(exc)) from exc
     found: list[Match] = []
     if key is not None:
-        owner = await asyncio.to_thread(_by_global_key, ctx, key, text)
+        owner = await asyncio.to_thread(by_global_key, ctx, key, text)
         if owner is not None and org_id in (None, owner[0]):
             found.append(Match(await requests.get(ctx, owner[0], owner[1]), key))
     if org_id is not None:
@@ -106,7 +106,7 @@ async def find_requests(ctx: Context, query: str, org_id: str | None = None) -> 
     return list(unique.values())[:FOUND_AT_MOST]
 
 
-def _by_global_key(ctx: Context, key: str, text: str) -> tuple[str, str] | None:
+def by_global_key(ctx: Context, key: str, text: str) -> tuple[str, str] | None:
     """(organization, request) the key names; None when nothing has it."""
     if key == "requestId":
         org_id = queries.organization_of(ctx.engine, text)

@@ -8,69 +8,37 @@ Runs on the time-skipping server, so the minute between two codes is skipped, no
 
 from __future__ import annotations
 
-import contextlib
 import re
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime, timedelta
-from typing import Any
 
 import httpx
 import pytest
 import pytest_asyncio
 from fastapi import FastAPI
 from sqlalchemy import Engine
-from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
 
-from api.app import create_app
 from core.kinds import MemberRole
 from core.otp import approval_url
 from core.secretbox import SecretCipher
 from core.settings import Settings
-from orchestration.temporal import request_handle
 from services.context import Context
 from store import audit
 from tests.conftest import new_org
 from tests.support.audit_helpers import chain
 from tests.support.dashboard import log_in_as, page_client
-from tests.support.helpers import Credentials, SignedClient, policy_request
+from tests.support.helpers import Credentials, SignedClient
 from tests.support.journey_helpers import message_for
+from tests.support.operators import create_request, ts_app
 from tests.support.workflow import executor, ts_queue  # noqa: F401 (fixtures)
 
 pytestmark = pytest.mark.usefixtures("no_server_errors")
 
 
 @pytest_asyncio.fixture
-async def app(
-    ts_env: WorkflowEnvironment,
-    ts_queue: str,  # noqa: F811
-    settings: Settings,
-) -> AsyncIterator[FastAPI]:
-    """The app on the time-skipping server's worker; requests expire 30 days after the server's
-    virtual now (earlier tests may have moved it ahead of the wall clock)."""
-    ahead = await ts_env.get_current_time() - datetime.now(UTC)
-    expiry = max(ahead, timedelta(0)) + timedelta(days=30)
-    made = create_app(
-        settings.model_copy(update={"task_queue": ts_queue, "request_expiry": expiry}), temporal=ts_env.client
-    )
-    made.state.created_requests = []
-    yield made
-    # A workflow left open outlives the test: once the time-skipping server (shared by this
-    # module's tests) moves its clock to the workflow's timer, its task stops time from skipping
-    # until the worker takes it.
-    for request_id in made.state.created_requests:
-        with contextlib.suppress(RPCError):  # closed already (canceled)
-            await request_handle(ts_env.client, request_id).terminate("the test is over")
-
-
-async def _create(app: FastAPI, org: Credentials, **overrides: Any) -> dict[str, Any]:
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="https://mandatum.test") as client:
-        created = await SignedClient(client, org).post("/request", policy_request(**overrides))
-    assert created.status_code == 201, created.text
-    data: dict[str, Any] = created.json()["data"]
-    app.state.created_requests.append(data["id"])
-    return data
+async def app(ts_env: WorkflowEnvironment, ts_queue: str, settings: Settings) -> AsyncIterator[FastAPI]:  # noqa: F811
+    async with ts_app(ts_env, ts_queue, settings) as made:
+        yield made
 
 
 def _listed(page: str) -> list[str]:
@@ -81,8 +49,10 @@ def _listed(page: str) -> list[str]:
 async def test_the_list_takes_every_filter_of_get_request(
     app: FastAPI, ctx: Context, org: Credentials
 ) -> None:
-    ana = await _create(app, org, contacts=["ana@example.com"], internalId="order-ana", name="Lease for Ana")
-    bob = await _create(
+    ana = await create_request(
+        app, org, contacts=["ana@example.com"], internalId="order-ana", name="Lease for Ana"
+    )
+    bob = await create_request(
         app, org, contacts=["bob@example.com"], internalId="order-bob", securityLevel="ORGANIZATION_KYC"
     )
     async with page_client(app) as browser:
@@ -137,7 +107,7 @@ async def test_a_bad_filter_is_answered_with_the_page_and_why(
 async def test_a_support_member_resends_a_code_shows_the_link_and_cancels_each_recorded_as_theirs(
     app: FastAPI, ctx: Context, org: Credentials, engine: Engine, ts_env: WorkflowEnvironment
 ) -> None:
-    data = await _create(app, org, contacts=["ana@example.com"])
+    data = await create_request(app, org, contacts=["ana@example.com"])
     request_id, subject = data["id"], data["subjects"][0]["id"].rsplit(":", 1)[1]
     first = await message_for(request_id, subject)
     async with page_client(app) as browser:
@@ -195,7 +165,7 @@ async def test_a_support_member_resends_a_code_shows_the_link_and_cancels_each_r
 async def test_another_organizations_request_is_not_found_on_every_page_and_form(
     app: FastAPI, ctx: Context, org: Credentials, engine: Engine, cipher: SecretCipher, settings: Settings
 ) -> None:
-    theirs = await _create(app, org, contacts=["ana@example.com"], internalId="their-order")
+    theirs = await create_request(app, org, contacts=["ana@example.com"], internalId="their-order")
     request_id, subject = theirs["id"], theirs["subjects"][0]["id"].rsplit(":", 1)[1]
     stranger = new_org(engine, cipher, settings)
     async with page_client(app) as browser:
@@ -232,7 +202,7 @@ async def _status(app: FastAPI, org: Credentials, request_id: str) -> str:
 
 
 async def test_every_form_needs_the_sessions_csrf_token(app: FastAPI, ctx: Context, org: Credentials) -> None:
-    data = await _create(app, org, contacts=["ana@example.com"])
+    data = await create_request(app, org, contacts=["ana@example.com"])
     request_id, subject = data["id"], data["subjects"][0]["id"].rsplit(":", 1)[1]
     async with page_client(app) as browser:
         await log_in_as(browser, ctx, org, MemberRole.OWNER, "csrf")

@@ -6,18 +6,17 @@ Runs on the time-skipping server, so the minute between sends is skipped, not wa
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
 import pytest_asyncio
 from temporalio.testing import WorkflowEnvironment
 
-from api.app import create_app
 from core.settings import Settings
 from orchestration.temporal import request_handle
 from tests.support.helpers import Credentials, SignedClient, assert_error_shape, policy_request
 from tests.support.journey_helpers import code_in, journey_secrets, message_for
+from tests.support.operators import ts_app
 from tests.support.workflow import executor, ts_queue  # noqa: F401 (fixtures)
 from workflows.messages import RequestStatusView, SubjectProgressView, VerifyOtpInput, VerifyOtpResult
 
@@ -29,17 +28,13 @@ async def ts_api(
     settings: Settings,
     org: Credentials,
 ) -> AsyncIterator[SignedClient]:
-    """The app starting its workflows on the time-skipping server's worker. Rows are stamped with
-    the wall clock while earlier tests have moved the server's virtual clock years ahead, so the
-    requests' expiry is set to 30 days after the *virtual* now."""
-    ahead = await ts_env.get_current_time() - datetime.now(UTC)
-    expiry = max(ahead, timedelta(0)) + timedelta(days=30)
-    app = create_app(
-        settings.model_copy(update={"task_queue": ts_queue, "request_expiry": expiry}), temporal=ts_env.client
-    )
-    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-    async with httpx.AsyncClient(transport=transport, base_url="https://mandatum.test") as client:
-        yield SignedClient(client, org)
+    """The app starting its workflows on the time-skipping server's worker (``ts_app``: rows are
+    stamped with the wall clock while earlier tests may have moved the server's virtual clock
+    ahead, so the requests' expiry is 30 days after the *virtual* now)."""
+    async with ts_app(ts_env, ts_queue, settings) as app:
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="https://mandatum.test") as client:
+            yield SignedClient(client, org)
 
 
 async def check(env: WorkflowEnvironment, request_id: str, subject_id: str, code: str) -> str:

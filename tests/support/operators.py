@@ -1,5 +1,6 @@
-"""The operators' area from a test's side: the app on the time-skipping server's worker (the
-``app`` fixture), requests created over the signed API, and a staff member logged in."""
+"""The dashboard's request pages from a test's side (the organizations' and the operators'): the
+app on the time-skipping server's worker (``ts_app``), requests created over the signed API and
+closed after the test, and a staff member logged in."""
 
 from __future__ import annotations
 

@@ -16,6 +16,7 @@ CSRF checks of a form, and the page renderer.
 from __future__ import annotations
 
 import re
+from collections.abc import Awaitable, Callable
 from datetime import datetime
 from functools import partial
 from typing import Any
@@ -24,10 +25,13 @@ from urllib.parse import urlencode, urlsplit
 from fastapi import Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from api.errors import service_error_status
 from api.pages import render_page
 from core.kinds import PLATFORM_ROLE, MemberRole
+from orchestration.temporal import temporal_unavailable
 from services import members
 from services.context import Context
+from services.errors import ServiceError
 from store import orgs
 from store.db import run_db
 from store.tables import Member
@@ -46,6 +50,28 @@ def page(
     """A dashboard page: ``api.pages.render_page`` with ``Referrer-Policy: same-origin``."""
     own = {"Referrer-Policy": "same-origin", **(headers or {})}
     return render_page(template, status=status, headers=own, **context)
+
+
+# a subject's id in a form or path: a lowercase UUID, as the service makes them
+SUBJECT_ID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+async def refusal_page(
+    exc: Exception, render: Callable[..., Awaitable[HTMLResponse]], unreachable: str
+) -> HTMLResponse:
+    """The page again (``render(status=..., error=...)``) with why an action did not happen: a
+    service refusal with the status a REST caller would get (and its ``Retry-After``), Temporal
+    not answering as 503 with ``unreachable``; anything else is raised."""
+    if isinstance(exc, ServiceError):
+        shown = await render(status=service_error_status(exc), error=str(exc))
+        if exc.retry_after:
+            shown.headers["Retry-After"] = str(exc.retry_after)
+        return shown
+    if temporal_unavailable(exc):
+        shown = await render(status=503, error=unreachable)
+        shown.headers["Retry-After"] = "5"
+        return shown
+    raise exc
 
 
 def secure(ctx: Context) -> bool:

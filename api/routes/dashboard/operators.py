@@ -8,7 +8,7 @@ required reason recorded with the staff member as actor. Everything goes through
 
 from __future__ import annotations
 
-import re
+from functools import partial
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Form, Request
@@ -16,16 +16,23 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from api.deps import ServicesDep
 from api.errors import service_error_status
-from api.routes.dashboard.common import STAFF, form_by, not_found, show, signed_in, when
+from api.routes.dashboard.common import (
+    STAFF,
+    SUBJECT_ID_RE,
+    form_by,
+    not_found,
+    refusal_page,
+    show,
+    signed_in,
+    when,
+)
 from core.ids import is_object_id
-from orchestration.temporal import temporal_unavailable
 from services import members, staff
 from services.context import Context
 from services.errors import NotFound, ServiceError
 from store.tables import Member
 
 router = APIRouter()
-SUBJECT_ID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 ACTIONS = ("cancel", "resend", "link", "webhook", "revoke")
 NOTICES = {
     "cancel": "The request is canceled. Your reason is in its audit record.",
@@ -177,18 +184,8 @@ async def act(
             await staff.redeliver(services, actor, event, reason)
         else:
             await staff.revoke(services, actor, mandate, reason)
-    except ServiceError as exc:
-        headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else None
-        page = await _timeline_page(
-            services, member, token, request_id, status=service_error_status(exc), error=str(exc)
-        )
-        if headers:
-            page.headers.update(headers)
-        return page
     except Exception as exc:
-        if not temporal_unavailable(exc):
-            raise
-        page = await _timeline_page(services, member, token, request_id, status=503, error=UNREACHABLE)
-        page.headers["Retry-After"] = "5"
-        return page
+        return await refusal_page(
+            exc, partial(_timeline_page, services, member, token, request_id), UNREACHABLE
+        )
     return RedirectResponse(f"/dashboard/operators/requests/{request_id}?notice={action}", status_code=303)

@@ -11,7 +11,6 @@ a bad value is answered with the page and a sentence (400), not a JSON error.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from functools import partial
 from typing import Annotated, Any
@@ -20,22 +19,22 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from api.deps import ServicesDep
-from api.errors import service_error_status
 from api.routes.dashboard.common import (
     EVERYONE,
+    SUBJECT_ID_RE,
     event_row,
     form_by,
     not_found,
     org_of,
     page_number,
     pager,
+    refusal_page,
     show,
     signed_in,
     when,
 )
 from core.ids import is_object_id
 from core.kinds import RequestStatus, SecurityLevel
-from orchestration.temporal import temporal_unavailable
 from services import members, requests
 from services.context import Context
 from services.errors import NotFound, ServiceError
@@ -44,7 +43,6 @@ from store.tables import Member
 
 router = APIRouter()
 PAGE_SIZE = 20
-SUBJECT_ID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 # the text filters: query name, its limit (as GET /request's), its RequestQuery field
 TEXT_FILTERS = (
     ("search", 100, "search"),
@@ -265,20 +263,8 @@ def _done(request_id: str, notice: str) -> RedirectResponse:
 async def _refused_on_page(
     ctx: Context, member: Member, token: str, request_id: str, exc: Exception
 ) -> HTMLResponse:
-    """The request's page with why the action did not happen (the status a REST caller would get)."""
-    if isinstance(exc, ServiceError):
-        headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else None
-        page = await _request_page(
-            ctx, member, token, request_id, status=service_error_status(exc), error=str(exc)
-        )
-        if headers:
-            page.headers.update(headers)
-        return page
-    if temporal_unavailable(exc):
-        page = await _request_page(ctx, member, token, request_id, status=503, error=UNREACHABLE)
-        page.headers["Retry-After"] = "5"
-        return page
-    raise exc
+    """The request's page with why the action did not happen (``common.refusal_page``)."""
+    return await refusal_page(exc, partial(_request_page, ctx, member, token, request_id), UNREACHABLE)
 
 
 @router.post("/dashboard/requests/{request_id}/cancel", response_class=HTMLResponse)
