@@ -167,3 +167,31 @@ async def test_subjects_from_before_the_contact_hash_are_found_once_filled(
         )
     found = await staff.find(ctx, Actor.operator("tests"), "+351912345678")
     assert [(f.bundle.request.id, f.matched_by) for f in found] == [(data["id"], "contact")]
+
+
+async def test_what_the_operators_pages_take_is_checked_where_it_enters(
+    app: FastAPI, ctx: Context, org: Credentials
+) -> None:
+    data = await create_request(app, org, contacts=["jo@example.com"])
+    request_id = data["id"]
+    base = f"/dashboard/operators/requests/{request_id}"
+    async with page_client(app) as browser:
+        _, csrf = await log_in_as_staff(browser, ctx, "checks")
+        for q in ("a\x00b", "x" * 321):
+            bad = await browser.get("/dashboard/operators", params={"q": q})
+            assert bad.status_code == 400 and "type a request id" in bad.text, q
+        for path, form in (
+            (f"{base}/approve", {"reason": "why"}),  # no such action
+            (f"{base}/resend", {"reason": "why", "subject": "../../etc"}),  # not a subject id
+            (f"{base}/link", {"reason": "why", "subject": "A" * 36}),
+            ("/dashboard/operators/requests/ZZZ/cancel", {"reason": "why"}),
+        ):
+            answer = await browser.post(path, data={"csrf": csrf, **form})
+            assert answer.status_code == 404, path
+        line_break = await browser.post(
+            f"{base}/cancel", data={"csrf": csrf, "reason": "one\nMANDATE_REVOKED"}
+        )
+        assert line_break.status_code == 400 and "one line of printable characters" in line_break.text
+        foreign = await browser.post(f"{base}/cancel", data={"csrf": "not-the-token", "reason": "why"})
+        assert foreign.status_code == 403
+        assert 'id="request-status">PENDING<' in (await browser.get(base)).text  # nothing changed it
