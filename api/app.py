@@ -32,6 +32,7 @@ from api.routes import (
     journey,
     mandates,
     me,
+    not_offered,
     presentations,
     requests,
     subject_identity,
@@ -123,6 +124,7 @@ def create_app(settings: Settings | None = None, temporal: Client | None = None)
     app.include_router(subject_identity.router)
     app.include_router(journey.router)
     app.include_router(dev.router)
+    app.include_router(not_offered.router)
     app.include_router(dashboard.router)
 
     @app.get("/healthz", include_in_schema=False)

@@ -26,11 +26,12 @@ from core.settings import Settings
 from core.text import quote_input, shown, unsafe_characters
 from services.context import Context
 from services.errors import Conflict, Invalid, NotFound
-from store import keys, revocation, verifications
+from store import audit_queries, keys, revocation, verifications
 from store import mandates as store
+from store.audit import RecordCheck
 from store.db import run_db, utcnow
 from store.mandates import REVOCATION, Draft, IssuanceFailed, Issued, NotIssuable, Signed
-from store.tables import Subject, Verification
+from store.tables import AuditRecord, Subject, Verification
 from trust import credentials as vc
 from trust import jcs, receipts
 from trust.context import context_url
@@ -149,6 +150,18 @@ async def credential_detail(ctx: Context, org_id: str, raw_id: str) -> revocatio
     if record is None:
         raise NotFound(f"Credential {shown(raw_id)} not found")
     return record
+
+
+async def credential_events(
+    ctx: Context, org_id: str, raw_id: str
+) -> tuple[revocation.CredentialRecord, list[tuple[AuditRecord, RecordCheck]]]:
+    """The organization's audit records about one of its credentials (by id or mandate URN:
+    records name either), in chain order, each checked: content, signature, and link."""
+    record = await credential_detail(ctx, org_id, raw_id)
+    cred = record.credential
+    ids = [i for i in (cred.id, cred.mandate_id) if i]
+    found = await asyncio.to_thread(audit_queries.credential_records, ctx.engine, ctx.settings, org_id, ids)
+    return record, found
 
 
 def revocation_reason(raw: str) -> str:

@@ -325,6 +325,43 @@ def _problem(
     return None
 
 
+@dataclass(frozen=True)
+class RecordCheck:
+    """What one record proves on its own and against the record before it in its chain."""
+
+    content_valid: bool  # its content matches its hash
+    signature_valid: bool  # signed by the service (now or under an earlier public URL), and verifies
+    link_valid: bool  # prevHash is the hash of the record before it
+
+    @property
+    def ok(self) -> bool:
+        return self.content_valid and self.signature_valid and self.link_valid
+
+
+def check_record(
+    row: Any,
+    prev_hash: str | None,
+    resolver: Any,
+    issuer_did: str,
+    earlier_issuer: Callable[[str], bool] = lambda _: False,
+) -> RecordCheck:
+    """One record's own checks; ``prev_hash`` is the hash of the record at ``seq - 1`` (None for
+    the first record of a chain, or when that record is missing)."""
+    document = document_of(row)
+    method = str((row.proof or {}).get("verificationMethod", ""))
+    signed_by_us = method.split("#", 1)[0] == issuer_did or earlier_issuer(method)
+    try:
+        verify_document(document, resolver, proof_purpose=ASSERTION_METHOD)
+        verifies = True
+    except ProofError:
+        verifies = False
+    return RecordCheck(
+        content_valid=record_hash(document) == row.hash,
+        signature_valid=signed_by_us and verifies,
+        link_valid=row.prev_hash == prev_hash and (row.seq == 1) == (prev_hash is None),
+    )
+
+
 def check_chain(
     rows: Iterator[Any],
     head: Any,

@@ -21,7 +21,7 @@ from sqlalchemy import Engine, func, select
 from sqlmodel import col
 
 from core.settings import Settings
-from store.audit import ChainCheck, check_chain
+from store.audit import ChainCheck, RecordCheck, check_chain, check_record
 from store.db import read_session
 from store.keys import SERVICE_OWNER, did_document_for, list_signing_keys
 from store.tables import AuditHead, AuditRecord
@@ -138,12 +138,49 @@ def _resolver(engine: Engine, settings: Settings, ours: ServiceKeys) -> Resolver
     return Resolver(fetch, fetch_fresh=partial(fetch, fresh=True))
 
 
-def verify_chains(engine: Engine, settings: Settings, org_id: str | None = None) -> list[ChainCheck]:
-    """Check the chain of one organization, or of every organization that has records."""
-    ours = ServiceKeys(
+def _service_keys(engine: Engine, settings: Settings) -> ServiceKeys:
+    return ServiceKeys(
         web_service_did(settings.public_url),
         frozenset(k.public_multikey for k in list_signing_keys(engine, SERVICE_OWNER)),
     )
+
+
+def credential_records(
+    engine: Engine, settings: Settings, org_id: str, credential_ids: Sequence[str]
+) -> list[tuple[AuditRecord, RecordCheck]]:
+    """The organization's records about a credential (under any of its ids), in chain order,
+    each checked on its own and against the record before it in the organization's chain."""
+    with read_session(engine) as session:
+        rows = list(
+            session.execute(
+                select(AuditRecord)
+                .where(
+                    col(AuditRecord.organization_id) == org_id,
+                    col(AuditRecord.credential_id).in_(list(credential_ids)),
+                )
+                .order_by(col(AuditRecord.seq))
+            )
+            .scalars()
+            .all()
+        )
+        before = {r.seq - 1 for r in rows if r.seq > 1}
+        hashes: dict[int, str] = {}
+        if before:
+            found = session.execute(
+                select(_R.c.seq, _R.c.hash).where(_R.c.organization_id == org_id, _R.c.seq.in_(before))
+            )
+            hashes = {int(seq): str(h) for seq, h in found}
+    ours = _service_keys(engine, settings)
+    resolver = _resolver(engine, settings, ours)
+    return [
+        (row, check_record(row, hashes.get(row.seq - 1), resolver, ours.service_did, ours.earlier_method))
+        for row in rows
+    ]
+
+
+def verify_chains(engine: Engine, settings: Settings, org_id: str | None = None) -> list[ChainCheck]:
+    """Check the chain of one organization, or of every organization that has records."""
+    ours = _service_keys(engine, settings)
     resolver = _resolver(engine, settings, ours)
     checks = []
     for org in _organizations(engine, org_id):

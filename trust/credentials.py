@@ -173,10 +173,11 @@ def mandate_credential(
         "type": ["VerifiableCredential", MANDATE_TYPE],
         "issuer": _signing_did(issuer_key),
         "validFrom": format_datetime(valid_from),
-        "validUntil": format_datetime(valid_until) if valid_until else None,
         "credentialSubject": {"id": organization_did, "mandate": mandate},
         "evidences": [dict(e) for e in evidences],
     }
+    if valid_until is not None:  # VC Data Model 2.0: a date-time or no member at all, never null
+        credential["validUntil"] = format_datetime(valid_until)
     if credential_status is not None:
         credential["credentialStatus"] = dict(credential_status)
     proof = create_proof(credential, issuer_key, proof_purpose=ASSERTION_METHOD, created=created)
@@ -263,10 +264,11 @@ def document_credential(
         "issuer": _signing_did(issuer_key),
         "issuanceDate": format_datetime(issuance_date),
         "validFrom": format_datetime(valid_from),
-        "validUntil": format_datetime(valid_until) if valid_until else None,
         "credentialSubject": {"id": organization_did, "data": [dict(item) for item in data]},
         "evidences": [dict(e) for e in evidences],
     }
+    if valid_until is not None:
+        credential["validUntil"] = format_datetime(valid_until)
     if credential_status is not None:
         credential["credentialStatus"] = dict(credential_status)
     return {**credential, "proof": [_action_proof(credential, issuer_key, action_type, issuance_date)]}

@@ -89,3 +89,25 @@ class CredentialDetailOut(BaseModel):
         default=None,
         description=("Base64 PDF rendering; present only with includePdf=true on a DOCUMENT credential"),
     )
+
+
+class CredentialEventOut(BaseModel):
+    """One audit record about a credential, and what it proves (GET /credential/{id}/events)."""
+
+    id: str = Field(description="The record's URN (urn:via:audit:<uuid>)")
+    type: str = Field(description="The record type (GET /activity lists them)")
+    seq: int = Field(description="Its place in the organization's chain")
+    createdAt: str
+    actor: str | None = None
+    hash: str = Field(description="hex SHA-256 of the JCS form of the record, proof included")
+    contentValid: bool = Field(description="The record's content matches its hash")
+    signatureValid: bool = Field(description="Signed by the service's key, and the signature verifies")
+    chainLinkValid: bool = Field(description="Its prevHash is the hash of the record before it")
+
+
+class CredentialEventsOut(BaseModel):
+    credentialId: str = Field(description="The mandate URN, or the credential id of a credential without one")
+    ok: bool = Field(description="Every record checks: content, signature and link")
+    reason: str | None = Field(default=None, description="Which record failed which check; absent when ok")
+    eventCount: int
+    events: list[CredentialEventOut]

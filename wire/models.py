@@ -363,6 +363,15 @@ class ActionVersionOut(BaseModel):
     rules: list[dict[str, Any]]
 
 
+class ActionVersionOfAction(ActionVersionOut):
+    actionId: str
+
+
+class ActionVersionPage(BaseModel):
+    data: list[ActionVersionOfAction]
+    totalPages: int
+
+
 class ActionOut(BaseModel):
     id: str
     name: str

@@ -14,12 +14,19 @@ from fastapi.responses import JSONResponse
 
 from api.deps import CallerDep, ServicesDep
 from api.errors import ApiError
+from api.versions import VersionedRoute
 from store import actions as store
 from store.tables import ActionVersion
-from wire import versioning
-from wire.models import ActionEnvelope, ActionList, ActionOut, ActionVersionOut, ErrorOut
+from wire.models import (
+    ActionEnvelope,
+    ActionList,
+    ActionOut,
+    ActionVersionOut,
+    ActionVersionPage,
+    ErrorOut,
+)
 
-router = APIRouter(tags=["actions"])
+router = APIRouter(tags=["actions"], route_class=VersionedRoute)
 ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorOut} for code in (400, 401, 404)}
 
 
@@ -54,7 +61,7 @@ def _render(action: ActionOut, version: str) -> dict[str, Any]:
     for item in body["versions"]:
         if item.get("description") is None:
             item.pop("description", None)
-    return versioning.render("action", body, version)
+    return body
 
 
 @router.get("/actions", response_model=ActionList, responses=ERRORS)
@@ -65,12 +72,26 @@ async def list_actions(caller: CallerDep, services: ServicesDep) -> Any:
     return JSONResponse({"data": [_render(action_out(v), caller.api_version) for v in views]})
 
 
+async def _published(services: ServicesDep, caller: CallerDep, action_id: str) -> store.ActionView:
+    if not store.is_action_urn(action_id):
+        raise ApiError(400, "actionId must be an action URN urn:via:action:<uuid>")
+    view = await asyncio.to_thread(store.get_action, services.engine, caller.organization_id, action_id)
+    if view is None:
+        raise ApiError(404, f"Action {action_id} not found")
+    return view
+
+
 @router.get("/actions/{actionId}", response_model=ActionEnvelope, responses=ERRORS)
 async def get_action(actionId: str, caller: CallerDep, services: ServicesDep) -> Any:
     """One action with its published versions (`actionId` may be percent-encoded)."""
-    if not store.is_action_urn(actionId):
-        raise ApiError(400, "actionId must be an action URN urn:via:action:<uuid>")
-    view = await asyncio.to_thread(store.get_action, services.engine, caller.organization_id, actionId)
-    if view is None:
-        raise ApiError(404, f"Action {actionId} not found")
+    view = await _published(services, caller, actionId)
     return JSONResponse({"data": _render(action_out(view), caller.api_version)})
+
+
+@router.get("/actions/version/{actionId}", response_model=ActionVersionPage, responses=ERRORS)
+async def list_action_versions(actionId: str, caller: CallerDep, services: ServicesDep) -> Any:
+    """An action's published versions in ascending number, each naming its action (`actionId`);
+    one page holds them all (`totalPages` is 1)."""
+    view = await _published(services, caller, actionId)
+    versions = _render(action_out(view), caller.api_version)["versions"]
+    return JSONResponse({"data": [{**v, "actionId": view.action.id} for v in versions], "totalPages": 1})

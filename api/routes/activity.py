@@ -14,16 +14,16 @@ from pydantic import BaseModel, Field
 
 from api.deps import CallerDep, ServicesDep
 from api.errors import ApiError
+from api.versions import VersionedRoute
 from core.ids import is_object_id
 from core.text import shown
 from services import audit as audit_service
 from store import audit
 from store.audit_queries import ActivityFilter
-from wire import versioning
 from wire.dates import day_range
 from wire.models import ErrorOut
 
-router = APIRouter(tags=["activity"])
+router = APIRouter(tags=["activity"], route_class=VersionedRoute)
 ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorOut} for code in (400, 401, 413)}
 
 
@@ -97,7 +97,7 @@ async def list_activity(
     items = [{**audit.document_of(row), "hash": row.hash} for row in rows]
     return JSONResponse(
         {
-            "data": [versioning.render("activity", item, caller.api_version) for item in items],
+            "data": items,
             "totalPages": pages,
         }
     )

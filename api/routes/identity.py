@@ -22,18 +22,20 @@ from fastapi import APIRouter, Request, Response
 from api.conditional import json_document
 from api.deps import ServicesDep
 from api.errors import ApiError
+from api.versions import VersionedRoute
 from core.ids import is_object_id
 from core.text import shown
 from store import keys
 from trust.context import CONTEXT_PATH, context_document
-from trust.did import web_subject_did
-from wire.models import ErrorOut
+from trust.did import UnknownVerificationMethod, did_key_document, web_organization_did, web_subject_did
+from wire.models import DID_RE, ErrorOut
 
-router = APIRouter(tags=["identity"])
+router = APIRouter(tags=["identity"], route_class=VersionedRoute)
 DID_MEDIA_TYPE = "application/did+json"
 JSON_LD_MEDIA_TYPE = "application/ld+json"
 DID_CACHE_CONTROL = "no-cache"
 CONTEXT_CACHE_CONTROL = "public, max-age=86400"
+MAX_DID_LENGTH = 500
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorOut}}
 
 
@@ -77,6 +79,45 @@ async def subject_did_document(subject_id: str, request: Request, services: Serv
     )
     if document is None:
         raise ApiError(404, f"Subject {shown(subject_id)} not found")
+    return json_document(request, document, DID_MEDIA_TYPE, DID_CACHE_CONTROL)
+
+
+def _organization_of(public_url: str, did: str) -> str | None:
+    """The organization id of one of our organization DIDs, else None."""
+    org_id = did.rpartition(":")[2]
+    return org_id if is_object_id(org_id) and did == web_organization_did(public_url, org_id) else None
+
+
+@router.get(
+    "/did/resolve/{did}",
+    summary="Resolve a DID this service can: its own did:web DIDs, or any Ed25519 did:key",
+    response_class=Response,
+    responses={**NOT_FOUND, 400: {"model": ErrorOut}},
+)
+async def resolve_did(did: str, request: Request, services: ServicesDep) -> Response:
+    """The DID document, as each DID's own route serves it. Another DID method or host is a 404
+    naming what this service resolves: it never fetches a document from elsewhere."""
+    if len(did) > MAX_DID_LENGTH or not DID_RE.fullmatch(did):
+        raise ApiError(400, f"{shown(did)} is not a DID")
+    document: dict[str, Any] | None
+    if did.startswith("did:key:"):
+        try:
+            document = did_key_document(did)
+        except UnknownVerificationMethod as exc:
+            raise ApiError(400, str(exc)) from exc
+    elif (org_id := _organization_of(services.settings.public_url, did)) is not None:
+        document = await asyncio.to_thread(  # as its own route: the key is made on first use
+            keys.organization_did_document, services.engine, services.cipher, services.settings, org_id
+        )
+    else:
+        document = await asyncio.to_thread(
+            keys.did_document_for, services.engine, services.settings, did, True
+        )
+    if document is None:
+        raise ApiError(
+            404,
+            f"DID {shown(did)} not found: this service resolves its own did:web DIDs and Ed25519 did:key",
+        )
     return json_document(request, document, DID_MEDIA_TYPE, DID_CACHE_CONTROL)
 
 

@@ -26,17 +26,26 @@ from api import pdf
 from api.conditional import json_document
 from api.deps import CallerDep, ServicesDep
 from api.errors import ApiError
+from api.versions import VersionedRoute
 from core.settings import Settings
 from core.text import shown
 from services import mandates
 from store import pdfs, status_lists
+from store.audit import document_of
 from store.revocation import CredentialRecord
 from trust.did import web_organization_did, web_service_did
-from wire import versioning
-from wire.mandates import CredentialDetailOut, CredentialEntityOut, RevokeAliasIn, RevokeIn, RevokeOut
+from wire.mandates import (
+    CredentialDetailOut,
+    CredentialEntityOut,
+    CredentialEventOut,
+    CredentialEventsOut,
+    RevokeAliasIn,
+    RevokeIn,
+    RevokeOut,
+)
 from wire.models import ErrorOut
 
-router = APIRouter(tags=["credentials"])
+router = APIRouter(tags=["credentials"], route_class=VersionedRoute)
 ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorOut} for code in (400, 401, 404, 409, 413, 429, 503)
 }
@@ -46,7 +55,7 @@ STATUS_LIST_MEDIA_TYPE = "application/vc"  # VC Data Model 2.0, registered with 
 async def _revoke(services: ServicesDep, caller: CallerDep, raw_id: str, reason: str | None) -> Any:
     done = await mandates.revoke(services, caller.actor, caller.organization_id, raw_id, reason)
     body = RevokeOut(credentialId=done.credential_id, revokedAt=done.revoked_at, receipt=done.receipt)
-    return JSONResponse(versioning.render("revocation", body.model_dump(mode="json"), caller.api_version))
+    return JSONResponse(body.model_dump(mode="json"))
 
 
 @router.post("/credential/{mandateId}/revoke", response_model=RevokeOut, responses=ERRORS)
@@ -133,6 +142,50 @@ def sheet_of(
     )
 
 
+@router.get("/credential/{credentialId}/events", response_model=CredentialEventsOut, responses=ERRORS)
+async def credential_events(credentialId: str, caller: CallerDep, services: ServicesDep) -> Any:
+    """The credential's audit records (issuance, revocation, VPs, verifications) in chain order,
+    each checked as `mandatum audit verify` checks it: its content against its hash, its signature,
+    and its link to the record before it in the organization's chain."""
+    record, found = await mandates.credential_events(services, caller.organization_id, credentialId)
+    events = [
+        CredentialEventOut(
+            id=row.id,
+            type=row.type,
+            seq=row.seq,
+            createdAt=document_of(row)["createdAt"],
+            actor=row.actor,
+            hash=row.hash,
+            contentValid=check.content_valid,
+            signatureValid=check.signature_valid,
+            chainLinkValid=check.link_valid,
+        )
+        for row, check in found
+    ]
+    failed = [(row, check) for row, check in found if not check.ok]
+    reason = None
+    if failed:
+        row, check = failed[0]
+        broken = [
+            name
+            for name, good in (
+                ("content", check.content_valid),
+                ("signature", check.signature_valid),
+                ("link", check.link_valid),
+            )
+            if not good
+        ]
+        reason = f"record {row.id} (seq {row.seq}) fails its {' and '.join(broken)} check"
+    body = CredentialEventsOut(
+        credentialId=record.credential.mandate_id or record.credential.id,
+        ok=not failed,
+        reason=reason,
+        eventCount=len(events),
+        events=events,
+    )
+    return JSONResponse(body.model_dump(mode="json", exclude_none=True))
+
+
 @router.get("/credential/{credentialId}", response_model=CredentialDetailOut, responses=ERRORS)
 async def get_credential(
     credentialId: str,
@@ -161,7 +214,7 @@ async def get_credential(
                 503, "PDF rendering is busy; retry shortly", headers={"Retry-After": str(exc.retry_after)}
             ) from exc
         body["pdf"] = base64.b64encode(rendered).decode("ascii")
-    return JSONResponse(versioning.render("credential", body, caller.api_version))
+    return JSONResponse(body)
 
 
 # --- the public status lists --------------------------------------------------------------------

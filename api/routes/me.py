@@ -13,10 +13,11 @@ from fastapi import APIRouter
 from pydantic import BaseModel
 
 from api.deps import CallerDep, ServicesDep
+from api.versions import VersionedRoute
 from trust.did import web_organization_did
 from wire.models import ErrorOut
 
-router = APIRouter(tags=["organization"])
+router = APIRouter(tags=["organization"], route_class=VersionedRoute)
 ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorOut} for code in (400, 401)}
 
 

@@ -15,10 +15,10 @@ from fastapi.responses import JSONResponse
 
 from api.deps import CallerDep, ServicesDep
 from api.errors import ApiError, error_body
+from api.versions import VersionedRoute
 from services import presentations, verification
 from store.db import run_db
 from store.presentations import CREDENTIAL_URN_RE
-from wire import versioning
 from wire.models import ErrorOut
 from wire.presentations import (
     PresentationDenied,
@@ -29,7 +29,7 @@ from wire.presentations import (
     VerifyIn,
 )
 
-router = APIRouter(tags=["credentials"])
+router = APIRouter(tags=["credentials"], route_class=VersionedRoute)
 PRESENTATION_ERRORS: dict[int | str, dict[str, Any]] = {
     400: {"model": PresentationDenied},
     **{code: {"model": ErrorOut} for code in (401, 403, 404, 409, 413)},
@@ -76,7 +76,7 @@ async def _present(
             raise ApiError(status, str(exc), reason=exc.reason) from exc
         raise ApiError(status, str(exc)) from exc
     data = {"presentation": issued.presentation, "receipt": issued.receipt}
-    return JSONResponse({"data": versioning.render("presentation", data, caller.api_version)})
+    return JSONResponse({"data": data})
 
 
 @router.post(
@@ -136,7 +136,7 @@ async def verify_presentation(body: VerifyIn, caller: CallerDep, services: Servi
             "evaluations": verdict.evaluations,
             "receipt": verdict.receipt,
         }
-        return JSONResponse(versioning.render("verification", allowed, caller.api_version))
+        return JSONResponse(allowed)
     denied = error_body(
         403,
         verdict.message,
@@ -146,4 +146,4 @@ async def verify_presentation(body: VerifyIn, caller: CallerDep, services: Servi
         evaluations=verdict.evaluations,
         receipt=verdict.receipt,
     )
-    return JSONResponse(versioning.render("verification", denied, caller.api_version), status_code=403)
+    return JSONResponse(denied, status_code=403)

@@ -11,9 +11,9 @@ from fastapi.responses import JSONResponse
 
 from api.deps import CallerDep, RequestDep, ServicesDep, TemporalDep
 from api.errors import ApiError
+from api.versions import VersionedRoute
 from core.kinds import SecurityLevel
 from services import requests
-from wire import versioning
 from wire.models import (
     CreateRequestIn,
     ErrorOut,
@@ -25,7 +25,7 @@ from wire.models import (
 from wire.views import request_list_item, request_out
 
 log = logging.getLogger("mandatum.api.requests")
-router = APIRouter(tags=["requests"])
+router = APIRouter(tags=["requests"], route_class=VersionedRoute)
 ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorOut} for code in (400, 401, 404, 409, 413, 422, 429, 503)
 }
@@ -48,11 +48,7 @@ async def create_request(
         rate_per_minute=caller.key.request_rate_per_minute,
         idempotency_key=idempotency_key,
     )
-    return JSONResponse(_versioned(created.response, caller.api_version), status_code=created.status_code)
-
-
-def _versioned(envelope: dict[str, Any], version: str) -> dict[str, Any]:
-    return {**envelope, "data": versioning.render("request", envelope["data"], version)}
+    return JSONResponse(created.response, status_code=created.status_code)
 
 
 @router.get("/request", response_model=RequestPage, responses=ERRORS)
@@ -106,9 +102,7 @@ async def list_requests(
     # JSONResponse: the body is in the caller's version's shape, not re-validated as the newest
     return JSONResponse(
         {
-            "data": [
-                versioning.render("request", i.model_dump(mode="json"), caller.api_version) for i in items
-            ],
+            "data": [i.model_dump(mode="json") for i in items],
             "totalPages": math.ceil(total / pageSize),
         }
     )
@@ -118,7 +112,7 @@ async def list_requests(
 async def get_request(bundle: RequestDep, caller: CallerDep, services: ServicesDep) -> Any:
     """A request with its subjects, credentials and decisions."""
     body = request_out(services.settings, bundle).model_dump(mode="json")
-    return JSONResponse({"data": versioning.render("request", body, caller.api_version)})
+    return JSONResponse({"data": body})
 
 
 @router.delete("/request/{requestId}", response_model=Success, responses=ERRORS)

@@ -10,12 +10,13 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from api.deps import CallerDep, ServicesDep, TemporalDep
+from api.versions import VersionedRoute
 from core.actors import ORGANIZATION
 from core.kinds import SubjectIdentity
 from services import journey
 from wire.models import ErrorOut, Strict
 
-router = APIRouter(tags=["subjects"])
+router = APIRouter(tags=["subjects"], route_class=VersionedRoute)
 
 
 class IdentityReportIn(Strict):

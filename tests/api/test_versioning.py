@@ -131,10 +131,19 @@ def two_versions(monkeypatch: pytest.MonkeyPatch) -> str:
 
 
 def _rename_name_to_title(body: dict[str, Any]) -> dict[str, Any]:
-    """The newer shape calls it `name`; the older one called it `title`."""
-    out = dict(body)
-    out["title"] = out.pop("name")
-    return out
+    """The newer shape calls a request's `name` what the older one called `title`; the
+    operations wrap it in `data`, one request or a page of them."""
+
+    def renamed(request: dict[str, Any]) -> dict[str, Any]:
+        out = dict(request)
+        out["title"] = out.pop("name")
+        return out
+
+    data = body["data"]
+    return {**body, "data": [renamed(r) for r in data] if isinstance(data, list) else renamed(data)}
+
+
+REQUEST_OPERATIONS = ("create_request", "get_request", "list_requests")
 
 
 async def test_pinned_version_is_kept_when_a_newer_version_exists(
@@ -149,7 +158,7 @@ async def test_pinned_version_is_kept_when_a_newer_version_exists(
         versioning,
         "CHANGES",
         [
-            VersionChange(two_versions, "request name was title", "request", _rename_name_to_title),
+            VersionChange(two_versions, "request name was title", REQUEST_OPERATIONS, _rename_name_to_title),
         ],
     )
     old_creds = new_org(engine, cipher, settings)
@@ -195,7 +204,7 @@ async def test_reads_are_served_in_the_older_shape(
         versioning,
         "CHANGES",
         [
-            VersionChange(two_versions, "request name was title", "request", _rename_name_to_title),
+            VersionChange(two_versions, "request name was title", REQUEST_OPERATIONS, _rename_name_to_title),
         ],
     )
     created = await api.post("/request", policy_request(name="Shape"), headers={"API-Version": FIRST})

@@ -151,10 +151,14 @@ def test_the_mandate_form_has_spec_shape_and_verifies(parties: Parties) -> None:
     verify_document(standard, parties.resolver, proof_purpose="assertionMethod", now=NOW)
 
 
-def test_a_mandate_without_end_has_a_null_valid_until(parties: Parties) -> None:
+def test_a_mandate_without_end_has_no_valid_until(parties: Parties) -> None:
+    """VC Data Model 2.0: validUntil is a date-time or absent; a null is not a value."""
     credential = mandate(parties, valid_until=None, action=None, evidences=[])
-    assert credential["validUntil"] is None
+    assert "validUntil" not in credential
     verify_mandate(credential, parties.resolver, now=NOW)
+    ended = {**credential, "validUntil": "2099-01-01T00:00:00Z"}
+    with pytest.raises(InvalidSignature):  # an end added afterwards breaks the proof
+        verify_mandate(ended, parties.resolver, now=NOW)
 
 
 def test_to_standard_and_from_standard_round_trip(parties: Parties) -> None:

@@ -1,0 +1,145 @@
+"""Older API versions spoken around each handler, and query parameters checked against the route.
+
+``VersionedRoute`` is the route class of the integrators' API routers. The signature middleware
+has already authenticated the caller and resolved the version it is served in (CONTRACT 10); the
+route then:
+
+1. walks the query parameters and the JSON body of an older version forward to the newest shape
+   (``wire.versioning.upgrade_query`` / ``upgrade_request``), so handlers know only the newest;
+2. refuses, with a 400 naming them, query parameters the route does not take: a filter the
+   service does not know is never silently ignored (a list would otherwise answer everything);
+3. walks a JSON answer back to the caller's version's shape and status code
+   (``wire.versioning.render`` / ``status_in``). An answer is a success, or a verification's
+   denial (a 403 carrying its ``decision``); error bodies are the same in every version.
+
+The resource a change names is the route's name (its handler's function name), so both paths of
+an aliased route (``/credential/vp/{id}`` and ``/credential/{id}/presentation``) share changes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Coroutine
+from typing import Any
+from urllib.parse import parse_qsl, urlencode
+
+from fastapi import Request, Response
+from fastapi.dependencies.models import Dependant
+from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
+
+from api.deps import Caller
+from api.errors import ApiError
+from core.text import quote_input
+from wire import versioning
+
+MAX_QUERY_PARAMETERS = 50
+Handler = Callable[[Request], Coroutine[Any, Any, Response]]
+
+
+def query_names(dependant: Dependant) -> frozenset[str]:
+    """The query parameters a route takes, under the names a client sends (aliases)."""
+    found: set[str] = set()
+    pending = [dependant]
+    while pending:
+        current = pending.pop()
+        found.update(p.alias for p in current.query_params)
+        pending.extend(current.dependencies)
+    return frozenset(found)
+
+
+class VersionedRoute(APIRoute):
+    def get_route_handler(self) -> Handler:
+        handle = super().get_route_handler()
+        resource = self.name
+        known = query_names(self.dependant)
+
+        async def versioned(request: Request) -> Response:
+            caller: Caller | None = request.scope.get("state", {}).get("caller")
+            if caller is None:  # a public route (DID documents, status lists)
+                return await handle(request)
+            version = caller.api_version
+            changes = versioning.newer_than(resource, version)
+            query = parse_qsl(
+                request.scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True
+            )
+            if len(query) > MAX_QUERY_PARAMETERS:
+                raise ApiError(400, f"At most {MAX_QUERY_PARAMETERS} query parameters")
+            if changes:
+                request = await _upgraded(request, resource, version, changes, query)
+                query = _query(request.scope["query_string"])
+            unknown = sorted({name for name, _ in query if name not in known})
+            if unknown:
+                takes = ", ".join(sorted(known)) or "none"
+                named = ", ".join(quote_input(name) for name in unknown)
+                raise ApiError(400, f"Unknown query parameter(s) {named}: this operation takes {takes}")
+            response = await handle(request)
+            if not any(c.to_previous or c.status_to_previous for c in changes):
+                return response
+            return _downgraded(response, resource, version, changes)
+
+        return versioned
+
+
+async def _upgraded(
+    request: Request,
+    resource: str,
+    version: str,
+    changes: list[versioning.VersionChange],
+    query: versioning.Query,
+) -> Request:
+    """The request in the newest shape: its query string, and its JSON body when it has one."""
+    scope = dict(request.scope)
+    upgraded = versioning.upgrade_query(resource, query, version, changes)
+    scope["query_string"] = urlencode(upgraded).encode()
+    body = await request.body()
+    if body and any(c.request_from_previous for c in changes):
+        parsed = _json(body)
+        if isinstance(parsed, dict):
+            body = _encode(versioning.upgrade_request(resource, parsed, version, changes))
+            scope["headers"] = [
+                (k, str(len(body)).encode() if k == b"content-length" else v) for k, v in scope["headers"]
+            ]
+    sent = False
+
+    async def receive() -> dict[str, Any]:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return {"type": "http.disconnect"}
+
+    return Request(scope, receive)
+
+
+def _downgraded(
+    response: Response, resource: str, version: str, changes: list[versioning.VersionChange]
+) -> Response:
+    if not isinstance(response, JSONResponse):
+        return response
+    parsed = _json(bytes(response.body))
+    answer = response.status_code < 300 or (response.status_code == 403 and "decision" in (parsed or {}))
+    if not isinstance(parsed, dict) or not answer:
+        return response
+    headers = {k: v for k, v in response.headers.items() if k not in ("content-length", "content-type")}
+    return JSONResponse(
+        versioning.render(resource, parsed, version, changes),
+        status_code=versioning.status_in(resource, response.status_code, version, changes),
+        headers=headers,
+        background=response.background,
+    )
+
+
+def _query(raw: bytes) -> versioning.Query:
+    return parse_qsl(raw.decode("latin-1"), keep_blank_values=True)
+
+
+def _json(body: bytes) -> Any:
+    try:
+        return json.loads(body)
+    except ValueError:
+        return None  # not JSON: left for FastAPI to refuse as such
+
+
+def _encode(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()

@@ -1,0 +1,113 @@
+"""Routes the public SDK calls beside SPEC.md's (issue 16, items 2 and 3): an action's versions,
+DID resolution, a credential's checked audit events, the routes not offered (a 404 naming them),
+and query parameters a route does not take (a 400 naming them, never silently ignored)."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+from sqlalchemy import Engine, update
+from temporalio.client import Client
+
+from api.routes.not_offered import NOT_OFFERED
+from core.settings import Settings
+from store.tables import AuditRecord
+from tests.support.audit_helpers import tamper
+from tests.support.helpers import SignedClient, assert_error_shape
+from tests.support.mandate_helpers import issued_mandate
+from tests.support.presentations import presented, verify
+from trust.did import web_organization_did
+
+
+async def test_a_filter_the_list_does_not_know_is_refused_by_name(api: SignedClient) -> None:
+    for query in ("subject=fred%40example.com", "entityType=request", "contact=x%40example.com&frobnicate=1"):
+        body = assert_error_shape(await api.get(f"/request?{query}"), 400)
+        unknown = query.split("=")[0] if "frobnicate" not in query else "frobnicate"
+        assert f"'{unknown}'" in str(body["message"]) or unknown in str(body["message"]), body
+        assert "pageIndex" in str(body["message"])  # says what the operation takes
+    body = assert_error_shape(await api.get("/activity?entityId=abc"), 400)
+    assert "entityId" in str(body["message"])
+    ok = await api.get("/request?contact=x%40example.com&pageSize=5")
+    assert ok.status_code == 200, ok.text
+    assert ok.json() == {"data": [], "totalPages": 0}
+
+
+async def test_an_actions_versions_are_listed_with_their_action(api: SignedClient) -> None:
+    [action] = (await api.get("/actions")).json()["data"]
+    got = await api.get(f"/actions/version/{quote(action['id'], safe='')}")
+    assert got.status_code == 200, got.text
+    body = got.json()
+    assert body["totalPages"] == 1
+    assert [v["id"] for v in body["data"]] == [v["id"] for v in action["versions"]]
+    assert all(v["actionId"] == action["id"] for v in body["data"])
+    assert {k: v for k, v in body["data"][0].items() if k != "actionId"} == action["versions"][0]
+    assert_error_shape(await api.get("/actions/version/not-an-urn"), 400)
+    missing = "urn:via:action:00000000-0000-4000-8000-000000000000"
+    assert_error_shape(await api.get(f"/actions/version/{missing}"), 404)
+
+
+async def test_dids_the_service_can_resolve_and_those_it_cannot(
+    api: SignedClient, settings: Settings
+) -> None:
+    org_did = web_organization_did(settings.public_url, api.creds.organization_id)
+    got = await api.get(f"/did/resolve/{quote(org_did, safe='')}")
+    assert got.status_code == 200, got.text
+    direct = await api.get(f"/orgs/{api.creds.organization_id}/did.json")
+    assert got.json() == direct.json() and got.json()["id"] == org_did
+    did_key = "did:key:z6MkiTBz1ymuepAQ4HEHYSF1H8quG5GLVVQR3djdX3mDooWp"  # W3C did:key test vector
+    keyed = await api.get(f"/did/resolve/{did_key}")
+    assert keyed.status_code == 200 and keyed.json()["id"] == did_key
+    assert keyed.json()["verificationMethod"][0]["publicKeyMultibase"] == did_key.removeprefix("did:key:")
+    elsewhere = assert_error_shape(await api.get("/did/resolve/did:web:example.com"), 404)
+    assert "resolves its own did:web DIDs" in str(elsewhere["message"])
+    for bad in ("not-a-did", "did:key:z6Mkxyz", "did:" + "a" * 600):
+        assert_error_shape(await api.get(f"/did/resolve/{quote(bad, safe='')}"), 400)
+
+
+async def test_a_credentials_events_are_checked_and_a_tampered_one_shows(
+    api: SignedClient, temporal: Client, worker: None, engine: Engine
+) -> None:
+    mandate = await issued_mandate(api, temporal)
+    vp = await presented(api, mandate["id"])
+    allowed = await verify(api, vp["presentation"], {"amount": 10, "payee": "landlord"})
+    assert allowed.status_code == 200, allowed.text
+    path = f"/credential/{quote(mandate['id'], safe='')}/events"
+    got = await api.get(path)
+    assert got.status_code == 200, got.text
+    body: dict[str, Any] = got.json()
+    assert body["credentialId"] == mandate["id"] and body["ok"] is True and "reason" not in body
+    types = [e["type"] for e in body["events"]]
+    # the decision names the credential by its id, the rest by the mandate URN: both are found
+    assert types == ["HUMAN_DECISION_ACCEPT", "MANDATE_ISSUED", "VP_ISSUED", "VERIFY_ACCEPT"], types
+    assert body["eventCount"] == 4
+    assert [e["seq"] for e in body["events"]] == sorted(e["seq"] for e in body["events"])
+    assert all(e["contentValid"] and e["signatureValid"] and e["chainLinkValid"] for e in body["events"])
+
+    vp_record = body["events"][2]["id"]
+    tamper(
+        engine,
+        update(AuditRecord)
+        .where(AuditRecord.id == vp_record)
+        .values(actor="apiKey:someone-else"),
+    )
+    tampered = (await api.get(path)).json()
+    assert tampered["ok"] is False and vp_record in tampered["reason"]
+    edited = tampered["events"][2]
+    assert (edited["contentValid"], edited["signatureValid"], edited["chainLinkValid"]) == (
+        False,
+        False,
+        True,
+    )
+    assert all(e["contentValid"] for i, e in enumerate(tampered["events"]) if i != 2)
+    assert_error_shape(await api.get("/credential/urn%3Avia%3Amandate%3Anope/events"), 400)
+    assert_error_shape(await api.get("/credential/0123456789abcdef01234567/events"), 404)
+
+
+@pytest.mark.parametrize(("method", "path", "instead"), NOT_OFFERED)
+async def test_routes_not_offered_say_so(api: SignedClient, method: str, path: str, instead: str) -> None:
+    concrete = path.replace("{evidenceId}", "0123456789abcdef01234567")
+    resp = await (api.get(concrete) if method == "GET" else api.post(concrete, {}))
+    body = assert_error_shape(resp, 404)
+    assert f"{method} {path} is not offered by this service" in str(body["message"])
