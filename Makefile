@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install run test lint typecheck unit browser bench clean
+.PHONY: install run test lint typecheck unit browser bench clean sdk
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
@@ -13,7 +13,21 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	@touch $(STAMP)
 
-install: $(STAMP)
+# The published Python SDK's releases that integrators run against this service (tests/sdk): each in
+# a directory of its own (two releases share module names, so never both on one sys.path), without
+# its dependencies (the dev extras hold them), once (a stamp per release).
+SDK_DIR      := $(VENV)/sdk
+SDK_RELEASES := 1.0.5 1.2.0
+SDK_STAMPS   := $(foreach v,$(SDK_RELEASES),$(SDK_DIR)/humanos-$(v)/.installed-stamp)
+
+$(SDK_DIR)/humanos-%/.installed-stamp: | $(STAMP)
+	rm -rf $(SDK_DIR)/humanos-$*
+	$(PY) -m pip install --quiet --no-deps --target $(SDK_DIR)/humanos-$* humanos==$*
+	@touch $@
+
+sdk: $(SDK_STAMPS)
+
+install: $(STAMP) $(SDK_STAMPS)
 
 run: $(STAMP)
 	$(PY) -m cli.devstack
@@ -47,7 +61,7 @@ browser:
 # Half again as many workers as cores: about a third of the suite's time is spent waiting (Temporal
 # timers, child processes, the browser), and a third worker fills it (2 cores: 4 min -> 3.5 min).
 PYTEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; n = os.cpu_count() or 1; print(n + (n + 1) // 2)')
-unit: $(STAMP) browser
+unit: $(STAMP) $(SDK_STAMPS) browser
 	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadscope
 
 test: lint typecheck unit

@@ -31,7 +31,7 @@ from fastapi.routing import APIRoute
 from api.deps import Caller
 from api.errors import ApiError
 from core.text import quote_input
-from wire import versioning
+from wire import version_changes, versioning  # noqa: F401 (version_changes registers them)
 
 MAX_QUERY_PARAMETERS = 50
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
@@ -115,7 +115,7 @@ async def _upgraded(
 def _downgraded(
     response: Response, resource: str, version: str, changes: list[versioning.VersionChange]
 ) -> Response:
-    if not isinstance(response, JSONResponse):
+    if not response.headers.get("content-type", "").startswith("application/json"):
         return response
     parsed = _json(bytes(response.body))
     answer = response.status_code < 300 or (response.status_code == 403 and "decision" in (parsed or {}))

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from dataclasses import replace
 
 from core.actors import Actor
 from core.text import unsafe_characters
 from services.context import Context
 from services.errors import Invalid
-from store import audit_queries
+from store import audit_queries, revocation
 from store.audit import ChainCheck
 from store.tables import AuditRecord
 
@@ -20,7 +21,18 @@ from store.tables import AuditRecord
 async def activity(
     ctx: Context, org_id: str, where: audit_queries.ActivityFilter, page_index: int, page_size: int
 ) -> tuple[Sequence[AuditRecord], int]:
-    """A page of the organization's records, newest first, and how many pages there are."""
+    """A page of the organization's records, newest first, and how many pages there are. A
+    credential named by its id also finds the records that name it by its mandate URN, and the
+    other way round."""
+    if where.credential_id:
+        found = revocation.parse_reference(where.credential_id)
+        record = None
+        if found is not None:
+            record = await asyncio.to_thread(revocation.find_credential, ctx.engine, org_id, found)
+        if record is not None:
+            cred = record.credential
+            aliases = tuple(i for i in (cred.id, cred.mandate_id) if i and i != where.credential_id)
+            where = replace(where, credential_aliases=aliases)
     return await asyncio.to_thread(
         audit_queries.activity_page, ctx.engine, org_id, where, page_index, page_size
     )

@@ -31,7 +31,7 @@ from store import mandates as store
 from store.audit import RecordCheck
 from store.db import run_db, utcnow
 from store.mandates import REVOCATION, Draft, IssuanceFailed, Issued, NotIssuable, Signed
-from store.tables import AuditRecord, Subject, Verification
+from store.tables import AuditRecord, Decision, Subject, Verification
 from trust import credentials as vc
 from trust import jcs, receipts
 from trust.context import context_url
@@ -255,21 +255,38 @@ def _sign(settings: Settings, key: Ed25519KeyPair, now: datetime, draft: Draft) 
 
 def _evidences(settings: Settings, draft: Draft) -> list[dict[str, str]]:
     """One evidence item per decision: its JCS form, where it is kept."""
-    request, cred = draft.request, draft.credential
+    request = draft.request
     location = f"{settings.public_url.rstrip('/')}/request/{request.id}"
     evidences = []
-    for subject, decision in draft.acceptances:
-        record = {
-            "id": decision.id,
-            "subject": web_subject_did(settings.public_url, subject.id),
-            "credential": cred.id,
-            "accepted": True,
-            "channel": decision.channel,
-            "surface": decision.surface,
-            "decidedAt": decision.decided_at.isoformat().replace("+00:00", "Z"),
-        }
-        evidences.append(vc.evidence_entry(decision.id, jcs.canonicalize(record), location))
+    for _, decision in draft.acceptances:
+        evidences.append(vc.evidence_entry(decision.id, _evidence_text(settings, decision), location))
     return evidences
+
+
+def _evidence_text(settings: Settings, decision: Decision) -> bytes:
+    """What a mandate's evidence item commits to (its digestSRI): the JCS form of the acceptance."""
+    record = {
+        "id": decision.id,
+        "subject": web_subject_did(settings.public_url, decision.subject_id),
+        "credential": decision.credential_id,
+        "accepted": True,
+        "channel": decision.channel,
+        "surface": decision.surface,
+        "decidedAt": decision.decided_at.isoformat().replace("+00:00", "Z"),
+    }
+    return jcs.canonicalize(record)
+
+
+async def evidence(ctx: Context, org_id: str, raw_id: str) -> bytes:
+    """The text an evidence item of one of the organization's mandates commits to, by its id (a
+    decision URN): ``NotFound`` for a decision that is no acceptance of the organization's."""
+    decision_id = unquote(raw_id) if "%" in raw_id else raw_id
+    if len(decision_id) > 64 or not decision_id.startswith("urn:via:decision:"):
+        raise Invalid(f"evidenceId {shown(raw_id)} is not an evidence id (urn:via:decision:<uuid>)")
+    found = await asyncio.to_thread(store.accepted_decision, ctx.engine, org_id, decision_id)
+    if found is None:
+        raise NotFound(f"Evidence {shown(raw_id)} not found")
+    return _evidence_text(ctx.settings, found)
 
 
 def _status_entry(settings: Settings, list_id: str, index: int) -> dict[str, Any]:

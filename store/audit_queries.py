@@ -37,6 +37,7 @@ class ActivityFilter:
     types: Sequence[str] = ()
     request_id: str | None = None
     credential_id: str | None = None
+    credential_aliases: tuple[str, ...] = ()  # the same credential's other id (its URN, or its id)
     date_from: datetime | None = None
     date_to: datetime | None = None
 
@@ -51,7 +52,8 @@ def activity_page(
     if where.request_id:
         conditions.append(col(AuditRecord.request_id) == where.request_id)
     if where.credential_id:
-        conditions.append(col(AuditRecord.credential_id) == where.credential_id)
+        ids = [where.credential_id, *where.credential_aliases]
+        conditions.append(col(AuditRecord.credential_id).in_(ids))
     if where.date_from:
         conditions.append(col(AuditRecord.created_at) >= where.date_from)
     if where.date_to:

@@ -26,7 +26,7 @@ from sqlmodel import Session, col, select
 
 from core.kinds import OPEN_CREDENTIAL_STATUSES, CredentialStatus
 from store import audit
-from store.db import utcnow, write_session
+from store.db import read_session, utcnow, write_session
 from store.tables import (
     ActionVersion,
     Credential,
@@ -223,3 +223,21 @@ def _allocate_status_entry(session: Session, now: datetime) -> tuple[str, int]:
     session.add(current)
     session.flush()
     return current.id, (position * STRIDE) % current.length
+
+
+def accepted_decision(engine: Engine, org_id: str, decision_id: str) -> Decision | None:
+    """An acceptance of a credential of the organization's requests, by its id."""
+    with read_session(engine) as session:
+        row = session.execute(
+            select(Decision)
+            .join(Credential, col(Credential.id) == col(Decision.credential_id))
+            .join(CredentialRequest, col(CredentialRequest.id) == col(Credential.request_id))
+            .where(
+                col(Decision.id) == decision_id,
+                col(Decision.accepted).is_(True),
+                col(CredentialRequest.organization_id) == org_id,
+            )
+        ).scalar_one_or_none()
+        if row is not None:
+            session.expunge(row)
+        return row

@@ -99,6 +99,7 @@ class CredentialEventOut(BaseModel):
     seq: int = Field(description="Its place in the organization's chain")
     createdAt: str
     actor: str | None = None
+    issuer: str = Field(description="The DID whose key signed the record (the service's)")
     hash: str = Field(description="hex SHA-256 of the JCS form of the record, proof included")
     contentValid: bool = Field(description="The record's content matches its hash")
     signatureValid: bool = Field(description="Signed by the service's key, and the signature verifies")

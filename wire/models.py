@@ -306,6 +306,8 @@ class SubjectListItem(BaseModel):
     did: str
     internalId: str | None
     name: str | None
+    identityStatus: str  # beside SPEC.md's four: a list shows where each subject's identity stands
+    kyc: str
 
 
 class CredentialListItem(BaseModel):
@@ -387,3 +389,4 @@ class ActionEnvelope(BaseModel):
 
 class ActionList(BaseModel):
     data: list[ActionOut]
+    totalPages: int

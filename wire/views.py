@@ -96,6 +96,8 @@ def request_list_item(settings: Settings, bundle: RequestBundle) -> RequestListI
                 did=web_subject_did(settings.public_url, s.id),
                 internalId=link.internal_id,
                 name=None,
+                identityStatus=s.identity_status,
+                kyc=s.kyc,
             )
             for link, s in bundle.subjects
         ],

@@ -14,7 +14,7 @@ from urllib.parse import quote
 from core.settings import Settings
 from store.requests import RequestBundle
 from trust.did import web_service_did, web_subject_did
-from wire import versioning
+from wire import version_changes, versioning  # noqa: F401 (version_changes registers them)
 from wire.models import iso
 from wire.views import request_out
 
@@ -50,6 +50,11 @@ def _envelope(
     return event
 
 
+def _in_version(event: dict[str, Any]) -> dict[str, Any]:
+    """The payload in the organization's pinned version's shape (``wire.version_changes``)."""
+    return versioning.render(f"webhook:{event['eventType']}", event, event["api_version"])
+
+
 def _user(settings: Settings, bundle: RequestBundle, subject_id: str) -> dict[str, Any]:
     [(link, subject)] = [(lk, s) for lk, s in bundle.subjects if s.id == subject_id]
     user: dict[str, Any] = {
@@ -80,7 +85,7 @@ def otp_failed_event(
     )
     resend = f"{settings.public_url.rstrip('/')}/request/resend/{req.id}?id={quote(user['id'], safe='')}"
     event["otp"] = {"resendEndpoint": resend, "error": {"code": code, "message": message}}
-    return event
+    return _in_version(event)
 
 
 def identity_event(
@@ -111,7 +116,7 @@ def identity_event(
         decision["message"] = message
     decision["date"] = iso(date)
     event["decision"] = decision
-    return event
+    return _in_version(event)
 
 
 def credential_event(
@@ -133,7 +138,7 @@ def credential_event(
     )
     event["credential"] = request_out(settings, bundle).credentials[position].model_dump(mode="json")
     event["decision"] = {"action": "accept" if accepted else "reject", "date": iso(decided_at)}
-    return event
+    return _in_version(event)
 
 
 def sample_event(settings: Settings, api_version: str, event_id: str, created_at: datetime) -> dict[str, Any]:
@@ -141,4 +146,4 @@ def sample_event(settings: Settings, api_version: str, event_id: str, created_at
     user = {"contact": "test@example.com", "id": web_subject_did(settings.public_url, TEST_SUBJECT)}
     event = _envelope(event_id, "test", TEST_REQUEST_ID, None, settings, user, api_version, created_at)
     event["message"] = TEST_MESSAGE
-    return event
+    return _in_version(event)

@@ -7,9 +7,10 @@ command); drafts are never shown here, and an action with no published version i
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+import math
+from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 
 from api.deps import CallerDep, ServicesDep
@@ -65,11 +66,30 @@ def _render(action: ActionOut, version: str) -> dict[str, Any]:
 
 
 @router.get("/actions", response_model=ActionList, responses=ERRORS)
-async def list_actions(caller: CallerDep, services: ServicesDep) -> Any:
+async def list_actions(
+    caller: CallerDep,
+    services: ServicesDep,
+    pageIndex: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+    pageSize: Annotated[int, Query(ge=5, le=100)] = 100,
+    search: Annotated[str | None, Query(max_length=100, description="In the name, any case")] = None,
+    active: Annotated[
+        bool | None, Query(description="Every listed action has a published version: false lists none")
+    ] = None,
+) -> Any:
     """The organization's actions that have a published version, oldest first, each with its
     published versions in ascending number; `currentVersion` is the one `POST /request` pins."""
     views = await asyncio.to_thread(store.list_actions, services.engine, caller.organization_id)
-    return JSONResponse({"data": [_render(action_out(v), caller.api_version) for v in views]})
+    if search:
+        views = [v for v in views if search.casefold() in v.action.name.casefold()]
+    if active is False:
+        views = []
+    page = views[pageIndex * pageSize : (pageIndex + 1) * pageSize]
+    return JSONResponse(
+        {
+            "data": [_render(action_out(v), caller.api_version) for v in page],
+            "totalPages": math.ceil(len(views) / pageSize),
+        }
+    )
 
 
 async def _published(services: ServicesDep, caller: CallerDep, action_id: str) -> store.ActionView:
@@ -89,9 +109,21 @@ async def get_action(actionId: str, caller: CallerDep, services: ServicesDep) ->
 
 
 @router.get("/actions/version/{actionId}", response_model=ActionVersionPage, responses=ERRORS)
-async def list_action_versions(actionId: str, caller: CallerDep, services: ServicesDep) -> Any:
-    """An action's published versions in ascending number, each naming its action (`actionId`);
-    one page holds them all (`totalPages` is 1)."""
+async def list_action_versions(
+    actionId: str,
+    caller: CallerDep,
+    services: ServicesDep,
+    pageIndex: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+    pageSize: Annotated[int, Query(ge=5, le=100)] = 100,
+) -> Any:
+    """A page of an action's published versions in ascending number, each naming its action
+    (`actionId`)."""
     view = await _published(services, caller, actionId)
     versions = _render(action_out(view), caller.api_version)["versions"]
-    return JSONResponse({"data": [{**v, "actionId": view.action.id} for v in versions], "totalPages": 1})
+    page = versions[pageIndex * pageSize : (pageIndex + 1) * pageSize]
+    return JSONResponse(
+        {
+            "data": [{**v, "actionId": view.action.id} for v in page],
+            "totalPages": math.ceil(len(versions) / pageSize),
+        }
+    )

@@ -142,6 +142,19 @@ def sheet_of(
     )
 
 
+@router.get(
+    "/credential/evidence/{evidenceId}",
+    response_class=Response,
+    responses={**ERRORS, 200: {"content": {"text/plain": {}}}},
+)
+async def credential_evidence(evidenceId: str, caller: CallerDep, services: ServicesDep) -> Response:
+    """An evidence item of a mandate, by its id (a decision URN): the exact text its `digestSRI`
+    covers, the JCS form of the subject's acceptance. Served as text, byte for byte: a client
+    that parsed and re-serialized the JSON would no longer match the digest."""
+    text = await mandates.evidence(services, caller.organization_id, evidenceId)
+    return Response(text, media_type="text/plain; charset=utf-8")
+
+
 @router.get("/credential/{credentialId}/events", response_model=CredentialEventsOut, responses=ERRORS)
 async def credential_events(credentialId: str, caller: CallerDep, services: ServicesDep) -> Any:
     """The credential's audit records (issuance, revocation, VPs, verifications) in chain order,
@@ -155,6 +168,7 @@ async def credential_events(credentialId: str, caller: CallerDep, services: Serv
             seq=row.seq,
             createdAt=document_of(row)["createdAt"],
             actor=row.actor,
+            issuer=str((row.proof or {}).get("verificationMethod", "")).split("#", 1)[0],
             hash=row.hash,
             contentValid=check.content_valid,
             signatureValid=check.signature_valid,

@@ -23,7 +23,6 @@ NOT_OFFERED: tuple[tuple[str, str, str], ...] = (
     ("GET", "/intelligence/action", "the activity trail (GET /activity) holds these events"),
     ("GET", "/intelligence/snapshot", "the activity trail (GET /activity) holds these events"),
     ("GET", "/intelligence/window", "the activity trail (GET /activity) holds these events"),
-    ("GET", "/credential/evidence/{evidenceId}", "evidence files are not kept apart from credentials"),
 )
 
 

@@ -63,7 +63,7 @@ async def test_list_shows_published_versions_only(api: SignedClient, engine: Eng
 
     resp = await api.get("/actions")
     assert resp.status_code == 200, resp.text
-    assert set(resp.json()) == {"data"}
+    assert set(resp.json()) == {"data", "totalPages"} and resp.json()["totalPages"] == 1
     listed = {a["id"]: a for a in resp.json()["data"]}
     assert draft_only.id not in listed
     item = listed[action_id]

@@ -236,7 +236,11 @@ async def test_activity_pages_and_filters(
         "MANDATE_ISSUED",
     }
     by_mandate = (await api.get("/activity", params={"credentialId": first.mandate_id})).json()
-    assert [r["type"] for r in by_mandate["data"]] == ["VP_ISSUED", "MANDATE_ISSUED"]
+    # the mandate's URN also finds the decision, which names the credential by its id
+    assert [r["type"] for r in by_mandate["data"]] == ["VP_ISSUED", "MANDATE_ISSUED", "HUMAN_DECISION_ACCEPT"]
+    credential_id = by_mandate["data"][-1]["credentialId"]
+    by_id = (await api.get("/activity", params={"credentialId": credential_id})).json()
+    assert by_id["data"] == by_mandate["data"] and credential_id != first.mandate_id
     today = utcnow().date().isoformat()
     dated = (await api.get("/activity", params={"dateFrom": today, "dateTo": today})).json()
     assert len(dated["data"]) == 7

@@ -396,8 +396,22 @@ async def test_list_item_shape(api: SignedClient) -> None:
         "status": "PENDING",
     }
     assert item["subjects"] == [
-        {"contact": "ana@example.com", "did": data["subjects"][0]["id"], "internalId": "sub-a", "name": None},
-        {"contact": "+351912345678", "did": data["subjects"][1]["id"], "internalId": None, "name": None},
+        {
+            "contact": "ana@example.com",
+            "did": data["subjects"][0]["id"],
+            "internalId": "sub-a",
+            "name": None,
+            "identityStatus": data["subjects"][0]["identityStatus"],
+            "kyc": data["subjects"][0]["kyc"],
+        },
+        {
+            "contact": "+351912345678",
+            "did": data["subjects"][1]["id"],
+            "internalId": None,
+            "name": None,
+            "identityStatus": data["subjects"][1]["identityStatus"],
+            "kyc": data["subjects"][1]["kyc"],
+        },
     ]
     assert [set(c) for c in item["credentials"]] == [
         {"id", "resourceType", "status", "name", "internalId"}

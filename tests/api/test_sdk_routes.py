@@ -88,9 +88,7 @@ async def test_a_credentials_events_are_checked_and_a_tampered_one_shows(
     vp_record = body["events"][2]["id"]
     tamper(
         engine,
-        update(AuditRecord)
-        .where(AuditRecord.id == vp_record)
-        .values(actor="apiKey:someone-else"),
+        update(AuditRecord).where(AuditRecord.id == vp_record).values(actor="apiKey:someone-else"),
     )
     tampered = (await api.get(path)).json()
     assert tampered["ok"] is False and vp_record in tampered["reason"]

@@ -335,3 +335,32 @@ def test_registered_changes_are_well_formed() -> None:
     assert versioning.VERSIONS == sorted(set(versioning.VERSIONS))
     for change in versioning.CHANGES:
         assert change.version in versioning.VERSIONS[1:] and change.name and change.resource
+
+
+def test_every_change_names_a_real_operation_or_event(settings: Settings) -> None:
+    """A change registered on a misspelled route name would silently never apply."""
+    from fastapi.routing import APIRoute
+
+    from api.app import create_app
+    from wire import version_changes
+
+    app = create_app(settings)
+    try:
+        names = {r.name for r in app.routes if isinstance(r, APIRoute)}
+        for router_module in ("requests", "actions", "presentations", "mandates", "activity", "identity"):
+            module = __import__(f"api.routes.{router_module}", fromlist=["router"])
+            names |= {r.name for r in module.router.routes if isinstance(r, APIRoute)}
+        events = {"webhook:credential", "webhook:identity", "webhook:otp.failed", "webhook:test"}
+        assert version_changes.CHANGES is versioning.CHANGES
+        for change in versioning.CHANGES:
+            resources = (change.resource,) if isinstance(change.resource, str) else change.resource
+            for resource in resources:
+                assert resource in names | events, (change.name, resource)
+            assert (
+                change.to_previous
+                or change.status_to_previous
+                or change.request_from_previous
+                or (change.query_from_previous)
+            ), change.name
+    finally:
+        app.state.services.engine.dispose()
