@@ -28,6 +28,7 @@ from fastapi.dependencies.models import Dependant
 from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 
+from api.auth import replay_body
 from api.deps import Caller
 from api.errors import ApiError
 from core.text import quote_input
@@ -100,16 +101,7 @@ async def _upgraded(
             scope["headers"] = [
                 (k, str(len(body)).encode() if k == b"content-length" else v) for k, v in scope["headers"]
             ]
-    sent = False
-
-    async def receive() -> dict[str, Any]:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return {"type": "http.disconnect"}
-
-    return Request(scope, receive)
+    return Request(scope, replay_body(body, request.receive))
 
 
 def _downgraded(

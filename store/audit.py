@@ -310,19 +310,12 @@ def _problem(
             f"seq {row.seq} where {expected_seq} was expected: a record before it is missing, "
             f"or the records were reordered"
         )
-    if row.prev_hash != prev_hash:
+    check = check_record(row, prev_hash, resolver, issuer_did, earlier_issuer)
+    if not check.link_valid:
         return "prevHash is not the hash of the record before it (a record was changed, removed or moved)"
-    document = document_of(row)
-    if record_hash(document) != row.hash:
+    if not check.content_valid:
         return "its content does not match its hash (the record was edited)"
-    method = str((row.proof or {}).get("verificationMethod", ""))
-    if method.split("#", 1)[0] != issuer_did and not earlier_issuer(method):
-        return f"signed by {method or 'nobody'}, not by the service {issuer_did}"
-    try:
-        verify_document(document, resolver, proof_purpose=ASSERTION_METHOD)
-    except ProofError as exc:
-        return f"its signature does not verify ({exc.code})"
-    return None
+    return check.signature_problem
 
 
 @dataclass(frozen=True)
@@ -330,8 +323,13 @@ class RecordCheck:
     """What one record proves on its own and against the record before it in its chain."""
 
     content_valid: bool  # its content matches its hash
-    signature_valid: bool  # signed by the service (now or under an earlier public URL), and verifies
+    signature_problem: str | None  # why it is not signed by the service, or does not verify
     link_valid: bool  # prevHash is the hash of the record before it
+
+    @property
+    def signature_valid(self) -> bool:
+        """Signed by the service (now or under an earlier public URL), and it verifies."""
+        return self.signature_problem is None
 
     @property
     def ok(self) -> bool:
@@ -346,18 +344,21 @@ def check_record(
     earlier_issuer: Callable[[str], bool] = lambda _: False,
 ) -> RecordCheck:
     """One record's own checks; ``prev_hash`` is the hash of the record at ``seq - 1`` (None for
-    the first record of a chain, or when that record is missing)."""
+    the first record of a chain, or when that record is missing). ``check_chain`` walks a chain
+    with it; ``GET /credential/{id}/events`` shows it per record."""
     document = document_of(row)
     method = str((row.proof or {}).get("verificationMethod", ""))
-    signed_by_us = method.split("#", 1)[0] == issuer_did or earlier_issuer(method)
-    try:
-        verify_document(document, resolver, proof_purpose=ASSERTION_METHOD)
-        verifies = True
-    except ProofError:
-        verifies = False
+    signature_problem = None
+    if method.split("#", 1)[0] != issuer_did and not earlier_issuer(method):
+        signature_problem = f"signed by {method or 'nobody'}, not by the service {issuer_did}"
+    else:
+        try:
+            verify_document(document, resolver, proof_purpose=ASSERTION_METHOD)
+        except ProofError as exc:
+            signature_problem = f"its signature does not verify ({exc.code})"
     return RecordCheck(
         content_valid=record_hash(document) == row.hash,
-        signature_valid=signed_by_us and verifies,
+        signature_problem=signature_problem,
         link_valid=row.prev_hash == prev_hash and (row.seq == 1) == (prev_hash is None),
     )
 

@@ -12,24 +12,24 @@ from typing import Any
 
 import pytest
 
+from core.secretbox import SecretCipher
 from tests.support.helpers import Credentials
 from tests.support.live_stack import LiveStack
 from tests.support.sdk import (
     RELEASE_105,
-    HookReceiver,
     Sdk,
     create_request,
     decide,
-    hook_receiver,
     message_to,
     new_contact,
     new_org,
     raw,
     read_request,
-    send_webhooks_to,
     typed_event,
+    wait_for_event,
 )
-from tests.support.webhook_helpers import create_test_event, deliver
+from tests.support.webhook_helpers import configure, create_test_event, deliver
+from tests.support.webhook_receiver import Receiver, receiving
 from trust.did import web_service_did
 
 
@@ -38,14 +38,16 @@ class Hooked:
     """An organization pinned to the release's version, its webhook sent to ``receiver``."""
 
     creds: Credentials
-    receiver: HookReceiver
+    receiver: Receiver
 
 
 @pytest.fixture(scope="module")
 def hooked(sdk: Sdk, live: LiveStack) -> Iterator[Hooked]:
     creds = new_org(live, sdk.release)
-    with hook_receiver() as receiver:
-        send_webhooks_to(live, creds, receiver)
+    with receiving(lambda _: 204) as receiver:
+        configure(
+            live.engine, SecretCipher(live.settings.master_key_bytes()), creds.organization_id, receiver
+        )
         yield Hooked(creds, receiver)
 
 
@@ -67,7 +69,7 @@ async def test_credential_event_of_an_acceptance(sdk: Sdk, live: LiveStack, hook
         live, hooked.creds, contacts=[{"contact": contact, "internalId": "subject-w"}], internalId="order-w"
     )
     await decide(live, request, contact, accept=True)
-    hook = await hooked.receiver.wait_for("credential", request["id"])
+    hook = await wait_for_event(hooked.receiver, "credential", request["id"])
     event = typed_event(sdk, hook, "CredentialEvent")
 
     envelope_ok(sdk, live, event, "credential", request["id"])
@@ -91,7 +93,9 @@ async def test_credential_event_of_a_rejection(sdk: Sdk, live: LiveStack, hooked
     contact = new_contact("hook")
     request = await create_request(live, hooked.creds, contacts=[contact])
     await decide(live, request, contact, accept=False)
-    event = typed_event(sdk, await hooked.receiver.wait_for("credential", request["id"]), "CredentialEvent")
+    event = typed_event(
+        sdk, await wait_for_event(hooked.receiver, "credential", request["id"]), "CredentialEvent"
+    )
 
     envelope_ok(sdk, live, event, "credential", request["id"])
     assert event.user.contact == contact
@@ -115,7 +119,9 @@ async def test_identity_event(sdk: Sdk, live: LiveStack, hooked: Hooked, success
         {"contact": contact, "success": success, "message": message},
     )
     assert reported.status_code == 200, reported.text
-    event = typed_event(sdk, await hooked.receiver.wait_for("identity", request["id"]), "IdentityEvent")
+    event = typed_event(
+        sdk, await wait_for_event(hooked.receiver, "identity", request["id"]), "IdentityEvent"
+    )
 
     envelope_ok(sdk, live, event, "identity", request["id"])
     assert event.user.contact == contact
@@ -135,7 +141,9 @@ async def test_otp_failed_event(sdk: Sdk, live: LiveStack, hooked: Hooked) -> No
     for _ in range(5):
         answer = await live.http.post(f"{message.link}/otp", data={"code": wrong})
         assert answer.status_code in (400, 403, 429), answer.status_code
-    event = typed_event(sdk, await hooked.receiver.wait_for("otp.failed", request["id"]), "OtpFailedEvent")
+    event = typed_event(
+        sdk, await wait_for_event(hooked.receiver, "otp.failed", request["id"]), "OtpFailedEvent"
+    )
 
     envelope_ok(sdk, live, event, "otp.failed", request["id"])
     assert event.user.contact == contact
@@ -147,7 +155,7 @@ async def test_test_event(sdk: Sdk, live: LiveStack, hooked: Hooked) -> None:
     """The dashboard's "send a test event"."""
     created = create_test_event(live.engine, live.settings, hooked.creds.organization_id)
     await deliver(live.temporal, live.settings.task_queue, created)
-    hook = await hooked.receiver.wait_for("test", "0" * 24)
+    hook = await wait_for_event(hooked.receiver, "test", "0" * 24)
     assert hook.event is not None and hook.event["id"] == created.id
     event = typed_event(sdk, hook, "TestEvent")
 

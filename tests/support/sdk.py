@@ -33,7 +33,6 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -42,15 +41,12 @@ import httpx
 import pytest
 
 from cli.devstack import EXAMPLE_ACTION_ID
-from core.secretbox import SecretCipher
 from store import orgs
-from store import webhooks as webhook_store
 from tests.support.helpers import Credentials
 from tests.support.journey_helpers import CODE_RE, LINK_RE, SESSION_RE
 from tests.support.live_stack import LiveStack
 from tests.support.smtp_server import text_of
-from tests.support.webhook_helpers import LOCAL
-from tests.support.webhook_receiver import ENCRYPTION_SECRET, SALT, SIGNATURE_SECRET, decrypt
+from tests.support.webhook_receiver import ENCRYPTION_SECRET, SALT, SIGNATURE_SECRET, Delivery, Receiver
 
 SDK_DIR = Path(sys.prefix) / "sdk"  # make install: $(VENV)/sdk/humanos-<version>
 SETUP_VERSION = "2026-11-01"  # what the set-up code below reads and sends
@@ -411,93 +407,30 @@ async def presentation(live: LiveStack, creds: Credentials, mandate_id: str) -> 
 # --- webhooks -------------------------------------------------------------------------------------
 
 
-@dataclass
-class Hook:
-    """One POST as received: every header and the raw body, for the release's process_webhook."""
-
-    headers: dict[str, str]
-    raw_body: bytes
-    event: dict[str, Any] | None  # decrypted by the test's own reader, to find the right one
-
-
-@dataclass
-class HookReceiver:
-    url: str = ""
-    hooks: list[Hook] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def add(self, headers: dict[str, str], raw_body: bytes) -> None:
-        try:
-            event: dict[str, Any] | None = decrypt(raw_body)[0]
-        except Exception:
-            event = None
-        with self.lock:
-            self.hooks.append(Hook(headers, raw_body, event))
-
-    def find(self, event_type: str, request_id: str) -> list[Hook]:
-        with self.lock:
-            return [
-                h
-                for h in self.hooks
-                if h.event is not None
-                and h.event.get("eventType") == event_type
-                and h.event.get("requestId") == request_id
-            ]
-
-    async def wait_for(self, event_type: str, request_id: str, seconds: float = 30.0) -> Hook:
-        hooks: list[Hook] = await until(
-            lambda: self.find(event_type, request_id),
-            f"a {event_type} event of request {request_id}",
-            seconds,
-        )
-        return hooks[0]
+def events_of(receiver: Receiver, event_type: str, request_id: str) -> list[Delivery]:
+    with receiver.lock:
+        return [
+            d
+            for d in receiver.deliveries
+            if d.event is not None
+            and d.event.get("eventType") == event_type
+            and d.event.get("requestId") == request_id
+        ]
 
 
-@contextmanager
-def hook_receiver() -> Iterator[HookReceiver]:
-    """A webhook endpoint on 127.0.0.1 answering 204 to every POST."""
-    receiver = HookReceiver()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # the http.server API names it so
-            raw_body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
-            receiver.add({k: v for k, v in self.headers.items()}, raw_body)
-            self.send_response(204)
-            self.send_header("Content-Length", "0")
-            self.end_headers()
-
-        def log_message(self, format: str, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    receiver.url = f"http://127.0.0.1:{server.server_address[1]}/hooks/humanos"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield receiver
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-def send_webhooks_to(live: LiveStack, creds: Credentials, receiver: HookReceiver) -> None:
-    """The organization's webhook: ``receiver``, with the test secrets (tests.support.webhook_receiver)."""
-    webhook_store.set_config(
-        live.engine,
-        SecretCipher(live.settings.master_key_bytes()),
-        creds.organization_id,
-        webhook_store.WebhookSettings(
-            url=receiver.url,
-            signature_secret=SIGNATURE_SECRET,
-            encryption_secret=ENCRYPTION_SECRET,
-            salt=SALT,
-        ),
-        LOCAL,
-        actor="operator:tests",
+async def wait_for_event(
+    receiver: Receiver, event_type: str, request_id: str, seconds: float = 30.0
+) -> Delivery:
+    """The first ``event_type`` event of ``request_id`` the receiver got (it may arrive later)."""
+    found: list[Delivery] = await until(
+        lambda: events_of(receiver, event_type, request_id),
+        f"a {event_type} event of request {request_id}",
+        seconds,
     )
+    return found[0]
 
 
-def typed_event(sdk: Sdk, hook: Hook, model: str) -> Any:
+def typed_event(sdk: Sdk, hook: Delivery, model: str) -> Any:
     """The webhook as the release's integrator reads it: ``process_webhook`` (signature, freshness,
     decryption), then ``WebhookCallEvent`` (the union of the event models) and ``model`` itself."""
     config = sdk.package.WebhookConfig(

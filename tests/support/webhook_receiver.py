@@ -42,6 +42,7 @@ class Delivery:
     event: dict[str, Any] | None  # None when the body did not decrypt
     key_order: list[str]
     host: str = ""  # the Host header
+    headers: dict[str, str] = field(default_factory=dict)  # every header, as an SDK's reader takes them
 
 
 def decrypt(
@@ -91,6 +92,7 @@ class Receiver:
                     event=event,
                     key_order=order,
                     host=headers.get("Host", ""),
+                    headers=dict(headers.items()),
                 )
             )
             return self.answer(len(self.deliveries))
