@@ -4,6 +4,8 @@ and query parameters a route does not take (a 400 naming them, never silently ig
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from typing import Any
 from urllib.parse import quote
 
@@ -12,8 +14,10 @@ from sqlalchemy import Engine, update
 from temporalio.client import Client
 
 from api.routes.not_offered import NOT_OFFERED
+from core.secretbox import SecretCipher
 from core.settings import Settings
 from store.tables import AuditRecord
+from tests.conftest import new_org
 from tests.support.audit_helpers import tamper
 from tests.support.helpers import SignedClient, assert_error_shape
 from tests.support.mandate_helpers import issued_mandate
@@ -109,3 +113,43 @@ async def test_routes_not_offered_say_so(api: SignedClient, method: str, path: s
     resp = await (api.get(concrete) if method == "GET" else api.post(concrete, {}))
     body = assert_error_shape(resp, 404)
     assert f"{method} {path} is not offered by this service" in str(body["message"])
+
+
+async def test_an_evidence_is_served_only_as_its_organizations_acceptance(
+    api: SignedClient,
+    temporal: Client,
+    worker: None,
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
+) -> None:
+    mandate = await issued_mandate(api, temporal)
+    [evidence] = mandate["w3cCredential"]["evidences"]
+    got = await api.get(f"/credential/evidence/{quote(evidence['id'], safe='')}")
+    assert got.status_code == 200 and got.headers["content-type"].startswith("text/plain")
+    digest = "sha256-" + base64.b64encode(hashlib.sha256(got.content).digest()).decode()
+    assert digest == evidence["digestSRI"]  # the bytes the signed credential commits to
+    other = SignedClient(api.http, new_org(engine, cipher, settings))
+    assert_error_shape(await other.get(f"/credential/evidence/{quote(evidence['id'], safe='')}"), 404)
+    for bad in ("not-an-urn", "urn:via:decision:" + "x" * 60, "..\\etc\\passwd"):
+        assert_error_shape(await api.get(f"/credential/evidence/{quote(bad, safe='')}"), 400)
+    # a path that climbs out matches no route at all: nothing is read for it
+    assert_error_shape(await api.get("/credential/evidence/..%2F..%2Fetc%2Fpasswd"), 404)
+    missing = "urn:via:decision:00000000-0000-4000-8000-000000000000"
+    assert_error_shape(await api.get(f"/credential/evidence/{missing}"), 404)
+
+
+async def test_too_many_query_parameters_are_refused(api: SignedClient) -> None:
+    flood = "&".join("securityLevel=CONTACT" for _ in range(51))
+    body = assert_error_shape(await api.get(f"/request?{flood}"), 400)
+    assert "At most 50 query parameters" in str(body["message"])
+
+
+async def test_an_encoded_presentation_that_does_not_decode_is_denied_as_malformed(
+    api: SignedClient,
+) -> None:
+    sent = await api.post(
+        "/credential/verify", {"presentationEncoded": "%%% not base64"}, headers={"API-Version": "2026-09-01"}
+    )
+    assert sent.status_code in (400, 403), sent.text
+    assert sent.json()["statusCode"] == sent.status_code and sent.json()["message"]
