@@ -4,7 +4,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: install run test lint typecheck unit browser bench clean sdk
+.PHONY: install run test lint typecheck unit browser bench clean sdk tools
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "Python 3.11+ is required"'
@@ -27,7 +27,22 @@ $(SDK_DIR)/humanos-%/.installed-stamp: | $(STAMP)
 
 sdk: $(SDK_STAMPS)
 
-install: $(STAMP) $(SDK_STAMPS)
+# openapi-python-client, which tests/api/test_openapi_client.py runs to generate a client from the
+# OpenAPI document: in a virtualenv of its own, since it pins typer below the version the project
+# uses. The generated client's own imports (httpx, attrs, python-dateutil) are in the dev extras.
+OPENAPI_CLIENT_VERSION := 0.29.1
+OPENAPI_CLIENT         := $(VENV)/tools/openapi-python-client
+TOOL_STAMPS            := $(OPENAPI_CLIENT)/.installed-stamp-$(OPENAPI_CLIENT_VERSION)
+
+$(TOOL_STAMPS): | $(STAMP)
+	rm -rf $(OPENAPI_CLIENT)
+	$(PYTHON) -m venv $(OPENAPI_CLIENT)
+	$(OPENAPI_CLIENT)/bin/python -m pip install --quiet openapi-python-client==$(OPENAPI_CLIENT_VERSION)
+	@touch $@
+
+tools: $(TOOL_STAMPS)
+
+install: $(STAMP) $(SDK_STAMPS) $(TOOL_STAMPS)
 
 run: $(STAMP)
 	$(PY) -m cli.devstack
@@ -61,7 +76,7 @@ browser:
 # Half again as many workers as cores: about a third of the suite's time is spent waiting (Temporal
 # timers, child processes, the browser), and a third worker fills it (2 cores: 4 min -> 3.5 min).
 PYTEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; n = os.cpu_count() or 1; print(n + (n + 1) // 2)')
-unit: $(STAMP) $(SDK_STAMPS) browser
+unit: $(STAMP) $(SDK_STAMPS) $(TOOL_STAMPS) browser
 	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadscope
 
 test: lint typecheck unit
@@ -70,6 +85,7 @@ bench: $(STAMP)
 	$(PY) -m bench.intake
 	$(PY) -m bench.trust
 	$(PY) -m bench.verify
+	$(PY) -m bench.webhook
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

@@ -23,6 +23,8 @@ from api.headers import SecurityHeadersMiddleware
 from api.health import readiness_answer
 from api.key_use import KeyUse
 from api.limits import JsonDepthMiddleware
+from api.openapi import DESCRIPTION, operation_id
+from api.openapi import install as install_openapi
 from api.routes import (
     actions,
     activity,
@@ -48,19 +50,6 @@ from store import audit
 from store.db import keep_files_private, make_engine
 
 log = logging.getLogger("mandatum.api")
-
-DESCRIPTION = """
-Mandatum asks people to approve credentials and mandates before software acts for them.
-
-Every call is signed: `Authorization: Bearer <apiKey>`, `X-Timestamp: <unix ms>` and
-`X-Signature: hex(HMAC-SHA256(secret, "<timestamp>.<body>"))` (the timestamp alone when the
-body is empty; `{}` counts as empty). Timestamps more than 5 minutes off are refused, and a
-signature is accepted once (a body-less GET signature may repeat among GETs only). An unknown,
-expired or revoked key answers `Invalid signature`, exactly like a wrong signature.
-
-Send `API-Version: YYYY-MM-DD` to pin a version; without it the organization's pinned version
-applies. Errors are `{statusCode, message, error}`; validation failures are 400.
-"""
 
 
 def create_app(settings: Settings | None = None, temporal: Client | None = None) -> FastAPI:
@@ -105,6 +94,7 @@ def create_app(settings: Settings | None = None, temporal: Client | None = None)
         lifespan=lifespan,
         docs_url=None,
         redoc_url=None,
+        generate_unique_id_function=operation_id,
         telemetry=telemetry_config(),  # spans only when tracing is on (core.observe.tracing)
     )
     app.state.services = services
@@ -113,6 +103,7 @@ def create_app(settings: Settings | None = None, temporal: Client | None = None)
     app.add_middleware(JsonDepthMiddleware)  # inside the signature check: it runs second
     app.add_middleware(SignedRequestMiddleware)
     app.add_middleware(SecurityHeadersMiddleware, hsts=production)  # outermost: every answer
+    install_openapi(app)
     install_docs(app)
     app.include_router(requests.router)
     app.include_router(actions.router)

@@ -21,7 +21,7 @@ from api.key_use import KeyUse
 from api.signing import signature_matches
 from core.actors import Actor
 from services import access
-from store import orgs
+from store import guards, orgs
 from store.db import run_db
 from wire import versioning
 
@@ -54,6 +54,11 @@ PUBLIC_PREFIXES = (
     "/dashboard",
 )
 READ_METHODS = {"GET", "HEAD", "OPTIONS"}
+# Operations that record their signature in their own write transaction, with what they write
+# (``Caller.signature``), instead of a transaction of its own here: the hot path of verification.
+# A replay is then refused by that transaction (401, nothing written); until it runs, the
+# operation has written nothing, so a replayed request refused earlier (a 400) changes nothing.
+DEFERRED_SIGNATURE = frozenset({("POST", "/credential/verify")})
 TIMESTAMP_RE = re.compile(r"[0-9]{1,16}")
 HEX64_RE = re.compile(r"[0-9a-fA-F]{64}")
 INVALID_SIGNATURE = "Invalid signature"
@@ -129,7 +134,7 @@ class Authenticator:
         if hit is not None and hit[1] is not None:
             self._cache[api_key] = (hit[0], replace(key, api_version=version))
 
-    async def authenticate(self, method: str, headers: dict[str, str], body: bytes) -> Caller:
+    async def authenticate(self, method: str, path: str, headers: dict[str, str], body: bytes) -> Caller:
         settings = self._s.settings
         scheme, _, api_key = headers.get("authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not api_key.strip():
@@ -155,17 +160,12 @@ class Authenticator:
             raise ApiError(bad.status, str(bad)) from bad
         # remembered until the timestamp leaves the acceptance window, plus a margin
         keep = timedelta(milliseconds=int(timestamp) + window_ms - time.time() * 1000)
-        fresh = await run_db(
-            self._s.engine,
-            access.use_signature,
-            self._s,
-            key.key_id,
-            signature.lower(),
-            method not in READ_METHODS,
-            keep + timedelta(minutes=1),
+        use = guards.SignatureUse(
+            key.key_id, signature.lower(), method not in READ_METHODS, keep + timedelta(minutes=1)
         )
-        if not fresh:
-            raise ApiError(401, "Signature already used")
+        deferred = (method, path) in DEFERRED_SIGNATURE
+        if not deferred and not await run_db(self._s.engine, access.use_signature, self._s, use):
+            raise ApiError(401, access.SIGNATURE_USED)
         if key.api_version is None:
             await run_db(
                 self._s.engine,
@@ -177,7 +177,7 @@ class Authenticator:
             )
             self._remember_pin(api_key, key, versioning.newest())
         self.key_use.used(key.key_id, key.last_used_at)  # in memory; written off this path
-        return Caller(key=key, api_version=version)
+        return Caller(key=key, api_version=version, signature=use if deferred else None)
 
 
 class SignedRequestMiddleware:
@@ -203,7 +203,7 @@ class SignedRequestMiddleware:
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         authenticator: Authenticator = scope["app"].state.authenticator
         try:
-            caller = await authenticator.authenticate(scope["method"], headers, body)
+            caller = await authenticator.authenticate(scope["method"], path, headers, body)
         except ApiError as exc:
             await error_response(exc.status, exc.message)(scope, receive, send)
             return

@@ -8,11 +8,14 @@ from typing import Annotated
 from fastapi import Depends, Request
 from temporalio.client import Client
 
+from api.responses import path_param
 from core.actors import Actor
 from services import requests as request_service
 from services.context import Context
+from store.guards import SignatureUse
 from store.orgs import ActiveKey
 from store.requests import RequestBundle
+from wire import patterns
 
 # the API's name for the service context (services.context.Context)
 Services = Context
@@ -24,6 +27,9 @@ class Caller:
 
     key: ActiveKey
     api_version: str
+    # the signature still to be recorded against replays, by the operation's own write
+    # transaction (``api.auth.DEFERRED_SIGNATURE``); None when the middleware recorded it
+    signature: SignatureUse | None = None
 
     @property
     def organization_id(self) -> str:
@@ -58,7 +64,10 @@ CallerDep = Annotated[Caller, Depends(get_caller)]
 TemporalDep = Annotated[Client, Depends(get_temporal)]
 
 
-async def get_request_bundle(requestId: str, caller: CallerDep, services: ServicesDep) -> RequestBundle:
+RequestId = Annotated[str, path_param(patterns.OBJECT_ID, "The request id: 24 lower-case hex characters")]
+
+
+async def get_request_bundle(requestId: RequestId, caller: CallerDep, services: ServicesDep) -> RequestBundle:
     """The caller's request named in the path: 400 for a malformed id, 404 for none of theirs."""
     return await request_service.get(services, caller.organization_id, requestId)
 

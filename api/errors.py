@@ -33,10 +33,12 @@ from services.errors import (
     Invalid,
     NotFound,
     Refused,
+    Replayed,
     ServiceError,
     TooMany,
     Unavailable,
 )
+from wire import version_changes, versioning  # noqa: F401 (version_changes registers them)
 
 log = logging.getLogger("mandatum.api")
 BODY_PARSE_DETAIL = "There was an error parsing the body"
@@ -79,9 +81,20 @@ def error_body(status: int, message: str | list[str], **extra: Any) -> dict[str,
 
 
 def error_response(
-    status: int, message: str | list[str], headers: dict[str, str] | None = None, **extra: Any
+    status: int,
+    message: str | list[str],
+    headers: dict[str, str] | None = None,
+    *,
+    scope: Any = None,
+    **extra: Any,
 ) -> JSONResponse:
-    return JSONResponse(error_body(status, message, **extra), status_code=status, headers=headers)
+    """The error answer; with the request's ``scope``, in the authenticated caller's API version
+    (``wire.versioning.ERROR_BODY``: older versions read ``message`` as one string)."""
+    body = error_body(status, message, **extra)
+    caller = scope.get("state", {}).get("caller") if scope is not None else None
+    if caller is not None:
+        body = versioning.render(versioning.ERROR_BODY, body, caller.api_version)
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 def _path(loc: tuple[Any, ...]) -> str:
@@ -138,6 +151,7 @@ def allowed_methods(request: Request) -> list[str]:
 # the HTTP status of each kind of service refusal
 STATUS_OF: dict[type[ServiceError], int] = {
     Invalid: 400,
+    Replayed: 401,
     Forbidden: 403,
     NotFound: 404,
     Conflict: 409,
@@ -159,28 +173,28 @@ def service_error_status(exc: ServiceError) -> int:
     return next((status for kind, status in STATUS_OF.items() if isinstance(exc, kind)), 400)
 
 
-def service_error_response(exc: ServiceError) -> JSONResponse:
+def service_error_response(exc: ServiceError, scope: Any = None) -> JSONResponse:
     headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after is not None else None
-    return error_response(service_error_status(exc), exc.message, headers, **exc.extra)
+    return error_response(service_error_status(exc), exc.message, headers, scope=scope, **exc.extra)
 
 
 def install_error_handlers(app: FastAPI, hsts: bool = False) -> None:
     @app.exception_handler(ApiError)
-    async def _api_error(_: Request, exc: ApiError) -> JSONResponse:
-        return error_response(exc.status, exc.message, exc.headers, **exc.extra)
+    async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
+        return error_response(exc.status, exc.message, exc.headers, scope=request.scope, **exc.extra)
 
     @app.exception_handler(ServiceError)
-    async def _service_error(_: Request, exc: ServiceError) -> JSONResponse:
-        return service_error_response(exc)
+    async def _service_error(request: Request, exc: ServiceError) -> JSONResponse:
+        return service_error_response(exc, request.scope)
 
     @app.exception_handler(RequestValidationError)
-    async def _validation(_: Request, exc: RequestValidationError) -> JSONResponse:
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
         messages: list[str] = []
         for err in exc.errors():
             text = describe_validation_error(dict(err))
             if text not in messages:
                 messages.append(text)
-        return error_response(400, messages)
+        return error_response(400, messages, scope=request.scope)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -198,7 +212,7 @@ def install_error_handlers(app: FastAPI, hsts: bool = False) -> None:
             if message == "Method Not Allowed":
                 message = "Method not allowed on this resource"
             headers["Allow"] = ", ".join(allowed_methods(request)) or headers.get("Allow", "")
-        return error_response(exc.status_code, message, headers or None)
+        return error_response(exc.status_code, message, headers or None, scope=request.scope)
 
     # Temporal unreachable (a lazy client that cannot connect raises RuntimeError, a lost server
     # RPCError UNAVAILABLE): 503 with Retry-After, handled inside the app; anything else of those
@@ -211,7 +225,8 @@ def install_error_handlers(app: FastAPI, hsts: bool = False) -> None:
         # the route's template, never the path: a subject's link token is in /r/<token>
         route = route_of(request.scope)
         log.warning("Temporal unreachable on %s %s: %s", request.method, route, str(exc)[:300])
-        return error_response(503, TEMPORAL_UNAVAILABLE, {"Retry-After": TEMPORAL_RETRY_AFTER})
+        retry = {"Retry-After": TEMPORAL_RETRY_AFTER}
+        return error_response(503, TEMPORAL_UNAVAILABLE, retry, scope=request.scope)
 
     @app.exception_handler(Exception)
     async def _internal(request: Request, exc: Exception) -> JSONResponse:

@@ -85,7 +85,7 @@ class JsonDepthMiddleware:
                 break
         body = b"".join(chunks)
         if json_depth_exceeds(body, self.limit):
-            await error_response(400, [f"body is nested more than {self.limit} levels deep"])(
+            await error_response(400, [f"body is nested more than {self.limit} levels deep"], scope=scope)(
                 scope, receive, send
             )
             return

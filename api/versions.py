@@ -10,7 +10,7 @@ route then:
    service does not know is never silently ignored (a list would otherwise answer everything);
 3. walks a JSON answer back to the caller's version's shape and status code
    (``wire.versioning.render`` / ``status_in``). An answer is a success, or a verification's
-   denial (a 403 carrying its ``decision``); error bodies are the same in every version.
+   denial (a 403 carrying its ``decision``); error bodies are walked back by ``api.errors``.
 
 The resource a change names is the route's name (its handler's function name), so both paths of
 an aliased route (``/credential/vp/{id}`` and ``/credential/{id}/presentation``) share changes.

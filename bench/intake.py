@@ -304,6 +304,19 @@ async def run_on_stack(
     return 0
 
 
+def add_postgres_option(parser: argparse.ArgumentParser | argparse._MutuallyExclusiveGroup) -> None:
+    """``--postgres [ADMIN_URL]``, shared by the benchmarks: ``run_in_temp_dir`` makes the
+    throw-away database on that server."""
+    parser.add_argument(
+        "--postgres",
+        nargs="?",
+        const=PG_ADMIN_URL,
+        default=None,
+        metavar="ADMIN_URL",
+        help=f"use a throw-away PostgreSQL database instead of SQLite (default server {PG_ADMIN_URL})",
+    )
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="python -m bench.intake",
@@ -324,14 +337,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         action="store_true",
         help="sample the API with py-spy during the POST phase (pip install py-spy)",
     )
-    parser.add_argument(
-        "--postgres",
-        nargs="?",
-        const=PG_ADMIN_URL,
-        default=None,
-        metavar="ADMIN_URL",
-        help=f"use a throw-away PostgreSQL database instead of SQLite (default server {PG_ADMIN_URL})",
-    )
+    add_postgres_option(parser)
     return parser.parse_args(argv)
 
 

@@ -40,10 +40,14 @@ def cpu_snapshot(stack: Stack) -> dict[str, float]:
 @dataclass
 class Phase:
     """One kind of operation, measured over several rounds (alternating with the other kind, so
-    that a change in the machine's load during the run hits both alike)."""
+    that a change in the machine's load during the run hits both alike).
+
+    ``op(i)`` answers whether it succeeded, and its latency is the time until it answers; or it
+    answers a float, its own latency in seconds: for an operation whose end is seen elsewhere (a
+    webhook arriving at a receiver) while the call that began it goes on for a while."""
 
     name: str
-    op: Callable[[int], Awaitable[bool]]
+    op: Callable[[int], Awaitable[bool | float]]
     latencies: list[float] = field(default_factory=list)
     seconds: float = 0.0
     errors: int = 0
@@ -63,10 +67,11 @@ class Phase:
                 i = self.next_index
                 self.next_index += 1
                 began = time.perf_counter()
-                ok = await self.op(i)
+                outcome = await self.op(i)
                 if count:
-                    self.latencies.append(time.perf_counter() - began)
-                    self.errors += 0 if ok else 1
+                    own = isinstance(outcome, float)
+                    self.latencies.append(outcome if own else time.perf_counter() - began)
+                    self.errors += 0 if own or outcome else 1
                 done += 1
                 if live and done % max(1, n // 20) == 0:
                     print(f"{lead}  {label:<34} {done:>4}/{n}", end="", flush=True)

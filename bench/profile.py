@@ -17,7 +17,10 @@ from collections import Counter
 from pathlib import Path
 
 FRAME_RE = re.compile(r"^(?P<func>.+?) \((?P<file>[^:()]+)(?::\d+)?\)$")
-PROJECT_DIRS = ("api/", "store/", "core/", "workflows/", "activities/")
+PROJECT_DIRS = (
+    "api/", "store/", "core/", "workflows/", "activities/", "services/", "orchestration/", "wire/", "trust/",
+)  # fmt: skip
+ROOT = str(Path(__file__).resolve().parents[1]) + "/"  # the checkout (a worktree's too)
 
 
 def _descendants(pid: int) -> list[int]:
@@ -94,13 +97,13 @@ def _parse(frame: str) -> tuple[str, str]:
 
 
 def _short(file: str) -> str:
-    for marker in ("site-packages/", "/work/main/", "lib/python3"):
+    for marker in ("site-packages/", ROOT, "lib/python3"):
         if marker in file:
             return file.split(marker, 1)[1]
     return file
 
 
-def summarize(raw: Path, top: int = 15) -> str:
+def summarize(raw: Path, top: int = 15, process: str = "API") -> str:
     """Where the samples went: leaf functions, and project functions including callees."""
     leaf: Counter[str] = Counter()
     inclusive: Counter[str] = Counter()
@@ -123,7 +126,7 @@ def summarize(raw: Path, top: int = 15) -> str:
     if not total:
         return "  (no samples)"
     lines = [
-        f"  {total} samples of the API process (all threads, idle excluded)",
+        f"  {total} samples of the {process} process (all threads, idle excluded)",
         "  project functions, including what they call:",
     ]
     lines += [f"    {100 * n / total:5.1f}%  {name}" for name, n in inclusive.most_common(top)]

@@ -47,8 +47,8 @@ import httpx
 
 from bench import verify_setup as setup
 from bench.intake import (
-    PG_ADMIN_URL,
     RESULTS_DIR,
+    add_postgres_option,
     local_stack_settings,
     profiled,
     run_in_temp_dir,
@@ -317,14 +317,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         metavar="URL",
         help="an existing database to migrate and use (default: SQLite in the temp dir)",
     )
-    db.add_argument(
-        "--postgres",
-        nargs="?",
-        const=PG_ADMIN_URL,
-        default=None,
-        metavar="ADMIN_URL",
-        help=f"a throw-away PostgreSQL database (default server {PG_ADMIN_URL})",
-    )
+    add_postgres_option(db)
     return parser.parse_args(argv)
 
 

@@ -30,7 +30,7 @@ from bench.verify_load import Outcome
 from cli.devstack import EXAMPLE_ACTION_ID, publish_example_action
 from core.secretbox import SecretCipher
 from core.settings import Settings
-from store import orgs, presentations
+from store import audit, orgs, presentations
 from store.db import make_engine
 from trust.did import web_organization_did
 
@@ -52,14 +52,16 @@ class Caller:
     secret: str
 
 
-def create_organization(settings: Settings) -> Caller:
+def create_organization(settings: Settings, name: str = "Verify benchmark") -> Caller:
     """An organization whose request rate cannot get in the way, with the example action."""
     engine = make_engine(settings.sqlalchemy_url)
+    cipher = SecretCipher(settings.master_key_bytes())
+    audit.use_service_key(engine, cipher, settings)  # the settings change is an audit record
     try:
         org, key = orgs.create_organization(
             engine,
-            SecretCipher(settings.master_key_bytes()),
-            "Verify benchmark",
+            cipher,
+            name,
             request_rate_per_minute=1_000_000,
         )
         publish_example_action(engine, org.id)
@@ -138,11 +140,11 @@ class Signer:
 # --- mandates ---------------------------------------------------------------------------------
 
 
-def request_body(i: int, run: str) -> dict[str, Any]:
+def request_body(i: int, run: str, label: str = "verify") -> dict[str, Any]:
     return {
-        "contacts": [f"verify-{run}-{i}@example.com"],
+        "contacts": [f"{label}-{run}-{i}@example.com"],
         "securityLevel": "CONTACT",
-        "name": f"Verify bench {run} #{i}",
+        "name": f"{label.capitalize()} bench {run} #{i}",
         "credentials": [
             {
                 "type": "POLICY",
@@ -164,15 +166,26 @@ async def _code_message(http: httpx.AsyncClient, contact: str) -> str:
     raise RuntimeError(f"no code for {contact} in the development outbox")
 
 
-async def issue_mandate(http: httpx.AsyncClient, temporal: Any, signer: Signer, i: int, run: str) -> str:
-    """A request over the API, accepted by its subject on the approval page (the code from the
-    development outbox, then the decision): the mandate URN."""
-    body = compact(request_body(i, run))
+@dataclass(frozen=True)
+class Journey:
+    """A subject on the approval page with the code confirmed: one decision away."""
+
+    request_id: str
+    credential_id: str
+    link: str  # /r/<token>
+    session: str  # the page's session after the code
+
+
+async def open_journey(
+    http: httpx.AsyncClient, signer: Signer, i: int, run: str, label: str = "verify"
+) -> Journey:
+    """A request over the API, its subject's code read from the development outbox and entered
+    on the approval page: everything but the decision."""
+    body = compact(request_body(i, run, label))
     created = await http.post("/request", content=body, headers=signer.headers(body))
     if created.status_code != 201:
         raise RuntimeError(f"POST /request: {created.status_code} {created.text[:300]}")
     request = created.json()["data"]
-    credential_id = request["credentials"][0]["id"]
     text = await _code_message(http, request["subjects"][0]["contact"])
     link, code = LINK_RE.search(text), CODE_RE.search(text)
     if link is None or code is None:
@@ -181,18 +194,32 @@ async def issue_mandate(http: httpx.AsyncClient, temporal: Any, signer: Signer, 
     session = SESSION_RE.search(confirmed.text)
     if session is None:
         raise RuntimeError(f"the code was not accepted: {confirmed.status_code} {confirmed.text[:300]}")
+    return Journey(request["id"], request["credentials"][0]["id"], link.group(0), session.group(1))
+
+
+async def decide(http: httpx.AsyncClient, journey: Journey, choice: str = "accept") -> httpx.Response:
+    """The subject's decision: the approval page's form post (its answer, raised unless 200 or 303)."""
     decided = await http.post(
-        f"{link.group(0)}/decide", data={"session": session.group(1), f"decision-{credential_id}": "accept"}
+        f"{journey.link}/decide",
+        data={"session": journey.session, f"decision-{journey.credential_id}": choice},
     )
     if decided.status_code not in (200, 303):
         raise RuntimeError(f"the decision was refused: {decided.status_code} {decided.text[:300]}")
+    return decided
+
+
+async def issue_mandate(http: httpx.AsyncClient, temporal: Any, signer: Signer, i: int, run: str) -> str:
+    """A request over the API, accepted by its subject on the approval page (the code from the
+    development outbox, then the decision): the mandate URN."""
+    journey = await open_journey(http, signer, i, run)
+    await decide(http, journey)
     for _ in range(100):  # issued by the decision's update: normally already there
-        got = await http.get(f"/request/{request['id']}", headers=signer.headers())
-        cred = got.json()["data"]["credentials"][0]
+        got = await http.get(f"/request/{journey.request_id}", headers=signer.headers())
+        cred = got.json()["credentials"][0]
         if cred["status"] == "ACTIVE":
             return str(cred["id"])
         await asyncio.sleep(0.1)
-    raise RuntimeError(f"credential {credential_id} of request {request['id']} was not issued")
+    raise RuntimeError(f"credential {journey.credential_id} of request {journey.request_id} was not issued")
 
 
 async def issue_mandates(http: httpx.AsyncClient, temporal: Any, signer: Signer, n: int) -> list[str]:

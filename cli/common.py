@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 import getpass
 import json
-import os
-import sys
 from collections.abc import Awaitable, Callable
 from datetime import datetime
 from typing import Annotated, NoReturn, TypeVar
@@ -15,6 +13,7 @@ import typer
 from sqlalchemy import Engine, inspect
 
 from core.actors import Actor
+from core.process import exit_now
 from core.secretbox import SecretCipher
 from core.settings import Settings, get_settings
 from services.audit import MAX_REASON, checked_reason
@@ -95,12 +94,8 @@ def reason_of(raw: str | None) -> str:
 
 
 def finish(code: int = 0) -> NoReturn:
-    """End the process at once, output flushed. The Temporal client's native threads can abort the
-    interpreter's finalization now and then (``PyGILState_Release`` ... ``finalizing``, exit -6)
-    after the work is done; leaving without finalization keeps the exit status true."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(code)
+    """End the process at once, output flushed, without finalization (``core.process``)."""
+    exit_now(code)
 
 
 def with_temporal(ctx: Context, work: Callable[[Context], Awaitable[T]], doing: str) -> T:

@@ -21,8 +21,12 @@ class _Batch(Generic[T]):
 
 
 class GroupCommit(Generic[T]):
-    def __init__(self, write_batch: Callable[[list[T]], None]) -> None:
+    """``inline``: the batch is written on the event loop itself instead of a worker thread, for a
+    write that costs less than the thread hop (SQLite: see ``store.db.run_db``)."""
+
+    def __init__(self, write_batch: Callable[[list[T]], None], *, inline: bool = False) -> None:
         self._write_batch = write_batch
+        self._inline = inline
         self._open: _Batch[T] | None = None
         self._running: set[asyncio.Future[None]] = set()
 
@@ -39,6 +43,14 @@ class GroupCommit(Generic[T]):
     def _flush(self, batch: _Batch[T]) -> None:
         if self._open is batch:
             self._open = None
+        if self._inline:
+            try:
+                self._write_batch(batch.items)
+            except Exception as exc:  # every caller of the batch gets it
+                batch.done.set_exception(exc)
+            else:
+                batch.done.set_result(None)
+            return
         write = asyncio.ensure_future(asyncio.to_thread(self._write_batch, batch.items))
         self._running.add(write)
 

@@ -16,6 +16,8 @@ import time
 import uuid
 
 OBJECT_ID_RE = re.compile(r"[0-9a-f]{24}")
+UUID_PATTERN = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"  # as str(uuid.UUID) writes it
+ENCODED_COLON_RE = re.compile("%3a", re.IGNORECASE)
 
 _process_random = secrets.token_bytes(5)
 _process_pid = os.getpid()
@@ -35,6 +37,13 @@ def new_object_id(now: float | None = None) -> str:
 
 def is_object_id(value: str) -> bool:
     return OBJECT_ID_RE.fullmatch(value) is not None
+
+
+def colons_decoded(raw: str) -> str:
+    """A URN of a path whose client percent-encoded it twice (``urn%253Avia…`` arrives as
+    ``urn%3Avia…``), with its colons decoded. Only the colons: a URN holds nothing else a client
+    encodes, and so the OpenAPI document (``wire.patterns``) can say exactly what a path takes."""
+    return ENCODED_COLON_RE.sub(":", raw)
 
 
 def urn(kind: str) -> str:

@@ -19,12 +19,29 @@ from datetime import datetime
 from typing import Any, cast
 
 import celpy
+import celpy.evaluation
 import lark
 from celpy import celtypes
 from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError, base_functions, boolean
 
 from policy.params import Param, parse_timestamp
+
+
+class _ErasedGeneric:
+    """Stands for ``typing.Union`` and friends where cel-python only subscripts them at run time
+    inside ``cast(...)``: ``cast`` ignores its type, but building ``Union[Result, NameContainer]``
+    hashes every member of the big ``Result`` union on each variable lookup, about a third of a
+    rule's evaluation. Erased in ``celpy.evaluation``'s namespace only: its module-level aliases
+    and annotations were built at import, before this, and nothing else there uses these names
+    (checked for the pinned 0.5 series by ``tests/policy/test_cel_runtime.py``)."""
+
+    def __getitem__(self, _: object) -> type:
+        return object
+
+
+for _name in ("Union", "Tuple", "List", "Dict"):
+    setattr(celpy.evaluation, _name, _ErasedGeneric())
 
 ENV = celpy.Environment()
 # Rules use no protobuf types; without these annotations each evaluation skips loading them.

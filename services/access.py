@@ -6,7 +6,7 @@ exception, called off the request path for a batch of keys (``api.key_use``)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from core.actors import Actor
 from services.context import Context
@@ -19,10 +19,13 @@ def resolve_key(ctx: Context, api_key: str) -> orgs.ActiveKey | None:
     return orgs.resolve_api_key(ctx.engine, ctx.cipher, api_key, ctx.settings.rotation_grace)
 
 
-def use_signature(ctx: Context, key_id: str, signature: str, writes: bool, keep: timedelta) -> bool:
-    """Record the (key, signature) pair for ``keep``; False when it was used before (a read may
+SIGNATURE_USED = "Signature already used"
+
+
+def use_signature(ctx: Context, use: guards.SignatureUse) -> bool:
+    """Record the (key, signature) pair for ``use.keep``; False when it was used before (a read may
     repeat a read's signature)."""
-    return guards.remember_signature(ctx.engine, key_id, signature, writes, keep)
+    return guards.remember_signature(ctx.engine, use)
 
 
 def pin_api_version(ctx: Context, actor: Actor, org_id: str, version: str) -> None:

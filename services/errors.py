@@ -24,6 +24,10 @@ class Invalid(ServiceError):
     """The input is wrong (400)."""
 
 
+class Replayed(ServiceError):
+    """The request's signature was used before (401, CONTRACT 1): nothing was done."""
+
+
 class Forbidden(ServiceError):
     """The actor may not do this at all (403): the operators' operations for anyone but platform
     staff and operators."""

@@ -14,12 +14,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
 from typing import Any
-from urllib.parse import unquote
 
 from sqlalchemy import Engine
 
 from core.actors import Actor
-from core.ids import is_object_id, urn
+from core.ids import UUID_PATTERN, colons_decoded, is_object_id, urn
 from core.kinds import CredentialStatus
 from core.secretbox import SecretCipher
 from core.settings import Settings
@@ -66,6 +65,7 @@ PAGE_SIZE = 20
 MAX_PAGE = 100_000
 PAGE_RE = re.compile(r"[0-9]{1,6}")  # ASCII digits: str.isdigit and int also take other scripts'
 MAX_REASON = 500  # the column's size, and the API's limit
+DECISION_URN_RE = re.compile(f"urn:via:decision:{UUID_PATTERN}")  # an evidence id
 VERIFICATIONS_SHOWN = 50
 
 
@@ -97,7 +97,7 @@ def record_issuance_failure(
 
 def reference(raw: str, name: str) -> tuple[str, str]:
     """A credential named by its id or its mandate URN (percent-encoded once more or not)."""
-    value = unquote(raw) if "%" in raw else raw  # a client that encoded the URN twice
+    value = colons_decoded(raw)  # a client that encoded the URN twice
     found = revocation.parse_reference(value)
     if found is None:
         raise Invalid(f"{name} {BAD_REFERENCE}")
@@ -280,8 +280,8 @@ def _evidence_text(settings: Settings, decision: Decision) -> bytes:
 async def evidence(ctx: Context, org_id: str, raw_id: str) -> bytes:
     """The text an evidence item of one of the organization's mandates commits to, by its id (a
     decision URN): ``NotFound`` for a decision that is no acceptance of the organization's."""
-    decision_id = unquote(raw_id) if "%" in raw_id else raw_id
-    if len(decision_id) > 64 or not decision_id.startswith("urn:via:decision:"):
+    decision_id = colons_decoded(raw_id)
+    if not DECISION_URN_RE.fullmatch(decision_id):
         raise Invalid(f"evidenceId {shown(raw_id)} is not an evidence id (urn:via:decision:<uuid>)")
     found = await asyncio.to_thread(store.accepted_decision, ctx.engine, org_id, decision_id)
     if found is None:

@@ -1,9 +1,14 @@
 """The decision of POST /credential/verify (CONTRACT 5): ordered checks, single use, a receipt.
 
 ``verify`` is one read (the presentation row joined with its credential), the checks (pure, on
-the signed VP and that row), and one short write transaction: the conditional UPDATE that uses
-the VP up, and the ``verification`` row with its signed receipt. Nothing here calls Temporal; the
-reads and the write are ``store.verifications``, the audit record names the verifier's actor.
+the signed VP and that row), and one short write: the request's signature against replays when
+the middleware left it to this write, the conditional UPDATE that uses the VP up, and the
+``verification`` row with its signed receipt and its audit record (naming the verifier's actor).
+The API's ``verify_grouped`` writes the verifications of one event-loop turn together
+(``Context.verifications``, ``core.group_commit``): on SQLite in one transaction, each as it would
+be written alone and in order; on PostgreSQL one transaction each
+(``store.verifications.record_each`` says why). Nothing here calls Temporal; the reads and the
+write are ``store.verifications``.
 
 The checks run in CONTRACT 5's order and stop at the first failure: (1) the VP's structure and
 proof, by its holder with the challenge we put in it (``vp_proof_invalid``,
@@ -48,8 +53,12 @@ from core.observe import events
 from core.secretbox import SecretCipher
 from core.settings import Settings
 from policy import ActionSpec, evaluate, validate_values
+from services.access import SIGNATURE_USED
+from services.context import Context
+from services.errors import Replayed
 from store import actions as action_store
-from store.db import utcnow, write_connection
+from store.db import run_db, utcnow
+from store.guards import SignatureUse
 from store.keys import did_resolver, service_key
 from store.presentations import (
     PRESENTATION_URN_RE,
@@ -59,7 +68,7 @@ from store.presentations import (
     claimed_credential_id,
     matching,
 )
-from store.verifications import ALLOW, DENY, Outcome, load, record
+from store.verifications import ALLOW, DENY, Outcome, Pending, load, record_batch
 from trust import credentials as vc
 from trust import receipts
 from trust.context import context_url
@@ -242,7 +251,7 @@ def _receipt(
     )
 
 
-def verify(
+def decide(
     engine: Engine,
     cipher: SecretCipher,
     settings: Settings,
@@ -252,9 +261,10 @@ def verify(
     presentation: Mapping[str, Any],
     execution_params: dict[str, Any] | None = None,
     now: datetime | None = None,
-) -> Verdict:
-    """Decide on a VP for the verifying organization (``actor`` is who asks: its API key), record the
-    verification with its audit record naming ``actor``, and return it."""
+    signature: SignatureUse | None = None,
+) -> Pending:
+    """The checks and the likely receipt, signed; nothing written yet (``Pending.record_in`` and
+    ``record_batch`` write it, ``verdict`` answers it)."""
     now = now or utcnow()
     verifier_did = web_organization_did(settings.public_url, verifier_org_id)
     out = _check(engine, settings, presentation, execution_params, verifier_did, now)
@@ -262,12 +272,21 @@ def verify(
     key = service_key(engine, cipher, settings)
     sign = partial(_receipt, key=key, settings=settings, verifier_did=verifier_did, now=now)
     receipt = sign(out)  # the likely outcome, signed outside the write lock
-    with write_connection(engine) as conn:
-        receipt = record(
-            conn, out, receipt, sign, key, verifier_org_id, presentation, execution_params, now, str(actor)
-        )
+    return Pending(
+        out, receipt, sign, key, verifier_org_id, presentation, execution_params, now, str(actor), signature
+    )
+
+
+def verdict(pending: Pending) -> Verdict:
+    """What the written verification answers; ``Replayed`` (401) when its signature was used, or
+    what failed its own transaction."""
+    if pending.failed is not None:
+        raise pending.failed
+    if pending.replayed:
+        raise Replayed(SIGNATURE_USED)
+    out = pending.out
     events.verification_decided(  # recorded: once per call, with its receipt
-        organization_id=verifier_org_id,
+        organization_id=pending.verifier_org_id,
         request_id=out.request_id,
         workflow_id=request_workflow_id(out.request_id) if out.request_id else None,
         credential_id=out.credential_id or None,
@@ -279,5 +298,68 @@ def verify(
     if out.detail:
         message = f"{message}: {out.detail}"
     return Verdict(
-        DENY if out.reason else ALLOW, out.credential_id, out.evaluations, receipt, out.reason, message
+        DENY if out.reason else ALLOW,
+        out.credential_id,
+        out.evaluations,
+        pending.receipt,
+        out.reason,
+        message,
     )
+
+
+def verify(
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
+    *,
+    actor: Actor,
+    verifier_org_id: str,
+    presentation: Mapping[str, Any],
+    execution_params: dict[str, Any] | None = None,
+    now: datetime | None = None,
+    signature: SignatureUse | None = None,
+) -> Verdict:
+    """Decide on a VP for the verifying organization (``actor`` is who asks: its API key), record the
+    verification with its audit record naming ``actor`` in a transaction of its own, and return it.
+    ``signature``, when the signature middleware left it to this call, is recorded against replays
+    in the same transaction: a replay is ``Replayed`` (401) and writes nothing."""
+    pending = decide(
+        engine,
+        cipher,
+        settings,
+        actor=actor,
+        verifier_org_id=verifier_org_id,
+        presentation=presentation,
+        execution_params=execution_params,
+        now=now,
+        signature=signature,
+    )
+    record_batch(engine, [pending])
+    return verdict(pending)
+
+
+async def verify_grouped(
+    ctx: Context,
+    *,
+    actor: Actor,
+    verifier_org_id: str,
+    presentation: Mapping[str, Any],
+    execution_params: dict[str, Any] | None = None,
+    signature: SignatureUse | None = None,
+) -> Verdict:
+    """``verify`` for the API: the checks on ``run_db``, the write with the concurrent
+    verifications of this process (``Context.verifications``)."""
+    pending = await run_db(
+        ctx.engine,
+        decide,
+        ctx.engine,
+        ctx.cipher,
+        ctx.settings,
+        actor=actor,
+        verifier_org_id=verifier_org_id,
+        presentation=presentation,
+        execution_params=execution_params,
+        signature=signature,
+    )
+    await ctx.verifications.submit(pending)
+    return verdict(pending)

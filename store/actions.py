@@ -54,11 +54,11 @@ class ActionView:
 
 
 def is_action_urn(value: str) -> bool:
-    return ACTION_URN_RE.match(value) is not None
+    return ACTION_URN_RE.fullmatch(value) is not None
 
 
 def is_version_urn(value: str) -> bool:
-    return VERSION_URN_RE.match(value) is not None
+    return VERSION_URN_RE.fullmatch(value) is not None
 
 
 # --- changes --------------------------------------------------------------------------------------

@@ -8,39 +8,73 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, delete, func
+from sqlalchemy import Connection, Engine, bindparam, delete, func
 from sqlmodel import Session, col, select
 
 from store.db import upsert_insert, utcnow, write_connection, write_session
 from store.tables import CredentialRequest, IdempotencyRecord, SeenSignature
 
 
-def remember_signature(
-    engine: Engine, key_id: str, signature: str, is_write: bool, window: timedelta
-) -> bool:
-    """Record an accepted signature; False when it is a replay.
+@dataclass(frozen=True)
+class SignatureUse:
+    """One accepted signature to remember: the key, the signature (lower-case hex), whether the
+    request writes, and how long to keep it (until its timestamp leaves the acceptance window)."""
+
+    key_id: str
+    signature: str
+    is_write: bool
+    keep: timedelta
+
+
+_SEEN = SeenSignature.__table__  # type: ignore[attr-defined]
+_EARLIER_USE = select(_SEEN.c.is_write).where(
+    _SEEN.c.api_key_id == bindparam("key"), _SEEN.c.signature == bindparam("signature")
+)
+_first_use: dict[str, Any] = {}  # the INSERT ... ON CONFLICT DO NOTHING of each dialect, built once
+
+
+def _first_use_statement(dialect: str) -> Any:
+    found = _first_use.get(dialect)
+    if found is None:
+        found = _first_use[dialect] = (
+            upsert_insert(dialect)(_SEEN)
+            .values(
+                api_key_id=bindparam("key"),
+                signature=bindparam("signature"),
+                is_write=bindparam("is_write"),
+                expires_at=bindparam("expires_at"),
+            )
+            .on_conflict_do_nothing()
+            .returning(_SEEN.c.api_key_id)
+        )
+    return found
+
+
+def remember_signature_in(conn: Connection, use: SignatureUse, now: datetime | None = None) -> bool:
+    """Record an accepted signature in the caller's transaction; False when it is a replay.
 
     A signature may be seen again only when this use and every earlier one are reads: a body-less
     signature covers just the timestamp, so parallel GETs in one millisecond legitimately repeat
     it, while a captured read signature must never authorize a write.
     """
-    now = utcnow()
-    table = SeenSignature.__table__  # type: ignore[attr-defined]
+    values = {
+        "key": use.key_id,
+        "signature": use.signature,
+        "is_write": use.is_write,
+        "expires_at": (now or utcnow()) + use.keep,
+    }
+    if conn.execute(_first_use_statement(conn.dialect.name), values).first() is not None:
+        return True  # inserted: first use
+    if use.is_write:
+        return False
+    earlier = conn.execute(_EARLIER_USE, {"key": use.key_id, "signature": use.signature}).first()
+    return earlier is not None and not earlier.is_write
+
+
+def remember_signature(engine: Engine, use: SignatureUse) -> bool:
+    """``remember_signature_in`` in a transaction of its own."""
     with write_connection(engine) as conn:
-        stmt = (
-            upsert_insert(conn.dialect.name)(table)
-            .values(api_key_id=key_id, signature=signature, is_write=is_write, expires_at=now + window)
-            .on_conflict_do_nothing()
-            .returning(table.c.api_key_id)
-        )
-        if conn.execute(stmt).first() is not None:  # inserted: first use
-            return True
-        if is_write:
-            return False
-        earlier = conn.execute(
-            select(table.c.is_write).where(table.c.api_key_id == key_id, table.c.signature == signature)
-        ).first()
-        return earlier is not None and not earlier.is_write
+        return remember_signature_in(conn, use)
 
 
 def purge_expired(engine: Engine, idempotency_window: timedelta) -> int:

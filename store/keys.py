@@ -187,17 +187,18 @@ def _key_pair(cipher: SecretCipher, row: SigningKey, did: str) -> Ed25519KeyPair
 
 
 def did_document_for(
-    engine: Engine, settings: Settings, did: str, fresh: bool = False
+    engine: Engine, settings: Settings, did: str, fresh: bool = False, shared: bool = False
 ) -> dict[str, Any] | None:
     """The document of one of our DIDs (service, organization, subject), or None when it is not
     ours or does not exist. Fits ``trust.did.Resolver`` as its fetch callback (``did_resolver``).
 
     Cached per process for a moment (the verify path resolves the same few DIDs constantly);
     ``fresh`` reads the database, as the public routes always do, so a key rotated by another
-    process is published at once."""
+    process is published at once. A caller gets its own copy, unless ``shared``: then the cached
+    document itself, which it must only read (the resolver, on every signature verified)."""
     cached = None if fresh else _cached_document(engine, did)
     if cached is not None:
-        return copy.deepcopy(cached)
+        return cached if shared else copy.deepcopy(cached)
     document = _build_document(engine, settings, did)
     # only documents that list keys (or a subject's, which has none) are worth keeping
     if document is not None and (document.get("verificationMethod") or ":subjects:" in did):
@@ -211,7 +212,7 @@ def did_resolver(engine: Engine, settings: Settings) -> Resolver:
     method missing from a cached document is looked up once more in the database, so a key
     just made by another process verifies at once."""
     return Resolver(
-        partial(did_document_for, engine, settings),
+        partial(did_document_for, engine, settings, shared=True),  # it only reads them
         fetch_fresh=partial(did_document_for, engine, settings, fresh=True),
     )
 

@@ -1,11 +1,12 @@
 """The verifications' storage (CONTRACT 5): the presentation a verification reads, and the one
 short write transaction that records it.
 
-``record`` runs the conditional UPDATE that uses the VP up (``UPDATE presentation SET used_at ...
-WHERE id = :id AND used_at IS NULL``: exactly one such statement can change the row; PostgreSQL
-re-checks the condition after a concurrent writer commits, SQLite writes are serial), then the
-``verification`` row with its receipt and its audit record naming the verifier, all in the caller's
-transaction. The decision itself is ``services.verification``.
+``Pending.record_in`` runs the conditional UPDATE that uses the VP up (``UPDATE presentation SET
+used_at ... WHERE id = :id AND used_at IS NULL``: exactly one such statement can change the row;
+PostgreSQL re-checks the condition after a concurrent writer commits, SQLite writes are serial),
+then the ``verification`` row with its receipt and its audit record naming the verifier, all in the caller's
+transaction; ``record_batch`` writes several in one transaction, one after another. The decision
+itself is ``services.verification``.
 
 ``of_credential`` reads a credential's verifications back for the organization that issued it.
 """
@@ -19,7 +20,8 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, bindparam, func, select, update
 
-from store import audit
+from store import audit, guards
+from store.db import write_connection
 from store.tables import Credential, Presentation, Verification
 from trust.keys import Ed25519KeyPair
 
@@ -92,61 +94,98 @@ def of_credential(
     return [Verification.model_validate(dict(r._mapping)) for r in rows], int(total)
 
 
-def record(
-    conn: Connection,
-    out: Outcome,
-    receipt: dict[str, Any],
-    sign: Callable[[Outcome], dict[str, Any]],
-    key: Ed25519KeyPair,
-    verifier_org_id: str,
-    presentation: Mapping[str, Any],
-    execution_params: dict[str, Any] | None,
-    now: datetime,
-    actor: str | None = None,
-) -> dict[str, Any]:
-    """Inside the write transaction: use the VP up (when this verification got past its
-    signatures), then store the verification with its receipt, which it returns, and its audit
-    record. The receipt is signed before the transaction, and again in it only when another
-    verification won the VP."""
-    if out.consume:
-        used = conn.execute(
-            CONSUME, {"presentation_id": out.presentation_id, "at": now, "by": verifier_org_id}
-        )
-        if used.rowcount != 1 and out.at_single_use:
-            out.evaluations = []
-            receipt = sign(out.deny("vp_already_used"))
-    conn.execute(
-        RECORD,
-        {
-            "id": receipt["id"],
-            "organization_id": verifier_org_id,
-            "presentation_id": out.presentation_id,
-            "mandate_id": out.credential_id or None,
-            "decision": DENY if out.reason else ALLOW,
-            "reason": out.reason,
-            "evaluations": out.evaluations,
-            "execution_params": execution_params,
-            "receipt": receipt,
-            "created_at": now,
-        },
-    )
-    audit.append(
-        conn,
-        key,
-        audit.Entry(
-            audit.VERIFY_DENY if out.reason else audit.VERIFY_ACCEPT,
-            verifier_org_id,
-            request_id=out.request_id,
-            credential_id=out.credential_id or None,
-            actor=actor,
-            data={
-                "presentation": dict(presentation),
-                "executionParams": execution_params,
-                "evaluations": out.evaluations,
+@dataclass
+class Pending:
+    """A decided verification waiting to be written (``record_in``, ``record_batch``), and after
+    the write, the receipt it stored or ``replayed`` when its signature was used."""
+
+    out: Outcome
+    receipt: dict[str, Any]
+    sign: Callable[[Outcome], dict[str, Any]]
+    key: Ed25519KeyPair
+    verifier_org_id: str
+    presentation: Mapping[str, Any]
+    execution_params: dict[str, Any] | None
+    now: datetime
+    actor: str | None = None
+    signature: guards.SignatureUse | None = None
+    replayed: bool = False
+    failed: Exception | None = None  # its own transaction failed (``record_each``): nothing written
+
+    def record_in(self, conn: Connection) -> None:
+        """Inside the write transaction: first the request's ``signature`` against replays, when
+        the signature middleware left it to this transaction (``replayed`` when it was used: then
+        nothing is written); then use the VP up (when this verification got past its signatures),
+        store the verification with its receipt and its audit record. The receipt was signed before
+        the transaction, and is signed again here only when another verification won the VP."""
+        out, now, receipt = self.out, self.now, self.receipt
+        if self.signature is not None and not guards.remember_signature_in(conn, self.signature, now):
+            self.replayed = True
+            return
+        if out.consume:
+            used = conn.execute(
+                CONSUME, {"presentation_id": out.presentation_id, "at": now, "by": self.verifier_org_id}
+            )
+            if used.rowcount != 1 and out.at_single_use:
+                out.evaluations = []
+                receipt = self.sign(out.deny("vp_already_used"))
+        conn.execute(
+            RECORD,
+            {
+                "id": receipt["id"],
+                "organization_id": self.verifier_org_id,
+                "presentation_id": out.presentation_id,
+                "mandate_id": out.credential_id or None,
+                "decision": DENY if out.reason else ALLOW,
                 "reason": out.reason,
+                "evaluations": out.evaluations,
+                "execution_params": self.execution_params,
                 "receipt": receipt,
+                "created_at": now,
             },
-        ),
-        now,
-    )
-    return receipt
+        )
+        audit.append(
+            conn,
+            self.key,
+            audit.Entry(
+                audit.VERIFY_DENY if out.reason else audit.VERIFY_ACCEPT,
+                self.verifier_org_id,
+                request_id=out.request_id,
+                credential_id=out.credential_id or None,
+                actor=self.actor,
+                data={
+                    "presentation": dict(self.presentation),
+                    "executionParams": self.execution_params,
+                    "evaluations": out.evaluations,
+                    "reason": out.reason,
+                    "receipt": receipt,
+                },
+            ),
+            now,
+        )
+        self.receipt = receipt
+
+
+def record_batch(engine: Engine, batch: list[Pending]) -> None:
+    """Concurrent verifications in one write transaction (``core.group_commit``), each as
+    ``record_in`` writes it alone, in order: a replayed one writes nothing and the others go on; two of
+    one VP in a batch are decided as two in a row (the second finds it used). Any other failure
+    fails the whole batch, and nothing of it is written."""
+    with write_connection(engine) as conn:
+        for pending in batch:
+            pending.record_in(conn)
+
+
+def record_each(engine: Engine, batch: list[Pending]) -> None:
+    """Concurrent verifications one after another, each in a transaction of its own, a failure
+    kept on its own ``Pending`` (``failed``). For PostgreSQL, where batches of other threads and
+    processes run at the same time: a transaction of several verifications would take their row
+    locks (signatures, presentations, the chains' heads of several organizations) in its batch's
+    order, and two batches in other orders deadlock, failing every verification in both; a
+    replayed signature racing its original would be enough. One verification per transaction
+    keeps the order each takes its locks in: signature, presentation, then one head."""
+    for pending in batch:
+        try:
+            record_batch(engine, [pending])
+        except Exception as exc:  # this one's answer; the others are written
+            pending.failed = exc

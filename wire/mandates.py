@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.json_schema import SkipJsonSchema
 
+from core.kinds import CredentialStatus
 from wire.models import Strict, Timestamp
+from wire.signed import DocumentItemJson, PinnedAction, SignedDocument, SignedDocumentProof, SignedReceipt
 
 Reason = Annotated[
     str,
@@ -40,22 +43,24 @@ class RevokeIn(RevokeAliasIn):
 
 
 class RevokeOut(BaseModel):
+    model_config = ConfigDict(json_schema_serialization_defaults_required=True)
+
     credentialId: str = Field(description="The mandate URN")
     status: Literal["REVOKED"] = "REVOKED"
     revokedAt: Timestamp
-    receipt: dict[str, Any] = Field(description="The signed MANDATE_REVOKED receipt")
+    receipt: SignedReceipt = Field(description="The signed MANDATE_REVOKED receipt")
 
 
 class CredentialEntityOut(BaseModel):
     """SPEC's credential entity, with documented extras after ``internalId``."""
 
     id: str = Field(description="The credential entity id (24 lower-case hex characters)")
-    resourceType: str
-    status: str
-    proofs: list[dict[str, Any]] = Field(
+    resourceType: Literal["POLICY", "DOCUMENT"]
+    status: CredentialStatus
+    proofs: list[SignedDocumentProof] = Field(
         description=("The proof items of the document form (ISSUE, then e.g. REVOKE); empty before issuance")
     )
-    data: list[dict[str, Any]] = Field(
+    data: list[DocumentItemJson] = Field(
         description=(
             "DOCUMENT: its data items. POLICY: the document form's items (action, version, scope, each "
             "approved userParam) once issued, empty before"
@@ -67,25 +72,25 @@ class CredentialEntityOut(BaseModel):
     requestId: str
     description: str | None
     scope: str | None
-    action: dict[str, Any] | None
+    action: PinnedAction | None
     tags: list[str]
     validFrom: Timestamp | None
     validUntil: Timestamp | None
     issuedAt: Timestamp | None
     revokedAt: Timestamp | None
     revocationReason: str | None
-    revocationReceipt: dict[str, Any] | None
+    revocationReceipt: SignedReceipt | None = Field(description="The MANDATE_REVOKED receipt once revoked")
 
 
 class CredentialDetailOut(BaseModel):
     credential: CredentialEntityOut
-    w3cCredential: dict[str, Any] | None = Field(
+    w3cCredential: SignedDocument | None = Field(
         description=(
             "The document form in its most updated version (with every proof item, e.g. REVOKE); "
             "null before issuance"
         )
     )
-    pdf: str | None = Field(
+    pdf: str | SkipJsonSchema[None] = Field(
         default=None,
         description=("Base64 PDF rendering; present only with includePdf=true on a DOCUMENT credential"),
     )
@@ -97,8 +102,8 @@ class CredentialEventOut(BaseModel):
     id: str = Field(description="The record's URN (urn:via:audit:<uuid>)")
     type: str = Field(description="The record type (GET /activity lists them)")
     seq: int = Field(description="Its place in the organization's chain")
-    createdAt: str
-    actor: str | None = None
+    createdAt: str = Field(json_schema_extra={"format": "date-time"})
+    actor: str | SkipJsonSchema[None] = Field(default=None, description="Absent when no actor is recorded")
     issuer: str = Field(description="The DID whose key signed the record (the service's)")
     hash: str = Field(description="hex SHA-256 of the JCS form of the record, proof included")
     contentValid: bool = Field(description="The record's content matches its hash")
@@ -109,6 +114,8 @@ class CredentialEventOut(BaseModel):
 class CredentialEventsOut(BaseModel):
     credentialId: str = Field(description="The mandate URN, or the credential id of a credential without one")
     ok: bool = Field(description="Every record checks: content, signature and link")
-    reason: str | None = Field(default=None, description="Which record failed which check; absent when ok")
+    reason: str | SkipJsonSchema[None] = Field(
+        default=None, description="Which record failed which check; absent when ok"
+    )
     eventCount: int
     events: list[CredentialEventOut]

@@ -10,19 +10,31 @@ from typing import Annotated, Any, Literal
 from pydantic import (
     AfterValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     PlainSerializer,
+    StrictBool,
     ValidationInfo,
+    WithJsonSchema,
     field_validator,
     model_validator,
 )
+from pydantic.json_schema import SkipJsonSchema
 
-from core.kinds import SecurityLevel
+from core.kinds import CredentialStatus, RequestStatus, SecurityLevel, SubjectIdentity, SubjectKyc
 from core.origins import BadOrigin, check_url
 from core.text import quote_input, shown, unsafe_characters
 from wire.contacts import normalize_contact
 from wire.numbers import reject_non_jcs
+from wire.signed import (
+    ActionParamJson,
+    ActionRuleJson,
+    DocumentItemJson,
+    PinnedAction,
+    SignedDocument,
+    SignedMandate,
+)
 
 
 def iso(value: datetime) -> str:
@@ -32,9 +44,23 @@ def iso(value: datetime) -> str:
     return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-Timestamp = Annotated[datetime, PlainSerializer(iso, return_type=str)]
+# an RFC 3339 date-time in the answers, in UTC with milliseconds
+Timestamp = Annotated[
+    datetime,
+    PlainSerializer(iso, return_type=str),
+    WithJsonSchema({"type": "string", "format": "date-time"}, mode="serialization"),
+]
 DID_RE = re.compile(r"^did:[a-z0-9]+:[A-Za-z0-9._:%-]+$")
+RFC3339_START = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[Tt ][0-9]{2}:[0-9]{2}")
 ACTION_URN_RE = re.compile(r"^urn:via:action:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
+
+
+def _date_time_text(value: Any) -> Any:
+    """A date-time in a body is RFC 3339 text: pydantic would also read a number (or a string of
+    digits) as seconds since 1970, a shape the document never offers."""
+    if not isinstance(value, str) or not RFC3339_START.match(value):
+        raise ValueError("must be an RFC 3339 date-time, e.g. 2026-01-31T12:00:00Z")
+    return value
 
 
 def _aware(value: datetime) -> datetime:
@@ -62,7 +88,7 @@ def _one_line(value: str) -> str:
     return value
 
 
-AwareDatetime = Annotated[datetime, AfterValidator(_aware)]
+AwareDatetime = Annotated[datetime, BeforeValidator(_date_time_text), AfterValidator(_aware)]
 Did = Annotated[str, AfterValidator(_did)]
 Text = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_one_line)]
 Ref = Annotated[str, Field(min_length=1, max_length=255), AfterValidator(_one_line)]
@@ -131,7 +157,7 @@ class ActionRef(Strict):
     @field_validator("id")
     @classmethod
     def _urn(cls, value: str) -> str:
-        if not ACTION_URN_RE.match(value):
+        if not ACTION_URN_RE.fullmatch(value):
             raise ValueError("must be an action URN urn:via:action:<uuid>")
         return value
 
@@ -140,7 +166,7 @@ class DataItem(Strict):
     label: Text
     type: Annotated[str, Field(min_length=1, max_length=50), AfterValidator(_one_line)]
     value: Annotated[str, Field(max_length=MAX_ITEM_VALUE)]
-    hidden: bool = False
+    hidden: StrictBool = False  # true or false: never 0, 1 or "false"
     fields: Annotated[
         list[dict[str, Any]], Field(max_length=MAX_ITEM_FIELDS), AfterValidator(reject_non_jcs)
     ] = Field(default_factory=list)
@@ -251,83 +277,86 @@ class SubjectOrganization(BaseModel):
 
 
 class SubjectOut(BaseModel):
-    id: str
+    id: str = Field(description="The subject's DID")
     contact: str
     contacts: list[ContactOut]
-    identityStatus: str
+    identityStatus: SubjectIdentity
     organization: SubjectOrganization
     createdAt: Timestamp
     internalId: str | None
-    kyc: str
+    kyc: SubjectKyc
 
 
 class DecisionOut(BaseModel):
-    id: str
+    id: str = Field(description="urn:via:decision:<uuid>")
     contact: str
     accepted: bool
     decidedAt: Timestamp
 
 
 class CredentialOut(BaseModel):
-    id: str
-    resourceType: str
-    status: str
-    w3cCredential: dict[str, Any] | None
+    id: str = Field(description="The mandate URN once issued, else the credential id")
+    resourceType: Literal["POLICY", "DOCUMENT"]
+    status: CredentialStatus
+    w3cCredential: SignedMandate | SignedDocument | None = Field(
+        description="Once issued: a POLICY credential's mandate form, a DOCUMENT's document form"
+    )
     name: str
     description: str | None
     internalId: str | None
     tags: list[str]
     decisions: list[DecisionOut]
-    scope: str | None = None
-    action: dict[str, Any] | None = None
-    data: list[dict[str, Any]] | None = None
-    validFrom: Timestamp | None = None
-    validUntil: Timestamp | None = None
+    scope: str | None
+    action: PinnedAction | None = Field(description="POLICY: the pinned action version and userParams")
+    data: list[DocumentItemJson] | None = Field(description="DOCUMENT: its items")
+    validFrom: Timestamp | None
+    validUntil: Timestamp | None
 
 
 class RequestOut(BaseModel):
-    id: str
-    securityLevel: str
+    id: str = Field(description="24 lower-case hex characters")
+    securityLevel: SecurityLevel
     createdAt: Timestamp
     subjects: list[SubjectOut]
     credentials: list[CredentialOut]
     name: str | None
-    language: str | None
+    language: Language | None
     redirectUrl: str | None
     internalId: str | None
     canceledAt: Timestamp | None
-    status: str
+    status: RequestStatus
     expiresAt: Timestamp
-    authorizedDIDs: list[str]
+    authorizedDIDs: list[str] = Field(description="The organization's DID first")
 
 
 class SubjectListItem(BaseModel):
     contact: str
     did: str
     internalId: str | None
-    name: str | None
-    identityStatus: str  # beside SPEC.md's four: a list shows where each subject's identity stands
-    kyc: str
+    name: None = Field(description="Always null: subjects have no name here")
+    # beside SPEC.md's four: a list shows where each subject's identity stands
+    identityStatus: SubjectIdentity
+    kyc: SubjectKyc
 
 
 class CredentialListItem(BaseModel):
-    id: str
-    resourceType: str
-    status: str
+    id: str = Field(description="The mandate URN once issued, else the credential id")
+    resourceType: Literal["POLICY", "DOCUMENT"]
+    status: CredentialStatus
     name: str
     internalId: str | None
 
 
 class RequestListItem(BaseModel):
     id: str
-    securityLevel: str
+    securityLevel: SecurityLevel
     createdAt: Timestamp
     name: str | None
-    language: str | None
+    language: Language | None
     redirectUrl: str | None
     internalId: str | None
     canceledAt: Timestamp | None
-    status: str
+    status: RequestStatus
     subjects: list[SubjectListItem]
     credentials: list[CredentialListItem]
 
@@ -342,27 +371,46 @@ class RequestPage(BaseModel):
 
 
 class Success(BaseModel):
+    model_config = ConfigDict(json_schema_serialization_defaults_required=True)
+
     success: Literal[True] = True
 
 
 class ErrorOut(BaseModel):
-    statusCode: int
-    message: str | list[str]
-    error: str
+    """Every error answer (CONTRACT 2); some add members."""
+
+    statusCode: int = Field(description="The HTTP status")
+    message: str | list[str] = Field(description="What went wrong, a line per problem")
+    error: str = Field(description="The HTTP reason phrase, e.g. Bad Request")
+
+
+class CodeUndelivered(ErrorOut):
+    code: str | None = Field(description="UNDELIVERABLE or INVALID_PHONE_NUMBER")
+
+
+class ApprovalLink(BaseModel):
+    url: str = Field(description="The subject's approval page, as their message links it")
+    iframeUrl: str | SkipJsonSchema[None] = Field(
+        default=None, description="With `parent`: the same flow, for an iframe in a page of that origin"
+    )
+
+
+class ApprovalLinkEnvelope(BaseModel):
+    data: ApprovalLink
 
 
 class ActionVersionOut(BaseModel):
     """A published version: its canonical content (what `digestSRI` covers) and when it was published."""
 
-    id: str
+    id: str = Field(description="urn:via:action-version:<uuid>")
     number: int
     digestSRI: str
     publishedAt: Timestamp
     name: str
-    description: str | None = None
-    executionParams: list[dict[str, Any]]
-    userParams: list[dict[str, Any]]
-    rules: list[dict[str, Any]]
+    description: str | SkipJsonSchema[None] = None  # absent when the version has none
+    executionParams: list[ActionParamJson]
+    userParams: list[ActionParamJson]
+    rules: list[ActionRuleJson]
 
 
 class ActionVersionOfAction(ActionVersionOut):

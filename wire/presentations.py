@@ -6,8 +6,10 @@ import math
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from wire.models import Did, ErrorOut
+from wire.signed import SignedPresentation, SignedReceipt
 
 
 class PresentationIn(BaseModel):
@@ -20,8 +22,8 @@ class PresentationIn(BaseModel):
 
 
 class PresentationData(BaseModel):
-    presentation: dict[str, Any] = Field(description="The signed VP")
-    receipt: dict[str, Any] = Field(description="The signed PRESENTATION_ISSUED receipt")
+    presentation: SignedPresentation = Field(description="The signed VP")
+    receipt: SignedReceipt = Field(description="The signed PRESENTATION_ISSUED receipt")
 
 
 class PresentationEnvelope(BaseModel):
@@ -29,7 +31,9 @@ class PresentationEnvelope(BaseModel):
 
 
 class PresentationDenied(ErrorOut):
-    reason: str | None = Field(default=None, description="e.g. credential_revoked")
+    reason: Literal["credential_revoked"] | SkipJsonSchema[None] = Field(
+        default=None, description="Present when the mandate is revoked"
+    )
 
 
 class VerifyIn(BaseModel):
@@ -65,19 +69,36 @@ class EvaluationOut(BaseModel):
     rule: str
     expression: str
     result: Literal["pass", "fail", "error"]
-    reason: str | None = None
+    reason: str | SkipJsonSchema[None] = Field(default=None, description="Why a rule errored")
+
+
+DenyReason = Literal[
+    "vp_proof_invalid",
+    "vp_signature_invalid",
+    "vp_signer_unknown",
+    "credential_signature_invalid",
+    "credential_not_found",
+    "not_yet_valid",
+    "expired",
+    "credential_revoked",
+    "verifier_not_authorized",
+    "vp_domain_mismatch",
+    "vp_already_used",
+    "execution_params_invalid",
+    "rule_failed",
+]  # CONTRACT 5, in the order verify checks them (services.verification.MESSAGES)
 
 
 class VerifyAllowed(BaseModel):
     decision: Literal["allow"]
-    credentialId: str
-    evaluations: list[EvaluationOut]
-    receipt: dict[str, Any] = Field(description="The signed VERIFICATION_APPROVED receipt")
+    credentialId: str = Field(description="The verified mandate's URN")
+    evaluations: list[EvaluationOut] = Field(description="One per rule of the pinned action version")
+    receipt: SignedReceipt = Field(description="The signed VERIFICATION_APPROVED receipt")
 
 
 class VerifyDenied(ErrorOut):
     decision: Literal["deny"]
-    reason: str
-    credentialId: str
-    evaluations: list[EvaluationOut]
-    receipt: dict[str, Any] = Field(description="The signed VERIFICATION_DENIED receipt")
+    reason: DenyReason
+    credentialId: str = Field(description="The mandate's URN, or empty when the VP names none")
+    evaluations: list[EvaluationOut] = Field(description="Empty when the denial came before the rules")
+    receipt: SignedReceipt = Field(description="The signed VERIFICATION_DENIED receipt")

@@ -4,7 +4,8 @@
 and send; ``2026-11-01`` follows SPEC.md. A change is registered on the version that introduced
 it and undoes itself towards the version before (``wire.versioning``): answers are walked back
 newest change first, requests forward oldest change first. Resources are route names
-(``api.versions``) or ``webhook:<eventType>`` for event payloads.
+(``api.versions``), ``webhook:<eventType>`` for event payloads, or ``ERROR_BODY`` for every
+error answer (``api.errors``).
 
 What the older versions could not be given exactly is said where it is approximated:
 ``executionsRemaining`` is -1 for a mandate without a use limit (this service has none; the
@@ -21,7 +22,7 @@ import binascii
 import json
 from typing import Any
 
-from wire.versioning import CHANGES, Body, Query, VersionChange
+from wire.versioning import CHANGES, ERROR_BODY, Body, Query, VersionChange
 
 V2026_09_01 = "2026-09-01"
 V2026_11_01 = "2026-11-01"
@@ -122,13 +123,21 @@ def _users_became_contacts(body: Body) -> Body:
     return out
 
 
+def _error_messages_were_one_string(body: Body) -> Body:
+    """A validation error's sentences were one string (the releases' error models read
+    ``message`` as a string), joined by "; "."""
+    message = body.get("message")
+    if isinstance(message, list):
+        return {**body, "message": "; ".join(str(m) for m in message)}
+    return body
+
+
 def _request_credentials_were_entities(body: Body) -> Body:
-    request = body["data"] if set(body) == {"data"} else body
     return {
-        **request,
-        "securityLevel": legacy_security_level(request.get("securityLevel")),
-        "subjects": [legacy_subject(s) for s in request.get("subjects", [])],
-        "credentials": [legacy_credential(c) for c in request.get("credentials", [])],
+        **body,
+        "securityLevel": legacy_security_level(body.get("securityLevel")),
+        "subjects": [legacy_subject(s) for s in body.get("subjects", [])],
+        "credentials": [legacy_credential(c) for c in body.get("credentials", [])],
     }
 
 
@@ -279,6 +288,12 @@ def _event_credential_was_an_entity(body: Body) -> Body:
 
 CHANGES.extend(
     [
+        VersionChange(
+            V2026_11_01,
+            "a validation error's message is a list of sentences (was one string)",
+            ERROR_BODY,
+            to_previous=_error_messages_were_one_string,
+        ),
         VersionChange(
             V2026_11_01,
             "POST /request answers the whole request in data (was a summary: ids, names, contacts)",

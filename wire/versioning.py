@@ -2,8 +2,8 @@
 
 A version change is a small, named transformation between a version and the one before it,
 registered on the version that introduced it. It may change any of four things of one or more
-*resources* (an API operation such as ``create_request``, or a webhook event such as
-``webhook:credential``):
+*resources* (an API operation such as ``create_request``, a webhook event such as
+``webhook:credential``, or ``ERROR_BODY``, the error body of every operation):
 
 - ``to_previous``: a response body (or webhook payload) from the newer shape to the previous one;
 - ``status_to_previous``: a success status code, likewise;
@@ -34,6 +34,8 @@ class BadVersion(ValueError):
 VERSION_RE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 VERSIONS: list[str] = ["2026-05-20", "2026-09-01", "2026-11-01"]  # ascending; the last is the newest
 
+ERROR_BODY = "error"  # the resource of every error answer ({statusCode, message, error})
+
 Body = dict[str, Any]
 Query = list[tuple[str, str]]
 
@@ -42,7 +44,7 @@ Query = list[tuple[str, str]]
 class VersionChange:
     version: str  # the version that introduced the change
     name: str
-    resource: str | tuple[str, ...]  # the operations (route names) or "webhook:<eventType>"
+    resource: str | tuple[str, ...]  # route names, "webhook:<eventType>" or ERROR_BODY
     to_previous: Callable[[Body], Body] | None = None
     status_to_previous: Callable[[int], int] | None = None
     request_from_previous: Callable[[Body], Body] | None = None

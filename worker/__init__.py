@@ -35,6 +35,7 @@ from core.observe import metrics, tracing
 from core.observe.logs import configure_logging
 from core.observe.temporal import RequestIdWorkerInterceptor
 from core.otp import JourneySecrets
+from core.process import exit_now
 from core.secretbox import SecretCipher
 from core.settings import Settings, get_settings
 from orchestration.temporal import connect_with_backoff, reconcile_forever
@@ -168,3 +169,4 @@ def run() -> None:
         asyncio.run(main(settings))
     finally:
         tracing.shutdown()
+    exit_now(0)  # stopped cleanly: finalization could still abort on the client's native threads

@@ -15,20 +15,22 @@ from fastapi.responses import JSONResponse
 
 from api.deps import CallerDep, ServicesDep
 from api.errors import ApiError
+from api.responses import errors, path_param
 from api.versions import VersionedRoute
 from store import actions as store
 from store.tables import ActionVersion
+from wire import patterns
 from wire.models import (
     ActionEnvelope,
     ActionList,
     ActionOut,
     ActionVersionOut,
     ActionVersionPage,
-    ErrorOut,
 )
 
 router = APIRouter(tags=["actions"], route_class=VersionedRoute)
-ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorOut} for code in (400, 401, 404)}
+ONE_ACTION = errors(400, 401, 404, s404="No published action of the caller's organization has this id")
+ActionId = Annotated[str, path_param(patterns.ACTION_URN, "The action URN (percent-encoded or not)")]
 
 
 def _version_out(version: ActionVersion) -> ActionVersionOut:
@@ -65,7 +67,7 @@ def _render(action: ActionOut, version: str) -> dict[str, Any]:
     return body
 
 
-@router.get("/actions", response_model=ActionList, responses=ERRORS)
+@router.get("/actions", response_model=ActionList, responses=errors(400, 401))
 async def list_actions(
     caller: CallerDep,
     services: ServicesDep,
@@ -101,16 +103,16 @@ async def _published(services: ServicesDep, caller: CallerDep, action_id: str) -
     return view
 
 
-@router.get("/actions/{actionId}", response_model=ActionEnvelope, responses=ERRORS)
-async def get_action(actionId: str, caller: CallerDep, services: ServicesDep) -> Any:
+@router.get("/actions/{actionId}", response_model=ActionEnvelope, responses=ONE_ACTION)
+async def get_action(actionId: ActionId, caller: CallerDep, services: ServicesDep) -> Any:
     """One action with its published versions (`actionId` may be percent-encoded)."""
     view = await _published(services, caller, actionId)
     return JSONResponse({"data": _render(action_out(view), caller.api_version)})
 
 
-@router.get("/actions/version/{actionId}", response_model=ActionVersionPage, responses=ERRORS)
+@router.get("/actions/version/{actionId}", response_model=ActionVersionPage, responses=ONE_ACTION)
 async def list_action_versions(
-    actionId: str,
+    actionId: ActionId,
     caller: CallerDep,
     services: ServicesDep,
     pageIndex: Annotated[int, Query(ge=0, le=1_000_000)] = 0,

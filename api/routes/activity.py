@@ -11,9 +11,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
+from pydantic.json_schema import SkipJsonSchema
 
 from api.deps import CallerDep, ServicesDep
 from api.errors import ApiError
+from api.responses import errors
 from api.versions import VersionedRoute
 from core.ids import is_object_id
 from core.text import shown
@@ -21,10 +23,9 @@ from services import audit as audit_service
 from store import audit
 from store.audit_queries import ActivityFilter
 from wire.dates import day_range
-from wire.models import ErrorOut
+from wire.signed import SignedRecordProof
 
 router = APIRouter(tags=["activity"], route_class=VersionedRoute)
-ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorOut} for code in (400, 401, 413)}
 
 
 class ActivityRecord(BaseModel):
@@ -34,13 +35,17 @@ class ActivityRecord(BaseModel):
     type: str = Field(description=", ".join(audit.RECORD_TYPES))
     organizationId: str
     seq: int = Field(description="Position in the organization's chain, from 1 without gaps")
-    createdAt: str
-    requestId: str | None = None
-    credentialId: str | None = Field(default=None, description="Mandate URN, or a credential id")
-    actor: str | None = Field(default=None, description="apiKey:<keyId>, subject:<id>, ...")
+    createdAt: str = Field(json_schema_extra={"format": "date-time"})
+    requestId: str | SkipJsonSchema[None] = Field(default=None, description="Absent when none")
+    credentialId: str | SkipJsonSchema[None] = Field(
+        default=None, description="Mandate URN, or a credential id; absent when none"
+    )
+    actor: str | SkipJsonSchema[None] = Field(
+        default=None, description="apiKey:<keyId>, subject:<id>, ...; absent when none"
+    )
     data: dict[str, Any]
     prevHash: str | None = Field(description="hash of the record before it (null for the first)")
-    proof: dict[str, Any] = Field(description="eddsa-jcs-2022 DataIntegrityProof by the service key")
+    proof: SignedRecordProof = Field(description="eddsa-jcs-2022 DataIntegrityProof by the service key")
     hash: str = Field(description="hex SHA-256 of the JCS form of the record, proof included")
 
 
@@ -49,7 +54,7 @@ class ActivityPage(BaseModel):
     totalPages: int
 
 
-@router.get("/activity", response_model=ActivityPage, responses=ERRORS)
+@router.get("/activity", response_model=ActivityPage, responses=errors(400, 401))
 async def list_activity(
     caller: CallerDep,
     services: ServicesDep,

@@ -15,32 +15,38 @@ version path, so it may be cached for a day.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Request, Response
 
 from api.conditional import json_document
 from api.deps import ServicesDep
 from api.errors import ApiError
+from api.responses import errors, json_document_responses, path_param
 from api.versions import VersionedRoute
 from core.ids import is_object_id
 from core.text import shown
 from store import keys
 from trust.context import CONTEXT_PATH, context_document
 from trust.did import UnknownVerificationMethod, did_key_document, web_organization_did, web_subject_did
-from wire.models import DID_RE, ErrorOut
+from wire import patterns
+from wire.models import DID_RE
+from wire.signed import DidDocument, JsonLdContext
 
 router = APIRouter(tags=["identity"], route_class=VersionedRoute)
 DID_MEDIA_TYPE = "application/did+json"
 JSON_LD_MEDIA_TYPE = "application/ld+json"
 DID_CACHE_CONTROL = "no-cache"
 CONTEXT_CACHE_CONTROL = "public, max-age=86400"
-MAX_DID_LENGTH = 500
-NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorOut}}
+MAX_DID_LENGTH = patterns.MAX_DID_LENGTH
+DID_DOCUMENT = json_document_responses(DID_MEDIA_TYPE, DidDocument)
 
 
 @router.get(
-    "/.well-known/did.json", summary="The service's DID document (issuer keys)", response_class=Response
+    "/.well-known/did.json",
+    summary="The service's DID document (issuer keys)",
+    response_class=Response,
+    responses=DID_DOCUMENT,
 )
 async def service_did_document(request: Request, services: ServicesDep) -> Response:
     document = await asyncio.to_thread(
@@ -53,9 +59,13 @@ async def service_did_document(request: Request, services: ServicesDep) -> Respo
     "/orgs/{org_id}/did.json",
     summary="An organization's DID document",
     response_class=Response,
-    responses=NOT_FOUND,
+    responses={**DID_DOCUMENT, **errors(404, s404="No organization has this id (24 lower-case hex)")},
 )
-async def organization_did_document(org_id: str, request: Request, services: ServicesDep) -> Response:
+async def organization_did_document(
+    org_id: Annotated[str, path_param(patterns.OBJECT_ID, "The organization id")],
+    request: Request,
+    services: ServicesDep,
+) -> Response:
     document = None
     if is_object_id(org_id):
         document = await asyncio.to_thread(
@@ -70,9 +80,13 @@ async def organization_did_document(org_id: str, request: Request, services: Ser
     "/subjects/{subject_id}/did.json",
     summary="A subject's DID document",
     response_class=Response,
-    responses=NOT_FOUND,
+    responses={**DID_DOCUMENT, **errors(404, s404="No subject has this id")},
 )
-async def subject_did_document(subject_id: str, request: Request, services: ServicesDep) -> Response:
+async def subject_did_document(
+    subject_id: Annotated[str, path_param(patterns.CANONICAL_UUID, "The subject's UUID")],
+    request: Request,
+    services: ServicesDep,
+) -> Response:
     settings = services.settings
     document = await asyncio.to_thread(
         keys.did_document_for, services.engine, settings, web_subject_did(settings.public_url, subject_id)
@@ -92,9 +106,22 @@ def _organization_of(public_url: str, did: str) -> str | None:
     "/did/resolve/{did}",
     summary="Resolve a DID this service can: its own did:web DIDs, or any Ed25519 did:key",
     response_class=Response,
-    responses={**NOT_FOUND, 400: {"model": ErrorOut}},
+    responses={
+        **DID_DOCUMENT,
+        **errors(
+            400,
+            401,
+            404,
+            s400="Not a DID (at most 500 characters), a did:key that is not Ed25519, or other invalid input",
+            s404="Not a DID this service resolves: its own did:web DIDs and Ed25519 did:key",
+        ),
+    },
 )
-async def resolve_did(did: str, request: Request, services: ServicesDep) -> Response:
+async def resolve_did(
+    did: Annotated[str, path_param(patterns.DID, "The DID, percent-encoded or not", patterns.MAX_DID_LENGTH)],
+    request: Request,
+    services: ServicesDep,
+) -> Response:
     """The DID document, as each DID's own route serves it. Another DID method or host is a 404
     naming what this service resolves: it never fetches a document from elsewhere."""
     if len(did) > MAX_DID_LENGTH or not DID_RE.fullmatch(did):
@@ -121,6 +148,11 @@ async def resolve_did(did: str, request: Request, services: ServicesDep) -> Resp
     return json_document(request, document, DID_MEDIA_TYPE, DID_CACHE_CONTROL)
 
 
-@router.get(CONTEXT_PATH, summary="The JSON-LD context of Mandatum's terms", response_class=Response)
+@router.get(
+    CONTEXT_PATH,
+    summary="The JSON-LD context of Mandatum's terms",
+    response_class=Response,
+    responses=json_document_responses(JSON_LD_MEDIA_TYPE, JsonLdContext, public_cache=True),
+)
 async def json_ld_context(request: Request) -> Response:
     return json_document(request, context_document(), JSON_LD_MEDIA_TYPE, CONTEXT_CACHE_CONTROL)

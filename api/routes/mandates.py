@@ -26,6 +26,7 @@ from api import pdf
 from api.conditional import json_document
 from api.deps import CallerDep, ServicesDep
 from api.errors import ApiError
+from api.responses import answer, errors, json_document_responses, path_param
 from api.versions import VersionedRoute
 from core.settings import Settings
 from core.text import shown
@@ -34,6 +35,7 @@ from store import pdfs, status_lists
 from store.audit import document_of
 from store.revocation import CredentialRecord
 from trust.did import web_organization_did, web_service_did
+from wire import patterns
 from wire.mandates import (
     CredentialDetailOut,
     CredentialEntityOut,
@@ -43,13 +45,22 @@ from wire.mandates import (
     RevokeIn,
     RevokeOut,
 )
-from wire.models import ErrorOut
+from wire.signed import StatusListCredential
 
 router = APIRouter(tags=["credentials"], route_class=VersionedRoute)
-ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": ErrorOut} for code in (400, 401, 404, 409, 413, 429, 503)
-}
 STATUS_LIST_MEDIA_TYPE = "application/vc"  # VC Data Model 2.0, registered with IANA
+NO_CREDENTIAL = "No credential of the caller's organization has this id"
+REVOKE_ANSWERS = {
+    **errors(400, 401, 404, 413, s404=NO_CREDENTIAL),
+    **answer(409, "The credential is not ACTIVE: only an ACTIVE mandate can be revoked"),
+}
+CredentialId = Annotated[
+    str,
+    path_param(
+        patterns.CREDENTIAL_REFERENCE,
+        "The credential id (24 lower-case hex characters) or the mandate URN, percent-encoded or not",
+    ),
+]
 
 
 async def _revoke(services: ServicesDep, caller: CallerDep, raw_id: str, reason: str | None) -> Any:
@@ -58,16 +69,18 @@ async def _revoke(services: ServicesDep, caller: CallerDep, raw_id: str, reason:
     return JSONResponse(body.model_dump(mode="json"))
 
 
-@router.post("/credential/{mandateId}/revoke", response_model=RevokeOut, responses=ERRORS)
-async def revoke_mandate(mandateId: str, body: RevokeIn, caller: CallerDep, services: ServicesDep) -> Any:
+@router.post("/credential/{mandateId}/revoke", response_model=RevokeOut, responses=REVOKE_ANSWERS)
+async def revoke_mandate(
+    mandateId: CredentialId, body: RevokeIn, caller: CallerDep, services: ServicesDep
+) -> Any:
     """Revoke an ACTIVE mandate of the caller's organization (final). The answer carries the
     signed `MANDATE_REVOKED` receipt; the mandate's status list bit is set at once."""
     return await _revoke(services, caller, mandateId, body.reason)
 
 
-@router.delete("/credential/revoke/{mandateId}", response_model=RevokeOut, responses=ERRORS)
+@router.delete("/credential/revoke/{mandateId}", response_model=RevokeOut, responses=REVOKE_ANSWERS)
 async def revoke_mandate_alias(
-    mandateId: str,
+    mandateId: CredentialId,
     caller: CallerDep,
     services: ServicesDep,
     body: Annotated[RevokeAliasIn | None, Body()] = None,
@@ -145,9 +158,21 @@ def sheet_of(
 @router.get(
     "/credential/evidence/{evidenceId}",
     response_class=Response,
-    responses={**ERRORS, 200: {"content": {"text/plain": {}}}},
+    responses={
+        200: {
+            "description": "The JCS text of the acceptance, byte for byte",
+            "content": {"text/plain": {"schema": {"type": "string"}}},
+        },
+        **errors(400, 401, 404, s404="No acceptance in a mandate of the caller's organization has this id"),
+    },
 )
-async def credential_evidence(evidenceId: str, caller: CallerDep, services: ServicesDep) -> Response:
+async def credential_evidence(
+    evidenceId: Annotated[
+        str, path_param(patterns.DECISION_URN, "The evidence id: a decision URN urn:via:decision:<uuid>")
+    ],
+    caller: CallerDep,
+    services: ServicesDep,
+) -> Response:
     """An evidence item of a mandate, by its id (a decision URN): the exact text its `digestSRI`
     covers, the JCS form of the subject's acceptance. Served as text, byte for byte: a client
     that parsed and re-serialized the JSON would no longer match the digest."""
@@ -155,8 +180,12 @@ async def credential_evidence(evidenceId: str, caller: CallerDep, services: Serv
     return Response(text, media_type="text/plain; charset=utf-8")
 
 
-@router.get("/credential/{credentialId}/events", response_model=CredentialEventsOut, responses=ERRORS)
-async def credential_events(credentialId: str, caller: CallerDep, services: ServicesDep) -> Any:
+@router.get(
+    "/credential/{credentialId}/events",
+    response_model=CredentialEventsOut,
+    responses=errors(400, 401, 404, s404=NO_CREDENTIAL),
+)
+async def credential_events(credentialId: CredentialId, caller: CallerDep, services: ServicesDep) -> Any:
     """The credential's audit records (issuance, revocation, VPs, verifications) in chain order,
     each checked as `mandatum audit verify` checks it: its content against its hash, its signature,
     and its link to the record before it in the organization's chain."""
@@ -200,9 +229,16 @@ async def credential_events(credentialId: str, caller: CallerDep, services: Serv
     return JSONResponse(body.model_dump(mode="json", exclude_none=True))
 
 
-@router.get("/credential/{credentialId}", response_model=CredentialDetailOut, responses=ERRORS)
+@router.get(
+    "/credential/{credentialId}",
+    response_model=CredentialDetailOut,
+    responses={
+        **errors(400, 401, 404, s404=NO_CREDENTIAL),
+        **answer(503, "With includePdf: every PDF renderer is busy"),
+    },
+)
 async def get_credential(
-    credentialId: str,
+    credentialId: CredentialId,
     caller: CallerDep,
     services: ServicesDep,
     includePdf: Annotated[bool, Query(description="Include a base64 PDF (DOCUMENT credentials)")] = False,
@@ -245,9 +281,16 @@ def _is_uuid(value: str) -> bool:
     "/credentials/status/{listId}",
     summary="A Bitstring Status List credential (public)",
     response_class=Response,
-    responses={404: {"model": ErrorOut}},
+    responses={
+        **json_document_responses(STATUS_LIST_MEDIA_TYPE, StatusListCredential, public_cache=True),
+        **errors(404, s404="No status list has this id"),
+    },
 )
-async def status_list_credential(listId: str, request: Request, services: ServicesDep) -> Response:
+async def status_list_credential(
+    listId: Annotated[str, path_param(patterns.CANONICAL_UUID, "The status list's UUID")],
+    request: Request,
+    services: ServicesDep,
+) -> Response:
     """The W3C Bitstring Status List credential (purpose revocation) that mandates' `credentialStatus`
     points to, signed by the service (eddsa-jcs-2022). Unsigned request; cacheable for 30 seconds."""
     served = None

@@ -7,30 +7,27 @@ middleware as every route: key lookup, signature, timestamp window, replay guard
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from api.deps import CallerDep, ServicesDep
+from api.responses import errors
 from api.versions import VersionedRoute
 from trust.did import web_organization_did
-from wire.models import ErrorOut
 
 router = APIRouter(tags=["organization"], route_class=VersionedRoute)
-ERRORS: dict[int | str, dict[str, Any]] = {code: {"model": ErrorOut} for code in (400, 401)}
 
 
 class MeOut(BaseModel):
     organizationId: str
-    did: str
-    apiVersion: str
+    did: str = Field(description="The organization's DID (did:web)")
+    apiVersion: str = Field(description="The version this call was served in")
 
 
 @router.get(
     "/me",
     response_model=MeOut,
-    responses=ERRORS,
+    responses=errors(400, 401),
     summary="The calling organization (checks a signing set-up)",
 )
 async def me(caller: CallerDep, services: ServicesDep) -> MeOut:

@@ -7,19 +7,20 @@ presentation endpoint refuses and ``services.verification`` for the order of the
 
 from __future__ import annotations
 
-from typing import Any
-from urllib.parse import unquote
+from typing import Annotated, Any
 
 from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
 from api.deps import CallerDep, ServicesDep
 from api.errors import ApiError, error_body
+from api.responses import answer, errors, path_param
 from api.versions import VersionedRoute
+from core.ids import colons_decoded
 from services import presentations, verification
 from store.db import run_db
 from store.presentations import CREDENTIAL_URN_RE
-from wire.models import ErrorOut
+from wire import patterns
 from wire.presentations import (
     PresentationDenied,
     PresentationEnvelope,
@@ -30,14 +31,27 @@ from wire.presentations import (
 )
 
 router = APIRouter(tags=["credentials"], route_class=VersionedRoute)
-PRESENTATION_ERRORS: dict[int | str, dict[str, Any]] = {
-    400: {"model": PresentationDenied},
-    **{code: {"model": ErrorOut} for code in (401, 403, 404, 409, 413)},
+PRESENTATION_ERRORS = {
+    **answer(
+        400,
+        "Invalid input (a mandateId that is no mandate URN, the body), a DOCUMENT credential, or a "
+        "revoked mandate (`reason: credential_revoked`)",
+        PresentationDenied,
+    ),
+    **errors(401, 413),
+    **answer(403, "The mandate's own organization is not among its authorizedDIDs"),
+    **answer(404, "No issued mandate of the caller's organization, or listing it, has this id"),
+    **answer(409, "The mandate is issued but neither ACTIVE nor REVOKED"),
 }
-VERIFY_ERRORS: dict[int | str, dict[str, Any]] = {
-    403: {"model": VerifyDenied},
-    **{code: {"model": ErrorOut} for code in (400, 401, 413)},
+VERIFY_ERRORS = {
+    **errors(400, 401, 413),
+    **answer(
+        403, "Denied: `reason` says which check failed; with the evaluations and a receipt", VerifyDenied
+    ),
 }
+MandateId = Annotated[
+    str, path_param(patterns.MANDATE_URN, "The mandate URN urn:via:credential:<uuid>, percent-encoded or not")
+]
 _REFUSALS: list[tuple[type[presentations.PresentationRefused], int]] = [
     (presentations.MandateNotFound, 404),
     (presentations.NotAuthorized, 403),
@@ -48,8 +62,9 @@ _REFUSALS: list[tuple[type[presentations.PresentationRefused], int]] = [
 
 
 def _mandate_id(raw: str) -> str:
-    """The mandate URN of the path, percent-encoded (decoded once more if still encoded) or not."""
-    value = unquote(raw) if "%" in raw else raw
+    """The mandate URN of the path, percent-encoded (its colons decoded once more if still encoded)
+    or not."""
+    value = colons_decoded(raw)
     if not CREDENTIAL_URN_RE.fullmatch(value):
         raise ApiError(400, "mandateId must be a mandate URN urn:via:credential:<uuid>")
     return value
@@ -83,7 +98,7 @@ async def _present(
     "/credential/{mandateId}/presentation", response_model=PresentationEnvelope, responses=PRESENTATION_ERRORS
 )
 async def create_presentation(
-    mandateId: str, caller: CallerDep, services: ServicesDep, body: PresentationIn | None = None
+    mandateId: MandateId, caller: CallerDep, services: ServicesDep, body: PresentationIn | None = None
 ) -> Any:
     """A fresh, short-lived, single-use VP of a mandate, with its `PRESENTATION_ISSUED` receipt.
 
@@ -101,7 +116,7 @@ async def create_presentation(
 
 @router.post("/credential/vp/{mandateId}", response_model=PresentationEnvelope, responses=PRESENTATION_ERRORS)
 async def create_presentation_alias(
-    mandateId: str, caller: CallerDep, services: ServicesDep, body: PresentationIn | None = None
+    mandateId: MandateId, caller: CallerDep, services: ServicesDep, body: PresentationIn | None = None
 ) -> Any:
     """The same as `POST /credential/{mandateId}/presentation`."""
     return await _present(mandateId, body, caller, services)
@@ -118,16 +133,13 @@ async def verify_presentation(body: VerifyIn, caller: CallerDep, services: Servi
     denied and recorded, and leaves the VP to its holder. A body that is not a JSON object with a
     `presentation` object is a 400.
     """
-    verdict = await run_db(
-        services.engine,
-        verification.verify,
-        services.engine,
-        services.cipher,
-        services.settings,
+    verdict = await verification.verify_grouped(
+        services,
         actor=caller.actor,
         verifier_org_id=caller.organization_id,
         presentation=body.presentation,
         execution_params=body.executionParams,
+        signature=caller.signature,  # recorded in the verification's own transaction
     )
     if verdict.reason is None:
         allowed = {

@@ -9,16 +9,19 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query
 from fastapi.responses import JSONResponse
 
-from api.deps import CallerDep, RequestDep, ServicesDep, TemporalDep
+from api.deps import CallerDep, RequestDep, RequestId, ServicesDep, TemporalDep
 from api.errors import ApiError
+from api.responses import answer, errors, retry_after_header
 from api.versions import VersionedRoute
 from core.kinds import SecurityLevel
 from services import requests
 from wire.models import (
+    ApprovalLinkEnvelope,
+    CodeUndelivered,
     CreateRequestIn,
-    ErrorOut,
     RequestEnvelope,
     RequestListItem,
+    RequestOut,
     RequestPage,
     Success,
 )
@@ -26,12 +29,23 @@ from wire.views import request_list_item, request_out
 
 log = logging.getLogger("mandatum.api.requests")
 router = APIRouter(tags=["requests"], route_class=VersionedRoute)
-ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": ErrorOut} for code in (400, 401, 404, 409, 413, 422, 429, 503)
-}
+NO_REQUEST = "No request of the caller's organization has this id"
+# which subject: exactly one of contact, id and internalId (400 otherwise; 404 for none of the request's)
+Contact = Annotated[str | None, Query(description="The subject's e-mail address or E.164 phone number")]
+SubjectDid = Annotated[str | None, Query(description="The subject's DID")]
+SubjectRef = Annotated[str | None, Query(description="The subject's internalId in this request")]
 
 
-@router.post("/request", status_code=201, response_model=RequestEnvelope, responses=ERRORS)
+@router.post(
+    "/request",
+    status_code=201,
+    response_model=RequestEnvelope,
+    responses={
+        **errors(400, 401, 413),
+        **answer(409, "Idempotency-Key already used with another body"),
+        **answer(429, "Too many requests created this minute (the organization's rate)"),
+    },
+)
 async def create_request(
     body: CreateRequestIn,
     caller: CallerDep,
@@ -51,7 +65,7 @@ async def create_request(
     return JSONResponse(created.response, status_code=created.status_code)
 
 
-@router.get("/request", response_model=RequestPage, responses=ERRORS)
+@router.get("/request", response_model=RequestPage, responses=errors(400, 401))
 async def list_requests(
     caller: CallerDep,
     services: ServicesDep,
@@ -108,31 +122,60 @@ async def list_requests(
     )
 
 
-@router.get("/request/{requestId}", response_model=RequestEnvelope, responses=ERRORS)
+@router.get(
+    "/request/{requestId}", response_model=RequestOut, responses=errors(400, 401, 404, s404=NO_REQUEST)
+)
 async def get_request(bundle: RequestDep, caller: CallerDep, services: ServicesDep) -> Any:
-    """A request with its subjects, credentials and decisions."""
-    body = request_out(services.settings, bundle).model_dump(mode="json")
-    return JSONResponse({"data": body})
+    """A request with its subjects, credentials and decisions: the record itself (SPEC.md), not
+    wrapped in `data` as `POST /request` wraps it."""
+    return JSONResponse(request_out(services.settings, bundle).model_dump(mode="json"))
 
 
-@router.delete("/request/{requestId}", response_model=Success, responses=ERRORS)
+@router.delete(
+    "/request/{requestId}",
+    response_model=Success,
+    responses={
+        **errors(400, 401, 404, s404=NO_REQUEST),
+        **answer(409, "A subject has decided, or the request is closed or already canceled"),
+        **answer(
+            503,
+            "Temporal is unreachable, or no worker confirmed the cancel within 15 s (it may still "
+            "apply: check with GET before retrying)",
+        ),
+    },
+)
 async def cancel_request(
-    requestId: str, caller: CallerDep, services: ServicesDep, temporal: TemporalDep
+    requestId: RequestId, caller: CallerDep, services: ServicesDep, temporal: TemporalDep
 ) -> Any:
     """Cancel a request before any subject decided; its workflow ends and `canceledAt` is set."""
     await requests.cancel(services, caller.actor, caller.organization_id, requestId)
     return Success()
 
 
-@router.patch("/request/resend/{requestId}", response_model=Success, responses=ERRORS)
+@router.patch(
+    "/request/resend/{requestId}",
+    response_model=Success,
+    responses={
+        **errors(400, 401, 404, s404="No such request of the caller's, or no such subject in it"),
+        **answer(409, "The request is closed, or the subject has decided on every credential"),
+        **answer(422, "The code could not be delivered to the contact", CodeUndelivered),
+        **answer(
+            429,
+            "A code was sent less than 60 s ago (`Retry-After` says how long to wait), or the subject "
+            "has had 5 codes (final: no `Retry-After`)",
+            headers={"Retry-After": retry_after_header(required=False)},
+        ),
+        **answer(503, "Temporal is unreachable, or the send was not confirmed in time"),
+    },
+)
 async def resend_code(
     bundle: RequestDep,
     caller: CallerDep,
     services: ServicesDep,
     temporal: TemporalDep,
-    contact: str | None = None,
-    id: str | None = None,
-    internalId: str | None = None,
+    contact: Contact = None,
+    id: SubjectDid = None,
+    internalId: SubjectRef = None,
 ) -> Any:
     """Send the subject a fresh one-time code (CONTRACT 4): at most 5 codes per subject, at least
     60 seconds apart (429 with `Retry-After`). A new code replaces the old one and unlocks it; the
@@ -149,15 +192,21 @@ async def resend_code(
     return Success()
 
 
-@router.get("/request/link/{requestId}", responses=ERRORS)
+@router.get(
+    "/request/link/{requestId}",
+    response_model=ApprovalLinkEnvelope,
+    responses=errors(400, 401, 404, s404="No such request of the caller's, or no such subject in it"),
+)
 async def approval_link(
     bundle: RequestDep,
     caller: CallerDep,
     services: ServicesDep,
-    contact: str | None = None,
-    id: str | None = None,
-    internalId: str | None = None,
-    parent: str | None = None,
+    contact: Contact = None,
+    id: SubjectDid = None,
+    internalId: SubjectRef = None,
+    parent: Annotated[
+        str | None, Query(description="An origin the organization allows to frame the page")
+    ] = None,
 ) -> Any:
     """The subject's approval page (`url`, the link their message carries), to open it for them or
     embed it: with `parent` (one of the organization's allowed iframe origins) also `iframeUrl`,
@@ -167,4 +216,4 @@ async def approval_link(
     link = await requests.subject_link(
         services, caller.actor, caller.organization_id, bundle.request.id, subject_id, parent
     )
-    return {"data": link}
+    return JSONResponse({"data": link})  # iframeUrl absent without a parent, never null

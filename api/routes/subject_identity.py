@@ -4,17 +4,18 @@ take the result at once (an ``identity`` event each); later requests reuse a suc
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from api.deps import CallerDep, ServicesDep, TemporalDep
+from api.responses import answer, errors
 from api.versions import VersionedRoute
 from core.actors import ORGANIZATION
 from core.kinds import SubjectIdentity
 from services import journey
-from wire.models import ErrorOut, Strict
+from wire.models import Strict
 
 router = APIRouter(tags=["subjects"], route_class=VersionedRoute)
 
@@ -22,20 +23,25 @@ router = APIRouter(tags=["subjects"], route_class=VersionedRoute)
 class IdentityReportIn(Strict):
     contact: str | None = None
     id: str | None = Field(default=None, description="The subject's DID")
-    success: bool
+    success: StrictBool  # true or false: 0 is no answer to whether the check passed
     message: Annotated[str, Field(max_length=500)] | None = None
 
 
 class IdentityReportOut(BaseModel):
-    success: bool = True
-    identityStatus: str
+    model_config = ConfigDict(json_schema_serialization_defaults_required=True)
+
+    success: Literal[True] = True
+    identityStatus: Literal[SubjectIdentity.VERIFIED, SubjectIdentity.FAILED]
     requests: list[str] = Field(description="Open ORGANIZATION_KYC requests that took the result")
 
 
 @router.post(
     "/subject/identity",
     response_model=IdentityReportOut,
-    responses={code: {"model": ErrorOut} for code in (400, 401, 404)},
+    responses={
+        **errors(400, 401, 404, 413, s404="No subject of the caller's organization has this contact or DID"),
+        **answer(503, "Temporal is unreachable while open requests wait for the result"),
+    },
 )
 async def report_identity(
     body: IdentityReportIn, caller: CallerDep, services: ServicesDep, temporal: TemporalDep

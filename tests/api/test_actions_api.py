@@ -153,7 +153,7 @@ async def test_request_pins_the_newest_published_version(api: SignedClient, engi
     assert pinned["version"] == v2.id and pinned["userParams"] == {"maxAmount": 5, "payees": ["Bob"]}
     # republishing changes nothing already recorded
     again = await api.get(f"/request/{first.json()['data']['id']}")
-    assert again.json()["data"]["credentials"][0]["action"]["version"] == v1
+    assert again.json()["credentials"][0]["action"]["version"] == v1
 
 
 async def test_unknown_unpublished_and_foreign_actions_are_400(

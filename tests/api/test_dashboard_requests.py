@@ -197,7 +197,7 @@ async def _status(app: FastAPI, org: Credentials, request_id: str) -> str:
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="https://mandatum.test") as client:
         got = await SignedClient(client, org).get(f"/request/{request_id}")
-    status: str = got.json()["data"]["status"]
+    status: str = got.json()["status"]
     return status
 
 

@@ -102,7 +102,7 @@ async def test_a_body_nested_32_levels_is_accepted_and_readable(api: SignedClien
     assert resp.status_code == 201, resp.text
     got = await api.get(f"/request/{resp.json()['data']['id']}")
     assert got.status_code == 200, got.text
-    fields = got.json()["data"]["credentials"][0]["data"][0]["fields"]
+    fields = got.json()["credentials"][0]["data"][0]["fields"]
     assert fields == body["credentials"][0]["data"][0]["fields"]
 
 

@@ -65,7 +65,7 @@ async def test_a_code_by_sms_through_the_provider(live: LiveStack) -> None:
     page = await live.http.post(f"{path}/otp", data={"code": code})
     assert page.status_code == 200 and "decision-" in page.text, page.text
     got = await live.api(request["org"]).get(f"/request/{request['id']}")
-    assert got.json()["data"]["credentials"][0]["status"] == "PENDING"  # sent: no longer DRAFT
+    assert got.json()["credentials"][0]["status"] == "PENDING"  # sent: no longer DRAFT
 
 
 async def test_a_number_the_provider_refuses(live: LiveStack) -> None:

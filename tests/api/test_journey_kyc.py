@@ -105,7 +105,7 @@ async def accept(http: httpx.AsyncClient, req: dict[str, Any], session: str) -> 
 
 async def credential_of(api: SignedClient, req: dict[str, Any]) -> dict[str, Any]:
     got = await api.get(f"/request/{req['id']}")
-    return dict(got.json()["data"]["credentials"][0])
+    return dict(got.json()["credentials"][0])
 
 
 def events_of(engine: Engine, request_id: str) -> list[WebhookEvent]:
@@ -443,3 +443,16 @@ def test_the_kyc_cookie_inside_an_iframe_is_partitioned_and_needs_https() -> Non
     for value in ("x; Domain=evil.example", secret + "A", "A" * 42 + "="):
         with pytest.raises(ValueError):
             kyc_cookie("abc", value, "hosted", True, 1800)
+
+
+async def test_an_identity_result_is_a_boolean_not_a_number(api: SignedClient) -> None:
+    """``success`` is true or false: pydantic would read 0 as false and record a failed check of a
+    real subject (the OpenAPI fuzzing's first find); such a body is a 400 and changes nothing."""
+    created = await api.post("/request", policy_request(contacts=["Zero-Check@example.com"]))
+    assert created.status_code == 201, created.text
+    for success in (0, 1, "false", None):
+        body = {"contact": "zero-check@example.com", "success": success}
+        refused = assert_error_shape(await api.post("/subject/identity", body), 400)
+        assert any("success" in line for line in refused["message"]), refused
+    got = await api.get(f"/request/{created.json()['data']['id']}")
+    assert got.json()["subjects"][0]["identityStatus"] == "UNVERIFIED"

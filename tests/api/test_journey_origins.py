@@ -180,7 +180,7 @@ async def test_a_stored_hostile_redirect_url_never_reaches_a_header(
     assert "a.example" not in page.headers["content-security-policy"]
     assert "sandbox" not in page.headers["content-security-policy"]
     # through the code and the decision: no Location to it, no link to it on the last page
-    subject = (await api.get(f"/request/{request_id}")).json()["data"]["subjects"][0]["id"]
+    subject = (await api.get(f"/request/{request_id}")).json()["subjects"][0]["id"]
     subject_id = subject.rsplit(":", 1)[1]
     code = code_in((await message_for(request_id, subject_id)).text)
     form = await http.post(f"{path}/otp", data={"code": code})
@@ -203,7 +203,7 @@ async def test_hidden_document_items_never_reach_the_subjects_browser(
     request_id, path = await _link(api, credentials=[LEASE])
     framing = {"surface": "iframe", "parent": parent} if surface == "iframe" else {}
     pages = [await http.get(path, params=framing)]
-    subject = (await api.get(f"/request/{request_id}")).json()["data"]["subjects"][0]["id"]
+    subject = (await api.get(f"/request/{request_id}")).json()["subjects"][0]["id"]
     code = code_in((await message_for(request_id, subject.rsplit(":", 1)[1])).text)
     pages.append(await http.post(f"{path}/otp", data={"code": code, **framing}))
     session_value = pages[-1].text.split('name="session" value="', 1)[1].split('"', 1)[0]
@@ -227,5 +227,5 @@ async def test_hidden_document_items_never_reach_the_subjects_browser(
         assert payload["credential"]["status"] == "ACTIVE"
         assert set(payload["credential"]) == {"id", "resourceType", "status", "name", "internalId"}
         # the signed webhook event keeps the whole credential for the integrator
-        event = (await api.get(f"/request/{request_id}")).json()["data"]["credentials"][0]
+        event = (await api.get(f"/request/{request_id}")).json()["credentials"][0]
         assert SECRET in json.dumps(event)

@@ -44,7 +44,7 @@ def stored(engine: Engine, mandate_id: str) -> Credential:
 
 async def status_in_request(api: SignedClient, mandate: dict[str, Any]) -> str:
     got = await api.get(f"/request/{mandate['requestId']}")
-    [cred] = [c for c in got.json()["data"]["credentials"] if c["id"] == mandate["id"]]
+    [cred] = [c for c in got.json()["credentials"] if c["id"] == mandate["id"]]
     return str(cred["status"])
 
 

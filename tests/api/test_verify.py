@@ -3,6 +3,7 @@ single use, rules of the pinned action version, actions without rules, rules tha
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -214,3 +215,30 @@ async def test_odd_but_valid_json_values_are_recorded(
     huge = {"amount": 10**30, "payee": "Bob"}
     body = checked(await verify(api, other, huge), engine, settings, "rule_failed")
     assert stored(engine, body["receipt"]["id"]).execution_params == huge
+
+
+async def test_a_replayed_verification_is_refused_and_writes_nothing(
+    api: SignedClient, temporal: Any, engine: Engine, settings: Settings
+) -> None:
+    """The verify route records its signature in the verification's own transaction
+    (api.auth.DEFERRED_SIGNATURE): the same signed request sent again is 401, with no second
+    verification and no audit record."""
+    from tests.support.audit_helpers import chain
+
+    _, vp = await new_vp(api, temporal)
+    raw = json.dumps({"presentation": vp, "executionParams": GOOD}, separators=(",", ":")).encode()
+    headers = {**api.headers(raw), "Content-Type": "application/json"}
+    first = await api.http.post("/credential/verify", content=raw, headers=headers)
+    checked(first, engine, settings)
+    with read_session(engine) as session:
+        verifications = len(session.exec(select(Verification)).all())
+    records = len(chain(engine, api.creds.organization_id))
+
+    again = await api.http.post("/credential/verify", content=raw, headers=headers)
+    assert assert_error_shape(again, 401)["message"] == "Signature already used"
+    with read_session(engine) as session:
+        assert len(session.exec(select(Verification)).all()) == verifications
+    assert len(chain(engine, api.creds.organization_id)) == records
+    # a fresh signature of the same body is a new call: the VP is used up by the first
+    fresh = await verify(api, vp, GOOD)
+    assert fresh.status_code == 403 and fresh.json()["reason"] == "vp_already_used"

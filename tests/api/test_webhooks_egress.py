@@ -438,3 +438,14 @@ def test_a_refused_address_gives_way_to_the_next_checked_one(
         _deliver(WebhookActivities(engine, cipher, settings, policy), event.id)
         assert [d.host for d in receiver.deliveries] == [f"two.example.test:{port}"]
     assert store.get_event(engine, event.id).state == "delivered"
+
+
+def test_every_delivery_shares_one_verifying_tls_context() -> None:
+    """Loading the CA bundle costs about 20 ms: it is loaded once per process, into a context
+    that still requires a certificate valid for the name (the test above: refused)."""
+    from core.egress import tls_context
+
+    context = tls_context()
+    assert tls_context() is context
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+    assert context.cert_store_stats()["x509_ca"] > 0  # the trusted authorities are loaded

@@ -91,7 +91,7 @@ async def test_hosted_journey_in_each_language(live: LiveStack, browser_page: Pa
         await expect(page.get_by_role("heading", level=1)).to_have_text("Back at the integrator")
 
     got = await live.api(request["org"]).get(f"/request/{request['id']}")
-    [cred] = got.json()["data"]["credentials"]
+    [cred] = got.json()["credentials"]
     assert cred["status"] == "ACTIVE" and cred["id"].startswith("urn:via:credential:")
     [decision] = decisions_of(live, request["credentials"][0]["id"])
     assert (decision.accepted, decision.channel, decision.surface) == (True, "email", "hosted")
@@ -270,7 +270,7 @@ async def test_a_kyc_request_cannot_be_accepted_before_the_check(live: LiveStack
     )
     assert "Verify your identity" in await forged.text()
     got = await live.api(request["org"]).get(f"/request/{request['id']}")
-    assert got.json()["data"]["credentials"][0]["status"] == "PENDING"
+    assert got.json()["credentials"][0]["status"] == "PENDING"
 
     await page.get_by_role("button", name="Verify my identity").click()  # to the provider's page
     await expect(page.get_by_role("heading", name="Identity check (simulated)")).to_be_visible()
@@ -280,8 +280,8 @@ async def test_a_kyc_request_cannot_be_accepted_before_the_check(live: LiveStack
     await page.get_by_role("button", name="Send my decision").click()
     await expect(page.get_by_role("heading", name="Thank you")).to_be_visible()
     got = await live.api(request["org"]).get(f"/request/{request['id']}")
-    assert got.json()["data"]["credentials"][0]["status"] == "ACTIVE"
-    assert got.json()["data"]["subjects"][0]["kyc"] == "VERIFIED"
+    assert got.json()["credentials"][0]["status"] == "ACTIVE"
+    assert got.json()["subjects"][0]["kyc"] == "VERIFIED"
 
 
 async def test_a_failed_kyc_check_ends_the_journey(live: LiveStack, phone_page: Page) -> None:
@@ -296,7 +296,7 @@ async def test_a_failed_kyc_check_ends_the_journey(live: LiveStack, phone_page: 
     width = await page.evaluate("document.documentElement.scrollWidth")
     assert width <= 390  # nothing wider than the phone's screen
     got = await live.api(request["org"]).get(f"/request/{request['id']}")
-    [cred] = got.json()["data"]["credentials"]
+    [cred] = got.json()["credentials"]
     assert cred["status"] == "REJECTED" and not cred["id"].startswith("urn:via:credential:")
     assert [e.payload["decision"]["success"] for e in events_of(live, request["id"], "identity")] == [False]
 
@@ -364,7 +364,7 @@ async def _kyc_in_the_iframe(live: LiveStack, browser_page: Page) -> None:
         await frame.get_by_role("button", name="Send my decision").click()
         await expect(frame.get_by_role("heading", name="Thank you")).to_be_visible()
     got = await live.api(request["org"]).get(f"/request/{request['id']}")
-    assert got.json()["data"]["credentials"][0]["status"] == "ACTIVE"
+    assert got.json()["credentials"][0]["status"] == "ACTIVE"
     [decision] = decisions_of(live, request["credentials"][0]["id"])
     assert decision.surface == "iframe"
 
@@ -390,4 +390,4 @@ async def test_a_kyc_return_opened_in_another_browser_does_not_decide(
         await expect(other.get_by_role("alert")).to_contain_text("Open the link from your message again")
         await expect(other.get_by_role("radio")).to_have_count(0)
     got = await live.api(request["org"]).get(f"/request/{request['id']}")
-    assert got.json()["data"]["credentials"][0]["status"] == "PENDING"
+    assert got.json()["credentials"][0]["status"] == "PENDING"

@@ -187,3 +187,26 @@ async def test_load_generator_against_the_real_app(settings: Settings, org: Cred
     assert out.transport_errors == 0 and set(out.statuses.values()) == {200}
     assert {json.loads(b)["organizationId"] for b in out.bodies.values()} == {org.organization_id}
     assert json.loads(out.bodies[0])["apiVersion"] == versioning.newest()
+
+
+def test_the_benchmark_organization_is_made_with_its_vp_lifetime(settings: Settings) -> None:
+    """``create_organization`` as ``python -m bench.verify`` runs it (the lifetime change is an audit
+    record, so its engine needs the service's signer): the organization, its key and the lifetime."""
+    from sqlmodel import col, select
+
+    from store.db import make_engine
+    from store.tables import Organization
+
+    caller = setup.create_organization(settings)
+    engine = make_engine(settings.sqlalchemy_url)
+    try:
+        with engine.connect() as conn:
+            minutes = conn.execute(
+                select(col(Organization.presentation_minutes)).where(
+                    col(Organization.id) == caller.organization_id
+                )
+            ).scalar_one()
+    finally:
+        engine.dispose()
+    assert minutes == setup.VP_MINUTES
+    assert caller.did.endswith(caller.organization_id) and caller.api_key and caller.secret

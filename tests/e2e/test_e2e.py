@@ -304,7 +304,7 @@ async def test_make_run_end_to_end(devstack: Devstack) -> None:
         assert listed.status_code == 200, listed.text
         assert request_id in [r["id"] for r in listed.json()["data"]]
         again = await api.get(f"/request/{request_id}")
-        assert again.json()["data"]["status"] == "PENDING"
+        assert again.json()["status"] == "PENDING"
 
     await assert_workflow_pending(await connect(devstack), request_id, org_id)
     code, _ = await asyncio.to_thread(devstack.interrupt)

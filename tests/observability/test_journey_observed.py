@@ -208,8 +208,8 @@ async def journey(live: LiveStack, logs: Captured) -> dict[str, Any]:
         ]
         await until(lambda: bool(logs.events("mandate.issued", organization_id=org)), "the issuance")
         got = await api.get(f"/request/{request['id']}")
-        [credential] = got.json()["data"]["credentials"]
-        assert (got.json()["data"]["status"], credential["status"]) == ("COMPLETED", "ACTIVE"), got.text
+        [credential] = got.json()["credentials"]
+        assert (got.json()["status"], credential["status"]) == ("COMPLETED", "ACTIVE"), got.text
         presented = await api.post(f"/credential/{quote(credential['id'], safe='')}/presentation")
         assert presented.status_code == 200, presented.text
         vp = presented.json()["data"]["presentation"]

@@ -75,6 +75,22 @@ async def test_create_a_request(sdk: Sdk, live: LiveStack) -> None:
     await message_to(live, contact)  # the subject was sent a code
 
 
+async def test_a_refused_request_is_the_releases_typed_error(sdk: Sdk, live: LiveStack) -> None:
+    """A validation error's sentences reach the release as one string in its error model (the
+    newest version answers them as a list), each sentence still there."""
+    creds = new_org(live, sdk.release)
+    client = client_of(sdk, live, creds)
+    body = request_body(sdk, new_contact(), securityLevel="CONTACT")
+    body.credentials[0].name = ""
+    body.credentials[0].scope = "s" * 501
+    refused = await client.refusal(
+        client.api.requests.create, body, status=400, returns="RequestsCreate400Response"
+    )
+    assert isinstance(refused.message, str), refused
+    sentences = refused.message.split("; ")
+    assert [s.split(":")[0] for s in sentences] == ["credentials.0.name", "credentials.0.scope"], sentences
+
+
 async def test_create_with_the_platform_identity_level(sdk: Sdk, live: LiveStack) -> None:
     """Both releases name the platform's identity check HUMANOS_KYC (the service: PLATFORM_KYC)."""
     creds = new_org(live, sdk.release)

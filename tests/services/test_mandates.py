@@ -6,6 +6,9 @@ revocation's reason as typed."""
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
 import pytest
 from sqlalchemy import Engine
 
@@ -250,3 +253,105 @@ async def test_a_credentials_view_has_the_verifications_of_its_own_presentations
     pending = new_request(engine, org.organization_id)
     unsigned = await mandates.credential_view(ctx, org.organization_id, pending.credentials[0].id)
     assert (unsigned.verifications, unsigned.verification_count) == ([], 0)
+
+
+async def test_concurrent_verifications_are_written_in_one_batch_each_as_alone(
+    engine: Engine, cipher: SecretCipher, settings: Settings, org: Credentials
+) -> None:
+    """``verify_grouped`` calls of one loop turn are written together (``Context.verifications``: on
+    SQLite in one transaction, on PostgreSQL one transaction each, which a replay racing its
+    original in another batch once deadlocked): two verifications of one VP are decided as two
+    in a row (one allow, one ``vp_already_used``), a replayed signature is refused and writes
+    nothing while the others of its batch are written, and the chain stays valid."""
+    from datetime import timedelta
+
+    from services.errors import Replayed
+    from store import guards
+
+    ctx = Context(settings, engine, cipher)
+    batches: list[int] = []
+    write = ctx.verifications._write_batch
+
+    def counted(items: list[Any]) -> None:
+        batches.append(len(items))
+        write(items)
+
+    ctx.verifications._write_batch = counted
+    agent = Actor.api_key(org.key_id)
+    vps = [
+        presentations.issue_presentation(
+            engine, cipher, settings, actor=agent, caller_org_id=org.organization_id, mandate_id=m
+        ).presentation
+        for m in [issued_mandate(engine, cipher, settings, org.organization_id).mandate_id] * 3
+    ]
+    use = guards.SignatureUse(org.key_id, "ab" * 32, True, timedelta(minutes=6))
+    calls = [
+        verification.verify_grouped(
+            ctx,
+            actor=agent,
+            verifier_org_id=org.organization_id,
+            presentation=vp,
+            execution_params=GOOD,
+            signature=signature,
+        )
+        for vp, signature in [(vps[0], None), (vps[0], None), (vps[1], use), (vps[2], use)]
+    ]
+    first, second, signed, replayed = await asyncio.gather(*calls, return_exceptions=True)
+    assert sum(batches) == 4
+    if engine.dialect.name == "sqlite":  # decided inline, all in one loop turn: one batch
+        assert batches == [4]
+    # which of two racing calls is decided first is the order they reach the batch (on PostgreSQL,
+    # the order their checks end on the threads): one of each pair wins
+    assert isinstance(first, verification.Verdict) and isinstance(second, verification.Verdict)
+    assert sorted([first.reason or "allow", second.reason or "allow"]) == ["allow", "vp_already_used"]
+    assert {first.receipt.get("reason"), second.receipt.get("reason")} == {None, "vp_already_used"}
+    assert sorted(type(r).__name__ for r in (signed, replayed)) == [Replayed.__name__, "Verdict"]
+    won = vps[1] if isinstance(signed, verification.Verdict) else vps[2]
+    assert next(r for r in (signed, replayed) if isinstance(r, verification.Verdict)).decision == "allow"
+    records = chain(engine, org.organization_id)
+    verified = [
+        r.data["presentation"]["id"] for r in records if r.type in (audit.VERIFY_ACCEPT, audit.VERIFY_DENY)
+    ]
+    assert sorted(verified) == sorted([vps[0]["id"], vps[0]["id"], won["id"]])  # nothing of the replay
+    from services import audit as audit_service
+
+    [checked] = audit_service.verify_chains(ctx, Actor.operator("test"), org.organization_id)
+    assert checked.broken is None and checked.records == len(records)
+
+
+def test_written_one_by_one_a_failed_verification_fails_alone(
+    engine: Engine, cipher: SecretCipher, settings: Settings, org: Credentials
+) -> None:
+    """``record_each`` (PostgreSQL's way): a verification whose transaction fails carries its error
+    and wrote nothing; the ones before and after it are written."""
+    from store.verifications import record_each
+
+    agent = Actor.api_key(org.key_id)
+    mandate_id = issued_mandate(engine, cipher, settings, org.organization_id).mandate_id
+    pending = []
+    for _ in range(3):
+        vp = presentations.issue_presentation(
+            engine, cipher, settings, actor=agent, caller_org_id=org.organization_id, mandate_id=mandate_id
+        ).presentation
+        pending.append(
+            verification.decide(
+                engine,
+                cipher,
+                settings,
+                actor=agent,
+                verifier_org_id=org.organization_id,
+                presentation=vp,
+                execution_params=GOOD,
+            )
+        )
+    pending[1].receipt = pending[0].receipt  # the same receipt id twice: its row cannot be inserted
+    record_each(engine, pending)
+    assert pending[0].failed is None and pending[2].failed is None
+    assert pending[1].failed is not None
+    with pytest.raises(type(pending[1].failed)):
+        verification.verdict(pending[1])
+    assert [verification.verdict(p).decision for p in (pending[0], pending[2])] == ["allow", "allow"]
+    verified = [
+        r.data["receipt"]["id"] for r in chain(engine, org.organization_id) if r.type == audit.VERIFY_ACCEPT
+    ]
+    assert verified == [pending[0].receipt["id"], pending[2].receipt["id"]]

@@ -408,3 +408,24 @@ def test_keys_commands(tmp_path: Path) -> None:
     prod = {k: v for k, v in env.items() if k != "MANDATUM_MASTER_KEY"}
     refused = _mandatum({**prod, "MANDATUM_ENVIRONMENT": "production"}, "keys", "rotate-issuer")
     assert refused.returncode == 1 and "MANDATUM_MASTER_KEY" in refused.stderr
+
+
+def test_the_resolver_reads_the_cached_document_and_callers_get_copies(
+    engine: Engine, cipher: SecretCipher, settings: Settings
+) -> None:
+    """The verify path's resolver reads the cached document itself (``shared``); any other caller
+    gets a copy, so changing one never changes what the resolver reads."""
+    did = web_service_did(settings.public_url)
+    keys.service_signing_key(engine, cipher, settings)
+    keys.did_document_for(engine, settings, did, fresh=True)
+    first = keys.did_document_for(engine, settings, did, shared=True)
+    assert first is not None and keys.did_document_for(engine, settings, did, shared=True) is first
+    copy = keys.did_document_for(engine, settings, did)
+    assert copy == first and copy is not first
+    assert copy is not None
+    copy["verificationMethod"].clear()
+    assert first["verificationMethod"]  # untouched
+    keys.rotate_service_key(engine, cipher, settings)  # forgets the cached documents
+    after = keys.did_document_for(engine, settings, did, shared=True)
+    assert after is not first and after is not None
+    assert len(after["verificationMethod"]) == len(first["verificationMethod"]) + 1

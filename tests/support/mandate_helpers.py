@@ -26,7 +26,7 @@ async def accept_all(api: SignedClient, temporal: Client, request: dict[str, Any
             await decide(handle, subject_uuid(subject["id"]), cred["id"], accept=True)
     got = await api.get(f"/request/{request['id']}")
     assert got.status_code == 200, got.text
-    return list(got.json()["data"]["credentials"])
+    return list(got.json()["credentials"])
 
 
 async def issued_mandate(api: SignedClient, temporal: Client, **overrides: Any) -> dict[str, Any]:

@@ -343,7 +343,7 @@ async def create_request(live: LiveStack, creds: Credentials, **overrides: Any) 
 async def read_request(live: LiveStack, creds: Credentials, request_id: str) -> dict[str, Any]:
     got = await raw(live, creds, "GET", f"/request/{request_id}")
     assert got.status_code == 200, got.text
-    return dict(got.json()["data"])
+    return dict(got.json())
 
 
 @dataclass

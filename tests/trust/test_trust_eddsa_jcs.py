@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import random
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -327,3 +328,60 @@ def test_extra_members_are_signed_and_proof_sets_need_every_proof() -> None:
             created=created,
             extra={"proofPurpose": "authentication"},
         )
+
+
+def _generated(rng: random.Random, depth: int = 0) -> Any:
+    """A random JSON value of the kinds that decide between the two paths: floats, integers about
+    2^53, strings with controls, escapes, numbers-looking text and characters outside the BMP in
+    keys and values, nesting."""
+    alphabet = [
+        "a",
+        "Z",
+        "\x00",
+        "\x1f",
+        '"',
+        "\\",
+        "/",
+        ":",
+        ",",
+        "[",
+        "1",
+        ".",
+        "e",
+        "\u00e9",
+        "\ufb33",
+        "\uffff",
+        "\U0001f602",
+        "\U00010000",
+        "\ud83d",  # a lone surrogate: neither path can write it
+    ]
+    kind = rng.randrange(9 if depth < 4 else 6)
+    if kind == 0:
+        return rng.choice([None, True, False])
+    if kind == 1:
+        return rng.choice(
+            [0, -1, 2**53 - 1, -(2**53) + 1, 10**15, 999_999_999_999_999, rng.randrange(-(10**6), 10**6)]
+        )
+    if kind == 2:
+        return rng.choice([0.5, -0.0, 1e21, 1e-7, 123456789.125, float(rng.randrange(100)), 1 / 3])
+    if kind in (3, 4, 5):
+        return "".join(rng.choice(alphabet) for _ in range(rng.randrange(6)))
+    if kind in (6, 7):
+        return {
+            "".join(rng.choice(alphabet) for _ in range(rng.randrange(4))): _generated(rng, depth + 1)
+            for _ in range(rng.randrange(5))
+        }
+    return [_generated(rng, depth + 1) for _ in range(rng.randrange(5))]
+
+
+def test_the_fast_path_agrees_with_the_reference_on_generated_values() -> None:
+    rng = random.Random(8785)
+    for _ in range(3000):
+        value = _generated(rng)
+        try:
+            expected = canonicalize_reference(value)
+        except CanonicalizationError:
+            with pytest.raises(CanonicalizationError):
+                canonicalize(value)
+            continue
+        assert canonicalize(value) == expected, value

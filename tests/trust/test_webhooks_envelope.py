@@ -91,3 +91,13 @@ def test_tampering_or_a_wrong_salt_is_refused() -> None:
     with pytest.raises(InvalidTag):
         env.decrypt_body(json.dumps(envelope).encode(), ENCRYPTION_SECRET, SALT)
     assert env.decrypt_body(body, ENCRYPTION_SECRET, SALT) == EVENT
+
+
+def test_the_key_is_derived_once_per_secret_and_salt() -> None:
+    from trust.webhook_envelope import derive_key
+
+    secret = base64.b64encode(b"k" * 32).decode()
+    first = derive_key(secret, "salt-one")
+    hits = derive_key.cache_info().hits
+    assert derive_key(secret, "salt-one") is first and derive_key.cache_info().hits == hits + 1
+    assert derive_key(secret, "salt-two") != first  # another salt, another key

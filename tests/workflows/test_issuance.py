@@ -49,7 +49,7 @@ async def test_acceptance_by_every_subject_issues_the_mandate(
     second = await decide(handle, bea, cred_id, accept=True)
     assert second.mandate_id is not None and second.mandate_id.startswith("urn:via:credential:")
 
-    [cred] = (await api.get(f"/request/{data['id']}")).json()["data"]["credentials"]
+    [cred] = (await api.get(f"/request/{data['id']}")).json()["credentials"]
     assert cred["id"] == second.mandate_id and cred["status"] == "ACTIVE"
     mandate = cred["w3cCredential"]
     assert mandate["id"] == second.mandate_id and "VIAMandate" in mandate["type"]
@@ -74,7 +74,7 @@ async def test_a_rejection_issues_nothing(api: SignedClient, temporal: Any) -> N
     cred_id = data["credentials"][0]["id"]
     await decide(handle, ana, cred_id, accept=False)
     assert (await decide(handle, bea, cred_id, accept=True)).mandate_id is None
-    [cred] = (await api.get(f"/request/{data['id']}")).json()["data"]["credentials"]
+    [cred] = (await api.get(f"/request/{data['id']}")).json()["credentials"]
     assert cred["status"] == "REJECTED" and cred["w3cCredential"] is None and cred["id"] == cred_id
 
 
@@ -87,7 +87,7 @@ async def test_a_document_is_issued_in_the_document_form(
     data = await create(api, credentials=[DOCUMENT])
     handle = request_handle(temporal, data["id"])
     issued = await decide(handle, subject_uuid(data["subjects"][0]["id"]), data["credentials"][0]["id"])
-    [cred] = (await api.get(f"/request/{data['id']}")).json()["data"]["credentials"]
+    [cred] = (await api.get(f"/request/{data['id']}")).json()["credentials"]
     doc = cred["w3cCredential"]
     assert cred["id"] == issued.mandate_id and cred["status"] == "ACTIVE"
     assert "VIADocument" in doc["type"] and doc["issuanceDate"]

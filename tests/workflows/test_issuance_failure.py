@@ -87,7 +87,7 @@ async def test_a_credential_jcs_cannot_hold_fails_once_and_the_workflow_complete
     ]
     assert event.payload["credential"]["status"] == "FAILED"
     assert event.payload["decision"]["action"] == "accept"
-    listed = (await api.get(f"/request/{request_id}")).json()["data"]["credentials"]
+    listed = (await api.get(f"/request/{request_id}")).json()["credentials"]
     assert [c["status"] for c in listed] == ["FAILED"]
     # one attempt, failed for good: no retries
     history = await handle.fetch_history()

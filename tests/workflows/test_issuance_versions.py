@@ -103,7 +103,7 @@ async def test_republishing_the_action_changes_no_issued_mandate(
     assert credential_row(engine, first["id"]).model_dump() == stored
     resolver = keys.did_resolver(engine, settings)
     vc.verify_mandate(stored["w3c_credential"], resolver)
-    [shown] = (await api.get(f"/request/{first['requestId']}")).json()["data"]["credentials"]
+    [shown] = (await api.get(f"/request/{first['requestId']}")).json()["credentials"]
     assert shown["w3cCredential"] == first["w3cCredential"] == stored["w3c_credential"]
     # a retried issuance (what a restarted activity does) returns the v1 mandate as it is
     again = mandates.issue(engine, cipher, settings, stored["id"], actor=TEMPORAL)
