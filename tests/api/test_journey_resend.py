@@ -17,7 +17,7 @@ from orchestration.temporal import request_handle
 from tests.support.helpers import Credentials, SignedClient, assert_error_shape, policy_request
 from tests.support.journey_helpers import code_in, journey_secrets, message_for
 from tests.support.operators import ts_app
-from tests.support.workflow import executor, ts_queue  # noqa: F401 (fixtures)
+from tests.support.workflow import executor, sends_returned, ts_queue  # noqa: F401 (fixtures)
 from workflows.messages import RequestStatusView, SubjectProgressView, VerifyOtpInput, VerifyOtpResult
 
 
@@ -98,7 +98,8 @@ async def test_resend_limits_and_a_fresh_code(ts_env: WorkflowEnvironment, ts_ap
 async def end(env: WorkflowEnvironment, api: SignedClient, request_id: str) -> None:
     """Cancel the request and see its workflow end while this module's worker still runs: a
     workflow left open on the time-skipping server without a worker stops time skipping for the
-    tests after it."""
+    tests after it. No send may still be under way then (``sends_returned``)."""
+    await sends_returned(request_handle(env.client, request_id))
     assert (await api.delete(f"/request/{request_id}")).status_code == 200
     await request_handle(env.client, request_id).result()
 
