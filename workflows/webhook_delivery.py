@@ -54,7 +54,11 @@ def _reason(exc: ActivityError) -> str:
     return cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
 
 
-@workflow.defn(name=WEBHOOK_WORKFLOW_TYPE)
+# Not sandboxed: one of these starts for every event, and building a sandbox (a fresh import of the
+# workflow's modules) cost more CPU than the whole delivery. The code above and below only calls
+# Temporal's workflow API and the passed-through message types; tests/workflows/
+# test_webhooks_delivery.py replays a delivery's history to hold it to that.
+@workflow.defn(name=WEBHOOK_WORKFLOW_TYPE, sandboxed=False)
 class WebhookDeliveryWorkflow:
     @workflow.run
     async def run(self, inp: DeliverWebhookInput) -> DeliveryResult:

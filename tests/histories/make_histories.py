@@ -52,7 +52,7 @@ from store.db import make_engine, migrate, write_session
 from store.tables import Credential
 from tests.support.journey_helpers import code_in, message_for
 from worker import build_worker
-from workflows.ids import SA_INTERNAL_ID, SA_ORGANIZATION, SA_SECURITY_LEVEL, SA_STATUS
+from workflows.ids import SEARCH_ATTRIBUTE_KEYS
 from workflows.messages import (
     CancelInput,
     CancelResult,
@@ -329,7 +329,7 @@ async def main(names: list[str]) -> None:
         dev_server_existing_path=str(BIN / "temporal"),
         ip="127.0.0.1",
         data_converter=pydantic_data_converter,
-        search_attributes=[SA_ORGANIZATION, SA_STATUS, SA_SECURITY_LEVEL, SA_INTERNAL_ID],
+        search_attributes=SEARCH_ATTRIBUTE_KEYS,  # every one the workflows set
         dev_server_extra_args=["--log-level", "error"],
     )
     with tempfile.TemporaryDirectory() as tmp:
