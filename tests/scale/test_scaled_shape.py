@@ -17,8 +17,7 @@ each VP allowed exactly once.
 from __future__ import annotations
 
 import asyncio
-import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,10 +30,9 @@ from temporalio.testing import WorkflowEnvironment
 
 from core.otp import JourneySecrets
 from core.secretbox import SecretCipher
-from core.settings import Environment, Settings
-from store import audit
-from store.db import make_engine, migrate
-from tests.conftest import PG_ADMIN_URL, PG_AVAILABLE, _postgres_database, new_org
+from core.settings import Settings
+from tests.conftest import new_org
+from tests.scale.conftest import MASTER_KEY
 from tests.scale.invariants import (
     Flow,
     assert_audit_chains_verify,
@@ -53,42 +51,9 @@ from tests.support.workflow import subject_uuid
 
 pytestmark = pytest.mark.e2e
 
-MASTER_KEY = "c2NhbGVkLXNoYXBlLW1hc3Rlci1rZXktMzItYnl0ZXM="  # 32 bytes, base64
-PUBLIC_URL = "https://scale.mandatum.test"  # what a load balancer in front of both APIs would be
 REQUESTS, FIRST_WAVE, IN_FLIGHT = 16, 6, 5  # 6 before the deaths, 5 during, 5 created after
 KILL_AT_DECISION = 3  # of the second wave's decisions sent
 DRIVE_SECONDS = 150  # an upper bound only: the drive takes seconds
-
-
-@pytest.fixture
-def pg_url() -> Iterator[str]:
-    if not PG_AVAILABLE:
-        pytest.skip(f"PostgreSQL is not reachable at {PG_ADMIN_URL}: the scaled shape runs on it only")
-    with _postgres_database() as url:
-        migrate(url)
-        yield url
-
-
-@pytest.fixture
-def stack_settings(pg_url: str, dev_env: WorkflowEnvironment, tmp_path: Path) -> Settings:
-    """What every process of the shape shares: database, Temporal, task queue, key, public URL."""
-    return Settings(
-        environment=Environment.TEST,
-        var_dir=tmp_path / "var",
-        database_url=pg_url,
-        master_key=MASTER_KEY,
-        temporal_address=dev_env.client.service_client.config.target_host,
-        task_queue=f"mandatum-scale-{uuid.uuid4().hex[:8]}",
-        public_url=PUBLIC_URL,
-    )
-
-
-@pytest.fixture
-def pg_engine(stack_settings: Settings) -> Iterator[Engine]:
-    engine = make_engine(stack_settings.database_url)
-    audit.use_service_key(engine, SecretCipher(stack_settings.master_key_bytes()), stack_settings)
-    yield engine
-    engine.dispose()
 
 
 @pytest_asyncio.fixture
