@@ -16,6 +16,7 @@ import asyncio
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator
+from itertools import pairwise
 
 import pytest
 import pytest_asyncio
@@ -83,5 +84,5 @@ async def test_two_api_processes_at_full_load_keep_one_valid_chain(
     assert len(mine) == len(records) - before == VERIFICATIONS  # one record each, nothing else
     assert [r.seq for r in records] == list(range(1, len(records) + 1))  # no gap, no repeat
     assert len({r.hash for r in records}) == len(records)
-    assert all(r.prev_hash == p.hash for p, r in zip(records, records[1:], strict=False))
+    assert all(r.prev_hash == p.hash for p, r in pairwise(records))
     assert_audit_chains_verify(pg_engine, stack_settings, cipher, [org])
