@@ -53,6 +53,7 @@ pytest_plugins = [
     "tests.support.interop",
     "tests.support.cli",
     "tests.support.a11y",
+    "tests.support.operators",
 ]
 
 BIN = Path(sys.executable).parent

@@ -5,36 +5,15 @@ Runs on the time-skipping server, so the minute between sends is skipped, not wa
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
-import pytest_asyncio
 from temporalio.testing import WorkflowEnvironment
 
-from core.settings import Settings
 from orchestration.temporal import request_handle
-from tests.support.helpers import Credentials, SignedClient, assert_error_shape, policy_request
+from tests.support.helpers import SignedClient, assert_error_shape, policy_request
 from tests.support.journey_helpers import code_in, journey_secrets, message_for
-from tests.support.operators import ts_app
 from tests.support.workflow import executor, sends_returned, ts_queue  # noqa: F401 (fixtures)
 from workflows.messages import RequestStatusView, SubjectProgressView, VerifyOtpInput, VerifyOtpResult
-
-
-@pytest_asyncio.fixture
-async def ts_api(
-    ts_env: WorkflowEnvironment,
-    ts_queue: str,  # noqa: F811
-    settings: Settings,
-    org: Credentials,
-) -> AsyncIterator[SignedClient]:
-    """The app starting its workflows on the time-skipping server's worker (``ts_app``: rows are
-    stamped with the wall clock while earlier tests may have moved the server's virtual clock
-    ahead, so the requests' expiry is 30 days after the *virtual* now)."""
-    async with ts_app(ts_env, ts_queue, settings) as app:
-        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-        async with httpx.AsyncClient(transport=transport, base_url="https://mandatum.test") as client:
-            yield SignedClient(client, org)
 
 
 async def check(env: WorkflowEnvironment, request_id: str, subject_id: str, code: str) -> str:

@@ -7,21 +7,16 @@ they received (docs/api.md)."""
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
 import pytest
-import pytest_asyncio
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from core.settings import Settings
 from tests.support.helpers import Credentials, SignedClient, policy_request
 from tests.support.journey_helpers import message_for
 from tests.support.mandate_helpers import accept_all
 from tests.support.openapi import Oracle, Recorder
-from tests.support.operators import ts_app
 from tests.support.presentations import GOOD
 from tests.support.workflow import executor, ts_queue  # noqa: F401 (fixtures)
 
@@ -205,19 +200,6 @@ async def public_documents(rec: Recorder, creds: Credentials) -> None:
     status_list = got.json()["w3cCredential"]["credentialStatus"]["statusListCredential"].rsplit("/", 1)[1]
     await rec.call("GET", "/credentials/status/{listId}", path={"listId": status_list})
     await rec.call("GET", "/credentials/status/{listId}", path={"listId": "0" * 24}, example=False)  # 404
-
-
-@pytest_asyncio.fixture
-async def ts_api(
-    ts_env: WorkflowEnvironment,
-    ts_queue: str,  # noqa: F811
-    settings: Settings,
-    org: Credentials,
-) -> AsyncIterator[SignedClient]:
-    async with ts_app(ts_env, ts_queue, settings) as app:
-        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-        async with httpx.AsyncClient(transport=transport, base_url="https://mandatum.test") as client:
-            yield SignedClient(client, org)
 
 
 @pytest.mark.usefixtures("no_server_errors")

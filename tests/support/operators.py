@@ -10,6 +10,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
+import pytest_asyncio
 from fastapi import FastAPI
 from temporalio.service import RPCError
 from temporalio.testing import WorkflowEnvironment
@@ -40,6 +41,19 @@ async def ts_app(ts_env: WorkflowEnvironment, ts_queue: str, settings: Settings)
         for request_id in made.state.created_requests:
             with contextlib.suppress(RPCError):
                 await request_handle(ts_env.client, request_id).terminate("the test is over")
+
+
+@pytest_asyncio.fixture
+async def ts_api(
+    ts_env: WorkflowEnvironment, ts_queue: str, settings: Settings, org: Credentials
+) -> AsyncIterator[SignedClient]:
+    """``org``'s signed client of ``ts_app`` (a fixture, registered by tests/conftest.py). Rows are
+    stamped with the wall clock while earlier tests may have moved the server's virtual clock
+    ahead, so the requests' expiry is 30 days after the *virtual* now."""
+    async with ts_app(ts_env, ts_queue, settings) as app:
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="https://mandatum.test") as client:
+            yield SignedClient(client, org)
 
 
 def api_of(app: FastAPI, org: Credentials) -> tuple[httpx.AsyncClient, SignedClient]:
