@@ -82,6 +82,34 @@ def test_the_fast_path_never_differs_from_the_reference(value: Any) -> None:
     assert canonicalize(value) == canonicalize_reference(value)
 
 
+def test_signed_documents_take_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the service signs is full of text that looks like numbers (timestamps with fractions,
+    URNs whose hex starts with a digit and an ``e``, keys with digits): none of it may send the
+    document to the reference path, while a number that only the reference writes right still does."""
+    document = {
+        "id": "urn:uuid:6e0f1c3a-1d2e-4f5a-8b9c-0d1e2f3a4b5c",
+        "createdAt": "2026-11-25T06:58:51.123456Z",
+        "validFrom": "2026-11-25T06:58:51Z",
+        "seq": 41,
+        "quote": 'say "1.5" and \\"2e3\\"',
+        "data": {"amount": 950, "limit": 10**15 - 1, "list": [1, -2, "3.5", "1e9"], "ok": True, "no": None},
+        "proof": {"proofValue": "z3t9e8sU", "created": "2026-11-25T06:58:51.5Z"},
+    }
+    expected = canonicalize_reference(document)
+    calls: list[Any] = []
+
+    def reference(value: Any) -> bytes:
+        calls.append(value)
+        return canonicalize_reference(value)
+
+    monkeypatch.setattr("trust.jcs.canonicalize_reference", reference)
+    assert canonicalize(document) == expected
+    assert calls == []
+    for number in (1.5, 1e21, 10**15, -(10**15)):  # a float, or 16 digits: the reference decides
+        assert canonicalize({**document, "n": number}) == canonicalize_reference({**document, "n": number})
+    assert len(calls) == 4
+
+
 @pytest.mark.parametrize("value", [{"x": float("nan")}, {"x": "\ud800"}, {"x": {1, 2}}, {"big": 2**60}])
 def test_values_jcs_cannot_express_are_refused(value: Any) -> None:
     with pytest.raises(CanonicalizationError):
