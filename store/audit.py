@@ -43,9 +43,10 @@ from core.secretbox import SecretCipher
 from core.settings import Settings
 from store.db import upsert_insert, utcnow
 from store.keys import service_key
+from store.prepared import Prepared
 from store.tables import AuditHead, AuditRecord
-from trust.eddsa_jcs import MalformedProof, ProofError, sign_document, verify_document
-from trust.jcs import CanonicalizationError, canonicalize
+from trust.eddsa_jcs import ProofError, create_proof, verify_document
+from trust.jcs import CanonicalizationError, canonical_object, canonicalize
 from trust.keys import Ed25519KeyPair
 
 REQUEST_CREATED = "REQUEST_CREATED"
@@ -122,9 +123,13 @@ ASSERTION_METHOD = "assertionMethod"
 
 _RECORDS = AuditRecord.__table__  # type: ignore[attr-defined]
 _HEADS = AuditHead.__table__  # type: ignore[attr-defined]
-_LOCK_HEAD = select(_HEADS.c.seq, _HEADS.c.hash).where(_HEADS.c.organization_id == bindparam("org"))
-_INSERT = _RECORDS.insert()
-_MOVE_HEAD = (
+# run on the DBAPI cursor (store.prepared): an append is on the verification's hot path
+_HEAD = select(_HEADS.c.seq, _HEADS.c.hash).where(_HEADS.c.organization_id == bindparam("org"))
+_READ_HEAD = Prepared(_HEAD)  # SQLite: the write transaction (BEGIN IMMEDIATE) holds the database
+_LOCK_HEAD = Prepared(_HEAD.with_for_update())  # elsewhere: the head's row, to the transaction's end
+_first_heads: dict[str, Prepared] = {}  # each dialect's INSERT ... ON CONFLICT DO NOTHING of a head
+_INSERT = Prepared(_RECORDS.insert(), column_keys=[c.key for c in _RECORDS.columns])
+_MOVE_HEAD = Prepared(
     update(_HEADS)
     .where(_HEADS.c.organization_id == bindparam("org"))
     .values(seq=bindparam("seq"), hash=bindparam("hash"))
@@ -201,17 +206,24 @@ def _timestamp(moment: datetime) -> str:
     return moment.isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
-def _head(conn: Connection, org_id: str) -> tuple[int, str | None]:
-    """The chain's end, locked for this transaction (the row is made on the first append)."""
-    query = _LOCK_HEAD.with_for_update() if conn.dialect.name != "sqlite" else _LOCK_HEAD
-    found = conn.execute(query, {"org": org_id}).first()
-    if found is None:  # the organization's first record: make its head, then lock it
-        conn.execute(
-            upsert_insert(conn.dialect.name)(_HEADS)
-            .values(organization_id=org_id, seq=0, hash="")
+def _first_head(dialect: str) -> Prepared:
+    found = _first_heads.get(dialect)
+    if found is None:
+        found = _first_heads[dialect] = Prepared(
+            upsert_insert(dialect)(_HEADS)
+            .values(organization_id=bindparam("org"), seq=0, hash="")
             .on_conflict_do_nothing()
         )
-        found = conn.execute(query, {"org": org_id}).one()
+    return found
+
+
+def _head(conn: Connection, org_id: str) -> tuple[int, str | None]:
+    """The chain's end, locked for this transaction (the row is made on the first append)."""
+    query = _READ_HEAD if conn.dialect.name == "sqlite" else _LOCK_HEAD
+    found = query.run(conn, {"org": org_id}).first()
+    if found is None:  # the organization's first record: make its head, then lock it
+        _first_head(conn.dialect.name).run(conn, {"org": org_id})
+        found = query.run(conn, {"org": org_id}).one()
     return int(found.seq), (found.hash or None)
 
 
@@ -236,12 +248,27 @@ def representable(data: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _signed(record: SimpleNamespace, key: Ed25519KeyPair, now: datetime) -> dict[str, Any]:
+def _signed(record: SimpleNamespace, key: Ed25519KeyPair, now: datetime) -> tuple[dict[str, Any], bytes]:
+    """The record's proof, and the JCS bytes of its whole document (proof included), which its
+    ``hash`` covers: each member is encoded once, for the signature and for the hash."""
     try:
-        return sign_document(document_of(record), key, proof_purpose=ASSERTION_METHOD, created=now)
-    except (MalformedProof, RecursionError):  # a caller's value JCS cannot hold: record its digest
+        members = _canonical_members(record)
+    except (CanonicalizationError, RecursionError):  # a caller's value JCS cannot hold: its digest
         record.data = representable(record.data)
-        return sign_document(document_of(record), key, proof_purpose=ASSERTION_METHOD, created=now)
+        members = _canonical_members(record)
+    proof = create_proof(
+        document_of(record),
+        key,
+        proof_purpose=ASSERTION_METHOD,
+        created=now,
+        canonical_document=canonical_object(members),
+    )
+    members["proof"] = canonicalize(proof)
+    return proof, canonical_object(members)
+
+
+def _canonical_members(record: SimpleNamespace) -> dict[str, bytes]:
+    return {name: canonicalize(value) for name, value in document_of(record).items() if name != "proof"}
 
 
 def append(conn: Connection, key: Ed25519KeyPair, entry: Entry, now: datetime | None = None) -> str:
@@ -265,10 +292,10 @@ def append(conn: Connection, key: Ed25519KeyPair, entry: Entry, now: datetime | 
         prev_hash=prev_hash,
         proof={},
     )
-    signed = _signed(record, key, now)
-    record.proof, record.hash = signed["proof"], record_hash(signed)
-    conn.execute(_INSERT, vars(record))
-    conn.execute(_MOVE_HEAD, {"org": entry.organization_id, "seq": record.seq, "hash": record.hash})
+    record.proof, canonical = _signed(record, key, now)
+    record.hash = hashlib.sha256(canonical).hexdigest()
+    _INSERT.run(conn, vars(record))
+    _MOVE_HEAD.run(conn, {"org": entry.organization_id, "seq": record.seq, "hash": record.hash})
     AUDIT_APPEND.observe(time.perf_counter() - began)
     return str(record.id)
 

@@ -12,6 +12,7 @@ from sqlalchemy import Connection, Engine, bindparam, delete, func
 from sqlmodel import Session, col, select
 
 from store.db import upsert_insert, utcnow, write_connection, write_session
+from store.prepared import Prepared
 from store.tables import CredentialRequest, IdempotencyRecord, SeenSignature
 
 
@@ -27,16 +28,18 @@ class SignatureUse:
 
 
 _SEEN = SeenSignature.__table__  # type: ignore[attr-defined]
-_EARLIER_USE = select(_SEEN.c.is_write).where(
-    _SEEN.c.api_key_id == bindparam("key"), _SEEN.c.signature == bindparam("signature")
+_EARLIER_USE = Prepared(
+    select(_SEEN.c.is_write).where(
+        _SEEN.c.api_key_id == bindparam("key"), _SEEN.c.signature == bindparam("signature")
+    )
 )
-_first_use: dict[str, Any] = {}  # the INSERT ... ON CONFLICT DO NOTHING of each dialect, built once
+_first_use: dict[str, Prepared] = {}  # the INSERT ... ON CONFLICT DO NOTHING of each dialect, built once
 
 
-def _first_use_statement(dialect: str) -> Any:
+def _first_use_statement(dialect: str) -> Prepared:
     found = _first_use.get(dialect)
     if found is None:
-        found = _first_use[dialect] = (
+        found = _first_use[dialect] = Prepared(
             upsert_insert(dialect)(_SEEN)
             .values(
                 api_key_id=bindparam("key"),
@@ -63,11 +66,11 @@ def remember_signature_in(conn: Connection, use: SignatureUse, now: datetime | N
         "is_write": use.is_write,
         "expires_at": (now or utcnow()) + use.keep,
     }
-    if conn.execute(_first_use_statement(conn.dialect.name), values).first() is not None:
+    if _first_use_statement(conn.dialect.name).run(conn, values).first() is not None:
         return True  # inserted: first use
     if use.is_write:
         return False
-    earlier = conn.execute(_EARLIER_USE, {"key": use.key_id, "signature": use.signature}).first()
+    earlier = _EARLIER_USE.run(conn, {"key": use.key_id, "signature": use.signature}).first()
     return earlier is not None and not earlier.is_write
 
 

@@ -22,15 +22,17 @@ from sqlalchemy import Connection, Engine, bindparam, func, select, update
 
 from store import audit, guards
 from store.db import write_connection
+from store.prepared import Prepared
 from store.tables import Credential, Presentation, Verification
 from trust.keys import Ed25519KeyPair
 
 ALLOW, DENY = "allow", "deny"
-# Statements built once: building them per call costs more than running them on SQLite.
+# Statements built once and run on the DBAPI cursor (store.prepared): Core's execution costs more
+# than running them on SQLite.
 _P = Presentation.__table__  # type: ignore[attr-defined]
 _C = Credential.__table__  # type: ignore[attr-defined]
 _V = Verification.__table__  # type: ignore[attr-defined]
-LOAD = (
+LOAD = Prepared(
     select(
         _P.c.challenge,
         _P.c.expires_at,
@@ -44,12 +46,12 @@ LOAD = (
     .where(_P.c.id == bindparam("presentation_id"))
 )
 # the single-use guarantee: only one statement can find used_at empty (module docstring)
-CONSUME = (
+CONSUME = Prepared(
     update(_P)
     .where(_P.c.id == bindparam("presentation_id"), _P.c.used_at.is_(None))
     .values(used_at=bindparam("at"), used_by=bindparam("by"))
 )
-RECORD = Verification.__table__.insert()  # type: ignore[attr-defined]
+RECORD = Prepared(_V.insert(), column_keys=[c.key for c in _V.columns])
 
 
 @dataclass
@@ -72,8 +74,7 @@ class Outcome:
 def load(engine: Engine, presentation_id: str) -> Any:
     """The presentation row with its credential's state (a Row), or None. Its own connection,
     released before anything else (key and DID document caches) may need one: never two at once."""
-    with engine.connect() as conn:
-        return conn.execute(LOAD, {"presentation_id": presentation_id}).first()
+    return LOAD.read_one(engine, {"presentation_id": presentation_id})
 
 
 def of_credential(
@@ -123,14 +124,14 @@ class Pending:
             self.replayed = True
             return
         if out.consume:
-            used = conn.execute(
-                CONSUME, {"presentation_id": out.presentation_id, "at": now, "by": self.verifier_org_id}
+            used = CONSUME.run(
+                conn, {"presentation_id": out.presentation_id, "at": now, "by": self.verifier_org_id}
             )
             if used.rowcount != 1 and out.at_single_use:
                 out.evaluations = []
                 receipt = self.sign(out.deny("vp_already_used"))
-        conn.execute(
-            RECORD,
+        RECORD.run(
+            conn,
             {
                 "id": receipt["id"],
                 "organization_id": self.verifier_org_id,
