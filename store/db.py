@@ -110,7 +110,8 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Any) -> None:
         immediate = conn.get_execution_options().get("sqlite_immediate", False)
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if immediate else "BEGIN")
+        # on the driver's connection: through Core's execution it cost more than the statement
+        conn.connection.driver_connection.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
     return engine
 
