@@ -137,10 +137,15 @@ def unsecured(document: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in document.items() if k != "proof"}
 
 
-def hash_data(document: Mapping[str, Any], config: Mapping[str, Any]) -> bytes:
-    """SHA-256(JCS(proof configuration)) || SHA-256(JCS(unsecured document))."""
+def hash_data(
+    document: Mapping[str, Any], config: Mapping[str, Any], canonical_document: bytes | None = None
+) -> bytes:
+    """SHA-256(JCS(proof configuration)) || SHA-256(JCS(unsecured document)); the second from
+    ``canonical_document`` when the caller has those bytes already."""
     try:
-        return _sha256(canonicalize(config)) + _sha256(canonicalize(unsecured(document)))
+        if canonical_document is None:
+            canonical_document = canonicalize(unsecured(document))
+        return _sha256(canonicalize(config)) + _sha256(canonical_document)
     except CanonicalizationError as exc:
         raise MalformedProof(f"not canonicalizable JSON: {exc}") from exc
 
@@ -155,8 +160,10 @@ def create_proof(
     domain: str | None = None,
     expires: datetime | None = None,
     extra: Mapping[str, Any] | None = None,
+    canonical_document: bytes | None = None,
 ) -> dict[str, Any]:
-    """The signed proof object for ``document`` (whose own ``proof`` member, if any, is ignored)."""
+    """The signed proof object for ``document`` (whose own ``proof`` member, if any, is ignored).
+    ``canonical_document``, when given, must be the JCS bytes of ``document`` without its proof."""
     if not key.verification_method:
         raise ValueError("the key pair has no verification method id")
     options: dict[str, Any] = {
@@ -178,7 +185,7 @@ def create_proof(
         options[name] = value
     config = proof_configuration(document, options)
     proof = dict(config)
-    proof["proofValue"] = encode_base58btc(key.sign(hash_data(document, config)))
+    proof["proofValue"] = encode_base58btc(key.sign(hash_data(document, config, canonical_document)))
     return proof
 
 

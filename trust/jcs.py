@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 import rfc8785
@@ -72,3 +73,13 @@ def canonicalize(value: Any) -> bytes:
     if not data.isascii() and _OUTSIDE_BMP.search(data):
         return canonicalize_reference(value)
     return data
+
+
+def canonical_object(members: Mapping[str, bytes]) -> bytes:
+    """The JCS bytes of an object whose member values are given already canonical: the same bytes
+    as ``canonicalize`` of the object itself, without encoding its values again. A signer that
+    hashes a document without its proof and then with it (``store.audit``) encodes each member
+    once."""
+    # JCS orders by UTF-16 code units (a lone surrogate sorts, then ``canonicalize`` refuses it)
+    names = sorted(members, key=lambda name: name.encode("utf-16-be", "surrogatepass"))
+    return b"{" + b",".join(canonicalize(name) + b":" + members[name] for name in names) + b"}"

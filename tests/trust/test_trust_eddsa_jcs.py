@@ -35,7 +35,7 @@ from trust.eddsa_jcs import (
     verify_document,
     verify_proof,
 )
-from trust.jcs import CanonicalizationError, canonicalize, canonicalize_reference
+from trust.jcs import CanonicalizationError, canonical_object, canonicalize, canonicalize_reference
 from trust.keys import Ed25519KeyPair
 
 JCS_NAMES = vector_names("jcs", "input")
@@ -413,3 +413,30 @@ def test_the_fast_path_agrees_with_the_reference_on_generated_values() -> None:
                 canonicalize(value)
             continue
         assert canonicalize(value) == expected, value
+
+
+def test_an_object_assembled_from_canonical_members_is_its_canonical_form() -> None:
+    """``canonical_object`` (the audit record's members encoded once) gives exactly JCS, keys in
+    UTF-16 order included (the non-BMP key sorts before U+FB33 there, after it by code point); a
+    key JCS cannot hold (a lone surrogate) is refused as ``canonicalize`` refuses it."""
+    rng = random.Random(2022)
+    checked = refused = 0
+    for _ in range(500):
+        value = _generated(rng)
+        if not isinstance(value, dict):
+            value = {"v": value}
+        value.update({"\U0001f602": 1, "\ufb33": [2], "proof": {"a": "b"}})
+        try:
+            members = {name: canonicalize(member) for name, member in value.items()}
+        except CanonicalizationError:
+            continue  # a value JCS cannot hold: never assembled
+        try:
+            expected = canonicalize_reference(value)
+        except CanonicalizationError:
+            with pytest.raises(CanonicalizationError):
+                canonical_object(members)
+            refused += 1
+            continue
+        assert canonical_object(members) == expected, value
+        checked += 1
+    assert checked > 300 and refused > 0
