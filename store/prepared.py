@@ -28,13 +28,13 @@ from __future__ import annotations
 
 import threading
 from collections import namedtuple
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Connection, Engine
 from sqlalchemy.engine.interfaces import Dialect
-from sqlalchemy.sql.base import Executable
+from sqlalchemy.sql.elements import ClauseElement
 
 _MISSING = object()
 
@@ -48,7 +48,7 @@ class _Param:
 
 
 class _Compiled:
-    def __init__(self, statement: Executable, dialect: Dialect, column_keys: list[str] | None) -> None:
+    def __init__(self, statement: ClauseElement, dialect: Dialect, column_keys: list[str] | None) -> None:
         compiled: Any = statement.compile(dialect=dialect, column_keys=column_keys)
         if getattr(compiled, "insert_prefetch", None) or getattr(compiled, "update_prefetch", None):
             raise ValueError("a prepared statement takes every value from its caller: no column defaults")
@@ -94,7 +94,7 @@ class Prepared:
     """A Core statement run on the DBAPI cursor (module docstring). ``column_keys`` names the
     columns an ``insert()`` without values takes."""
 
-    def __init__(self, statement: Executable, *, column_keys: list[str] | None = None) -> None:
+    def __init__(self, statement: ClauseElement, *, column_keys: list[str] | None = None) -> None:
         self.statement = statement
         self.column_keys = column_keys
         self._by_dialect: dict[str, _Compiled] = {}
@@ -106,7 +106,9 @@ class Prepared:
             with self._lock:
                 found = self._by_dialect.get(dialect.name)
                 if found is None:
-                    found = self._by_dialect[dialect.name] = _Compiled(self.statement, dialect, self.column_keys)
+                    found = self._by_dialect[dialect.name] = _Compiled(
+                        self.statement, dialect, self.column_keys
+                    )
         return found
 
     def run(self, conn: Connection, values: Mapping[str, Any] | None = None) -> Result:
@@ -143,7 +145,7 @@ class Prepared:
 class Result:
     """What a statement returned: its rows (processed, with their columns' names) and rowcount."""
 
-    def __init__(self, compiled: _Compiled, rows: list[Any], rowcount: int) -> None:
+    def __init__(self, compiled: _Compiled, rows: Sequence[Any], rowcount: int) -> None:
         self._compiled, self._rows, self.rowcount = compiled, rows, rowcount
 
     def first(self) -> Any:
