@@ -55,7 +55,7 @@ def test_a_prepared_select_reads_what_core_reads(engine: Engine) -> None:
     with write_connection(engine) as conn:
         INSERT.run(conn, _values(org))
     with engine.connect() as conn:
-        core = conn.execute(READ.statement, {"org": org, "key": "k-1"}).one()
+        core = conn.execute(READ.statement, {"org": org, "key": "k-1"}).one()  # type: ignore[call-overload]
     found = READ.read_one(engine, {"org": org, "key": "k-1"})
     assert tuple(found) == tuple(core)
     assert found.created_at == datetime(2026, 11, 25, 7, 5, 21, 123456, tzinfo=UTC)
