@@ -111,7 +111,55 @@ def parse(expression: str) -> lark.Tree:
         return ENV.compile(expression)
 
 
+# Grammar levels that, holding a single subtree, only hand its value on: cel-python's evaluator
+# visits each of them (a method lookup, a list, a log call) on the way down to every operand, so a
+# two-operand rule walks some forty nodes. ``program`` runs a copy of the tree without them.
+_PASS_THROUGH = frozenset(
+    {"expr", "conditionalor", "conditionaland", "relation", "addition", "multiplication", "unary"}
+)
+
+
+def _without_pass_through(tree: lark.Tree, parent: str = "") -> lark.Tree:
+    """A copy of ``tree`` with each pass-through level that holds one subtree replaced by that
+    subtree, and a ``member`` that is only a ``primary`` by the ``primary`` (the one case in which
+    cel-python's ``member`` only hands the value on), except under a ``member_object``, which tells
+    a type name from a value by whether its child is a ``primary``. Every other node, token and
+    macro argument is kept: macros find their variable with ``find_data("ident")``, which finds it
+    as well."""
+    node = tree
+    while (
+        len(node.children) == 1
+        and isinstance(node.children[0], lark.Tree)
+        and (
+            node.data in _PASS_THROUGH
+            or (node.data == "member" and node.children[0].data == "primary" and parent != "member_object")
+        )
+    ):
+        node = node.children[0]
+    children = [_without_pass_through(c, node.data) if isinstance(c, lark.Tree) else c for c in node.children]
+    return lark.Tree(node.data, children, node.meta) if node.children else node
+
+
+# Parse trees deeper than this run as parsed: how deep a rule may nest before it is refused ("nested
+# too deeply", where evaluation exhausts Python's recursion) stays what it was; between 410 and 610
+# levels (40 and 60 parentheses) on the 0.5 series, far beyond any rule's 20 to 60.
+_COLLAPSE_DEPTH = 300
+
+
+def _depth_within(tree: lark.Tree, limit: int) -> bool:
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > limit:
+            return False
+        stack.extend((c, depth + 1) for c in node.children if isinstance(c, lark.Tree))
+    return True
+
+
 def program(tree: lark.Tree) -> celpy.Runner:
+    """The runnable program of a parsed rule (see ``_without_pass_through``)."""
+    if _depth_within(tree, _COLLAPSE_DEPTH):
+        tree = _without_pass_through(tree)
     return ENV.program(tree, functions=FUNCTIONS)
 
 

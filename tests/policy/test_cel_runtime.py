@@ -5,12 +5,16 @@ from __future__ import annotations
 
 import ast
 import inspect
+from datetime import UTC, datetime
 
+import celpy
 import celpy.evaluation
+import lark
 
 from policy import cel
 
 ERASED = {"Union", "Tuple", "List", "Dict"}
+NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 
 
 def _function_uses(tree: ast.AST) -> list[tuple[int, bool]]:
@@ -86,3 +90,95 @@ def test_they_are_erased_and_rules_still_decide() -> None:
     assert program.evaluate(activation) is not None and bool(program.evaluate(activation)) is True
     activation["executionParams"] = celpy.json_to_cel({"amount": 5})
     assert bool(program.evaluate(activation)) is False
+
+
+# --- the pass-through levels left out of a program ------------------------------------------------
+
+_EXPRESSIONS = [
+    "e.amount <= u.max",
+    "size(u.payees) == 0 || e.payee in u.payees",
+    "e.amount + 1 > u.max - 2 * 3",
+    "-e.amount < 0 && !(e.flag)",
+    "e.flag ? e.amount : u.max",
+    "e.flag ? (e.amount / 0 == 1) : false",
+    "e.missing == 1 || true",
+    "true || e.missing == 1",
+    "e.missing == 1 && false",
+    "e.count * 9223372036854775807 > 0",
+    "e.amount / 0 == 1",
+    "e.tags[5] == 'a'",
+    "e.tags[0] == 'a' && e.tags.size() == 2",
+    "u.payees.all(p, p.startsWith('B') || p.size() > 3)",
+    "u.payees.exists(p, p == e.payee)",
+    "u.payees.exists_one(p, p.contains('o'))",
+    "u.payees.map(p, p + '!') == ['Bob!', 'Alice!']",
+    "u.payees.filter(p, p != 'Bob').size() == 1",
+    "has(e.amount) && !has(e.missing)",
+    "dyn(e.amount) == 950",
+    "{'a': 1, 'b': [1, 2]}['b'][1] == 2",
+    "[1, 2, 3][e.count] == 3",
+    "e.when >= now - duration('1h')",
+    "now.getHours() >= 0",
+    "timestamp('2026-01-01T00:00:00Z') < now",
+    "e.currency > 1",
+    "nosuch(1)",
+    "e.amount",
+    "((((e.amount)))) == ((950))",
+    "1.5 * 2.0 == 3.0 && 7 % 3 == 1 && 2u + 3u == 5u",
+    "'x' in ['x', 'y'] && 2 in [1.0, 2.0]",
+    "e.amount == 950.0 && e.amount != 951",
+    "string(e.amount) == '950' && int('7') == 7",
+    "e{} == e",  # an object construction: a member that is not only a primary
+    "u.payees.all(p, u.payees.exists(q, q == p)) && has(e.tags)",
+]
+
+
+def _outcome(runner: celpy.Runner, activation: dict[str, object]) -> tuple[str, str]:
+    try:
+        value = runner.evaluate(activation)  # type: ignore[arg-type]
+    except Exception as exc:
+        return ("raised", f"{type(exc).__name__}: {cel.describe_eval_error(exc)}")
+    return ("value", f"{type(value).__name__}: {value!r}")
+
+
+def test_a_program_without_pass_through_levels_answers_as_the_parsed_tree() -> None:
+    """Every operator, macro, error and short circuit answers the same with and without the levels
+    ``cel.program`` leaves out, on two activations (one where the rules pass, one where fields are
+    missing or of other types), and the programs walk fewer nodes."""
+    activations = [
+        {
+            "e": celpy.json_to_cel(
+                {
+                    "amount": 950,
+                    "payee": "Bob",
+                    "flag": True,
+                    "count": 2,
+                    "tags": ["a", "b"],
+                    "currency": "EUR",
+                }
+            ),
+            "u": celpy.json_to_cel({"max": 2500, "payees": ["Bob", "Alice"]}),
+        },
+        {
+            "e": celpy.json_to_cel({"amount": -3, "payee": "Zed", "flag": False, "count": 9, "tags": []}),
+            "u": celpy.json_to_cel({"max": 1, "payees": []}),
+        },
+    ]
+    for activation in activations:
+        activation["now"] = cel.timestamp(NOW)
+        activation["e"]["when"] = cel.timestamp(NOW)  # type: ignore[index]
+    outcomes = set()
+    for expression in _EXPRESSIONS:
+        tree = cel.parse(expression)
+        as_parsed = cel.ENV.program(tree, functions=cel.FUNCTIONS)
+        collapsed = cel.program(tree)
+        assert _nodes(cel._without_pass_through(tree)) < _nodes(tree)
+        for activation in activations:
+            expected = _outcome(as_parsed, activation)
+            assert _outcome(collapsed, activation) == expected, expression
+            outcomes.add(expected[0])
+    assert outcomes == {"value", "raised"}
+
+
+def _nodes(tree: lark.Tree) -> int:
+    return sum(1 for _ in tree.iter_subtrees())
