@@ -9,7 +9,8 @@ VP is single-use) and signs every request. After a warm-up it measures, in alter
 clients in a closed loop: (a) signed ``GET /me``, the baseline (the same signature middleware,
 replay-guard insert included, and nothing else); (b) ``POST /credential/verify`` with a fresh VP
 and executionParams that pass both rules. Then (c) verify in an open loop at the target rate of
-500/s, at most 32 in flight, for the latency at that load: in a closed loop of 32 clients the mean
+500/s (``--rate``: issue 17 asks p99 < 50 ms at 200/s with two API processes), at most 32 in
+flight, for the latency at that load: in a closed loop of 32 clients the mean
 latency is 32 / throughput (Little's law), so there p99 < 50 ms needs well over 640/s.
 
 Targets: >= 500 verifications/s and p99 < 50 ms, every verification ``allow`` (anything else is
@@ -150,7 +151,7 @@ async def run_bench(
 ) -> dict[str, Any]:
     rounds, round_s = args.rounds, args.duration / args.rounds
     per_round, warm = math.ceil(round_s * args.max_rate), math.ceil(args.warmup * args.max_rate)
-    paced = math.ceil(args.paced * TARGET_RATE)
+    paced = math.ceil(args.paced * args.rate)
     profile_n = per_round if args.profile else 0
     load = Load(stack, args.concurrency, tmp)
     print(f"preparing: {args.mandates} mandates, {warm + rounds * per_round + paced + profile_n} VPs")
@@ -174,11 +175,9 @@ async def run_bench(
         verify.add(out, cpu, errors, len(slices[r]))
         for k, n in seen.items():
             others[k] = others.get(k, 0) + n
-    at_target = Series(f"verify, open loop at {TARGET_RATE:g}/s")
+    at_target = Series(f"verify, open loop at {args.rate:g}/s")
     if paced:
-        out, cpu = await load.run(
-            paced_vps, rate=TARGET_RATE, label=f"verify at {TARGET_RATE:g}/s (open loop)"
-        )
+        out, cpu = await load.run(paced_vps, rate=args.rate, label=f"verify at {args.rate:g}/s (open loop)")
         at_target.add(out, cpu, not_allowed(out)[0], -1)
     profile = RESULTS_DIR / f"verify-profile-{datetime.now(UTC):%Y%m%dT%H%M%SZ}.txt"
     if args.profile:
@@ -216,7 +215,7 @@ def summarize_run(
         "every verification allowed": verify.errors == 0 and (paced is None or paced.errors == 0),
     }
     if paced is not None:
-        checks[f"verify p99 < {TARGET_P99_MS:g} ms at {TARGET_RATE:g}/s"] = paced.p99_ms < TARGET_P99_MS
+        checks[f"verify p99 < {TARGET_P99_MS:g} ms at {args.rate:g}/s"] = paced.p99_ms < TARGET_P99_MS
     for name, ok in checks.items():
         print(f"  {'meets' if ok else 'MISSES':>6}  {name}")
     for reason, n in others.items():
@@ -293,7 +292,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--paced",
         type=float,
         default=5.0,
-        help=f"seconds of verify at {TARGET_RATE:g}/s in an open loop (0: none)",
+        help="seconds of verify in an open loop at --rate (0: none)",
+    )
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=TARGET_RATE,
+        help=f"the open loop's rate of verifications per second (default {TARGET_RATE:g})",
     )
     parser.add_argument(
         "--max-rate",
