@@ -16,6 +16,7 @@ import contextlib
 import os
 import stat
 import threading
+import time
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -29,6 +30,7 @@ from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DisconnectionError
 from sqlmodel import Session
 
 P = ParamSpec("P")
@@ -89,7 +91,9 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
     if parsed.get_backend_name() != "sqlite":
         kwargs.setdefault("pool_size", 20)
         kwargs.setdefault("max_overflow", 20)
-        return create_engine(url, pool_pre_ping=True, **kwargs)
+        engine = create_engine(url, **kwargs)
+        ping_when_idle(engine, PING_AFTER_IDLE_SECONDS)
+        return engine
     if parsed.database and parsed.database != ":memory:" and not parsed.database.startswith("file:"):
         _private_sqlite_file(parsed.database)
     engine = create_engine(
@@ -114,6 +118,42 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
         conn.connection.driver_connection.execute("BEGIN IMMEDIATE" if immediate else "BEGIN")
 
     return engine
+
+
+# A pooled PostgreSQL connection unused this long is checked before it is handed out again.
+PING_AFTER_IDLE_SECONDS = 10.0
+
+
+def ping_when_idle(engine: Engine, after: float) -> None:
+    """Before a pooled connection that sat unused ``after`` seconds or more is handed out, ask the
+    server ``SELECT 1``; a connection that no longer answers (the server restarted, a proxy
+    dropped it) is replaced by a fresh one and the caller never sees it.
+
+    ``pool_pre_ping`` did that on every checkout: a round trip before every statement of the
+    verification's hot path, measured on 2026-11-25 as a fifth of its CPU on PostgreSQL (two API
+    processes: 159 verifications/s without the pings, 129 with them). A connection in steady use
+    is not pinged; if the server goes away under load, the first statement on each connection
+    fails, SQLAlchemy recognizes the disconnect and drops the pool's other connections with it,
+    which is what the pings would have found a moment later anyway."""
+
+    @event.listens_for(engine, "checkin")
+    def _idle_from(_dbapi_conn: Any, record: Any) -> None:
+        record.info["idle_since"] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _ping_if_idle(dbapi_conn: Any, record: Any, _proxy: Any) -> None:
+        idle_since = record.info.get("idle_since")
+        if idle_since is None or time.monotonic() - idle_since < after:
+            return  # new, or in steady use
+        try:
+            cursor = dbapi_conn.cursor()
+            try:
+                cursor.execute("SELECT 1")
+            finally:
+                cursor.close()
+            dbapi_conn.rollback()  # the ping's own transaction, not the caller's
+        except Exception as exc:  # the pool drops this connection and checks out another
+            raise DisconnectionError(f"an idle pooled connection no longer answers: {exc}") from exc
 
 
 def upsert_insert(dialect_name: str) -> Any:
