@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import inspect
 from datetime import UTC, datetime
+from typing import Any
 
 import celpy
 import celpy.evaluation
@@ -133,9 +134,9 @@ _EXPRESSIONS = [
 ]
 
 
-def _outcome(runner: celpy.Runner, activation: dict[str, object]) -> tuple[str, str]:
+def _outcome(runner: celpy.Runner, activation: dict[str, Any]) -> tuple[str, str]:
     try:
-        value = runner.evaluate(activation)  # type: ignore[arg-type]
+        value = runner.evaluate(activation)
     except Exception as exc:
         return ("raised", f"{type(exc).__name__}: {cel.describe_eval_error(exc)}")
     return ("value", f"{type(value).__name__}: {value!r}")
@@ -145,7 +146,7 @@ def test_a_program_without_pass_through_levels_answers_as_the_parsed_tree() -> N
     """Every operator, macro, error and short circuit answers the same with and without the levels
     ``cel.program`` leaves out, on two activations (one where the rules pass, one where fields are
     missing or of other types), and the programs walk fewer nodes."""
-    activations = [
+    activations: list[dict[str, Any]] = [
         {
             "e": celpy.json_to_cel(
                 {
@@ -166,7 +167,7 @@ def test_a_program_without_pass_through_levels_answers_as_the_parsed_tree() -> N
     ]
     for activation in activations:
         activation["now"] = cel.timestamp(NOW)
-        activation["e"]["when"] = cel.timestamp(NOW)  # type: ignore[index]
+        activation["e"]["when"] = cel.timestamp(NOW)
     outcomes = set()
     for expression in _EXPRESSIONS:
         tree = cel.parse(expression)
