@@ -6,6 +6,7 @@ and tracing set up once, then ``create_app``. Tests call ``create_app`` and keep
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -52,6 +53,16 @@ from store.db import keep_files_private, make_engine
 log = logging.getLogger("mandatum.api")
 
 
+def freeze_startup_objects() -> None:
+    """Move every object made so far (the modules, the app, its routes and schemas: about 250,000)
+    out of the cyclic garbage collector's reach. Each full collection walked them all: measured
+    on 2026-11-25 during the verify benchmark, full collections paused the API for up to 243 ms
+    (a request's p99 several times over), and 32 ms once the startup objects were frozen. They
+    live as long as the process, so nothing is kept that would have been freed."""
+    gc.collect()  # what is garbage already is not frozen with the rest
+    gc.freeze()
+
+
 def create_app(settings: Settings | None = None, temporal: Client | None = None) -> FastAPI:
     """The app; ``temporal`` may be given (tests), otherwise it connects in the lifespan."""
     settings = settings or get_settings()
@@ -73,6 +84,7 @@ def create_app(settings: Settings | None = None, temporal: Client | None = None)
             # connects on the first call that needs it; until then those calls answer 503
             services.temporal = observed_client(await build_client(settings, lazy=True))
         metrics_server = metrics.serve(settings.api_metrics_host, settings.api_metrics_port, "API")
+        freeze_startup_objects()
         log.info(
             "API ready: Temporal at %s (connected on first use), database %s",
             settings.temporal_address,

@@ -5,6 +5,7 @@ and a write that fails never fails the call (it is logged, and tried again on th
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
@@ -174,3 +175,13 @@ async def test_the_app_writes_what_is_pending_when_it_stops(
         await _call(SignedClient(http, org))
         assert _last_used(engine, org) is None
     assert _last_used(engine, org) is not None
+
+
+async def test_the_app_freezes_its_startup_objects_when_it_starts(settings: Settings) -> None:
+    """The startup objects leave the garbage collector's generations (api.app.freeze_startup_objects),
+    so a full collection no longer walks them."""
+    app = create_app(settings)
+    gc.unfreeze()
+    assert gc.get_freeze_count() == 0
+    async with app.router.lifespan_context(app):
+        assert gc.get_freeze_count() > 10_000
