@@ -45,11 +45,12 @@ class VerifyIn(BaseModel):
         default=None, description="Exactly the pinned action version's executionParams"
     )
 
-    @field_validator("executionParams")
+    @field_validator("presentation", "executionParams")
     @classmethod
     def _finite(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
         """NaN and Infinity are not JSON (Python's parser lets them through): such a body is
-        malformed, and it could not be recorded either."""
+        malformed, and it could not be recorded either. In a presentation it could never have been
+        signed (JCS refuses it), so it is refused here rather than decided on."""
         if value is not None and not _all_finite(value):
             raise ValueError("must be JSON: NaN and Infinity are not numbers")
         return value

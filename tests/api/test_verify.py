@@ -184,6 +184,8 @@ async def test_a_rule_that_errors_denies(
         b'{"presentation": {}, "extra": 1}',
         b'{"presentation": {}, "executionParams": {"amount": NaN}}',
         b'{"presentation": {}, "executionParams": {"a": [1, Infinity]}}',
+        b'{"presentation": {"proof": {"n": NaN}}}',
+        b'{"presentation": {"verifiableCredential": [{"a": -Infinity}]}}',
     ],
 )
 async def test_a_body_of_the_wrong_shape_is_a_400_without_receipt(
