@@ -252,12 +252,14 @@ def _signed(record: SimpleNamespace, key: Ed25519KeyPair, now: datetime) -> tupl
     """The record's proof, and the JCS bytes of its whole document (proof included), which its
     ``hash`` covers: each member is encoded once, for the signature and for the hash."""
     try:
-        members = _canonical_members(record)
+        document = document_of(record)
+        members = _canonical_members(document)
     except (CanonicalizationError, RecursionError):  # a caller's value JCS cannot hold: its digest
         record.data = representable(record.data)
-        members = _canonical_members(record)
+        document = document_of(record)
+        members = _canonical_members(document)
     proof = create_proof(
-        document_of(record),
+        document,
         key,
         proof_purpose=ASSERTION_METHOD,
         created=now,
@@ -267,8 +269,8 @@ def _signed(record: SimpleNamespace, key: Ed25519KeyPair, now: datetime) -> tupl
     return proof, canonical_object(members)
 
 
-def _canonical_members(record: SimpleNamespace) -> dict[str, bytes]:
-    return {name: canonicalize(value) for name, value in document_of(record).items() if name != "proof"}
+def _canonical_members(document: Mapping[str, Any]) -> dict[str, bytes]:
+    return {name: canonicalize(value) for name, value in document.items() if name != "proof"}
 
 
 def append(conn: Connection, key: Ed25519KeyPair, entry: Entry, now: datetime | None = None) -> str:
