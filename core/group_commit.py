@@ -21,28 +21,35 @@ class _Batch(Generic[T]):
 
 
 class GroupCommit(Generic[T]):
-    """``inline``: the batch is written on the event loop itself instead of a worker thread, for a
+    """One write at a time: what is submitted while a batch is being written waits, and is written
+    together as the next batch once that one is done (on PostgreSQL, verifications of one
+    organization serialize on its chain's head anyway, so each write holds the head for a whole
+    batch instead of one verification).
+
+    ``inline``: the batch is written on the event loop itself instead of a worker thread, for a
     write that costs less than the thread hop (SQLite: see ``store.db.run_db``)."""
 
     def __init__(self, write_batch: Callable[[list[T]], None], *, inline: bool = False) -> None:
         self._write_batch = write_batch
         self._inline = inline
         self._open: _Batch[T] | None = None
-        self._running: set[asyncio.Future[None]] = set()
+        self._writing: asyncio.Future[None] | None = None
 
     async def submit(self, item: T) -> None:
         """Returns once ``item`` has been written; raises what the write raised."""
         batch = self._open
         if batch is None:
             batch = self._open = _Batch()
-            # flushed after the callbacks already queued in this loop turn: they join this batch
-            asyncio.get_running_loop().call_soon(self._flush, batch)
+            if self._writing is None:  # otherwise the write in flight flushes it when it ends
+                # flushed after the callbacks already queued in this loop turn: they join this batch
+                asyncio.get_running_loop().call_soon(self._flush)
         batch.items.append(item)
         await asyncio.shield(batch.done)
 
-    def _flush(self, batch: _Batch[T]) -> None:
-        if self._open is batch:
-            self._open = None
+    def _flush(self) -> None:
+        batch, self._open = self._open, None
+        if batch is None:
+            return
         if self._inline:
             try:
                 self._write_batch(batch.items)
@@ -51,16 +58,17 @@ class GroupCommit(Generic[T]):
             else:
                 batch.done.set_result(None)
             return
-        write = asyncio.ensure_future(asyncio.to_thread(self._write_batch, batch.items))
-        self._running.add(write)
+        write = self._writing = asyncio.ensure_future(asyncio.to_thread(self._write_batch, batch.items))
 
         def finish(task: asyncio.Future[None]) -> None:
-            self._running.discard(task)
+            self._writing = None
             if task.cancelled():
                 batch.done.cancel()
             elif (exc := task.exception()) is not None:
                 batch.done.set_exception(exc)
             else:
                 batch.done.set_result(None)
+            if self._open is not None:  # submitted while this batch was written
+                asyncio.get_running_loop().call_soon(self._flush)
 
         write.add_done_callback(finish)

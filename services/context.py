@@ -34,9 +34,9 @@ class Context:
     temporal: Client | None = None
     # "workflow started" marks of concurrent creations, written together (core.group_commit)
     started_marks: GroupCommit[str] = field(init=False)
-    # the writes of concurrent verifications (services.verification): on SQLite one transaction per
-    # batch, written on the event loop (SQLite runs write transactions one at a time); on
-    # PostgreSQL a transaction each, on one thread per batch (store.verifications.record_each)
+    # the writes of concurrent verifications (services.verification), one transaction per batch
+    # (store.verifications.record_batch): on SQLite written on the event loop (SQLite runs write
+    # transactions one at a time), on PostgreSQL on a thread
     verifications: GroupCommit[Pending] = field(init=False)
     # the keyed operations of the subject's journey (codes, links, page sessions)
     journey: JourneySecrets = field(init=False)
@@ -50,6 +50,7 @@ class Context:
     def __post_init__(self) -> None:
         self.started_marks = GroupCommit(partial(store_requests.mark_workflows_started, self.engine))
         sqlite = is_sqlite(self.engine)
-        write = store_verifications.record_batch if sqlite else store_verifications.record_each
-        self.verifications = GroupCommit(partial(write, self.engine), inline=sqlite)
+        self.verifications = GroupCommit(
+            partial(store_verifications.record_batch, self.engine), inline=sqlite
+        )
         self.journey = JourneySecrets(self.settings.master_key_bytes())

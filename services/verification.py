@@ -5,10 +5,11 @@ the signed VP and that row), and one short write: the request's signature agains
 the middleware left it to this write, the conditional UPDATE that uses the VP up, and the
 ``verification`` row with its signed receipt and its audit record (naming the verifier's actor).
 The API's ``verify_grouped`` writes the verifications of one event-loop turn together
-(``Context.verifications``, ``core.group_commit``): on SQLite in one transaction, each as it would
-be written alone and in order; on PostgreSQL one transaction each
-(``store.verifications.record_each`` says why). Nothing here calls Temporal; the reads and the
-write are ``store.verifications``.
+(``Context.verifications``, ``core.group_commit``) in one transaction, each as it would be written
+alone and in order, its rows locked in one order so that concurrent batches never deadlock; when
+that transaction fails, each is written alone and only the one that fails again fails
+(``store.verifications.record_batch``). Nothing here calls Temporal; the reads and the write are
+``store.verifications``.
 
 The checks run in CONTRACT 5's order and stop at the first failure: (1) the VP's structure and
 proof, by its holder with the challenge we put in it (``vp_proof_invalid``,
@@ -263,8 +264,8 @@ def decide(
     now: datetime | None = None,
     signature: SignatureUse | None = None,
 ) -> Pending:
-    """The checks and the likely receipt, signed; nothing written yet (``Pending.record_in`` and
-    ``record_batch`` write it, ``verdict`` answers it)."""
+    """The checks and the likely receipt, signed; nothing written yet (``record_batch`` writes
+    it, ``verdict`` answers it)."""
     now = now or utcnow()
     verifier_did = web_organization_did(settings.public_url, verifier_org_id)
     out = _check(engine, settings, presentation, execution_params, verifier_did, now)

@@ -125,12 +125,29 @@ class Prepared:
         finally:
             cursor.close()
 
+    def run_many(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Execute once per row of values in ``conn``'s transaction, reading nothing back (psycopg
+        sends them all before waiting for their results: one round trip to PostgreSQL for all)."""
+        compiled = self._compiled(conn.dialect)
+        if not conn.in_transaction():
+            conn.begin()
+        cursor = conn.connection.cursor()
+        try:
+            cursor.executemany(compiled.sql, [compiled.arguments(values) for values in rows])
+        finally:
+            cursor.close()
+
     def read_one(self, engine: Engine, values: Mapping[str, Any] | None = None) -> Any:
         """The first row of a SELECT (or None), on a pooled connection of its own, released before
         returning: for a read outside any transaction of the caller."""
         compiled = self._compiled(engine.dialect)
         raw = engine.raw_connection()
+        # one statement needs no transaction: on PostgreSQL, autocommit saves the BEGIN and the
+        # ROLLBACK around it (two round trips of three); psycopg sets it on its side only
+        autocommit = engine.dialect.name == "postgresql"
         try:
+            if autocommit:
+                raw.dbapi_connection.autocommit = True  # type: ignore[union-attr]
             cursor = raw.cursor()
             try:
                 cursor.execute(compiled.sql, compiled.arguments(values or {}))
@@ -138,6 +155,11 @@ class Prepared:
             finally:
                 cursor.close()
         finally:
+            if autocommit:
+                try:
+                    raw.dbapi_connection.autocommit = False  # type: ignore[union-attr]
+                except Exception:  # a broken connection: never back to the pool as it is
+                    raw.invalidate()
             raw.close()  # back to the pool, which ends any transaction the read began
         return compiled.row_of(found) if found is not None else None
 

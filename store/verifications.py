@@ -1,12 +1,13 @@
 """The verifications' storage (CONTRACT 5): the presentation a verification reads, and the one
 short write transaction that records it.
 
-``Pending.record_in`` runs the conditional UPDATE that uses the VP up (``UPDATE presentation SET
-used_at ... WHERE id = :id AND used_at IS NULL``: exactly one such statement can change the row;
-PostgreSQL re-checks the condition after a concurrent writer commits, SQLite writes are serial),
-then the ``verification`` row with its receipt and its audit record naming the verifier, all in the caller's
-transaction; ``record_batch`` writes several in one transaction, one after another. The decision
-itself is ``services.verification``.
+``record_batch`` writes the verifications decided together in one short transaction: for each,
+the request's signature against replays when the middleware left it to this write, the conditional
+UPDATE that uses the VP up (``UPDATE presentation SET used_at ... WHERE id = :id AND used_at IS
+NULL``: exactly one such statement can change the row; PostgreSQL re-checks the condition after a
+concurrent writer commits, SQLite writes are serial), then the ``verification`` row with its
+receipt and its audit record naming the verifier. The decision itself is
+``services.verification``.
 
 ``of_credential`` reads a credential's verifications back for the organization that issued it.
 """
@@ -14,7 +15,7 @@ itself is ``services.verification``.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -97,8 +98,8 @@ def of_credential(
 
 @dataclass
 class Pending:
-    """A decided verification waiting to be written (``record_in``, ``record_batch``), and after
-    the write, the receipt it stored or ``replayed`` when its signature was used."""
+    """A decided verification waiting to be written (``record_batch``), and after the write, the
+    receipt it stored, ``replayed`` when its signature was used, or ``failed``."""
 
     out: Outcome
     receipt: dict[str, Any]
@@ -111,42 +112,41 @@ class Pending:
     actor: str | None = None
     signature: guards.SignatureUse | None = None
     replayed: bool = False
-    failed: Exception | None = None  # its own transaction failed (``record_each``): nothing written
+    failed: Exception | None = None  # its own transaction failed: nothing of it written
 
-    def record_in(self, conn: Connection) -> None:
-        """Inside the write transaction: first the request's ``signature`` against replays, when
-        the signature middleware left it to this transaction (``replayed`` when it was used: then
-        nothing is written); then use the VP up (when this verification got past its signatures),
-        store the verification with its receipt and its audit record. The receipt was signed before
-        the transaction, and is signed again here only when another verification won the VP."""
-        out, now, receipt = self.out, self.now, self.receipt
-        if self.signature is not None and not guards.remember_signature_in(conn, self.signature, now):
+    def __post_init__(self) -> None:
+        self._decided = (replace(self.out, evaluations=list(self.out.evaluations)), self.receipt)
+
+    def _undo(self) -> None:
+        """Back to what was decided, after a write that was rolled back."""
+        out, receipt = self._decided
+        self.out, self.receipt, self.replayed = (
+            replace(out, evaluations=list(out.evaluations)),
+            receipt,
+            False,
+        )
+
+    # the three steps of its write, run by ``_write_together`` in its transaction; the receipt was
+    # signed before it, and is signed again only when another verification won the VP
+
+    def _remember(self, conn: Connection) -> None:
+        if self.signature is not None and not guards.remember_signature_in(conn, self.signature, self.now):
             self.replayed = True
-            return
+
+    def _consume(self, conn: Connection) -> None:
+        out = self.out
         if out.consume:
             used = CONSUME.run(
-                conn, {"presentation_id": out.presentation_id, "at": now, "by": self.verifier_org_id}
+                conn, {"presentation_id": out.presentation_id, "at": self.now, "by": self.verifier_org_id}
             )
             if used.rowcount != 1 and out.at_single_use:
                 out.evaluations = []
-                receipt = self.sign(out.deny("vp_already_used"))
-        RECORD.run(
-            conn,
-            {
-                "id": receipt["id"],
-                "organization_id": self.verifier_org_id,
-                "presentation_id": out.presentation_id,
-                "mandate_id": out.credential_id or None,
-                "decision": DENY if out.reason else ALLOW,
-                "reason": out.reason,
-                "evaluations": out.evaluations,
-                "execution_params": self.execution_params,
-                "receipt": receipt,
-                "created_at": now,
-            },
-        )
-        audit.append(
-            conn,
+                self.receipt = self.sign(out.deny("vp_already_used"))
+
+    def _write(self, chains: audit.Chains) -> dict[str, Any]:
+        """Its audit record added to ``chains``; the verification row to insert."""
+        out, now, receipt = self.out, self.now, self.receipt
+        chains.add(
             self.key,
             audit.Entry(
                 audit.VERIFY_DENY if out.reason else audit.VERIFY_ACCEPT,
@@ -164,29 +164,66 @@ class Pending:
             ),
             now,
         )
-        self.receipt = receipt
+        return {
+            "id": receipt["id"],
+            "organization_id": self.verifier_org_id,
+            "presentation_id": out.presentation_id,
+            "mandate_id": out.credential_id or None,
+            "decision": DENY if out.reason else ALLOW,
+            "reason": out.reason,
+            "evaluations": out.evaluations,
+            "execution_params": self.execution_params,
+            "receipt": receipt,
+            "created_at": now,
+        }
+
+
+def _write_together(engine: Engine, batch: list[Pending]) -> None:
+    """``batch`` in one transaction, in order: each one's signature against replays (a replayed one
+    writes nothing), then the VP used up when it got past its signatures (two of one VP are
+    decided as two in a row: the second finds it used), then its verification row and audit record.
+
+    The rows are locked in one order in every transaction, whatever the batch's order, so two
+    batches written at the same time (other threads, other API processes on PostgreSQL) wait for
+    each other and never deadlock: the signatures first (by key and signature), then the
+    presentations (by id), then the chains' heads (by organization). A sort is stable: two uses of
+    one signature or one VP keep the batch's order."""
+    with write_connection(engine) as conn:
+        signed = [p for p in batch if p.signature is not None]
+        for pending in sorted(signed, key=_signature_order):
+            pending._remember(conn)
+        written = [p for p in batch if not p.replayed]
+        for pending in sorted(written, key=lambda p: p.out.presentation_id or ""):
+            pending._consume(conn)
+        chains = audit.Chains(conn)
+        chains.lock(p.verifier_org_id for p in written)
+        rows = [pending._write(chains) for pending in written]
+        if rows:
+            RECORD.run_many(conn, rows)
+        chains.write()
+
+
+def _signature_order(pending: Pending) -> tuple[str, str]:
+    use = pending.signature
+    return (use.key_id, use.signature) if use is not None else ("", "")
 
 
 def record_batch(engine: Engine, batch: list[Pending]) -> None:
-    """Concurrent verifications in one write transaction (``core.group_commit``), each as
-    ``record_in`` writes it alone, in order: a replayed one writes nothing and the others go on; two of
-    one VP in a batch are decided as two in a row (the second finds it used). Any other failure
-    fails the whole batch, and nothing of it is written."""
-    with write_connection(engine) as conn:
+    """Concurrent verifications (``core.group_commit``) written in one transaction
+    (``_write_together``). When that transaction fails, nothing of it was written, and each is
+    written again in a transaction of its own: a failure is then kept on its own ``Pending``
+    (``failed``, which ``verdict`` raises) and the others are written."""
+    try:
+        _write_together(engine, batch)
+    except Exception as exc:
+        if len(batch) == 1:
+            batch[0]._undo()
+            batch[0].failed = exc
+            return
         for pending in batch:
-            pending.record_in(conn)
-
-
-def record_each(engine: Engine, batch: list[Pending]) -> None:
-    """Concurrent verifications one after another, each in a transaction of its own, a failure
-    kept on its own ``Pending`` (``failed``). For PostgreSQL, where batches of other threads and
-    processes run at the same time: a transaction of several verifications would take their row
-    locks (signatures, presentations, the chains' heads of several organizations) in its batch's
-    order, and two batches in other orders deadlock, failing every verification in both; a
-    replayed signature racing its original would be enough. One verification per transaction
-    keeps the order each takes its locks in: signature, presentation, then one head."""
-    for pending in batch:
-        try:
-            record_batch(engine, [pending])
-        except Exception as exc:  # this one's answer; the others are written
-            pending.failed = exc
+            pending._undo()
+            try:
+                _write_together(engine, [pending])
+            except Exception as alone:  # this one's answer; the others are written
+                pending._undo()
+                pending.failed = alone

@@ -143,10 +143,10 @@ async def test_a_verification_and_its_record_commit_together(
     issued = issued_mandate(engine, cipher, settings, org_id)
     vp = await _vp(api, issued.mandate_id)
 
-    def broken_append(*args: Any, **kwargs: Any) -> str:
+    def broken_write(*args: Any, **kwargs: Any) -> None:
         raise RuntimeError("the audit store is down")
 
-    monkeypatch.setattr(audit, "append", broken_append)
+    monkeypatch.setattr(audit.Chains, "write", broken_write)
     with pytest.raises(RuntimeError):
         verifications.verify(
             engine,

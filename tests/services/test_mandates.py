@@ -7,6 +7,8 @@ revocation's reason as typed."""
 from __future__ import annotations
 
 import asyncio
+import threading
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -20,14 +22,16 @@ from core.settings import Settings
 from services import mandates, presentations, verification
 from services.context import Context
 from services.errors import Conflict, Invalid, NotFound
-from store import audit
+from store import audit, guards
 from store.revocation import CredentialFilter
+from store.verifications import Pending, record_batch
 from tests.conftest import new_org
 from tests.support.audit_helpers import chain, issued_mandate, new_request
 from tests.support.helpers import Credentials, SignedClient, assert_error_shape
 
 pytestmark = pytest.mark.usefixtures("no_server_errors")
 GOOD = {"amount": 100, "payee": "Bob"}
+KEEP = timedelta(minutes=6)
 
 
 def _actors(engine: Engine, org_id: str, kind: str) -> list[str | None]:
@@ -319,35 +323,47 @@ async def test_concurrent_verifications_are_written_in_one_batch_each_as_alone(
     assert checked.broken is None and checked.records == len(records)
 
 
-def test_written_one_by_one_a_failed_verification_fails_alone(
-    engine: Engine, cipher: SecretCipher, settings: Settings, org: Credentials
-) -> None:
-    """``record_each`` (PostgreSQL's way): a verification whose transaction fails carries its error
-    and wrote nothing; the ones before and after it are written."""
-    from store.verifications import record_each
-
+def _vps(
+    engine: Engine, cipher: SecretCipher, settings: Settings, org: Credentials, n: int
+) -> list[dict[str, Any]]:
     agent = Actor.api_key(org.key_id)
     mandate_id = issued_mandate(engine, cipher, settings, org.organization_id).mandate_id
-    pending = []
-    for _ in range(3):
-        vp = presentations.issue_presentation(
+    return [
+        presentations.issue_presentation(
             engine, cipher, settings, actor=agent, caller_org_id=org.organization_id, mandate_id=mandate_id
         ).presentation
-        pending.append(
-            verification.decide(
-                engine,
-                cipher,
-                settings,
-                actor=agent,
-                verifier_org_id=org.organization_id,
-                presentation=vp,
-                execution_params=GOOD,
-            )
+        for _ in range(n)
+    ]
+
+
+def _decided(
+    engine: Engine, cipher: SecretCipher, settings: Settings, org: Credentials, vps: list[dict[str, Any]]
+) -> list[Pending]:
+    return [
+        verification.decide(
+            engine,
+            cipher,
+            settings,
+            actor=Actor.api_key(org.key_id),
+            verifier_org_id=org.organization_id,
+            presentation=vp,
+            execution_params=GOOD,
         )
-    pending[1].receipt = pending[0].receipt  # the same receipt id twice: its row cannot be inserted
-    record_each(engine, pending)
+        for vp in vps
+    ]
+
+
+def test_a_failed_verification_of_a_batch_fails_alone(
+    engine: Engine, cipher: SecretCipher, settings: Settings, org: Credentials
+) -> None:
+    """``record_batch``: when the batch's transaction fails, each is written alone; the one whose
+    own transaction fails carries its error and wrote nothing, the ones before and after it are
+    written."""
+    pending = _decided(engine, cipher, settings, org, _vps(engine, cipher, settings, org, 3))
+    pending[1].execution_params = {"amount": object()}  # its row cannot be written, alone or not
+    record_batch(engine, pending)
     assert pending[0].failed is None and pending[2].failed is None
-    assert pending[1].failed is not None
+    assert isinstance(pending[1].failed, Exception)
     with pytest.raises(type(pending[1].failed)):
         verification.verdict(pending[1])
     assert [verification.verdict(p).decision for p in (pending[0], pending[2])] == ["allow", "allow"]
@@ -355,3 +371,74 @@ def test_written_one_by_one_a_failed_verification_fails_alone(
         r.data["receipt"]["id"] for r in chain(engine, org.organization_id) if r.type == audit.VERIFY_ACCEPT
     ]
     assert verified == [pending[0].receipt["id"], pending[2].receipt["id"]]
+
+
+def test_written_again_alone_a_verification_is_decided_afresh(
+    engine: Engine, cipher: SecretCipher, settings: Settings, org: Credentials
+) -> None:
+    """Two verifications of one VP in a batch that fails: the first (which fails on its own too)
+    had won the VP and the second was denied ``vp_already_used``; nothing of the batch was
+    written, so written alone the second wins the VP and is allowed, with the receipt signed when
+    it was decided."""
+    [vp] = _vps(engine, cipher, settings, org, 1)
+    failing, second = _decided(engine, cipher, settings, org, [vp, vp])
+    failing.execution_params = {"amount": object()}
+    decided_receipt = second.receipt
+    record_batch(engine, [failing, second])
+    assert isinstance(failing.failed, Exception) and second.failed is None
+    allowed = verification.verdict(second)
+    assert (allowed.decision, allowed.reason, allowed.receipt) == ("allow", None, decided_receipt)
+    assert allowed.evaluations and all(e["result"] == "pass" for e in allowed.evaluations)
+    verifications = [
+        r for r in chain(engine, org.organization_id) if r.type in (audit.VERIFY_ACCEPT, audit.VERIFY_DENY)
+    ]
+    assert [(r.type, r.data["receipt"]) for r in verifications] == [(audit.VERIFY_ACCEPT, decided_receipt)]
+
+
+def test_batches_written_at_once_in_opposite_orders_do_not_deadlock(
+    engine: Engine, cipher: SecretCipher, settings: Settings, org: Credentials
+) -> None:
+    """Two batches holding verifications of the same VPs with the same signatures, for two
+    organizations' chains, in opposite orders, written at the same time from two threads: on
+    PostgreSQL each transaction takes its row locks in one order (signatures, presentations,
+    heads), so neither waits on the other in a cycle (a deadlock fails one of them, which
+    ``record_batch`` would hide by writing each alone: the batch's own write is what is checked
+    here). One batch writes all four; the other finds every signature used and writes nothing."""
+    from store.verifications import _write_together
+
+    other = new_org(engine, cipher, settings)
+    for attempt in range(3):
+        mine, theirs = _vps(engine, cipher, settings, org, 2), _vps(engine, cipher, settings, other, 2)
+        a = _decided(engine, cipher, settings, org, mine) + _decided(engine, cipher, settings, other, theirs)
+        b = _decided(engine, cipher, settings, org, mine) + _decided(engine, cipher, settings, other, theirs)
+        for i, (x, y) in enumerate(zip(a, b, strict=True)):  # the same signature in both batches
+            key_id = org.key_id if i < 2 else other.key_id
+            x.signature = y.signature = guards.SignatureUse(
+                key_id, f"{attempt}{i}".ljust(64, "c"), True, KEEP
+            )
+        errors: list[BaseException] = []
+        start = threading.Barrier(2)
+
+        def write(batch: list[Pending], start: threading.Barrier, errors: list[BaseException]) -> None:
+            start.wait()
+            try:
+                _write_together(engine, batch)
+            except BaseException as exc:  # reported below
+                errors.append(exc)
+
+        threads = [
+            threading.Thread(target=write, args=(batch, start, errors)) for batch in (a, list(reversed(b)))
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        assert errors == []
+        assert sorted([all(p.replayed for p in a), all(p.replayed for p in b)]) == [False, True]
+        written = a if b[0].replayed else b
+        assert not any(p.replayed for p in written)
+        assert [verification.verdict(p).decision for p in written] == ["allow"] * 4
+    for org_id in (org.organization_id, other.organization_id):
+        records = chain(engine, org_id)
+        assert [r.seq for r in records] == list(range(1, len(records) + 1))
+        assert len([r for r in records if r.type == audit.VERIFY_ACCEPT]) == 6

@@ -67,3 +67,31 @@ async def test_a_cancelled_caller_does_not_strand_the_others() -> None:
     with pytest.raises(asyncio.CancelledError):
         await first
     assert seen == [[1, 2]]  # the write still happened for both
+
+
+async def test_what_arrives_during_a_write_waits_and_is_written_next_together() -> None:
+    """One write at a time: the submissions made while a batch is written wait for it, then go in
+    one batch of their own; no two writes ever run at once."""
+    release = threading.Event()
+    batches: list[list[int]] = []
+    running = 0
+    overlapped = False
+
+    def write(items: list[int]) -> None:
+        nonlocal running, overlapped
+        running += 1
+        overlapped = overlapped or running > 1
+        if not batches:
+            release.wait(5)
+        batches.append(list(items))
+        running -= 1
+
+    gc: GroupCommit[int] = GroupCommit(write)
+    first = asyncio.create_task(gc.submit(0))
+    await asyncio.sleep(0.05)  # the first batch is being written, held by ``release``
+    later = [asyncio.create_task(gc.submit(i)) for i in range(1, 6)]
+    await asyncio.sleep(0.05)
+    assert batches == [] and not any(t.done() for t in later)
+    release.set()
+    await asyncio.wait_for(asyncio.gather(first, *later), 5)
+    assert batches == [[0], [1, 2, 3, 4, 5]] and not overlapped

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import Column, Engine, Integer, MetaData, String, Table, bindparam, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 
-from store.db import read_session, write_connection
+from store.db import make_engine, read_session, write_connection
 from store.prepared import Prepared
 from store.tables import IdempotencyRecord
 
@@ -114,3 +114,34 @@ def test_values_built_into_a_statement_are_bound_with_it(engine: Engine) -> None
         )
     )
     assert later.read_one(engine, {"org": org}).key == "k-1"
+
+
+def test_run_many_writes_every_row_in_the_callers_transaction(engine: Engine) -> None:
+    org = uuid.uuid4().hex[:24]
+    rows = [{**_values(org), "key": f"k-{i}", "status_code": 200 + i} for i in range(5)]
+    with pytest.raises(RuntimeError), write_connection(engine) as conn:
+        INSERT.run_many(conn, rows)
+        raise RuntimeError("rolled back")
+    assert READ.read_one(engine, {"org": org, "key": "k-0"}) is None
+    with write_connection(engine) as conn:
+        INSERT.run_many(conn, rows)
+    found = [READ.read_one(engine, {"org": org, "key": f"k-{i}"}) for i in range(5)]
+    assert [r.status_code for r in found] == [200, 201, 202, 203, 204]
+    assert all(r.response == rows[0]["response"] for r in found)
+
+
+def test_a_read_leaves_its_pooled_connection_transactional(engine: Engine) -> None:
+    """``read_one`` runs its statement without a transaction (autocommit on PostgreSQL) and gives
+    the connection back as it found it: a write on that same connection still rolls back."""
+    if engine.dialect.name != "postgresql":
+        pytest.skip("autocommit is set for PostgreSQL's reads only")
+    one = make_engine(engine.url.render_as_string(hide_password=False), pool_size=1, max_overflow=0)
+    org = uuid.uuid4().hex[:24]
+    try:
+        assert READ.read_one(one, {"org": org, "key": "k-1"}) is None
+        with pytest.raises(RuntimeError), write_connection(one) as conn:
+            INSERT.run(conn, _values(org))
+            raise RuntimeError("rolled back")
+        assert READ.read_one(one, {"org": org, "key": "k-1"}) is None
+    finally:
+        one.dispose()
