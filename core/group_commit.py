@@ -8,6 +8,7 @@ to no caller, so a caller being cancelled never strands the others.
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
@@ -34,6 +35,15 @@ class GroupCommit(Generic[T]):
         self._inline = inline
         self._open: _Batch[T] | None = None
         self._writing: asyncio.Future[None] | None = None
+        self._executor: ThreadPoolExecutor | None = None
+
+    def _thread(self) -> ThreadPoolExecutor:
+        """The writes' own thread: queued behind the loop's shared threads (``asyncio.to_thread``,
+        busy with the work that submits to this batch), a write would hold up every caller of its
+        batch."""
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="group-commit")
+        return self._executor
 
     async def submit(self, item: T) -> None:
         """Returns once ``item`` has been written; raises what the write raised."""
@@ -58,7 +68,8 @@ class GroupCommit(Generic[T]):
             else:
                 batch.done.set_result(None)
             return
-        write = self._writing = asyncio.ensure_future(asyncio.to_thread(self._write_batch, batch.items))
+        loop = asyncio.get_running_loop()
+        write = self._writing = loop.run_in_executor(self._thread(), self._write_batch, batch.items)
 
         def finish(task: asyncio.Future[None]) -> None:
             self._writing = None

@@ -273,9 +273,11 @@ def decide(
     key = service_key(engine, cipher, settings)
     sign = partial(_receipt, key=key, settings=settings, verifier_did=verifier_did, now=now)
     receipt = sign(out)  # the likely outcome, signed outside the write lock
-    return Pending(
+    pending = Pending(
         out, receipt, sign, key, verifier_org_id, presentation, execution_params, now, str(actor), signature
     )
+    pending.draft()  # its row and audit record encoded here, not in the write
+    return pending
 
 
 def verdict(pending: Pending) -> Verdict:

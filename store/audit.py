@@ -248,21 +248,18 @@ def representable(data: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _signed(record: SimpleNamespace, key: Ed25519KeyPair, now: datetime) -> tuple[dict[str, Any], bytes]:
+def _signed(
+    record: SimpleNamespace, key: Ed25519KeyPair, members: dict[str, bytes]
+) -> tuple[dict[str, Any], bytes]:
     """The record's proof, and the JCS bytes of its whole document (proof included), which its
-    ``hash`` covers: each member is encoded once, for the signature and for the hash."""
-    try:
-        document = document_of(record)
-        members = _canonical_members(document)
-    except (CanonicalizationError, RecursionError):  # a caller's value JCS cannot hold: its digest
-        record.data = representable(record.data)
-        document = document_of(record)
-        members = _canonical_members(document)
+    ``hash`` covers: ``members`` are its members already encoded (``draft``), the chain's two
+    encoded here, so each member is encoded once, for the signature and for the hash."""
+    members = {**members, "seq": canonicalize(record.seq), "prevHash": canonicalize(record.prev_hash)}
     proof = create_proof(
-        document,
+        document_of(record),
         key,
         proof_purpose=ASSERTION_METHOD,
-        created=now,
+        created=record.created_at,
         canonical_document=canonical_object(members),
     )
     members["proof"] = canonicalize(proof)
@@ -271,6 +268,42 @@ def _signed(record: SimpleNamespace, key: Ed25519KeyPair, now: datetime) -> tupl
 
 def _canonical_members(document: Mapping[str, Any]) -> dict[str, bytes]:
     return {name: canonicalize(value) for name, value in document.items() if name != "proof"}
+
+
+@dataclass
+class Draft:
+    """A record before its place in its chain: everything but ``seq`` and ``prevHash``, its members
+    encoded already, so that only those two and the signature wait for the chain's head."""
+
+    record: SimpleNamespace
+    members: dict[str, bytes]
+
+
+def draft(entry: Entry, now: datetime | None = None) -> Draft:
+    """The record of ``entry`` as ``Chains.add`` will place and sign it. A value in its data that
+    JCS cannot hold is replaced by its digest (``representable``)."""
+    if entry.type not in RECORD_TYPES:
+        raise ValueError(f"unknown audit record type {entry.type!r}")
+    record = SimpleNamespace(
+        id=f"urn:via:audit:{uuid.uuid4()}",
+        organization_id=entry.organization_id,
+        seq=0,
+        type=entry.type,
+        request_id=entry.request_id,
+        credential_id=entry.credential_id,
+        actor=entry.actor,
+        data=dict(entry.data),
+        created_at=now or utcnow(),
+        prev_hash=None,
+        proof={},
+    )
+    try:
+        members = _canonical_members(document_of(record))
+    except (CanonicalizationError, RecursionError):  # a caller's value JCS cannot hold: its digest
+        record.data = representable(record.data)
+        members = _canonical_members(document_of(record))
+    del members["seq"], members["prevHash"]
+    return Draft(record, members)
 
 
 class Chains:
@@ -290,43 +323,31 @@ class Chains:
         for org_id in sorted(set(org_ids) - self._heads.keys()):
             self._heads[org_id] = _head(self._conn, org_id)
 
-    def add(self, key: Ed25519KeyPair, entry: Entry, now: datetime | None = None) -> str:
-        """The record of ``entry`` after the chain's last one, signed; its id. How long it took (the
-        head's lock included) goes to ``mandatum_audit_append_seconds``."""
-        if entry.type not in RECORD_TYPES:
-            raise ValueError(f"unknown audit record type {entry.type!r}")
+    def add(self, key: Ed25519KeyPair, entry: Entry | Draft, now: datetime | None = None) -> str:
+        """The record of ``entry`` (or of its ``draft``, made before the head was locked) after
+        the chain's last one, signed; its id. How long it took (the head's lock included) goes to
+        ``mandatum_audit_append_seconds``."""
         began = time.perf_counter()
-        now = now or utcnow()
-        self.lock([entry.organization_id])
-        seq, prev_hash = self._heads[entry.organization_id]
-        record = SimpleNamespace(
-            id=f"urn:via:audit:{uuid.uuid4()}",
-            organization_id=entry.organization_id,
-            seq=seq + 1,
-            type=entry.type,
-            request_id=entry.request_id,
-            credential_id=entry.credential_id,
-            actor=entry.actor,
-            data=dict(entry.data),
-            created_at=now,
-            prev_hash=prev_hash,
-            proof={},
-        )
-        record.proof, canonical = _signed(record, key, now)
+        drafted = entry if isinstance(entry, Draft) else draft(entry, now)
+        record = drafted.record
+        self.lock([record.organization_id])
+        seq, record.prev_hash = self._heads[record.organization_id]
+        record.seq = seq + 1
+        record.proof, canonical = _signed(record, key, drafted.members)
         record.hash = hashlib.sha256(canonical).hexdigest()
         self._rows.append(vars(record))
-        self._heads[entry.organization_id] = (record.seq, record.hash)
-        self._moved.add(entry.organization_id)
+        self._heads[record.organization_id] = (record.seq, record.hash)
+        self._moved.add(record.organization_id)
         AUDIT_APPEND.observe(time.perf_counter() - began)
         return str(record.id)
 
     def write(self) -> None:
         """Insert the records added so far and move their chains' heads."""
-        if self._rows:
-            _INSERT.run_many(self._conn, self._rows)
+        for row in self._rows:  # sent: in a pipeline (store.prepared) they go with the COMMIT
+            _INSERT.send(self._conn, row)
         for org_id in sorted(self._moved):
             seq, hash_ = self._heads[org_id]
-            _MOVE_HEAD.run(self._conn, {"org": org_id, "seq": seq, "hash": hash_})
+            _MOVE_HEAD.send(self._conn, {"org": org_id, "seq": seq, "hash": hash_})
         self._rows, self._moved = [], set()
 
 

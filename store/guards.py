@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -12,7 +13,7 @@ from sqlalchemy import Connection, Engine, bindparam, delete, func
 from sqlmodel import Session, col, select
 
 from store.db import upsert_insert, utcnow, write_connection, write_session
-from store.prepared import Prepared
+from store.prepared import Prepared, Result
 from store.tables import CredentialRequest, IdempotencyRecord, SeenSignature
 
 
@@ -60,18 +61,44 @@ def remember_signature_in(conn: Connection, use: SignatureUse, now: datetime | N
     signature covers just the timestamp, so parallel GETs in one millisecond legitimately repeat
     it, while a captured read signature must never authorize a write.
     """
-    values = {
-        "key": use.key_id,
-        "signature": use.signature,
-        "is_write": use.is_write,
-        "expires_at": (now or utcnow()) + use.keep,
-    }
-    if _first_use_statement(conn.dialect.name).run(conn, values).first() is not None:
-        return True  # inserted: first use
-    if use.is_write:
-        return False
-    earlier = _EARLIER_USE.run(conn, {"key": use.key_id, "signature": use.signature}).first()
-    return earlier is not None and not earlier.is_write
+    return send_signatures_in(conn, [(use, now or utcnow())])[0]()
+
+
+def send_signatures_in(
+    conn: Connection, uses: list[tuple[SignatureUse, datetime]]
+) -> list[Callable[[], bool]]:
+    """``remember_signature_in`` for several (each with its time): their inserts are all sent
+    first, and each answer (False for a replay) is read when its function is called (in a
+    pipeline, ``store.prepared.pipeline``, the first call sends them, with whatever else was sent
+    by then, in one round trip)."""
+    insert = _first_use_statement(conn.dialect.name)
+
+    def answer(use: SignatureUse, sent: Result) -> Callable[[], bool]:
+        def first_use() -> bool:
+            if sent.first() is not None:
+                return True  # inserted: first use
+            if use.is_write:
+                return False
+            earlier = _EARLIER_USE.run(conn, {"key": use.key_id, "signature": use.signature}).first()
+            return earlier is not None and not earlier.is_write
+
+        return first_use
+
+    return [
+        answer(
+            use,
+            insert.send(
+                conn,
+                {
+                    "key": use.key_id,
+                    "signature": use.signature,
+                    "is_write": use.is_write,
+                    "expires_at": at + use.keep,
+                },
+            ),
+        )
+        for use, at in uses
+    ]
 
 
 def remember_signature(engine: Engine, use: SignatureUse) -> bool:

@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import threading
 from collections import namedtuple
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,31 +112,30 @@ class Prepared:
                     )
         return found
 
-    def run(self, conn: Connection, values: Mapping[str, Any] | None = None) -> Result:
-        """Execute in ``conn``'s transaction (begun here if it has none yet, as Core's
-        ``execute`` would begin it)."""
+    def send(self, conn: Connection, values: Mapping[str, Any] | None = None) -> Result:
+        """Execute in ``conn``'s transaction (begun here if it has none yet, as Core's ``execute``
+        would begin it); what it returned is read when first asked for. In a ``pipeline`` the
+        statement is only queued: asking for its rows sends everything queued so far and waits for
+        them (one round trip), and only a statement that returns rows can be read there."""
         compiled = self._compiled(conn.dialect)
         if not conn.in_transaction():
             conn.begin()
         cursor = conn.connection.cursor()
         try:
             cursor.execute(compiled.sql, compiled.arguments(values or {}))
-            rows = cursor.fetchall() if cursor.description is not None else []
-            return Result(compiled, rows, cursor.rowcount)
-        finally:
+        except BaseException:
             cursor.close()
+            raise
+        result = Result(compiled, cursor)
+        if not conn.info.get(_PIPELINED):
+            result.read()  # nothing left in progress on the connection (SQLite's statements)
+        return result
 
-    def run_many(self, conn: Connection, rows: Sequence[Mapping[str, Any]]) -> None:
-        """Execute once per row of values in ``conn``'s transaction, reading nothing back (psycopg
-        sends them all before waiting for their results: one round trip to PostgreSQL for all)."""
-        compiled = self._compiled(conn.dialect)
-        if not conn.in_transaction():
-            conn.begin()
-        cursor = conn.connection.cursor()
-        try:
-            cursor.executemany(compiled.sql, [compiled.arguments(values) for values in rows])
-        finally:
-            cursor.close()
+    def run(self, conn: Connection, values: Mapping[str, Any] | None = None) -> Result:
+        """``send``, and what it returned read at once."""
+        result = self.send(conn, values)
+        result.read()
+        return result
 
     def read_one(self, engine: Engine, values: Mapping[str, Any] | None = None) -> Any:
         """The first row of a SELECT (or None), on a pooled connection of its own, released before
@@ -165,15 +165,61 @@ class Prepared:
 
 
 class Result:
-    """What a statement returned: its rows (processed, with their columns' names) and rowcount."""
+    """What a statement returned: its rows (processed, with their columns' names) and rowcount,
+    read from its cursor when first asked for (``Prepared.send``)."""
 
-    def __init__(self, compiled: _Compiled, rows: Sequence[Any], rowcount: int) -> None:
-        self._compiled, self._rows, self.rowcount = compiled, rows, rowcount
+    def __init__(self, compiled: _Compiled, cursor: Any) -> None:
+        self._compiled, self._cursor = compiled, cursor
+        self._rows: Sequence[Any] = ()
+        self._rowcount = -1
+
+    def read(self) -> None:
+        cursor = self._cursor
+        if cursor is None:
+            return
+        self._cursor = None
+        try:
+            # a statement that returns rows (a SELECT, a RETURNING) is read by what it compiled
+            # to: in a psycopg pipeline its cursor has no description until it is fetched
+            self._rows = cursor.fetchall() if self._compiled.row is not None else []
+            self._rowcount = cursor.rowcount
+        finally:
+            cursor.close()
+
+    @property
+    def rowcount(self) -> int:
+        self.read()
+        return self._rowcount
 
     def first(self) -> Any:
+        self.read()
         return self._compiled.row_of(self._rows[0]) if self._rows else None
 
     def one(self) -> Any:
+        self.read()
         if len(self._rows) != 1:
             raise LookupError(f"expected one row, got {len(self._rows)}")
         return self._compiled.row_of(self._rows[0])
+
+
+@contextmanager
+def pipeline(conn: Connection) -> Iterator[bool]:
+    """``conn``'s transaction in psycopg's pipeline mode, on PostgreSQL: statements ``send`` are
+    queued and go to the server together when a result is first read or the transaction commits
+    (``conn.commit()`` inside the block: the queued statements and the COMMIT in one round trip).
+    Elsewhere nothing changes: each statement runs, and is read, when sent. Yields whether it
+    pipelines."""
+    if conn.dialect.name != "postgresql":
+        yield False
+        return
+    if not conn.in_transaction():
+        conn.begin()
+    with conn.connection.dbapi_connection.pipeline():  # type: ignore[union-attr]
+        conn.info[_PIPELINED] = True
+        try:
+            yield True
+        finally:
+            conn.info.pop(_PIPELINED, None)
+
+
+_PIPELINED = "store.prepared.pipelined"

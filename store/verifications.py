@@ -19,11 +19,11 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, bindparam, func, select, update
+from sqlalchemy import Engine, bindparam, func, select, update
 
 from store import audit, guards
 from store.db import write_connection
-from store.prepared import Prepared
+from store.prepared import Prepared, pipeline
 from store.tables import Credential, Presentation, Verification
 from trust.keys import Ed25519KeyPair
 
@@ -51,6 +51,7 @@ CONSUME = Prepared(
     update(_P)
     .where(_P.c.id == bindparam("presentation_id"), _P.c.used_at.is_(None))
     .values(used_at=bindparam("at"), used_by=bindparam("by"))
+    .returning(_P.c.id)  # a row when this statement used the VP up (read in a pipeline too)
 )
 RECORD = Prepared(_V.insert(), column_keys=[c.key for c in _V.columns])
 
@@ -115,7 +116,14 @@ class Pending:
     failed: Exception | None = None  # its own transaction failed: nothing of it written
 
     def __post_init__(self) -> None:
+        self._drafts: tuple[dict[str, Any], audit.Draft] | None = None
         self._decided = (replace(self.out, evaluations=list(self.out.evaluations)), self.receipt)
+
+    def draft(self) -> None:
+        """Its verification row and audit record drafted as decided, before the write (on the
+        deciding thread): redrafted only if another verification wins the VP."""
+        self._drafts = self._drafted()
+        self._decided_drafts = self._drafts
 
     def _undo(self) -> None:
         """Back to what was decided, after a write that was rolled back."""
@@ -125,29 +133,39 @@ class Pending:
             receipt,
             False,
         )
+        self._drafts = getattr(self, "_decided_drafts", None)
 
-    # the three steps of its write, run by ``_write_together`` in its transaction; the receipt was
+    # the steps of its write, run by ``_write_together`` in its transaction; the receipt was
     # signed before it, and is signed again only when another verification won the VP
 
-    def _remember(self, conn: Connection) -> None:
-        if self.signature is not None and not guards.remember_signature_in(conn, self.signature, self.now):
-            self.replayed = True
+    def _used_up(self, won: bool) -> None:
+        """The VP's single-use UPDATE changed its row (``won``) or found it used."""
+        if not won and self.out.at_single_use:
+            self.out.evaluations = []
+            self.receipt = self.sign(self.out.deny("vp_already_used"))
+            self._drafts = None
 
-    def _consume(self, conn: Connection) -> None:
-        out = self.out
-        if out.consume:
-            used = CONSUME.run(
-                conn, {"presentation_id": out.presentation_id, "at": self.now, "by": self.verifier_org_id}
-            )
-            if used.rowcount != 1 and out.at_single_use:
-                out.evaluations = []
-                self.receipt = self.sign(out.deny("vp_already_used"))
+    def _drafts_now(self) -> tuple[dict[str, Any], audit.Draft]:
+        if self._drafts is None:
+            self._drafts = self._drafted()
+        return self._drafts
 
-    def _write(self, chains: audit.Chains) -> dict[str, Any]:
-        """Its audit record added to ``chains``; the verification row to insert."""
+    def _drafted(self) -> tuple[dict[str, Any], audit.Draft]:
+        """Its verification row and its audit record's draft, as decided and written."""
         out, now, receipt = self.out, self.now, self.receipt
-        chains.add(
-            self.key,
+        row = {
+            "id": receipt["id"],
+            "organization_id": self.verifier_org_id,
+            "presentation_id": out.presentation_id,
+            "mandate_id": out.credential_id or None,
+            "decision": DENY if out.reason else ALLOW,
+            "reason": out.reason,
+            "evaluations": out.evaluations,
+            "execution_params": self.execution_params,
+            "receipt": receipt,
+            "created_at": now,
+        }
+        record = audit.draft(
             audit.Entry(
                 audit.VERIFY_DENY if out.reason else audit.VERIFY_ACCEPT,
                 self.verifier_org_id,
@@ -164,21 +182,14 @@ class Pending:
             ),
             now,
         )
-        return {
-            "id": receipt["id"],
-            "organization_id": self.verifier_org_id,
-            "presentation_id": out.presentation_id,
-            "mandate_id": out.credential_id or None,
-            "decision": DENY if out.reason else ALLOW,
-            "reason": out.reason,
-            "evaluations": out.evaluations,
-            "execution_params": self.execution_params,
-            "receipt": receipt,
-            "created_at": now,
-        }
+        return row, record
 
 
-def _write_together(engine: Engine, batch: list[Pending]) -> None:
+class _ReplayInBatch(Exception):
+    """A batch written without waiting for its signatures held a replay: written again, step by step."""
+
+
+def _write_together(engine: Engine, batch: list[Pending], *, step_by_step: bool = False) -> None:
     """``batch`` in one transaction, in order: each one's signature against replays (a replayed one
     writes nothing), then the VP used up when it got past its signatures (two of one VP are
     decided as two in a row: the second finds it used), then its verification row and audit record.
@@ -187,20 +198,52 @@ def _write_together(engine: Engine, batch: list[Pending]) -> None:
     batches written at the same time (other threads, other API processes on PostgreSQL) wait for
     each other and never deadlock: the signatures first (by key and signature), then the
     presentations (by id), then the chains' heads (by organization). A sort is stable: two uses of
-    one signature or one VP keep the batch's order."""
-    with write_connection(engine) as conn:
-        signed = [p for p in batch if p.signature is not None]
-        for pending in sorted(signed, key=_signature_order):
-            pending._remember(conn)
+    one signature or one VP keep the batch's order.
+
+    In a pipeline (PostgreSQL) that is three round trips for the whole batch: the signatures with
+    the single-use UPDATEs; the verification rows with the heads' locks; the audit records, the
+    heads' moves and the COMMIT. The UPDATEs are sent before the signatures' answers are read,
+    which is right unless one is a replay (it must write nothing): then ``_ReplayInBatch`` rolls
+    the transaction back and the batch is written ``step_by_step``, the UPDATEs sent once the
+    signatures are known."""
+    with write_connection(engine) as conn, pipeline(conn) as pipelined:
+        step_by_step = step_by_step or not pipelined  # unpipelined, nothing to gain from sending early
+        signed = sorted((p for p in batch if p.signature is not None), key=_signature_order)
+        firsts = guards.send_signatures_in(conn, [(p.signature, p.now) for p in signed])  # type: ignore[misc]
+        consuming = sorted((p for p in batch if p.out.consume), key=lambda p: p.out.presentation_id or "")
+
+        def use_up(pendings: list[Pending]) -> list[Any]:
+            return [
+                CONSUME.send(
+                    conn, {"presentation_id": p.out.presentation_id, "at": p.now, "by": p.verifier_org_id}
+                )
+                for p in pendings
+            ]
+
+        used = [] if step_by_step else use_up(consuming)
+        for pending, first in zip(signed, firsts, strict=True):
+            pending.replayed = not first()
+        if any(p.replayed for p in consuming) and not step_by_step:
+            raise _ReplayInBatch
         written = [p for p in batch if not p.replayed]
-        for pending in sorted(written, key=lambda p: p.out.presentation_id or ""):
-            pending._consume(conn)
+        if step_by_step:
+            consuming = [p for p in consuming if not p.replayed]
+            used = use_up(consuming)
+        for pending, result in zip(consuming, used, strict=True):
+            pending._used_up(result.first() is not None)
+        # all but the chain's place and the signature made before the heads are locked: a chain's
+        # head is held for as short as can be, since every write of its organization waits for it
+        drafts = []
+        for pending in written:
+            row, record = pending._drafts_now()
+            RECORD.send(conn, row)
+            drafts.append((pending.key, record))
         chains = audit.Chains(conn)
-        chains.lock(p.verifier_org_id for p in written)
-        rows = [pending._write(chains) for pending in written]
-        if rows:
-            RECORD.run_many(conn, rows)
+        chains.lock(p.verifier_org_id for p in written)  # read: the rows sent go with it, one round trip
+        for key, record in drafts:
+            chains.add(key, record)
         chains.write()
+        conn.commit()  # in a pipeline: the records, the heads' moves and the COMMIT in one round trip
 
 
 def _signature_order(pending: Pending) -> tuple[str, str]:
@@ -214,7 +257,12 @@ def record_batch(engine: Engine, batch: list[Pending]) -> None:
     written again in a transaction of its own: a failure is then kept on its own ``Pending``
     (``failed``, which ``verdict`` raises) and the others are written."""
     try:
-        _write_together(engine, batch)
+        try:
+            _write_together(engine, batch)
+        except _ReplayInBatch:
+            for pending in batch:
+                pending._undo()
+            _write_together(engine, batch, step_by_step=True)
     except Exception as exc:
         if len(batch) == 1:
             batch[0]._undo()
@@ -223,7 +271,7 @@ def record_batch(engine: Engine, batch: list[Pending]) -> None:
         for pending in batch:
             pending._undo()
             try:
-                _write_together(engine, [pending])
+                _write_together(engine, [pending], step_by_step=True)
             except Exception as alone:  # this one's answer; the others are written
                 pending._undo()
                 pending.failed = alone

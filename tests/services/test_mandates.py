@@ -361,6 +361,7 @@ def test_a_failed_verification_of_a_batch_fails_alone(
     written."""
     pending = _decided(engine, cipher, settings, org, _vps(engine, cipher, settings, org, 3))
     pending[1].execution_params = {"amount": object()}  # its row cannot be written, alone or not
+    pending[1].draft()
     record_batch(engine, pending)
     assert pending[0].failed is None and pending[2].failed is None
     assert isinstance(pending[1].failed, Exception)
@@ -383,6 +384,7 @@ def test_written_again_alone_a_verification_is_decided_afresh(
     [vp] = _vps(engine, cipher, settings, org, 1)
     failing, second = _decided(engine, cipher, settings, org, [vp, vp])
     failing.execution_params = {"amount": object()}
+    failing.draft()
     decided_receipt = second.receipt
     record_batch(engine, [failing, second])
     assert isinstance(failing.failed, Exception) and second.failed is None
@@ -395,16 +397,18 @@ def test_written_again_alone_a_verification_is_decided_afresh(
     assert [(r.type, r.data["receipt"]) for r in verifications] == [(audit.VERIFY_ACCEPT, decided_receipt)]
 
 
+@pytest.mark.parametrize("step_by_step", [False, True], ids=["pipelined", "step-by-step"])
 def test_batches_written_at_once_in_opposite_orders_do_not_deadlock(
-    engine: Engine, cipher: SecretCipher, settings: Settings, org: Credentials
+    engine: Engine, cipher: SecretCipher, settings: Settings, org: Credentials, step_by_step: bool
 ) -> None:
     """Two batches holding verifications of the same VPs with the same signatures, for two
     organizations' chains, in opposite orders, written at the same time from two threads: on
     PostgreSQL each transaction takes its row locks in one order (signatures, presentations,
     heads), so neither waits on the other in a cycle (a deadlock fails one of them, which
     ``record_batch`` would hide by writing each alone: the batch's own write is what is checked
-    here). One batch writes all four; the other finds every signature used and writes nothing."""
-    from store.verifications import _write_together
+    here). One batch writes all four; the other finds every signature used and writes nothing
+    (sent without waiting for the signatures, it stops at the replay, to be written step by step)."""
+    from store.verifications import _ReplayInBatch, _write_together
 
     other = new_org(engine, cipher, settings)
     for attempt in range(3):
@@ -416,29 +420,61 @@ def test_batches_written_at_once_in_opposite_orders_do_not_deadlock(
             x.signature = y.signature = guards.SignatureUse(
                 key_id, f"{attempt}{i}".ljust(64, "c"), True, KEEP
             )
-        errors: list[BaseException] = []
+        errors: dict[int, BaseException] = {}
         start = threading.Barrier(2)
 
-        def write(batch: list[Pending], start: threading.Barrier, errors: list[BaseException]) -> None:
+        def write(
+            n: int, batch: list[Pending], start: threading.Barrier, errors: dict[int, BaseException]
+        ) -> None:
             start.wait()
             try:
-                _write_together(engine, batch)
+                _write_together(engine, batch, step_by_step=step_by_step)
             except BaseException as exc:  # reported below
-                errors.append(exc)
+                errors[n] = exc
 
         threads = [
-            threading.Thread(target=write, args=(batch, start, errors)) for batch in (a, list(reversed(b)))
+            threading.Thread(target=write, args=(n, batch, start, errors))
+            for n, batch in enumerate((a, list(reversed(b))))
         ]
         for t in threads:
             t.start()
         for t in threads:
             t.join(timeout=60)
-        assert errors == []
-        assert sorted([all(p.replayed for p in a), all(p.replayed for p in b)]) == [False, True]
-        written = a if b[0].replayed else b
+        refused = [n for n, batch in enumerate((a, b)) if n in errors or all(p.replayed for p in batch)]
+        assert len(refused) == 1 and all(isinstance(e, _ReplayInBatch) for e in errors.values()), errors
+        written = b if refused == [0] else a
         assert not any(p.replayed for p in written)
         assert [verification.verdict(p).decision for p in written] == ["allow"] * 4
     for org_id in (org.organization_id, other.organization_id):
         records = chain(engine, org_id)
         assert [r.seq for r in records] == list(range(1, len(records) + 1))
         assert len([r for r in records if r.type == audit.VERIFY_ACCEPT]) == 6
+
+
+def test_a_replay_in_a_batch_writes_nothing_and_leaves_its_vp_unused(
+    engine: Engine, cipher: SecretCipher, settings: Settings, org: Credentials
+) -> None:
+    """A batch whose second verification carries a signature already used: on PostgreSQL its VP's
+    single-use UPDATE was sent before the signature's answer came back, so the batch is rolled back
+    and written step by step. Either way the replay writes nothing (its VP stays usable) and the
+    other is written."""
+    from store.db import read_session
+    from store.tables import Presentation
+
+    def used_at(p: Pending) -> Any:
+        with read_session(engine) as session:
+            return session.get(Presentation, p.out.presentation_id).used_at  # type: ignore[union-attr]
+
+    used = guards.SignatureUse(org.key_id, "d" * 64, True, KEEP)
+    assert guards.remember_signature(engine, used)
+    fine, replay = _decided(engine, cipher, settings, org, _vps(engine, cipher, settings, org, 2))
+    replay.signature = used
+    fine.signature = guards.SignatureUse(org.key_id, "e" * 64, True, KEEP)
+    record_batch(engine, [fine, replay])
+    assert (fine.replayed, replay.replayed, fine.failed, replay.failed) == (False, True, None, None)
+    assert verification.verdict(fine).decision == "allow"
+    assert used_at(replay) is None and used_at(fine) is not None
+    receipts = [
+        r.data["receipt"]["id"] for r in chain(engine, org.organization_id) if r.type == audit.VERIFY_ACCEPT
+    ]
+    assert receipts == [fine.receipt["id"]]

@@ -95,3 +95,20 @@ async def test_what_arrives_during_a_write_waits_and_is_written_next_together() 
     release.set()
     await asyncio.wait_for(asyncio.gather(first, *later), 5)
     assert batches == [[0], [1, 2, 3, 4, 5]] and not overlapped
+
+
+async def test_a_write_does_not_wait_behind_the_loops_busy_threads() -> None:
+    """The writes have their own thread: with every thread of the loop's default executor busy
+    (``asyncio.to_thread`` work, such as the decisions that feed the batches), a batch is still
+    written at once."""
+    release = threading.Event()
+    loop = asyncio.get_running_loop()
+    busy = [loop.run_in_executor(None, release.wait, 10) for _ in range(64)]
+    written: list[list[int]] = []
+    gc: GroupCommit[int] = GroupCommit(lambda items: written.append(list(items)))
+    try:
+        await asyncio.wait_for(gc.submit(7), 5)
+        assert written == [[7]] and not any(f.done() for f in busy)
+    finally:
+        release.set()
+        await asyncio.gather(*busy)

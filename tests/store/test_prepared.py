@@ -12,7 +12,7 @@ from sqlalchemy import Column, Engine, Integer, MetaData, String, Table, bindpar
 from sqlalchemy.dialects import postgresql, sqlite
 
 from store.db import make_engine, read_session, write_connection
-from store.prepared import Prepared
+from store.prepared import Prepared, pipeline
 from store.tables import IdempotencyRecord
 
 _T = IdempotencyRecord.__table__  # type: ignore[attr-defined]
@@ -116,15 +116,25 @@ def test_values_built_into_a_statement_are_bound_with_it(engine: Engine) -> None
     assert later.read_one(engine, {"org": org}).key == "k-1"
 
 
-def test_run_many_writes_every_row_in_the_callers_transaction(engine: Engine) -> None:
+def test_statements_sent_in_a_pipeline_commit_and_roll_back_with_it(engine: Engine) -> None:
+    """``send`` in a ``pipeline`` (psycopg's pipeline mode on PostgreSQL; plain execution elsewhere):
+    the rows written are the transaction's, rolled back with it or committed by ``conn.commit()``
+    inside the block, and a row-returning statement sent among them reads its own rows."""
     org = uuid.uuid4().hex[:24]
     rows = [{**_values(org), "key": f"k-{i}", "status_code": 200 + i} for i in range(5)]
-    with pytest.raises(RuntimeError), write_connection(engine) as conn:
-        INSERT.run_many(conn, rows)
+    with pytest.raises(RuntimeError), write_connection(engine) as conn, pipeline(conn):
+        for row in rows:
+            INSERT.send(conn, row)
         raise RuntimeError("rolled back")
     assert READ.read_one(engine, {"org": org, "key": "k-0"}) is None
-    with write_connection(engine) as conn:
-        INSERT.run_many(conn, rows)
+    with write_connection(engine) as conn, pipeline(conn):
+        for row in rows[:3]:
+            INSERT.send(conn, row)
+        seen = READ.send(conn, {"org": org, "key": "k-2"})
+        for row in rows[3:]:
+            INSERT.send(conn, row)
+        assert seen.one().status_code == 202  # read back inside, before the commit
+        conn.commit()
     found = [READ.read_one(engine, {"org": org, "key": f"k-{i}"}) for i in range(5)]
     assert [r.status_code for r in found] == [200, 201, 202, 203, 204]
     assert all(r.response == rows[0]["response"] for r in found)
