@@ -8,8 +8,8 @@ to no caller, so a caller being cancelled never strands the others.
 from __future__ import annotations
 
 import asyncio
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
