@@ -325,8 +325,8 @@ class Chains:
 
     def add(self, key: Ed25519KeyPair, entry: Entry | Draft, now: datetime | None = None) -> str:
         """The record of ``entry`` (or of its ``draft``, made before the head was locked) after
-        the chain's last one, signed; its id. How long it took (the head's lock included) goes to
-        ``mandatum_audit_append_seconds``."""
+        the chain's last one, signed; its id. How long it took (with the wait for the head's lock
+        when this call takes it) goes to ``mandatum_audit_append_seconds``."""
         began = time.perf_counter()
         drafted = entry if isinstance(entry, Draft) else draft(entry, now)
         record = drafted.record

@@ -117,6 +117,7 @@ class Pending:
 
     def __post_init__(self) -> None:
         self._drafts: tuple[dict[str, Any], audit.Draft] | None = None
+        self._decided_drafts: tuple[dict[str, Any], audit.Draft] | None = None
         self._decided = (replace(self.out, evaluations=list(self.out.evaluations)), self.receipt)
 
     def draft(self) -> None:
@@ -133,7 +134,7 @@ class Pending:
             receipt,
             False,
         )
-        self._drafts = getattr(self, "_decided_drafts", None)
+        self._drafts = self._decided_drafts
 
     # the steps of its write, run by ``_write_together`` in its transaction; the receipt was
     # signed before it, and is signed again only when another verification won the VP
