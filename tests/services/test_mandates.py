@@ -397,6 +397,29 @@ def test_written_again_alone_a_verification_is_decided_afresh(
     assert [(r.type, r.data["receipt"]) for r in verifications] == [(audit.VERIFY_ACCEPT, decided_receipt)]
 
 
+def _at_once(engine: Engine, batches: list[list[Pending]], step_by_step: bool) -> dict[int, BaseException]:
+    """Each batch's own write (``_write_together``), all started together from threads; what each
+    raised."""
+    from store.verifications import _write_together
+
+    errors: dict[int, BaseException] = {}
+    start = threading.Barrier(len(batches))
+
+    def write(n: int, batch: list[Pending]) -> None:
+        start.wait()
+        try:
+            _write_together(engine, batch, step_by_step=step_by_step)
+        except BaseException as exc:  # reported to the test
+            errors[n] = exc
+
+    threads = [threading.Thread(target=write, args=(n, batch)) for n, batch in enumerate(batches)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    return errors
+
+
 @pytest.mark.parametrize("step_by_step", [False, True], ids=["pipelined", "step-by-step"])
 def test_batches_written_at_once_in_opposite_orders_do_not_deadlock(
     engine: Engine, cipher: SecretCipher, settings: Settings, org: Credentials, step_by_step: bool
@@ -408,7 +431,7 @@ def test_batches_written_at_once_in_opposite_orders_do_not_deadlock(
     ``record_batch`` would hide by writing each alone: the batch's own write is what is checked
     here). One batch writes all four; the other finds every signature used and writes nothing
     (sent without waiting for the signatures, it stops at the replay, to be written step by step)."""
-    from store.verifications import _ReplayInBatch, _write_together
+    from store.verifications import _ReplayInBatch
 
     other = new_org(engine, cipher, settings)
     for attempt in range(3):
@@ -420,26 +443,7 @@ def test_batches_written_at_once_in_opposite_orders_do_not_deadlock(
             x.signature = y.signature = guards.SignatureUse(
                 key_id, f"{attempt}{i}".ljust(64, "c"), True, KEEP
             )
-        errors: dict[int, BaseException] = {}
-        start = threading.Barrier(2)
-
-        def write(
-            n: int, batch: list[Pending], start: threading.Barrier, errors: dict[int, BaseException]
-        ) -> None:
-            start.wait()
-            try:
-                _write_together(engine, batch, step_by_step=step_by_step)
-            except BaseException as exc:  # reported below
-                errors[n] = exc
-
-        threads = [
-            threading.Thread(target=write, args=(n, batch, start, errors))
-            for n, batch in enumerate((a, list(reversed(b))))
-        ]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(timeout=60)
+        errors = _at_once(engine, [a, list(reversed(b))], step_by_step)
         refused = [n for n, batch in enumerate((a, b)) if n in errors or all(p.replayed for p in batch)]
         assert len(refused) == 1 and all(isinstance(e, _ReplayInBatch) for e in errors.values()), errors
         written = b if refused == [0] else a
@@ -449,6 +453,55 @@ def test_batches_written_at_once_in_opposite_orders_do_not_deadlock(
         records = chain(engine, org_id)
         assert [r.seq for r in records] == list(range(1, len(records) + 1))
         assert len([r for r in records if r.type == audit.VERIFY_ACCEPT]) == 6
+
+
+@pytest.mark.parametrize("step_by_step", [False, True], ids=["pipelined", "step-by-step"])
+def test_batches_of_the_same_vps_in_opposite_orders_do_not_deadlock(
+    engine: Engine, cipher: SecretCipher, settings: Settings, org: Credentials, step_by_step: bool
+) -> None:
+    """Two batches verifying the same VPs of two organizations, in opposite orders and without
+    signatures (nothing else orders them), written at the same time: both take the presentations'
+    rows, then the chains' heads, each in sorted order, so both commit. Each VP is used up once:
+    its first verification allowed, the other denied ``vp_already_used``; both chains stay whole."""
+    other = new_org(engine, cipher, settings)
+    for _ in range(5):  # a wrong order deadlocks in most attempts, not all
+        mine, theirs = _vps(engine, cipher, settings, org, 2), _vps(engine, cipher, settings, other, 2)
+        a = _decided(engine, cipher, settings, org, mine) + _decided(engine, cipher, settings, other, theirs)
+        b = _decided(engine, cipher, settings, org, mine) + _decided(engine, cipher, settings, other, theirs)
+        b.reverse()  # the other organization first, each one's VPs in the other order
+        assert _at_once(engine, [a, b], step_by_step) == {}
+        decisions: dict[str, list[str]] = {}
+        for p in a + b:
+            decisions.setdefault(str(p.out.presentation_id), []).append(
+                verification.verdict(p).reason or "allow"
+            )
+        assert sorted(map(sorted, decisions.values())) == [["allow", "vp_already_used"]] * 4
+    for org_id in (org.organization_id, other.organization_id):
+        records = chain(engine, org_id)
+        assert [r.seq for r in records] == list(range(1, len(records) + 1))
+        assert len([r for r in records if r.type in (audit.VERIFY_ACCEPT, audit.VERIFY_DENY)]) == 20
+
+
+@pytest.mark.parametrize("step_by_step", [False, True], ids=["pipelined", "step-by-step"])
+def test_batches_for_two_chains_in_opposite_orders_do_not_deadlock(
+    engine: Engine, cipher: SecretCipher, settings: Settings, org: Credentials, step_by_step: bool
+) -> None:
+    """Two batches of different VPs, each appending to the same two organizations' chains in the
+    opposite order, written at the same time: both lock the heads in sorted order and commit;
+    every verification is allowed and both chains stay whole."""
+    other = new_org(engine, cipher, settings)
+    mine, theirs = _vps(engine, cipher, settings, org, 10), _vps(engine, cipher, settings, other, 10)
+    for i in range(0, 10, 2):
+        a = _decided(engine, cipher, settings, org, mine[i : i + 1])
+        a += _decided(engine, cipher, settings, other, theirs[i : i + 1])
+        b = _decided(engine, cipher, settings, other, theirs[i + 1 : i + 2])
+        b += _decided(engine, cipher, settings, org, mine[i + 1 : i + 2])
+        assert _at_once(engine, [a, b], step_by_step) == {}
+        assert [verification.verdict(p).decision for p in a + b] == ["allow"] * 4
+    for org_id in (org.organization_id, other.organization_id):
+        records = chain(engine, org_id)
+        assert [r.seq for r in records] == list(range(1, len(records) + 1))
+        assert len([r for r in records if r.type == audit.VERIFY_ACCEPT]) == 10
 
 
 def test_a_replay_in_a_batch_writes_nothing_and_leaves_its_vp_unused(
