@@ -20,6 +20,7 @@ from core.settings import Settings
 from store import requests as store_requests
 from store import verifications as store_verifications
 from store.db import is_sqlite
+from store.prepared import LoopReads
 from store.verifications import Pending
 
 if TYPE_CHECKING:  # the client is loaded by the processes that connect, not by every command
@@ -40,6 +41,8 @@ class Context:
     verifications: GroupCommit[Pending] = field(init=False)
     # the keyed operations of the subject's journey (codes, links, page sessions)
     journey: JourneySecrets = field(init=False)
+    # PostgreSQL: one-statement reads on the event loop (the verification's first read)
+    loop_reads: LoopReads | None = field(init=False)
 
     def client(self) -> Client:
         """The Temporal client, for the operations that need the workflows."""
@@ -54,3 +57,4 @@ class Context:
             partial(store_verifications.record_batch, self.engine), inline=sqlite
         )
         self.journey = JourneySecrets(self.settings.master_key_bytes())
+        self.loop_reads = None if sqlite else LoopReads(self.engine)

@@ -58,7 +58,7 @@ from services.access import SIGNATURE_USED
 from services.context import Context
 from services.errors import Replayed
 from store import actions as action_store
-from store.db import run_db, utcnow
+from store.db import WouldBlock, database_allowed, on_the_loop, run_db, utcnow
 from store.guards import SignatureUse
 from store.keys import did_resolver, service_key
 from store.presentations import (
@@ -69,7 +69,7 @@ from store.presentations import (
     claimed_credential_id,
     matching,
 )
-from store.verifications import ALLOW, DENY, Outcome, Pending, load, record_batch
+from store.verifications import ALLOW, DENY, Outcome, Pending, load, load_on_loop, record_batch
 from trust import credentials as vc
 from trust import receipts
 from trust.context import context_url
@@ -118,6 +118,7 @@ def _pinned_spec(engine: Engine, version_id: Any) -> ActionSpec | None:
     found = _specs.get(version_id)
     if found is not None:
         return found
+    database_allowed()
     version = action_store.get_version(engine, version_id)
     if version is None or version.status != action_store.PUBLISHED:
         return None
@@ -165,11 +166,15 @@ def _check(
     execution_params: dict[str, Any] | None,
     verifier_did: str,
     now: datetime,
+    loaded: Any = None,
 ) -> Outcome:
     out = Outcome(
         credential_id=claimed_credential_id(vp), presentation_id=matching(PRESENTATION_URN_RE, vp.get("id"))
     )
-    row = load(engine, out.presentation_id) if out.presentation_id else None
+    if loaded is not None:  # read already (``verify_grouped``): the row, or _NO_ROW
+        row = None if loaded is _NO_ROW else loaded
+    else:
+        row = load(engine, out.presentation_id) if out.presentation_id else None
     try:
         credential = _verified_credential(vp, engine, settings, row, now)
     except ProofError as exc:
@@ -263,12 +268,14 @@ def decide(
     execution_params: dict[str, Any] | None = None,
     now: datetime | None = None,
     signature: SignatureUse | None = None,
+    loaded: Any = None,
 ) -> Pending:
     """The checks and the likely receipt, signed; nothing written yet (``record_batch`` writes
-    it, ``verdict`` answers it)."""
+    it, ``verdict`` answers it). ``loaded``: the presentation's row read already (``_NO_ROW``
+    for none), else it is read here."""
     now = now or utcnow()
     verifier_did = web_organization_did(settings.public_url, verifier_org_id)
-    out = _check(engine, settings, presentation, execution_params, verifier_did, now)
+    out = _check(engine, settings, presentation, execution_params, verifier_did, now, loaded)
     # the key is fetched before the write transaction: never a second connection inside it
     key = service_key(engine, cipher, settings)
     sign = partial(_receipt, key=key, settings=settings, verifier_did=verifier_did, now=now)
@@ -341,6 +348,9 @@ def verify(
     return verdict(pending)
 
 
+_NO_ROW = object()  # ``loaded``: read, and there is no such presentation
+
+
 async def verify_grouped(
     ctx: Context,
     *,
@@ -350,10 +360,16 @@ async def verify_grouped(
     execution_params: dict[str, Any] | None = None,
     signature: SignatureUse | None = None,
 ) -> Verdict:
-    """``verify`` for the API: the checks on ``run_db``, the write with the concurrent
-    verifications of this process (``Context.verifications``)."""
-    pending = await run_db(
-        ctx.engine,
+    """``verify`` for the API: the checks, then the write with the concurrent verifications of
+    this process (``Context.verifications``).
+
+    The checks run on the event loop: on SQLite as they are (``run_db``); on PostgreSQL with the
+    presentation's row read on the loop (``Context.loop_reads``) and the rest from the caches
+    (keys, DID documents, action versions), so a verification crosses to a thread only for its
+    batch's write. When a cache has to read the database (``WouldBlock``: expired, a key or
+    version not seen yet, or a verification method a caller made up), or the read on the loop
+    fails, the checks run again on a thread."""
+    decision = partial(
         decide,
         ctx.engine,
         ctx.cipher,
@@ -364,5 +380,21 @@ async def verify_grouped(
         execution_params=execution_params,
         signature=signature,
     )
+    if ctx.loop_reads is None:
+        pending = await run_db(ctx.engine, decision)
+    else:
+        loaded: Any = None
+        presentation_id = matching(PRESENTATION_URN_RE, presentation.get("id"))
+        try:
+            found = await load_on_loop(ctx.loop_reads, presentation_id) if presentation_id else None
+            loaded = _NO_ROW if found is None else found
+            with on_the_loop():
+                pending = decision(loaded=loaded)
+        except WouldBlock:
+            pending = await run_db(ctx.engine, decision, loaded=loaded)
+        except Exception:  # the read on the loop failed: the engine's way, on a thread
+            if loaded is not None:
+                raise
+            pending = await run_db(ctx.engine, decision)
     await ctx.verifications.submit(pending)
     return verdict(pending)

@@ -20,6 +20,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ParamSpec, TypeVar
@@ -227,6 +228,31 @@ async def run_db(engine: Engine, fn: Callable[P, T], /, *args: P.args, **kwargs:
     if is_sqlite(engine):
         return fn(*args, **kwargs)
     return await asyncio.to_thread(fn, *args, **kwargs)
+
+
+class WouldBlock(Exception):
+    """Work running on the event loop (``on_the_loop``) needed the database: run it on a thread."""
+
+
+_on_the_loop: ContextVar[bool] = ContextVar("store.db.on_the_loop", default=False)
+
+
+@contextmanager
+def on_the_loop() -> Iterator[None]:
+    """Work that must not wait for a database round trip, because it runs on the event loop with
+    a network database (PostgreSQL): what would read the database (a cache's miss) raises
+    ``WouldBlock`` instead, and the caller runs the work again on a thread (``run_db``)."""
+    token = _on_the_loop.set(True)
+    try:
+        yield
+    finally:
+        _on_the_loop.reset(token)
+
+
+def database_allowed() -> None:
+    """Called before a cache falls back to the database: ``WouldBlock`` inside ``on_the_loop``."""
+    if _on_the_loop.get():
+        raise WouldBlock
 
 
 def alembic_config(url: str) -> Config:

@@ -32,7 +32,7 @@ from sqlmodel import Session, col, select
 from core.ids import is_object_id, new_object_id
 from core.secretbox import SecretCipher
 from core.settings import Settings
-from store.db import read_session, upsert_insert, utcnow, write_session
+from store.db import database_allowed, read_session, upsert_insert, utcnow, write_session
 from store.errors import NotFound
 from store.tables import Organization, SigningKey, Subject
 from trust.did import DID_CONTEXT, Resolver, did_document, key_id, web_organization_did, web_service_did
@@ -199,6 +199,7 @@ def did_document_for(
     cached = None if fresh else _cached_document(engine, did)
     if cached is not None:
         return cached if shared else copy.deepcopy(cached)
+    database_allowed()
     document = _build_document(engine, settings, did)
     # only documents that list keys (or a subject's, which has none) are worth keeping
     if document is not None and (document.get("verificationMethod") or ":subjects:" in did):
@@ -311,6 +312,7 @@ def _cached_key(engine: Engine, owner: str, did: str, load: Callable[[], Ed25519
         hit = _keys.get(engine, {}).get((owner, did))
     if hit is not None and hit[0] > time.monotonic():
         return hit[1]
+    database_allowed()
     pair = load()
     with _keys_lock:
         entries = _keys.setdefault(engine, {})

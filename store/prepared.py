@@ -26,6 +26,8 @@ on these paths tells them apart.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import threading
 from collections import namedtuple
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -223,3 +225,43 @@ def pipeline(conn: Connection) -> Iterator[bool]:
 
 
 _PIPELINED = "store.prepared.pipelined"
+
+
+class LoopReads:
+    """One-statement reads made on the event loop itself, over psycopg's async connections
+    (PostgreSQL): no thread hop and no pooled connection's check-out for the verification's first
+    read. ``size`` connections in autocommit per event loop, opened on first use and kept; a read
+    waits for a free one. A connection that fails is closed, and the error is the caller's (which
+    can read through the engine instead). Connections belong to the loop that opened them: on
+    another loop (a test's next one) a fresh set is opened."""
+
+    def __init__(self, engine: Engine, size: int = 8) -> None:
+        self._dialect = engine.dialect
+        self._conninfo = engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+        self._size = size
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._idle: list[Any] = []
+        self._free: asyncio.Semaphore | None = None
+
+    async def one(self, prepared: Prepared, values: Mapping[str, Any]) -> Any:
+        """The first row of ``prepared`` (a SELECT) with ``values``, or None."""
+        import psycopg  # only PostgreSQL's processes load it
+
+        compiled = prepared._compiled(self._dialect)
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop or self._free is None:
+            self._loop, self._idle, self._free = loop, [], asyncio.Semaphore(self._size)
+        async with self._free:
+            conn = self._idle.pop() if self._idle else None
+            if conn is None:
+                conn = await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True)
+            try:
+                async with conn.cursor() as cursor:
+                    await cursor.execute(compiled.sql, compiled.arguments(values))
+                    found = await cursor.fetchone()
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    await conn.close()
+                raise
+            self._idle.append(conn)
+        return compiled.row_of(found) if found is not None else None

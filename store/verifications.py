@@ -23,7 +23,7 @@ from sqlalchemy import Engine, bindparam, func, select, update
 
 from store import audit, guards
 from store.db import write_connection
-from store.prepared import Prepared, pipeline
+from store.prepared import LoopReads, Prepared, pipeline
 from store.tables import Credential, Presentation, Verification
 from trust.keys import Ed25519KeyPair
 
@@ -77,6 +77,11 @@ def load(engine: Engine, presentation_id: str) -> Any:
     """The presentation row with its credential's state (a Row), or None. Its own connection,
     released before anything else (key and DID document caches) may need one: never two at once."""
     return LOAD.read_one(engine, {"presentation_id": presentation_id})
+
+
+async def load_on_loop(reads: LoopReads, presentation_id: str) -> Any:
+    """``load`` on the event loop (PostgreSQL)."""
+    return await reads.one(LOAD, {"presentation_id": presentation_id})
 
 
 def of_credential(

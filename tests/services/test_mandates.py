@@ -531,3 +531,83 @@ def test_a_replay_in_a_batch_writes_nothing_and_leaves_its_vp_unused(
         r.data["receipt"]["id"] for r in chain(engine, org.organization_id) if r.type == audit.VERIFY_ACCEPT
     ]
     assert receipts == [fine.receipt["id"]]
+
+
+def _forget_caches(engine: Engine) -> None:
+    from store import keys
+
+    keys.forget_keys()
+    keys._forget_documents(engine)
+    verification._specs.clear()
+
+
+async def test_on_postgresql_a_verification_is_decided_on_the_loop_once_the_caches_are_warm(
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
+    org: Credentials,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``verify_grouped`` on PostgreSQL reads the presentation on the event loop and decides from
+    the caches there: with cold caches the checks go to a thread (a cache would read the
+    database: ``WouldBlock``), once warm no thread but the batch's write is used; both allowed,
+    with the same checks."""
+    if engine.dialect.name != "postgresql":
+        pytest.skip("on SQLite every check runs on the loop (store.db.run_db)")
+    from store import db
+
+    ctx = Context(settings, engine, cipher)
+    hops: list[str] = []
+    real_run_db = db.run_db
+
+    async def counted(engine: Engine, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        hops.append(getattr(fn, "func", fn).__name__)
+        return await real_run_db(engine, fn, *args, **kwargs)
+
+    monkeypatch.setattr(verification, "run_db", counted)
+    vps = _vps(engine, cipher, settings, org, 2)
+    agent = Actor.api_key(org.key_id)
+    _forget_caches(engine)
+    with pytest.raises(db.WouldBlock), db.on_the_loop():  # what the loop may not do
+        verification.decide(
+            engine, cipher, settings, actor=agent, verifier_org_id=org.organization_id, presentation=vps[0]
+        )
+    verdicts = []
+    for vp in vps:
+        verdicts.append(
+            await verification.verify_grouped(
+                ctx, actor=agent, verifier_org_id=org.organization_id, presentation=vp, execution_params=GOOD
+            )
+        )
+    assert [v.decision for v in verdicts] == ["allow", "allow"]
+    assert [len(v.evaluations) for v in verdicts] == [2, 2]
+    assert hops == ["decide"]  # the first, with cold caches; the second on the loop
+
+
+async def test_a_failed_read_on_the_loop_falls_back_to_the_engine(
+    engine: Engine, cipher: SecretCipher, settings: Settings, org: Credentials
+) -> None:
+    """The loop's connection killed by the server: that verification is read and decided on a
+    thread instead, and the next read opens a fresh connection."""
+    if engine.dialect.name != "postgresql":
+        pytest.skip("PostgreSQL only")
+    from sqlalchemy import text
+
+    ctx = Context(settings, engine, cipher)
+    agent = Actor.api_key(org.key_id)
+    vps = _vps(engine, cipher, settings, org, 3)
+
+    async def verify(vp: dict[str, Any]) -> str:
+        verdict = await verification.verify_grouped(
+            ctx, actor=agent, verifier_org_id=org.organization_id, presentation=vp, execution_params=GOOD
+        )
+        return verdict.decision
+
+    assert await verify(vps[0]) == "allow"
+    assert ctx.loop_reads is not None and len(ctx.loop_reads._idle) == 1
+    [conn] = ctx.loop_reads._idle
+    with engine.connect() as admin:
+        admin.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": conn.info.backend_pid})
+    assert await verify(vps[1]) == "allow"  # through the engine
+    assert await verify(vps[2]) == "allow"  # and a new connection on the loop
+    assert len(ctx.loop_reads._idle) == 1 and ctx.loop_reads._idle[0] is not conn
