@@ -7,11 +7,16 @@ started) is placed in milliseconds after the form post began. The Temporal serve
 events with the clock of this same machine, so they line up with ours (to a millisecond or so).
 The medians over the sample, in order, show each step: an activity's ``scheduled`` to ``started``
 is its wait for a worker's poll, ``started`` to ``completed`` its run, and one activity's
-``completed`` to the next one's ``scheduled`` a workflow task round trip.
+``completed`` to the next one's ``scheduled`` a workflow task round trip. A local activity has one
+milestone, ``(local) done``: its marker, which the server records when the workflow task that
+ran it completes. The workflow tasks themselves are milestones too (``workflow task scheduled``,
+``started``, ``completed``, numbered from the second on): ``scheduled`` to ``started`` is the
+task's wait for a worker's poll.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 from statistics import median
@@ -32,7 +37,12 @@ EDGES = {  # event type -> what happened (activities: after their name)
     E.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED: "decide update completed",
     E.EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED: "delivery workflow start asked",
     E.EVENT_TYPE_CHILD_WORKFLOW_EXECUTION_STARTED: "delivery workflow started",
+    E.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED: "workflow task scheduled",
+    E.EVENT_TYPE_WORKFLOW_TASK_STARTED: "workflow task started",
+    E.EVENT_TYPE_WORKFLOW_TASK_COMPLETED: "workflow task completed",
 }
+REPEATED = {"workflow task scheduled", "workflow task started", "workflow task completed"}
+LOCAL_ACTIVITY_MARKER = "core_local_activity"
 
 
 @dataclass(frozen=True)
@@ -54,14 +64,25 @@ def milestones(events: Iterable[HistoryEvent], since: float, prefix: str = "") -
         if event.event_type == E.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
             activity[event.event_id] = event.activity_task_scheduled_event_attributes.activity_type.name
         at = event.event_time.ToMicroseconds() / 1e6
-        edge = EDGES.get(event.event_type)
+        edge = EDGES.get(event.event_type) or _local_activity(event)
         if edge is None or at < since:
             continue
         if edge in ("scheduled", "started", "completed", "failed"):
             scheduled = event.event_id if edge == "scheduled" else _scheduled_id(event)
             edge = f"{activity.get(scheduled, '?')} {edge}"
-        found.setdefault(prefix + edge, round((at - since) * 1000, 1))
+        name, n = prefix + edge, 1
+        while edge in REPEATED and name in found:  # the second workflow task's are "#2", ...
+            n += 1
+            name = f"{prefix}{edge} #{n}"
+        found.setdefault(name, round((at - since) * 1000, 1))
     return found
+
+
+def _local_activity(event: HistoryEvent) -> str | None:
+    marker = event.marker_recorded_event_attributes
+    if event.event_type != E.EVENT_TYPE_MARKER_RECORDED or marker.marker_name != LOCAL_ACTIVITY_MARKER:
+        return None
+    return f"{json.loads(marker.details['data'].payloads[0].data)['activity_type']} (local) done"
 
 
 def _scheduled_id(event: HistoryEvent) -> int:

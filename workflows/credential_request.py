@@ -101,6 +101,8 @@ TEMPORAL_CANCEL_PATCH = "temporal-cancel"
 QUIET_CANCEL_PATCH = "canceled-send-not-undeliverable"
 ISSUANCE_FAILURE_PATCH = "issuance-failure-ends"
 OUTCOME_PATCH = "outcome-search-attribute"  # MandatumOutcome and the deliveries' search attributes
+# a decision's issuance and event as local activities (workflows.options.write)
+LOCAL_DECISION_PATCH = "decision-writes-local"
 TEMPORAL_ACTOR = str(TEMPORAL)  # who canceled a request whose workflow an operator canceled in Temporal
 
 
@@ -334,14 +336,17 @@ class CredentialRequestWorkflow:
             ),
         )
         self._recorded.add(key)
+        # from here on the decision's id and time are in the history (the record's input), so what
+        # follows runs as local activities (histories recorded before replay them as activities)
+        local = workflow.patched(LOCAL_DECISION_PATCH)
         mandate_id = None
         # histories recorded before issuance existed replay without the activity
         if inp.accept and self._accepted_by_all(inp.credential_id) and workflow.patched(ISSUANCE_PATCH):
-            mandate_id = await self._issue_once(inp.credential_id)
+            mandate_id = await self._issue_once(inp.credential_id, local)
         # after issuance, so an acceptance's event carries the mandate; histories recorded before
         # webhooks existed replay without it
         if workflow.patched(WEBHOOK_PATCH):
-            await self._emit_credential_event(inp, decision_id, at)
+            await self._emit_credential_event(inp, decision_id, at, local)
         if completes:
             self._set_status(COMPLETED)
         return DecisionResult(
@@ -376,7 +381,7 @@ class CredentialRequestWorkflow:
         if identity == IdentityStep.FAILED:
             raise ApplicationError("The subject's identity check failed", type=UpdateRefusal.IDENTITY_FAILED)
 
-    async def _issue_once(self, credential_id: str) -> str | None:
+    async def _issue_once(self, credential_id: str, local: bool) -> str | None:
         """Issue a credential every subject accepted, once. The issuance activity reads the
         decisions from the database, so it waits until the other acceptances of the credential,
         made in concurrent updates, are written too; an acceptor arriving while it runs shares its
@@ -393,12 +398,14 @@ class CredentialRequestWorkflow:
                 IssueCredentialInput(request_id=self._input.request_id, credential_id=credential_id),
                 IssueCredentialResult,
                 summary=f"issue {credential_id}",
+                local=local,
             )
-        except ActivityError as err:
+        except (ActivityError, ApplicationError) as err:  # a local activity's failure comes unwrapped
             self._issued[credential_id] = None
+            cause = err.cause if isinstance(err, ActivityError) else err
             if (
-                isinstance(err.cause, ApplicationError)
-                and err.cause.type == ISSUANCE_FAILED
+                isinstance(cause, ApplicationError)
+                and cause.type == ISSUANCE_FAILED
                 and workflow.patched(ISSUANCE_FAILURE_PATCH)
             ):
                 # the credential is FAILED (with its audit record); the decision stands, and its
@@ -411,7 +418,9 @@ class CredentialRequestWorkflow:
         self._issued[credential_id] = issued.mandate_id
         return issued.mandate_id
 
-    async def _emit_credential_event(self, inp: DecisionInput, decision_id: str, at: datetime) -> None:
+    async def _emit_credential_event(
+        self, inp: DecisionInput, decision_id: str, at: datetime, local: bool
+    ) -> None:
         """A ``credential`` event for this decision, then its delivery workflow.
 
         The event row is made by an activity, idempotent on the decision id, so a retried activity
@@ -434,6 +443,7 @@ class CredentialRequestWorkflow:
             ),
             CreateEventResult,
             summary=f"credential event for {decision_id}",
+            local=local,
         )
         # a subject's identity event is delivered before their credential events (CONTRACT 7)
         await self._deliver(created.event_id, "credential", after=self._identity[inp.subject_id].event_id)

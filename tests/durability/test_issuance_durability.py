@@ -22,6 +22,7 @@ import pytest
 from sqlalchemy import Engine
 from sqlmodel import select
 from temporalio import activity
+from temporalio.api.enums.v1 import PendingWorkflowTaskState
 from temporalio.client import Client, WorkflowHandle
 from temporalio.worker import Worker
 
@@ -48,7 +49,15 @@ from tests.support.durability import (
 )
 from tests.support.helpers import Credentials
 from tests.support.journey_helpers import journey_secrets
-from tests.support.workflow import Gate, db_request, decide, fresh_queue, insert_request, result_of
+from tests.support.workflow import (
+    Gate,
+    activity_runs,
+    db_request,
+    decide,
+    fresh_queue,
+    insert_request,
+    result_of,
+)
 from trust import credentials as vc
 from trust.did import web_subject_did
 from worker import WORKFLOWS
@@ -155,10 +164,17 @@ async def decide_until_the_worker_dies(
 async def restart_and_finish(
     stack: Stack, scene: Scene, final: asyncio.Task[DecisionResult]
 ) -> DecisionResult:
-    """A normal worker process; the in-flight update completes once the activity is retried."""
-    [pending] = (await scene.handle.describe()).raw_description.pending_activities
-    assert (pending.activity_type.name, pending.attempt) == (ActivityNames.ISSUE_CREDENTIAL, 1)
-    await retry_now(stack, scene.handle)
+    """A normal worker process; the in-flight update completes once the issuance is run again.
+
+    The issuance is a local activity: it died with the workflow task that ran it, which the server
+    hands to another worker once that task's timeout (10 s) has passed."""
+    described = (await scene.handle.describe()).raw_description
+    assert list(described.pending_activities) == []
+    assert (described.pending_workflow_task.state, described.pending_workflow_task.attempt) == (
+        PendingWorkflowTaskState.PENDING_WORKFLOW_TASK_STATE_STARTED,
+        1,
+    )
+    await retry_now(stack, scene.handle, activity_type=None)
     restarted = IssuingWorker(stack, "restarted")
     try:
         result = await asyncio.wait_for(final, 30)
@@ -168,28 +184,13 @@ async def restart_and_finish(
     return result
 
 
-async def issuance_attempts(handle: WorkflowHandle[Any, Any]) -> list[tuple[int, bool]]:
-    """(attempt, newly_issued) of every completed issuance activity in the workflow's history."""
-    history = await handle.fetch_history()
-    scheduled = {
-        e.event_id
-        for e in history.events
-        if e.HasField("activity_task_scheduled_event_attributes")
-        and e.activity_task_scheduled_event_attributes.activity_type.name == ActivityNames.ISSUE_CREDENTIAL
-    }
-    attempts = {
-        e.event_id: e.activity_task_started_event_attributes.attempt
-        for e in history.events
-        if e.activity_task_started_event_attributes.scheduled_event_id in scheduled
-    }
-    found = []
-    for e in history.events:
-        done = e.activity_task_completed_event_attributes
-        if done.scheduled_event_id in scheduled:
-            [payload] = done.result.payloads
-            result = IssueCredentialResult.model_validate_json(payload.data)
-            found.append((attempts[done.started_event_id], result.newly_issued))
-    return found
+async def issuance_attempts(handle: WorkflowHandle[Any, Any]) -> list[tuple[int, bool, bool]]:
+    """(attempt, local, newly_issued) of every completed issuance in the workflow's history."""
+    return [
+        (run.attempt, run.local, IssueCredentialResult.model_validate_json(run.result.data).newly_issued)
+        for run in activity_runs((await handle.fetch_history()).events)
+        if run.type == ActivityNames.ISSUE_CREDENTIAL and run.result is not None
+    ]
 
 
 @pytest.mark.parametrize("crash_at", CRASH_POINTS)
@@ -215,8 +216,9 @@ async def test_a_worker_killed_mid_issuance_issues_exactly_once(stack: Stack, cr
     [cred] = issued
     assert result.mandate_id == cred.mandate_id and result.request_status == "COMPLETED"
     assert cred.mandate_id is not None and cred.mandate_id.startswith("urn:via:credential:")
-    # the retried attempt issued (crash before) or found what the dead attempt committed (after)
-    assert await issuance_attempts(scene.handle) == [(2, crash_at == "issue:before")]
+    # the run in the new worker's task (its first attempt there) issued (crash before) or found
+    # what the dead attempt committed (after); the dead one left nothing in the history
+    assert await issuance_attempts(scene.handle) == [(1, True, crash_at == "issue:before")]
     if crash_at == "issue:after-commit":
         assert (cred.mandate_id, cred.issued_at, cred.w3c_credential) == (
             crashed.mandate_id,
@@ -322,9 +324,8 @@ async def test_two_subjects_accepting_at_once_issue_one_credential(
                 web_subject_did(settings.public_url, bea.id),
             ]
             attempts = [
-                e
-                for e in (await handle.fetch_history()).events
-                if e.activity_task_scheduled_event_attributes.activity_type.name
-                == ActivityNames.ISSUE_CREDENTIAL
+                run
+                for run in activity_runs((await handle.fetch_history()).events)
+                if run.type == ActivityNames.ISSUE_CREDENTIAL
             ]
             assert len(attempts) == 1  # one issuance, shared by both updates

@@ -113,6 +113,13 @@ def test_history_events_become_milestones_after_the_decision() -> None:
     started.activity_task_started_event_attributes.scheduled_event_id = 5
     completed = HistoryEvent(event_id=7, event_type=EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED)
     completed.activity_task_completed_event_attributes.scheduled_event_id = 5
+    local = HistoryEvent(event_id=9, event_type=EventType.EVENT_TYPE_MARKER_RECORDED)
+    local.marker_recorded_event_attributes.marker_name = "core_local_activity"
+    local.marker_recorded_event_attributes.details["data"].payloads.add(
+        data=b'{"seq":5,"attempt":1,"activity_type":"create_credential_event"}'
+    )
+    patch = HistoryEvent(event_id=11, event_type=EventType.EVENT_TYPE_MARKER_RECORDED)
+    patch.marker_recorded_event_attributes.marker_name = "core_patch"
     events = [
         _at(HistoryEvent(event_id=1, event_type=EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED), 9),
         _at(
@@ -123,6 +130,9 @@ def test_history_events_become_milestones_after_the_decision() -> None:
         _at(started, 10.012),
         _at(completed, 10.030),
         _at(HistoryEvent(event_id=8, event_type=EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED), 10.031),
+        _at(local, 10.040),
+        _at(HistoryEvent(event_id=10, event_type=EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED), 10.050),
+        _at(patch, 10.051),  # a patch's marker is no milestone
     ]
     found = milestones(events, since, "delivery: ")
     assert found == {
@@ -130,6 +140,9 @@ def test_history_events_become_milestones_after_the_decision() -> None:
         "delivery: issue_credential scheduled": 10.0,
         "delivery: issue_credential started": 12.0,
         "delivery: issue_credential completed": 30.0,
+        "delivery: workflow task started": 31.0,
+        "delivery: create_credential_event (local) done": 40.0,
+        "delivery: workflow task started #2": 50.0,
     }
     rows = medians([{"a": 1.0, "b": 5.0}, {"a": 3.0, "b": 4.0}, {"b": 9.0}])
     assert rows == [("a", 2.0), ("b", 5.0)]

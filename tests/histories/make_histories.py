@@ -15,7 +15,10 @@ events: no ``webhook-events`` marker), ``decide_then_events`` one with a ``crede
 its delivery workflow (a child) per decision (recorded before the subject's journey: no codes);
 ``journey_with_identity`` one with codes, identity checks and their events; ``cancel_in_temporal``
 a cancel requested in Temporal (the workflow ends canceled, with no result: test_replay reads its
-status from EXPECTED), ``issuance_failed`` an acceptance whose issuance fails for good.
+status from EXPECTED), ``issuance_failed`` an acceptance whose issuance fails for good (both
+recorded before the decisions' local activities), ``decide_local_writes`` two subjects deciding on
+two credentials after their codes, each decision's issuance and event run as local activities
+(the ``decision-writes-local`` patch: markers instead of activity events).
 
 No secrets go in: the workflow input carries opaque ids only (no contact, no key material), the
 canceler is a made-up key id, and worker identities (process id and host name, also in sticky
@@ -78,6 +81,7 @@ EXPECTED = {
     "journey_with_identity": "COMPLETED",
     "cancel_in_temporal": "CANCELED",
     "issuance_failed": "COMPLETED",
+    "decide_local_writes": "COMPLETED",
 }
 # where the scenarios' worker writes its messages, and the keys of its codes (set in main)
 JOURNEY: dict[str, Any] = {}
@@ -279,6 +283,25 @@ async def issuance_failed(
     return handle
 
 
+async def decide_local_writes(
+    client: Client, engine: Engine, queue: str, org_id: str
+) -> WorkflowHandle[Any, Any]:
+    """Two subjects confirm their codes; the first credential is accepted by both (issued), the
+    second rejected by one: an issuance and four events, as local activities."""
+    bundle = insert(engine, org_id, 2, 2, timedelta(days=30))
+    handle = await started(client, queue, bundle)
+    request_id = bundle.request.id
+    (s0, s1), (c0, c1) = [s.id for _, s in bundle.subjects], [c.id for c in bundle.credentials]
+    for subject in (s0, s1):
+        message = await message_for(request_id, subject, outbox=JOURNEY["outbox"], secrets=JOURNEY["secrets"])
+        assert await confirm(handle, request_id, subject, code_in(message.text)) == "passed"
+    await decide(handle, s0, c0, True)
+    assert (await decide(handle, s1, c0, True)).mandate_id is not None
+    await decide(handle, s0, c1, False)
+    await decide(handle, s1, c1, True)
+    return handle
+
+
 SCENARIOS: dict[str, Scenario] = {
     "cancel": cancel_path,
     "decide_then_complete": decide_then_complete,
@@ -289,6 +312,7 @@ SCENARIOS: dict[str, Scenario] = {
     "journey_with_identity": journey_with_identity,
     "cancel_in_temporal": cancel_in_temporal,
     "issuance_failed": issuance_failed,
+    "decide_local_writes": decide_local_writes,
 }
 
 

@@ -182,13 +182,14 @@ def allocated(engine: Engine) -> int:
 
 
 async def retry_now(
-    stack: Stack, handle: WorkflowHandle[Any, Any], activity_type: str = ActivityNames.ISSUE_CREDENTIAL
+    stack: Stack, handle: WorkflowHandle[Any, Any], activity_type: str | None = ActivityNames.ISSUE_CREDENTIAL
 ) -> None:
     """Shorten the waits a dead worker leaves behind, as an operator could; nothing else changes.
 
     The server learns of the lost attempt only when its start-to-close timeout (30 s) expires, and
     sends the workflow's next task to the dead worker's sticky queue until that times out (10 s):
     correct, but slow for a test. So the attempt's timeout becomes 2 s and the stickiness is reset.
+    ``activity_type=None`` when what died was a local activity: no activity is pending then.
     """
     ns, execution = stack.client.namespace, WorkflowExecution(workflow_id=handle.id)
     service = stack.client.workflow_service
@@ -197,6 +198,8 @@ async def retry_now(
             ResetStickyTaskQueueRequest(namespace=ns, execution=execution)
         )
     )
+    if activity_type is None:
+        return
     await _asked_again(
         lambda: service.update_activity_options(
             UpdateActivityOptionsRequest(

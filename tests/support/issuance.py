@@ -10,19 +10,29 @@ from tests.support.histories import HISTORIES
 
 
 def patch_and_issuance(name: str) -> tuple[list[str], list[str]]:
-    """The patch ids marked in a recorded history, and its activities in order."""
+    """The patch ids marked in a recorded history, and its activities in order (local ones too)."""
+    patches, activities = [], []
+    for e in json.loads((HISTORIES / f"{name}.json").read_text())["events"]:
+        if e["eventType"] == "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED":
+            activities.append(e["activityTaskScheduledEventAttributes"]["activityType"]["name"])
+        elif e["eventType"] == "EVENT_TYPE_MARKER_RECORDED":
+            marker = e["markerRecordedEventAttributes"]
+            if marker["markerName"] == "core_patch":
+                patches.append(json.loads(_decode(marker["details"]["patch-data"]))["id"])
+            elif marker["markerName"] == "core_local_activity":
+                activities.append(json.loads(_decode(marker["details"]["data"]))["activity_type"])
+    return patches, activities
+
+
+def local_activities(name: str) -> list[str]:
+    """The local activities a recorded history ran, in order."""
     events = json.loads((HISTORIES / f"{name}.json").read_text())["events"]
-    patches = [
-        json.loads(_decode(e["markerRecordedEventAttributes"]["details"]["patch-data"]))["id"]
+    return [
+        json.loads(_decode(e["markerRecordedEventAttributes"]["details"]["data"]))["activity_type"]
         for e in events
         if e["eventType"] == "EVENT_TYPE_MARKER_RECORDED"
+        and e["markerRecordedEventAttributes"]["markerName"] == "core_local_activity"
     ]
-    activities = [
-        e["activityTaskScheduledEventAttributes"]["activityType"]["name"]
-        for e in events
-        if e["eventType"] == "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED"
-    ]
-    return patches, activities
 
 
 def _decode(payloads: dict[str, Any]) -> str:

@@ -1,14 +1,16 @@
 """The credential-request workflow's test helpers: requests inserted without the API, decisions, cancels,
-refusals, gates that hold an activity mid-flight,
+refusals, gates that hold an activity mid-flight, the activities a history records (``activity_runs``),
 and the fixtures ``executor``, ``ts_queue`` and ``gated``."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -17,6 +19,9 @@ import pytest
 import pytest_asyncio
 from sqlalchemy import Engine
 from temporalio import activity
+from temporalio.api.common.v1 import Payload
+from temporalio.api.failure.v1 import Failure
+from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
@@ -264,3 +269,49 @@ async def history_has(handle: WorkflowHandle[Any, Any], field: Any, seconds: flo
             return
         assert asyncio.get_running_loop().time() < deadline, f"no {field} in the history"
         await asyncio.sleep(0.05)
+
+
+LOCAL_ACTIVITY_MARKER = "core_local_activity"  # the marker name the SDK's core records
+
+
+@dataclass(frozen=True)
+class ActivityRun:
+    """An activity's finished attempt as a history records it: a completed or failed activity (its
+    scheduled, started and completed or failed events), or a local activity (one marker)."""
+
+    type: str
+    attempt: int
+    local: bool
+    result: Payload | None  # a completed one's
+    failure: Failure | None  # a failed one's (the application failure, with its causes)
+
+
+def activity_runs(events: Iterable[HistoryEvent]) -> list[ActivityRun]:
+    """Every finished activity attempt of a history, in order, activities and local activities alike."""
+    types: dict[int, str] = {}
+    attempts: dict[int, int] = {}
+    runs = []
+    for e in events:
+        if e.HasField("activity_task_scheduled_event_attributes"):
+            types[e.event_id] = e.activity_task_scheduled_event_attributes.activity_type.name
+        elif e.HasField("activity_task_started_event_attributes"):
+            attempts[e.event_id] = e.activity_task_started_event_attributes.attempt
+        elif e.HasField("activity_task_completed_event_attributes"):
+            done = e.activity_task_completed_event_attributes
+            [result] = done.result.payloads or [None]
+            kind, attempt = types[done.scheduled_event_id], attempts[done.started_event_id]
+            runs.append(ActivityRun(kind, attempt, False, result, None))
+        elif e.HasField("activity_task_failed_event_attributes"):
+            failed = e.activity_task_failed_event_attributes
+            kind, attempt = types[failed.scheduled_event_id], attempts[failed.started_event_id]
+            runs.append(ActivityRun(kind, attempt, False, None, failed.failure))
+        elif (
+            e.HasField("marker_recorded_event_attributes")
+            and e.marker_recorded_event_attributes.marker_name == LOCAL_ACTIVITY_MARKER
+        ):
+            marker = e.marker_recorded_event_attributes
+            data = json.loads(marker.details["data"].payloads[0].data)
+            result = marker.details["result"].payloads[0] if "result" in marker.details else None
+            failure = marker.failure if marker.HasField("failure") else None
+            runs.append(ActivityRun(data["activity_type"], int(data["attempt"]), True, result, failure))
+    return runs

@@ -24,11 +24,12 @@ from tests.support.audit_helpers import chain
 from tests.support.helpers import Credentials, SignedClient
 from tests.support.mandate_helpers import create_request as create
 from tests.support.webhook_helpers import events_of_request
-from tests.support.workflow import db_request, decide, result_of, subject_uuid
+from tests.support.workflow import activity_runs, db_request, decide, result_of, subject_uuid
 from workflows.ids import SA_STATUS, ActivityNames
 
 pytestmark = pytest.mark.usefixtures("worker")
 
+ISSUE = ActivityNames.ISSUE_CREDENTIAL
 BEYOND_JCS = 2**60  # JCS numbers are IEEE doubles: an integer this large has no canonical form
 DOCUMENT = {
     "type": "DOCUMENT",
@@ -89,24 +90,12 @@ async def test_a_credential_jcs_cannot_hold_fails_once_and_the_workflow_complete
     assert event.payload["decision"]["action"] == "accept"
     listed = (await api.get(f"/request/{request_id}")).json()["credentials"]
     assert [c["status"] for c in listed] == ["FAILED"]
-    # one attempt, failed for good: no retries
-    history = await handle.fetch_history()
-    issue_attempts = [
-        e
-        for e in history.events
-        if e.HasField("activity_task_scheduled_event_attributes")
-        and e.activity_task_scheduled_event_attributes.activity_type.name == ActivityNames.ISSUE_CREDENTIAL
-    ]
-    failures = [
-        e.activity_task_failed_event_attributes
-        for e in history.events
-        if e.HasField("activity_task_failed_event_attributes")
-    ]
-    assert len(issue_attempts) == 1
-    assert [(f.retry_state, f.failure.application_failure_info.type) for f in failures] == [
-        (failures[0].retry_state, "issuance_failed")
-    ]
-    assert failures[0].failure.application_failure_info.non_retryable
+    # one attempt, failed for good: no retries (a local activity, as a decision's writes are)
+    issuance = [r for r in activity_runs((await handle.fetch_history()).events) if r.type == ISSUE]
+    assert [(r.attempt, r.local, r.result) for r in issuance] == [(1, True, None)]
+    [failure] = [r.failure for r in issuance]
+    assert failure is not None and failure.application_failure_info.type == "issuance_failed"
+    assert failure.application_failure_info.non_retryable
     assert (await handle.describe()).typed_search_attributes.get(SA_STATUS) == "COMPLETED"
 
 

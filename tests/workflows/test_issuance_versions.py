@@ -31,11 +31,11 @@ from store.tables import ActionVersion, Credential
 from tests.support.durability import allocated
 from tests.support.helpers import SignedClient
 from tests.support.histories import HISTORIES, load
-from tests.support.issuance import patch_and_issuance
+from tests.support.issuance import local_activities, patch_and_issuance
 from tests.support.mandate_helpers import accept_all, create_request, issued_mandate
-from tests.support.workflow import decide, subject_uuid
+from tests.support.workflow import activity_runs, decide, subject_uuid
 from trust import credentials as vc
-from workflows.credential_request import ISSUANCE_PATCH, CredentialRequestWorkflow
+from workflows.credential_request import ISSUANCE_PATCH, LOCAL_DECISION_PATCH, CredentialRequestWorkflow
 from workflows.ids import ActivityNames
 
 issuing = pytest.mark.usefixtures("worker", "no_server_errors")
@@ -157,14 +157,12 @@ async def test_a_rejection_issues_nothing(api: SignedClient, temporal: Client, e
         row.status_list_index,
     ) == ("REJECTED", None, None, None, None, None, None)
     assert allocated(engine) == before
-    history = await handle.fetch_history()
-    scheduled = [
-        e.activity_task_scheduled_event_attributes.activity_type.name
-        for e in history.events
-        if e.HasField("activity_task_scheduled_event_attributes")
-    ]
+    runs = activity_runs((await handle.fetch_history()).events)
+    scheduled = [r.type for r in runs]
     # each subject is sent a code and confirms it (the "subject-journey" patch); each decision is
-    # written, then its webhook event made (the "webhook-events" patch); nothing is issued
+    # written, then its webhook event made (the "webhook-events" patch), as a local activity (the
+    # "decision-writes-local" patch); nothing is issued
+    assert {r.type for r in runs if r.local} == {ActivityNames.CREATE_CREDENTIAL_EVENT}
     journey = (ActivityNames.SEND_OTP, ActivityNames.CHECK_OTP)
     assert (
         sorted(n for n in scheduled if n in journey)
@@ -190,6 +188,20 @@ def test_the_histories_cover_both_sides_of_the_patch() -> None:
         assert patches == [] and ActivityNames.ISSUE_CREDENTIAL not in activities, old
     # decide_then_complete has a credential every subject accepted: issuance would run today
     assert patch_and_issuance("decide_then_complete")[1].count(ActivityNames.RECORD_DECISION) == 4
+
+
+def test_the_histories_cover_both_sides_of_the_local_writes_patch() -> None:
+    """decide_local_writes ran each decision's issuance and event as local activities (markers);
+    every other history was recorded before and has them as activities of their own. Each is
+    replayed by tests/workflows/test_replay.py."""
+    patches, activities = patch_and_issuance("decide_local_writes")
+    assert LOCAL_DECISION_PATCH in patches
+    event, issue = ActivityNames.CREATE_CREDENTIAL_EVENT, ActivityNames.ISSUE_CREDENTIAL
+    assert local_activities("decide_local_writes") == [event, issue, event, event, event]
+    assert activities.count(ActivityNames.RECORD_DECISION) == 4  # the records stay activities
+    for old in sorted(p.stem for p in HISTORIES.glob("*.json")):
+        if old != "decide_local_writes":
+            assert LOCAL_DECISION_PATCH not in patch_and_issuance(old)[0] and not local_activities(old), old
 
 
 class AlwaysPatched:

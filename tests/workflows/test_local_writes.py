@@ -1,0 +1,110 @@
+"""A decision's issuance and event run as local activities (the ``decision-writes-local`` patch,
+workflows/options.py): a write that keeps failing must not hold the workflow task, so its retries
+past the first wait on a workflow timer, and the workflow answers other updates meanwhile."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+
+from sqlalchemy import Engine
+from temporalio import activity
+from temporalio.api.history.v1 import HistoryEvent
+from temporalio.client import Client
+from temporalio.worker import Worker
+
+from activities.journey import JourneyActivities
+from activities.mandates import MandateActivities
+from activities.requests import RequestActivities
+from activities.webhooks import WebhookActivities
+from core.otp import JourneySecrets
+from core.secretbox import SecretCipher
+from core.settings import Settings
+from orchestration.temporal import request_handle, start_request_workflow
+from tests.support.helpers import Credentials
+from tests.support.webhook_helpers import events_of_request
+from tests.support.workflow import (
+    UPDATE_TIMEOUT,
+    activity_runs,
+    cancel,
+    decide,
+    fresh_queue,
+    insert_request,
+    refused,
+)
+from worker import WORKFLOWS
+from workflows.ids import ActivityNames
+from workflows.webhook_messages import CreateCredentialEventInput, CreateEventResult
+
+
+class FailingEvents(WebhookActivities):
+    """The real activities; the credential event's write fails until the test heals it."""
+
+    def __init__(self, engine: Engine, cipher: SecretCipher, settings: Settings) -> None:
+        super().__init__(engine, cipher, settings)
+        self.attempts = 0
+        self.failing, self.healed = threading.Event(), threading.Event()
+
+    @activity.defn(name=ActivityNames.CREATE_CREDENTIAL_EVENT)
+    def create_credential_event(self, inp: CreateCredentialEventInput) -> CreateEventResult:
+        self.attempts += 1
+        if not self.healed.is_set():
+            self.failing.set()
+            raise RuntimeError("the database is unavailable")
+        return super().create_credential_event(inp)
+
+
+def timers(events: Iterable[HistoryEvent]) -> int:
+    return sum(1 for e in events if e.HasField("timer_started_event_attributes"))
+
+
+async def test_a_failing_local_write_retries_on_a_timer_and_frees_the_workflow(
+    temporal: Client, engine: Engine, settings: Settings, cipher: SecretCipher, org: Credentials
+) -> None:
+    bundle = insert_request(engine, org.organization_id, contacts=("ana@example.com", "bea@example.com"))
+    ana, cred = bundle.subjects[0][1], bundle.credentials[0].id
+    events, queue = FailingEvents(engine, cipher, settings), fresh_queue()
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        async with Worker(
+            temporal,
+            task_queue=queue,
+            workflows=WORKFLOWS,
+            activities=[
+                *RequestActivities(engine).all(),
+                *MandateActivities(engine, cipher, settings).all(),
+                *events.all(),
+                *JourneyActivities(engine, settings, JourneySecrets(settings.master_key_bytes())).all(),
+            ],
+            activity_executor=pool,
+        ):
+            assert await start_request_workflow(temporal, queue, bundle)
+            handle = request_handle(temporal, bundle.request.id)
+            before = timers((await handle.fetch_history()).events)  # the expiry's
+            rejection = asyncio.create_task(decide(handle, ana.id, cred, accept=False))
+            try:
+                assert await asyncio.to_thread(events.failing.wait, UPDATE_TIMEOUT), "the write never ran"
+                # while the write keeps failing the workflow answers another update
+                assert (await refused(cancel(handle))).type == "already_decided"
+                # past the first retries (1 s, 2 s) the next ones wait on timers: 4 s, 8 s, ...
+                # (with the default threshold they would hold the workflow task for a minute)
+                deadline = asyncio.get_running_loop().time() + UPDATE_TIMEOUT
+                while timers((await handle.fetch_history()).events) == before:
+                    assert asyncio.get_running_loop().time() < deadline, "no retry waited on a timer"
+                    await asyncio.sleep(0.1)
+                assert not rejection.done()  # the write cannot land before it is healed
+            finally:
+                events.healed.set()
+            decided = await rejection
+    assert decided.request_status == "PENDING"
+    runs = [
+        r
+        for r in activity_runs((await handle.fetch_history()).events)
+        if r.type == ActivityNames.CREATE_CREDENTIAL_EVENT
+    ]
+    # the attempt that wrote the event is the last one made, recorded as a local activity's marker
+    assert [(r.local, r.attempt, r.result is not None) for r in runs][-1] == (True, events.attempts, True)
+    assert events.attempts >= 4  # three that failed in or before the first timer, then the one that wrote
+    [event] = events_of_request(engine, org.organization_id, bundle.request.id)
+    assert event.event_type == "credential" and event.payload["decision"]["action"] == "reject"
