@@ -261,7 +261,9 @@ def record_batch(engine: Engine, batch: list[Pending]) -> None:
     """Concurrent verifications (``core.group_commit``) written in one transaction
     (``_write_together``). When that transaction fails, nothing of it was written, and each is
     written again in a transaction of its own: a failure is then kept on its own ``Pending``
-    (``failed``, which ``verdict`` raises) and the others are written."""
+    (``failed``, which ``verdict`` raises) and the others are written. A failure whose
+    transaction did commit (the connection lost with the COMMIT's answer) is told apart by its
+    rows (``_landed``): then each answer is the one written."""
     try:
         try:
             _write_together(engine, batch)
@@ -270,6 +272,8 @@ def record_batch(engine: Engine, batch: list[Pending]) -> None:
                 pending._undo()
             _write_together(engine, batch, step_by_step=True)
     except Exception as exc:
+        if _landed(engine, batch):
+            return
         if len(batch) == 1:
             batch[0]._undo()
             batch[0].failed = exc
@@ -281,3 +285,18 @@ def record_batch(engine: Engine, batch: list[Pending]) -> None:
             except Exception as alone:  # this one's answer; the others are written
                 pending._undo()
                 pending.failed = alone
+
+
+def _landed(engine: Engine, batch: list[Pending]) -> bool:
+    """Whether the failed transaction of ``batch`` committed after all: every verification row it
+    was writing is there (one transaction: all of them or none). A batch of replays only wrote
+    nothing, and when even this read fails the batch is taken as not written."""
+    ids = [p.receipt["id"] for p in batch if not p.replayed]
+    if not ids:
+        return False
+    try:
+        with engine.connect() as conn:
+            found = conn.execute(select(func.count()).select_from(_V).where(_V.c.id.in_(ids))).scalar_one()
+    except Exception:
+        return False
+    return int(found) == len(ids)

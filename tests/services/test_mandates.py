@@ -22,7 +22,7 @@ from core.settings import Settings
 from services import mandates, presentations, verification
 from services.context import Context
 from services.errors import Conflict, Invalid, NotFound
-from store import audit, guards
+from store import audit, guards, verifications
 from store.revocation import CredentialFilter
 from store.verifications import Pending, record_batch
 from tests.conftest import new_org
@@ -395,6 +395,65 @@ def test_written_again_alone_a_verification_is_decided_afresh(
         r for r in chain(engine, org.organization_id) if r.type in (audit.VERIFY_ACCEPT, audit.VERIFY_DENY)
     ]
     assert [(r.type, r.data["receipt"]) for r in verifications] == [(audit.VERIFY_ACCEPT, decided_receipt)]
+
+
+def test_a_batch_whose_commit_landed_without_its_answer_keeps_its_answers(
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
+    org: Credentials,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The batch's transaction committed, but the connection was lost before the COMMIT's answer
+    came back: its rows are there, so each verification answers what was written (allowed, its
+    receipt), not what writing it again would say (the VP used, the signature a replay)."""
+    pending = _decided(engine, cipher, settings, org, _vps(engine, cipher, settings, org, 2))
+    for n, p in enumerate(pending):
+        p.signature = guards.SignatureUse(org.key_id, str(n) * 64, True, KEEP)
+    receipts = [p.receipt for p in pending]
+    real = verifications._write_together
+
+    def committed_then_lost(engine: Engine, batch: list[Pending], *, step_by_step: bool = False) -> None:
+        real(engine, batch, step_by_step=step_by_step)
+        raise OSError("connection lost with the COMMIT's answer")
+
+    monkeypatch.setattr(verifications, "_write_together", committed_then_lost)
+    record_batch(engine, pending)
+    assert [(p.failed, p.replayed) for p in pending] == [(None, False), (None, False)]
+    assert [verification.verdict(p).decision for p in pending] == ["allow", "allow"]
+    assert [p.receipt for p in pending] == receipts
+    written = [
+        r for r in chain(engine, org.organization_id) if r.type in (audit.VERIFY_ACCEPT, audit.VERIFY_DENY)
+    ]
+    assert [(r.type, r.data["receipt"]["id"]) for r in written] == [
+        (audit.VERIFY_ACCEPT, receipt["id"]) for receipt in receipts
+    ]
+
+
+def test_a_batch_that_did_not_commit_is_written_again(
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
+    org: Credentials,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The same lost connection before anything committed: nothing is there, so the batch is
+    written again (one by one) and both are allowed once."""
+    pending = _decided(engine, cipher, settings, org, _vps(engine, cipher, settings, org, 2))
+    real, calls = verifications._write_together, []
+
+    def lost_once(engine: Engine, batch: list[Pending], *, step_by_step: bool = False) -> None:
+        calls.append(len(batch))
+        if len(calls) == 1:
+            raise OSError("connection lost before the COMMIT")
+        real(engine, batch, step_by_step=step_by_step)
+
+    monkeypatch.setattr(verifications, "_write_together", lost_once)
+    record_batch(engine, pending)
+    assert calls == [2, 1, 1]
+    assert [verification.verdict(p).decision for p in pending] == ["allow", "allow"]
+    written = [r for r in chain(engine, org.organization_id) if r.type == audit.VERIFY_ACCEPT]
+    assert [r.data["receipt"]["id"] for r in written] == [p.receipt["id"] for p in pending]
 
 
 def _at_once(engine: Engine, batches: list[list[Pending]], step_by_step: bool) -> dict[int, BaseException]:
