@@ -400,12 +400,11 @@ class CredentialRequestWorkflow:
                 summary=f"issue {credential_id}",
                 local=local,
             )
-        except (ActivityError, ApplicationError) as err:  # a local activity's failure comes unwrapped
+        except ActivityError as err:
             self._issued[credential_id] = None
-            cause = err.cause if isinstance(err, ActivityError) else err
             if (
-                isinstance(cause, ApplicationError)
-                and cause.type == ISSUANCE_FAILED
+                isinstance(err.cause, ApplicationError)
+                and err.cause.type == ISSUANCE_FAILED
                 and workflow.patched(ISSUANCE_FAILURE_PATCH)
             ):
                 # the credential is FAILED (with its audit record); the decision stands, and its

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError, RetryState
 
 T = TypeVar("T")
 
@@ -47,15 +48,29 @@ async def write_for(
 
 async def _write(activity: str, arg: Any, result_type: type | None, summary: str | None, local: bool) -> Any:
     if local:
-        return await workflow.execute_local_activity(
-            activity,
-            arg,
-            result_type=result_type,
-            start_to_close_timeout=DB_WRITE_TIMEOUT,
-            retry_policy=DB_WRITE_RETRY,
-            local_retry_threshold=LOCAL_RETRY_THRESHOLD,
-            summary=summary,
-        )
+        try:
+            return await workflow.execute_local_activity(
+                activity,
+                arg,
+                result_type=result_type,
+                start_to_close_timeout=DB_WRITE_TIMEOUT,
+                retry_policy=DB_WRITE_RETRY,
+                local_retry_threshold=LOCAL_RETRY_THRESHOLD,
+                summary=summary,
+            )
+        except ApplicationError as err:
+            # a local activity's failure arrives as the activity raised it; wrapped as an
+            # activity's would be, the caller reads it the same way (``err.cause``), and an update
+            # it fails answers as before, never with the activity's own message
+            raise ActivityError(
+                f"local activity {activity} failed",
+                scheduled_event_id=0,
+                started_event_id=0,
+                identity="",
+                activity_type=activity,
+                activity_id="",
+                retry_state=RetryState.NON_RETRYABLE_FAILURE,
+            ) from err
     return await workflow.execute_activity(
         activity,
         arg,

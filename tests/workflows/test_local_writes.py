@@ -1,6 +1,7 @@
 """A decision's issuance and event run as local activities (the ``decision-writes-local`` patch,
 workflows/options.py): a write that keeps failing must not hold the workflow task, so its retries
-past the first wait on a workflow timer, and the workflow answers other updates meanwhile."""
+past the first wait on a workflow timer, and the workflow answers other updates meanwhile; a write
+that fails for good fails its update as an activity's failure would."""
 
 from __future__ import annotations
 
@@ -9,21 +10,26 @@ import threading
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
 from sqlalchemy import Engine
 from temporalio import activity
 from temporalio.api.history.v1 import HistoryEvent
-from temporalio.client import Client
+from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.worker import Worker
 
 from activities.journey import JourneyActivities
 from activities.mandates import MandateActivities
 from activities.requests import RequestActivities
 from activities.webhooks import WebhookActivities
+from core.kinds import UpdateRefusal
 from core.otp import JourneySecrets
 from core.secretbox import SecretCipher
 from core.settings import Settings
 from orchestration.temporal import request_handle, start_request_workflow
+from orchestration.updates import Refused, run_update
 from tests.support.helpers import Credentials
+from tests.support.journey_helpers import pass_otp
 from tests.support.webhook_helpers import events_of_request
 from tests.support.workflow import (
     UPDATE_TIMEOUT,
@@ -36,6 +42,7 @@ from tests.support.workflow import (
 )
 from worker import WORKFLOWS
 from workflows.ids import ActivityNames
+from workflows.messages import DecisionInput, DecisionResult, IssueCredentialInput, IssueCredentialResult
 from workflows.webhook_messages import CreateCredentialEventInput, CreateEventResult
 
 
@@ -108,3 +115,64 @@ async def test_a_failing_local_write_retries_on_a_timer_and_frees_the_workflow(
     assert events.attempts >= 4  # three that failed in or before the first timer, then the one that wrote
     [event] = events_of_request(engine, org.organization_id, bundle.request.id)
     assert event.event_type == "credential" and event.payload["decision"]["action"] == "reject"
+
+
+class RefusedIssuance(MandateActivities):
+    """The real activities; the issuance refuses for good, naming a subject's contact as the
+    store's refusals do."""
+
+    @activity.defn(name=ActivityNames.ISSUE_CREDENTIAL)
+    def issue_credential(self, inp: IssueCredentialInput) -> IssueCredentialResult:
+        raise ApplicationError(
+            f"credential {inp.credential_id} is not accepted by ana@example.com",
+            type="not_issuable",
+            non_retryable=True,
+        )
+
+
+async def test_a_local_activity_that_fails_for_good_fails_the_update_as_an_activity_would(
+    temporal: Client, engine: Engine, settings: Settings, cipher: SecretCipher, org: Credentials
+) -> None:
+    """The SDK hands a local activity's failure to the workflow as the ``ApplicationError`` the
+    activity raised; ``workflows.options.write`` wraps it in an ``ActivityError``, so the update it
+    fails is refused with the generic answer (``orchestration.updates``), never the activity's
+    message (here a contact)."""
+    bundle = insert_request(engine, org.organization_id, contacts=("ana@example.com",))
+    ana, cred = bundle.subjects[0][1], bundle.credentials[0].id
+    queue = fresh_queue()
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        async with Worker(
+            temporal,
+            task_queue=queue,
+            workflows=WORKFLOWS,
+            activities=[
+                *RequestActivities(engine).all(),
+                *RefusedIssuance(engine, cipher, settings).all(),
+                *WebhookActivities(engine, cipher, settings).all(),
+                *JourneyActivities(engine, settings, JourneySecrets(settings.master_key_bytes())).all(),
+            ],
+            activity_executor=pool,
+        ):
+            assert await start_request_workflow(temporal, queue, bundle)
+            handle = request_handle(temporal, bundle.request.id)
+            await pass_otp(handle, ana.id)
+            with pytest.raises(Refused) as refused_step:  # the update as the API runs it
+                await run_update(
+                    temporal,
+                    bundle.request.id,
+                    "decide",
+                    DecisionInput(
+                        subject_id=ana.id, credential_id=cred, accept=True, channel="email", surface="hosted"
+                    ),
+                    DecisionResult,
+                )
+    assert (refused_step.value.kind, refused_step.value.message) == (
+        UpdateRefusal.REFUSED,
+        "The request refused this step",
+    )
+    failed = refused_step.value.__cause__
+    assert isinstance(failed, WorkflowUpdateFailedError)
+    cause = failed.cause
+    assert isinstance(cause, ActivityError) and cause.activity_type == ActivityNames.ISSUE_CREDENTIAL
+    assert isinstance(cause.cause, ApplicationError) and cause.cause.type == "not_issuable"
+    assert "ana@example.com" not in str(cause)
