@@ -13,7 +13,6 @@ acceptances of one credential at once issue it once.
 from __future__ import annotations
 
 import asyncio
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -24,14 +23,9 @@ from sqlmodel import select
 from temporalio import activity
 from temporalio.api.enums.v1 import PendingWorkflowTaskState
 from temporalio.client import Client, WorkflowHandle
-from temporalio.worker import Worker
 
-from activities.journey import JourneyActivities
-from activities.mandates import MandateActivities
 from activities.requests import RequestActivities
-from activities.webhooks import WebhookActivities
 from cli.devstack import EXAMPLE_ACTION_ID
-from core.otp import JourneySecrets
 from core.secretbox import SecretCipher
 from core.settings import Settings
 from orchestration.temporal import request_handle, start_request_workflow
@@ -51,16 +45,17 @@ from tests.support.helpers import Credentials
 from tests.support.journey_helpers import journey_secrets
 from tests.support.workflow import (
     Gate,
+    activities_with,
     activity_runs,
     db_request,
     decide,
     fresh_queue,
     insert_request,
     result_of,
+    running_worker,
 )
 from trust import credentials as vc
 from trust.did import web_subject_did
-from worker import WORKFLOWS
 from workflows.ids import SA_STATUS, ActivityNames
 from workflows.messages import DecisionInput, DecisionResult, IssueCredentialResult, RecordDecisionInput
 
@@ -285,47 +280,35 @@ async def test_two_subjects_accepting_at_once_issue_one_credential(
     (_, ana), (_, bea) = bundle.subjects
     cred = bundle.credentials[0].id
     queue, acts = fresh_queue(), HoldingOneDecision(engine, ana.id)
-    issuing = [
-        *MandateActivities(engine, cipher, settings).all(),
-        *WebhookActivities(engine, cipher, settings).all(),
-        *JourneyActivities(engine, settings, JourneySecrets(settings.master_key_bytes())).all(),
-    ]
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        async with Worker(
-            temporal,
-            task_queue=queue,
-            workflows=WORKFLOWS,
-            activities=[*acts.all(), *issuing],
-            activity_executor=pool,
-        ):
-            assert await start_request_workflow(temporal, queue, bundle)
-            handle = request_handle(temporal, bundle.request.id)
-            first = asyncio.create_task(decide(handle, ana.id, cred))
-            try:
-                await acts.gate.wait_entered()  # ana's acceptance is being written
-                second = asyncio.create_task(decide(handle, bea.id, cred))  # bea's completes it
-                await _decision_written(engine, bea.id, cred)
-                await asyncio.sleep(0.3)
-                assert not second.done(), "bea's update issued before ana's acceptance was written"
-                assert credentials_of(engine, bundle.request.id)[cred].mandate_id is None
-            finally:
-                acts.gate.release.set()
-            earlier, last = await first, await second
-            assert last.request_status == "COMPLETED"
-            assert last.mandate_id is not None and earlier.mandate_id == last.mandate_id
-            assert (await result_of(handle)).status == "COMPLETED"
-            assert (await handle.describe()).typed_search_attributes.get(SA_STATUS) == "COMPLETED"
-            issued = credentials_of(engine, bundle.request.id)[cred]
-            assert issued.status == "ACTIVE" and issued.mandate_id == last.mandate_id
-            mandate = issued.w3c_credential
-            assert mandate is not None
-            assert mandate["credentialSubject"]["mandate"]["grantor"] == [
-                web_subject_did(settings.public_url, ana.id),
-                web_subject_did(settings.public_url, bea.id),
-            ]
-            attempts = [
-                run
-                for run in activity_runs((await handle.fetch_history()).events)
-                if run.type == ActivityNames.ISSUE_CREDENTIAL
-            ]
-            assert len(attempts) == 1  # one issuance, shared by both updates
+    async with running_worker(temporal, queue, activities_with(engine, cipher, settings, acts)):
+        assert await start_request_workflow(temporal, queue, bundle)
+        handle = request_handle(temporal, bundle.request.id)
+        first = asyncio.create_task(decide(handle, ana.id, cred))
+        try:
+            await acts.gate.wait_entered()  # ana's acceptance is being written
+            second = asyncio.create_task(decide(handle, bea.id, cred))  # bea's completes it
+            await _decision_written(engine, bea.id, cred)
+            await asyncio.sleep(0.3)
+            assert not second.done(), "bea's update issued before ana's acceptance was written"
+            assert credentials_of(engine, bundle.request.id)[cred].mandate_id is None
+        finally:
+            acts.gate.release.set()
+        earlier, last = await first, await second
+        assert last.request_status == "COMPLETED"
+        assert last.mandate_id is not None and earlier.mandate_id == last.mandate_id
+        assert (await result_of(handle)).status == "COMPLETED"
+        assert (await handle.describe()).typed_search_attributes.get(SA_STATUS) == "COMPLETED"
+        issued = credentials_of(engine, bundle.request.id)[cred]
+        assert issued.status == "ACTIVE" and issued.mandate_id == last.mandate_id
+        mandate = issued.w3c_credential
+        assert mandate is not None
+        assert mandate["credentialSubject"]["mandate"]["grantor"] == [
+            web_subject_did(settings.public_url, ana.id),
+            web_subject_did(settings.public_url, bea.id),
+        ]
+        attempts = [
+            run
+            for run in activity_runs((await handle.fetch_history()).events)
+            if run.type == ActivityNames.ISSUE_CREDENTIAL
+        ]
+        assert len(attempts) == 1  # one issuance, shared by both updates

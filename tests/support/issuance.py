@@ -6,11 +6,13 @@ import base64
 import json
 from typing import Any
 
-from tests.support.histories import HISTORIES
+from tests.support.histories import HISTORIES, load
+from tests.support.workflow import activity_runs
 
 
 def patch_and_issuance(name: str) -> tuple[list[str], list[str]]:
-    """The patch ids marked in a recorded history, and its activities in order (local ones too)."""
+    """The patch ids marked in a recorded history, and its activities in order (local activities:
+    ``local_activities``)."""
     patches, activities = [], []
     for e in json.loads((HISTORIES / f"{name}.json").read_text())["events"]:
         if e["eventType"] == "EVENT_TYPE_ACTIVITY_TASK_SCHEDULED":
@@ -19,20 +21,12 @@ def patch_and_issuance(name: str) -> tuple[list[str], list[str]]:
             marker = e["markerRecordedEventAttributes"]
             if marker["markerName"] == "core_patch":
                 patches.append(json.loads(_decode(marker["details"]["patch-data"]))["id"])
-            elif marker["markerName"] == "core_local_activity":
-                activities.append(json.loads(_decode(marker["details"]["data"]))["activity_type"])
     return patches, activities
 
 
 def local_activities(name: str) -> list[str]:
     """The local activities a recorded history ran, in order."""
-    events = json.loads((HISTORIES / f"{name}.json").read_text())["events"]
-    return [
-        json.loads(_decode(e["markerRecordedEventAttributes"]["details"]["data"]))["activity_type"]
-        for e in events
-        if e["eventType"] == "EVENT_TYPE_MARKER_RECORDED"
-        and e["markerRecordedEventAttributes"]["markerName"] == "core_local_activity"
-    ]
+    return [run.type for run in activity_runs(load(HISTORIES / f"{name}.json").events) if run.local]
 
 
 def _decode(payloads: dict[str, Any]) -> str:

@@ -5,10 +5,11 @@ and the fixtures ``executor``, ``ts_queue`` and ``gated``."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import threading
 import uuid
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
@@ -232,25 +233,46 @@ async def get(api: SignedClient, request_id: str) -> dict[str, Any]:
     return dict(resp.json())
 
 
+def activities_with(
+    engine: Engine, cipher: SecretCipher, settings: Settings, *replacing: Any
+) -> list[Callable[..., Any]]:
+    """The worker's activities (``worker.worker_activities``), each group of them (requests,
+    mandates, webhooks, the journey) taken from the instance in ``replacing`` of a subclass of its
+    class when there is one: a test's activities that hold or fail one step."""
+    real: list[Any] = [
+        RequestActivities(engine),
+        MandateActivities(engine, cipher, settings),
+        WebhookActivities(engine, cipher, settings),
+        JourneyActivities(engine, settings, JourneySecrets(settings.master_key_bytes())),
+    ]
+    groups = [next((r for r in replacing if isinstance(r, type(group))), group) for group in real]
+    return [fn for group in groups for fn in group.all()]
+
+
+@contextlib.asynccontextmanager
+async def running_worker(
+    client: Client,
+    queue: str,
+    activities: list[Callable[..., Any]],
+    executor: ThreadPoolExecutor | None = None,
+) -> AsyncIterator[None]:
+    """A worker of the workflows with these activities on ``queue`` while the block runs, on
+    ``executor`` or on four threads of its own."""
+    with contextlib.ExitStack() as stack:
+        pool = executor or stack.enter_context(ThreadPoolExecutor(max_workers=4))
+        async with Worker(
+            client, task_queue=queue, workflows=WORKFLOWS, activities=activities, activity_executor=pool
+        ):
+            yield
+
+
 @pytest_asyncio.fixture
 async def gated(
     temporal: Client, engine: Engine, executor: ThreadPoolExecutor, settings: Settings, cipher: SecretCipher
 ) -> AsyncIterator[tuple[str, GatedActivities]]:
     queue = fresh_queue()
     acts = GatedActivities(engine)
-    issuing = [
-        *MandateActivities(engine, cipher, settings).all(),
-        *WebhookActivities(engine, cipher, settings).all(),
-        *JourneyActivities(engine, settings, JourneySecrets(settings.master_key_bytes())).all(),
-    ]
-    worker = Worker(
-        temporal,
-        task_queue=queue,
-        workflows=WORKFLOWS,
-        activities=[*acts.all(), *issuing],
-        activity_executor=executor,
-    )
-    async with worker:
+    async with running_worker(temporal, queue, activities_with(engine, cipher, settings, acts), executor):
         try:
             yield queue, acts
         finally:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from sqlalchemy import Engine
@@ -16,14 +15,10 @@ from temporalio import activity
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client, WorkflowUpdateFailedError
 from temporalio.exceptions import ActivityError, ApplicationError
-from temporalio.worker import Worker
 
-from activities.journey import JourneyActivities
 from activities.mandates import MandateActivities
-from activities.requests import RequestActivities
 from activities.webhooks import WebhookActivities
 from core.kinds import UpdateRefusal
-from core.otp import JourneySecrets
 from core.secretbox import SecretCipher
 from core.settings import Settings
 from orchestration.temporal import request_handle, start_request_workflow
@@ -33,14 +28,15 @@ from tests.support.journey_helpers import pass_otp
 from tests.support.webhook_helpers import events_of_request
 from tests.support.workflow import (
     UPDATE_TIMEOUT,
+    activities_with,
     activity_runs,
     cancel,
     decide,
     fresh_queue,
     insert_request,
     refused,
+    running_worker,
 )
-from worker import WORKFLOWS
 from workflows.ids import ActivityNames
 from workflows.messages import DecisionInput, DecisionResult, IssueCredentialInput, IssueCredentialResult
 from workflows.webhook_messages import CreateCredentialEventInput, CreateEventResult
@@ -73,37 +69,25 @@ async def test_a_failing_local_write_retries_on_a_timer_and_frees_the_workflow(
     bundle = insert_request(engine, org.organization_id, contacts=("ana@example.com", "bea@example.com"))
     ana, cred = bundle.subjects[0][1], bundle.credentials[0].id
     events, queue = FailingEvents(engine, cipher, settings), fresh_queue()
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        async with Worker(
-            temporal,
-            task_queue=queue,
-            workflows=WORKFLOWS,
-            activities=[
-                *RequestActivities(engine).all(),
-                *MandateActivities(engine, cipher, settings).all(),
-                *events.all(),
-                *JourneyActivities(engine, settings, JourneySecrets(settings.master_key_bytes())).all(),
-            ],
-            activity_executor=pool,
-        ):
-            assert await start_request_workflow(temporal, queue, bundle)
-            handle = request_handle(temporal, bundle.request.id)
-            before = timers((await handle.fetch_history()).events)  # the expiry's
-            rejection = asyncio.create_task(decide(handle, ana.id, cred, accept=False))
-            try:
-                assert await asyncio.to_thread(events.failing.wait, UPDATE_TIMEOUT), "the write never ran"
-                # while the write keeps failing the workflow answers another update
-                assert (await refused(cancel(handle))).type == "already_decided"
-                # past the first retries (1 s, 2 s) the next ones wait on timers: 4 s, 8 s, ...
-                # (with the default threshold they would hold the workflow task for a minute)
-                deadline = asyncio.get_running_loop().time() + UPDATE_TIMEOUT
-                while timers((await handle.fetch_history()).events) == before:
-                    assert asyncio.get_running_loop().time() < deadline, "no retry waited on a timer"
-                    await asyncio.sleep(0.1)
-                assert not rejection.done()  # the write cannot land before it is healed
-            finally:
-                events.healed.set()
-            decided = await rejection
+    async with running_worker(temporal, queue, activities_with(engine, cipher, settings, events)):
+        assert await start_request_workflow(temporal, queue, bundle)
+        handle = request_handle(temporal, bundle.request.id)
+        before = timers((await handle.fetch_history()).events)  # the expiry's
+        rejection = asyncio.create_task(decide(handle, ana.id, cred, accept=False))
+        try:
+            assert await asyncio.to_thread(events.failing.wait, UPDATE_TIMEOUT), "the write never ran"
+            # while the write keeps failing the workflow answers another update
+            assert (await refused(cancel(handle))).type == "already_decided"
+            # past the first retries (1 s, 2 s) the next ones wait on timers: 4 s, 8 s, ...
+            # (with the default threshold they would hold the workflow task for a minute)
+            deadline = asyncio.get_running_loop().time() + UPDATE_TIMEOUT
+            while timers((await handle.fetch_history()).events) == before:
+                assert asyncio.get_running_loop().time() < deadline, "no retry waited on a timer"
+                await asyncio.sleep(0.1)
+            assert not rejection.done()  # the write cannot land before it is healed
+        finally:
+            events.healed.set()
+        decided = await rejection
     assert decided.request_status == "PENDING"
     runs = [
         r
@@ -140,32 +124,21 @@ async def test_a_local_activity_that_fails_for_good_fails_the_update_as_an_activ
     bundle = insert_request(engine, org.organization_id, contacts=("ana@example.com",))
     ana, cred = bundle.subjects[0][1], bundle.credentials[0].id
     queue = fresh_queue()
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        async with Worker(
-            temporal,
-            task_queue=queue,
-            workflows=WORKFLOWS,
-            activities=[
-                *RequestActivities(engine).all(),
-                *RefusedIssuance(engine, cipher, settings).all(),
-                *WebhookActivities(engine, cipher, settings).all(),
-                *JourneyActivities(engine, settings, JourneySecrets(settings.master_key_bytes())).all(),
-            ],
-            activity_executor=pool,
-        ):
-            assert await start_request_workflow(temporal, queue, bundle)
-            handle = request_handle(temporal, bundle.request.id)
-            await pass_otp(handle, ana.id)
-            with pytest.raises(Refused) as refused_step:  # the update as the API runs it
-                await run_update(
-                    temporal,
-                    bundle.request.id,
-                    "decide",
-                    DecisionInput(
-                        subject_id=ana.id, credential_id=cred, accept=True, channel="email", surface="hosted"
-                    ),
-                    DecisionResult,
-                )
+    refusing = RefusedIssuance(engine, cipher, settings)
+    async with running_worker(temporal, queue, activities_with(engine, cipher, settings, refusing)):
+        assert await start_request_workflow(temporal, queue, bundle)
+        handle = request_handle(temporal, bundle.request.id)
+        await pass_otp(handle, ana.id)
+        with pytest.raises(Refused) as refused_step:  # the update as the API runs it
+            await run_update(
+                temporal,
+                bundle.request.id,
+                "decide",
+                DecisionInput(
+                    subject_id=ana.id, credential_id=cred, accept=True, channel="email", surface="hosted"
+                ),
+                DecisionResult,
+            )
     assert (refused_step.value.kind, refused_step.value.message) == (
         UpdateRefusal.REFUSED,
         "The request refused this step",

@@ -18,12 +18,8 @@ from sqlalchemy import Engine, update
 from temporalio import activity
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowFailureError, WorkflowHandle
 from temporalio.exceptions import CancelledError
-from temporalio.worker import Worker
 
 from activities.journey import JourneyActivities
-from activities.mandates import MandateActivities
-from activities.requests import RequestActivities
-from activities.webhooks import WebhookActivities
 from core.otp import JourneySecrets
 from core.secretbox import SecretCipher
 from core.settings import Settings
@@ -45,6 +41,7 @@ from tests.support.workflow import (
     UPDATE_TIMEOUT,
     Gate,
     GatedActivities,
+    activities_with,
     cancel,
     create,
     db_request,
@@ -54,8 +51,9 @@ from tests.support.workflow import (
     history_has,
     insert_request,
     result_of,
+    running_worker,
 )
-from worker import WORKFLOWS, build_worker
+from worker import build_worker
 from workflows.ids import SA_STATUS, ActivityNames
 from workflows.messages import SendOtpInput, SendOtpResult
 
@@ -192,23 +190,11 @@ async def held_sends(
 ) -> AsyncIterator[tuple[str, HeldSends]]:
     queue = fresh_queue()
     journey = HeldSends(engine, settings)
-    others = [
-        *RequestActivities(engine).all(),
-        *MandateActivities(engine, cipher, settings).all(),
-        *WebhookActivities(engine, cipher, settings).all(),
-    ]
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        async with Worker(
-            temporal,
-            task_queue=queue,
-            workflows=WORKFLOWS,
-            activities=[*journey.all(), *others],
-            activity_executor=pool,
-        ):
-            try:
-                yield queue, journey
-            finally:
-                journey.gate.release.set()
+    async with running_worker(temporal, queue, activities_with(engine, cipher, settings, journey)):
+        try:
+            yield queue, journey
+        finally:
+            journey.gate.release.set()
 
 
 @pytest.mark.parametrize("how", ["api-cancel", "temporal-cancel"])
