@@ -36,6 +36,25 @@ STOP_TIMEOUT = 15.0
 BANNER_END = "Press Ctrl-C to stop."
 
 
+# Temporal's dynamic configuration, the same for the dev server (``make run``, the tests, the
+# benchmarks) and the scaled shape (docker-compose.yml's ``temporal-dynamic-config``; a test holds
+# the two together). The transfer queue, which hands every workflow task that is not an update's
+# own (after an activity, a child's start, a new workflow's first) to matching, is polled at most
+# 20 times a second per history shard by default: a task made less than 50 ms after the previous
+# poll waited for the next, 20 to 46 ms each on the way from a decision to its webhook
+# (docs/architecture.md, "Performance notes"). 200 keeps a limit on the database's reads.
+TEMPORAL_DYNAMIC_CONFIG: dict[str, int] = {"history.transferProcessorMaxPollRPS": 200}
+
+
+def dynamic_config_args() -> list[str]:
+    """``--dynamic-config-value`` flags for ``temporal server start-dev``."""
+    return [
+        arg
+        for key, value in TEMPORAL_DYNAMIC_CONFIG.items()
+        for arg in ("--dynamic-config-value", f"{key}={value}")
+    ]
+
+
 class StartupError(RuntimeError):
     """A part of the stack did not come up; the message says which and why."""
 
@@ -70,6 +89,7 @@ def temporal_command(settings: Settings) -> list[str]:
     ]
     for name, kind in SEARCH_ATTRIBUTES.items():
         cmd += ["--search-attribute", f"{name}={kind}"]
+    cmd += dynamic_config_args()
     if settings.temporal_metrics_port is not None:  # otherwise the dev server picks a random port
         cmd += ["--metrics-port", str(settings.temporal_metrics_port)]
     return cmd

@@ -34,6 +34,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from api.app import create_app
 from cli.devstack import publish_example_action
+from cli.stack import dynamic_config_args
 from core.secretbox import SecretCipher
 from core.settings import Environment, Settings
 from services.context import Context
@@ -81,7 +82,7 @@ async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
         ip="127.0.0.1",
         data_converter=pydantic_data_converter,
         search_attributes=SEARCH_ATTRIBUTE_KEYS,
-        dev_server_extra_args=["--log-level", "error"],
+        dev_server_extra_args=["--log-level", "error", *dynamic_config_args()],
     )
     async with env:
         yield env
