@@ -15,12 +15,10 @@ import base64
 import logging
 import os
 import secrets
-import sys
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from pathlib import Path
 
 import httpx
 import pytest
@@ -34,7 +32,7 @@ from temporalio.testing import WorkflowEnvironment
 
 from api.app import create_app
 from cli.devstack import publish_example_action
-from cli.stack import dynamic_config_args
+from cli.stack import BIN
 from core.secretbox import SecretCipher
 from core.settings import Environment, Settings
 from services.context import Context
@@ -42,9 +40,10 @@ from store import audit, orgs
 from store.db import make_engine, migrate
 from tests.support.helpers import Credentials, SignedClient
 from tests.support.journey_helpers import TEST_OUTBOX
+from tests.support.workflow import start_dev_server
 from trust.did import web_organization_did
 from worker import build_worker
-from workflows.ids import SEARCH_ATTRIBUTE_KEYS, SEARCH_ATTRIBUTES
+from workflows.ids import SEARCH_ATTRIBUTES
 
 pytest_plugins = [
     "tests.support.journey_fixtures",
@@ -57,7 +56,6 @@ pytest_plugins = [
     "tests.support.operators",
 ]
 
-BIN = Path(sys.executable).parent
 PG_ADMIN_URL = os.environ.get("MANDATUM_TEST_PG", "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 MASTER_KEY = base64.b64encode(b"k" * 32).decode()
 
@@ -77,13 +75,7 @@ PG_AVAILABLE = _pg_reachable()
 
 @pytest_asyncio.fixture(scope="session")
 async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=str(BIN / "temporal"),
-        ip="127.0.0.1",
-        data_converter=pydantic_data_converter,
-        search_attributes=SEARCH_ATTRIBUTE_KEYS,
-        dev_server_extra_args=["--log-level", "error", *dynamic_config_args()],
-    )
+    env = await start_dev_server()
     async with env:
         yield env
 

@@ -19,8 +19,6 @@ from fastapi import FastAPI
 from sqlalchemy import create_engine
 from sqlalchemy.exc import OperationalError
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.testing import WorkflowEnvironment
 
 from api.app import create_app
 from core.settings import Environment, Settings
@@ -28,8 +26,9 @@ from orchestration import health
 from orchestration.health import NotReady, check_all, in_own_thread, short_reason
 from orchestration.temporal import build_client
 from store.db import alembic_config, migrate
-from tests.conftest import BIN, MASTER_KEY, _postgres_database
+from tests.conftest import MASTER_KEY, _postgres_database
 from tests.support.live_stack import free_port
+from tests.support.workflow import start_dev_server
 
 EVERYTHING_OK = {"status": "ready", "checks": {"database": "ok", "temporal": "ok", "migrations": "ok"}}
 PASSWORD = "s3cr=t/Pa55"  # URL-special characters: percent-encoded in the URL, plain in the driver
@@ -73,13 +72,7 @@ async def test_temporal_down_names_temporal_and_recovery_shows_at_once(settings:
         body = await _ready(http, 503)
         assert body["checks"]["temporal"].startswith("unreachable: "), body
         assert body["checks"]["database"] == body["checks"]["migrations"] == "ok"
-        env = await WorkflowEnvironment.start_local(
-            port=port,
-            ip="127.0.0.1",
-            dev_server_existing_path=str(BIN / "temporal"),
-            data_converter=pydantic_data_converter,
-            dev_server_extra_args=["--log-level", "error"],
-        )
+        env = await start_dev_server(port)
         try:
             assert await _ready(http, 200) == EVERYTHING_OK
         finally:

@@ -6,19 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from functools import partial
-from pathlib import Path
 from urllib.parse import quote
 
 import httpx
 import pytest
 from sqlalchemy import Engine
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 import worker
@@ -33,9 +30,8 @@ from tests.support.audit_helpers import issued_mandate
 from tests.support.helpers import SignedClient, assert_error_shape, policy_request
 from tests.support.journey_helpers import journey_secrets
 from tests.support.live_stack import free_port
-from workflows.ids import SEARCH_ATTRIBUTE_KEYS
+from tests.support.workflow import start_dev_server
 
-BIN = Path(sys.executable).parent
 BUSY = i18n.text(i18n.DEFAULT_LANGUAGE, "unavailable")
 
 
@@ -142,14 +138,7 @@ async def test_api_and_worker_run_without_temporal_and_recover(
 
                 # Temporal comes up where the settings point: the worker connects, its reconciler
                 # starts the stored request's workflow, and the same API process cancels it
-                env = await WorkflowEnvironment.start_local(
-                    port=port,
-                    ip="127.0.0.1",
-                    dev_server_existing_path=str(BIN / "temporal"),
-                    data_converter=pydantic_data_converter,
-                    search_attributes=SEARCH_ATTRIBUTE_KEYS,
-                    dev_server_extra_args=["--log-level", "error"],
-                )
+                env = await start_dev_server(port)
 
                 async def started() -> bool:
                     found = await asyncio.to_thread(queries.get_request, engine, org_id, rid)

@@ -19,15 +19,14 @@ import pytest
 from pydantic import ValidationError
 from sqlalchemy import Engine
 from temporalio.client import Client
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 
 import worker
 from cli.stack import StartupError, check_ports_free, child_env, stack_addresses, worker_health_url
 from core.settings import Settings
 from orchestration.temporal import build_client, connect_with_backoff
-from tests.conftest import BIN
 from tests.support.live_stack import free_port
+from tests.support.workflow import start_dev_server
 from worker import build_worker
 from worker.health import HealthServer, WorkerHealth
 
@@ -154,13 +153,7 @@ async def test_python_m_worker_serves_its_health_from_the_start(
             await _until(http, "/healthz", 200, running)
             waiting = await _readyz(http, 503)
             assert waiting["checks"]["worker"] == "not polling: connecting to Temporal"
-            env = await WorkflowEnvironment.start_local(
-                port=temporal_port,
-                ip="127.0.0.1",
-                dev_server_existing_path=str(BIN / "temporal"),
-                data_converter=pydantic_data_converter,
-                dev_server_extra_args=["--log-level", "error"],
-            )
+            env = await start_dev_server(temporal_port)
             await _until(http, "/readyz", 200, running)
             stop.set()
             await asyncio.wait_for(running, 30)

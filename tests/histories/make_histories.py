@@ -41,9 +41,7 @@ from typing import Any
 
 from sqlalchemy import Engine, update
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
-from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import CancelledError
-from temporalio.testing import WorkflowEnvironment
 
 from core.otp import JourneySecrets
 from core.secretbox import SecretCipher
@@ -54,8 +52,8 @@ from store import requests as store
 from store.db import make_engine, migrate, write_session
 from store.tables import Credential
 from tests.support.journey_helpers import code_in, message_for
+from tests.support.workflow import start_dev_server
 from worker import build_worker
-from workflows.ids import SEARCH_ATTRIBUTE_KEYS
 from workflows.messages import (
     CancelInput,
     CancelResult,
@@ -68,7 +66,6 @@ from workflows.messages import (
 )
 
 HERE = Path(__file__).resolve().parent
-BIN = Path(sys.executable).parent
 IDENTITY = "mandatum-histories"
 # scenario name -> the status its workflow ends with (tests/workflows/test_replay.py checks it)
 EXPECTED = {
@@ -349,13 +346,7 @@ async def main(names: list[str]) -> None:
     if not names:
         print("every scenario has its history; name the ones to re-record")
         return
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=str(BIN / "temporal"),
-        ip="127.0.0.1",
-        data_converter=pydantic_data_converter,
-        search_attributes=SEARCH_ATTRIBUTE_KEYS,  # every one the workflows set
-        dev_server_extra_args=["--log-level", "error"],
-    )
+    env = await start_dev_server()
     with tempfile.TemporaryDirectory() as tmp:
         url = f"sqlite:///{tmp}/histories.db"
         migrate(url)

@@ -1,6 +1,7 @@
 """The credential-request workflow's test helpers: requests inserted without the API, decisions, cancels,
 refusals, gates that hold an activity mid-flight, the activities a history records (``activity_runs``),
-and the fixtures ``executor``, ``ts_queue`` and ``gated``."""
+the dev server the tests start (``start_dev_server``), and the fixtures ``executor``, ``ts_queue`` and
+``gated``."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ from temporalio.api.common.v1 import Payload
 from temporalio.api.failure.v1 import Failure
 from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
+from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
@@ -32,6 +34,7 @@ from activities.journey import JourneyActivities
 from activities.mandates import MandateActivities
 from activities.requests import RequestActivities
 from activities.webhooks import WebhookActivities
+from cli.stack import BIN, dynamic_config_args
 from core.otp import JourneySecrets
 from core.secretbox import SecretCipher
 from core.settings import Settings
@@ -40,7 +43,7 @@ from store import requests as store
 from tests.support.helpers import SignedClient, policy_request
 from tests.support.journey_helpers import TEST_OUTBOX, pass_otp
 from worker import WORKFLOWS, build_worker
-from workflows.ids import ActivityNames
+from workflows.ids import SEARCH_ATTRIBUTE_KEYS, ActivityNames
 from workflows.messages import (
     CancelInput,
     CancelResult,
@@ -53,6 +56,20 @@ from workflows.messages import (
 )
 
 UPDATE_TIMEOUT = 20
+
+
+async def start_dev_server(port: int | None = None) -> WorkflowEnvironment:
+    """A Temporal dev server as ``make run`` starts it: the project's ``temporal`` binary, our
+    search attributes and dynamic configuration (``cli.stack``), with the pydantic converter; on
+    ``port``, or a free one."""
+    return await WorkflowEnvironment.start_local(
+        port=port,
+        ip="127.0.0.1",
+        dev_server_existing_path=str(BIN / "temporal"),
+        data_converter=pydantic_data_converter,
+        search_attributes=SEARCH_ATTRIBUTE_KEYS,
+        dev_server_extra_args=["--log-level", "error", *dynamic_config_args()],
+    )
 
 
 def insert_request(
