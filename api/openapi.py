@@ -14,7 +14,11 @@ FastAPI builds it from the routes, which declare what each operation answers (``
   422, which this service never sends (validation failures are 400), is dropped: the one 422 left
   is the one a route declares;
 - an example for every operation, recorded from real answers (``api/openapi_examples.json``,
-  written by ``tests/api/test_openapi_examples.py``; docs/api.md).
+  written by ``tests/api/test_openapi_examples.py``; docs/api.md);
+- the webhooks (OpenAPI 3.1 ``webhooks``): what the service POSTs to an organization's URL, its
+  headers and encrypted body, what each answer does to the delivery, and the event each body
+  decrypts to (``wire.webhook_models``), with events recorded from real deliveries
+  (``tests/api/test_openapi_webhooks.py``).
 """
 
 from __future__ import annotations
@@ -27,12 +31,14 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute
+from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from api.auth import PUBLIC_PREFIXES
 from api.responses import retry_after_header
 from wire import versioning
 from wire.signed import COMPONENTS, DOCUMENTED
+from wire.webhook_models import EVENT_ID, EVENTS, WebhookBody, component
 
 EXAMPLES_FILE = Path(__file__).with_name("openapi_examples.json")
 FASTAPI_VALIDATION = COMPONENTS + "HTTPValidationError"
@@ -69,7 +75,12 @@ Mandates `urn:via:credential:<uuid>`, actions `urn:via:action:<uuid>`, decisions
 `urn:via:decision:<uuid>`. URNs in a path may be percent-encoded; each path parameter's `pattern` is
 exactly what the operation takes.
 
-**Examples** are real answers, recorded by the test suite.
+**Webhooks.** Each event type is a POST to the organization's webhook URL (`webhooks` below): a
+body encrypted with AES-256-GCM, signed like a call (`X-Timestamp`, `X-Signature` with the webhook's
+signature secret), with the event id as `Webhook-Id`; decrypted, it is the event's schema. A 2xx
+answer ends the delivery; see docs/webhooks.md for the key, the retries and a receiver.
+
+**Examples** are real answers and real events, recorded by the test suite.
 """
 
 API_VERSION = {"type": "string", "pattern": versioning.VERSION_RE.pattern}
@@ -144,6 +155,81 @@ METHOD_NOT_ALLOWED = {
 }
 
 
+WEBHOOK_HEADERS = [
+    {
+        "name": "X-Timestamp",
+        "in": "header",
+        "required": True,
+        "description": "Unix time in milliseconds when this attempt was sent: refuse one far from your clock",
+        "schema": {"type": "string", "pattern": "^[0-9]{13}$"},
+    },
+    {
+        "name": "X-Signature",
+        "in": "header",
+        "required": True,
+        "description": (
+            "HMAC-SHA256, keyed with the webhook's signature secret (UTF-8), of `\"<X-Timestamp>.<raw "
+            'body>"`, in lower-case hex: check it over the body as received, before parsing it'
+        ),
+        "schema": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+    },
+    {
+        "name": "Webhook-Id",
+        "in": "header",
+        "required": True,
+        "description": (
+            "The event's id, the same on every attempt: deliveries are at least once, so deduplicate on it"
+        ),
+        "schema": {"type": "string", "pattern": EVENT_ID},
+    },
+]
+WEBHOOK_RESPONSES = {
+    "2XX": {"description": "Delivered: the event is not sent again"},
+    "410": {"description": "Gone: the delivery stops at once and the event is failed (no further attempt)"},
+    "default": {
+        "description": (
+            "Anything else (a 3xx included: redirects are not followed), or no answer within 10 s: tried "
+            "again after about 5 s, 10 s, 20 s, ... doubling up to 4 hours apart, for 3 days"
+        )
+    },
+}
+
+
+def _webhook(event_type: str) -> dict[str, Any]:
+    """The POST that delivers one ``event_type`` event (CONTRACT 7)."""
+    model = EVENTS[event_type]
+    summary = (model.__doc__ or "").split("\n\n")[0]
+    return {
+        "post": {
+            "operationId": "webhook_" + event_type.replace(".", "_"),
+            "summary": f"The `{event_type}` event",
+            "description": (
+                " ".join(summary.split())
+                + f" The body decrypts to [`{model.__name__}`]({component(event_type)}): AES-256-GCM with "
+                "the key PBKDF2-HMAC-SHA256(base64-decoded encryption secret, UTF-8 salt, 10,000 "
+                "iterations, 32 bytes), the tag appended to `data` (docs/webhooks.md)."
+            ),
+            "parameters": copy.deepcopy(WEBHOOK_HEADERS),
+            "requestBody": {
+                "required": True,
+                "content": {JSON: {"schema": {"$ref": COMPONENTS + WebhookBody.__name__}}},
+            },
+            "responses": copy.deepcopy(WEBHOOK_RESPONSES),
+            "security": [],
+        }
+    }
+
+
+def webhook_schemas() -> dict[str, Any]:
+    """The components of the webhook body and events (``wire.webhook_models``)."""
+    described: list[type[BaseModel]] = [WebhookBody, *EVENTS.values()]
+    _, found = models_json_schema(
+        [(model, "serialization") for model in described],
+        ref_template=COMPONENTS + "{model}",
+    )
+    return dict(found.get("$defs", {}))
+
+
 def operation_id(route: APIRoute) -> str:
     """An operation's id is its handler's name (``create_request``): the names generated clients use."""
     return route.name
@@ -208,6 +294,22 @@ def _attach_examples(doc: dict[str, Any], examples: dict[str, Any]) -> None:
                     media["example"] = value
 
 
+def _attach_event_examples(doc: dict[str, Any], examples: dict[str, Any]) -> None:
+    """Each webhook's recorded delivery: its headers and encrypted body on the POST, and the event it
+    decrypted to on the event's schema."""
+    for event_type, item in doc["webhooks"].items():
+        recorded = examples.get(f"webhook:{event_type}")
+        if recorded is None:
+            continue
+        operation = item["post"]
+        for parameter in operation["parameters"]:
+            if parameter["name"] in recorded["headers"]:
+                parameter["example"] = recorded["headers"][parameter["name"]]
+        operation["requestBody"]["content"][JSON]["example"] = recorded["body"]
+        name = component(event_type).rsplit("/", 1)[1]
+        doc["components"]["schemas"][name]["examples"] = [recorded["event"]]
+
+
 def signed_schemas() -> dict[str, Any]:
     """The components of ``wire.signed.DOCUMENTED`` (and the models they use)."""
     _, found = models_json_schema(
@@ -237,12 +339,17 @@ def document(app: FastAPI, examples: dict[str, Any] | None = None) -> dict[str, 
     for name in ("HTTPValidationError", "ValidationError"):
         schemas.pop(name, None)
     schemas.update(signed_schemas())
+    # the events' schemas use the answers' models (a request's credential): FastAPI's stay
+    schemas.update({k: v for k, v in webhook_schemas().items() if k not in schemas})
     components["securitySchemes"] = copy.deepcopy(SECURITY_SCHEMES)
     components["responses"] = {"MethodNotAllowed": copy.deepcopy(METHOD_NOT_ALLOWED)}
     for path, methods in doc["paths"].items():
         for operation in methods.values():
             _shape(operation, is_signed(path))
-    _attach_examples(doc, load_examples() if examples is None else examples)
+    doc["webhooks"] = {event_type: _webhook(event_type) for event_type in EVENTS}
+    recorded = load_examples() if examples is None else examples
+    _attach_examples(doc, recorded)
+    _attach_event_examples(doc, recorded)
     return doc
 
 

@@ -344,7 +344,7 @@ def test_every_change_names_a_real_operation_or_event(settings: Settings) -> Non
     from fastapi.routing import APIRoute
 
     from api.app import create_app
-    from wire import version_changes
+    from wire import version_changes, webhook_models
 
     app = create_app(settings)
     try:
@@ -352,7 +352,8 @@ def test_every_change_names_a_real_operation_or_event(settings: Settings) -> Non
         for router_module in ("requests", "actions", "presentations", "mandates", "activity", "identity"):
             module = __import__(f"api.routes.{router_module}", fromlist=["router"])
             names |= {r.name for r in module.router.routes if isinstance(r, APIRoute)}
-        events = {"webhook:credential", "webhook:identity", "webhook:otp.failed", "webhook:test"}
+        events = {f"webhook:{event_type}" for event_type in webhook_models.EVENTS}
+        assert len(events) == 4
         events.add(versioning.ERROR_BODY)  # every error answer
         assert version_changes.CHANGES is versioning.CHANGES
         for change in versioning.CHANGES:
