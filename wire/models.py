@@ -88,7 +88,19 @@ def _one_line(value: str) -> str:
     return value
 
 
+def _query_bool(value: Any) -> Any:
+    """A boolean in a query string is ``true`` or ``false`` (in any case: ``requests`` sends
+    Python's ``True``): pydantic would also read 1, 0, yes, no, on, off, t, f, y and n, spellings
+    the document never offers, so a typo such as ``includePdf=no`` could pass for a choice."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise ValueError("must be true or false")
+
+
 AwareDatetime = Annotated[datetime, BeforeValidator(_date_time_text), AfterValidator(_aware)]
+QueryBool = Annotated[bool, BeforeValidator(_query_bool)]
 Did = Annotated[str, AfterValidator(_did)]
 Text = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_one_line)]
 Ref = Annotated[str, Field(min_length=1, max_length=255), AfterValidator(_one_line)]

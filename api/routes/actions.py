@@ -26,6 +26,7 @@ from wire.models import (
     ActionOut,
     ActionVersionOut,
     ActionVersionPage,
+    QueryBool,
 )
 
 router = APIRouter(tags=["actions"], route_class=VersionedRoute)
@@ -75,7 +76,8 @@ async def list_actions(
     pageSize: Annotated[int, Query(ge=5, le=100)] = 100,
     search: Annotated[str | None, Query(max_length=100, description="In the name, any case")] = None,
     active: Annotated[
-        bool | None, Query(description="Every listed action has a published version: false lists none")
+        QueryBool | None,
+        Query(description="`true` or `false`: every listed action has a published version (false: none)"),
     ] = None,
 ) -> Any:
     """The organization's actions that have a published version, oldest first, each with its

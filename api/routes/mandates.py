@@ -45,6 +45,7 @@ from wire.mandates import (
     RevokeIn,
     RevokeOut,
 )
+from wire.models import QueryBool
 from wire.signed import StatusListCredential
 
 router = APIRouter(tags=["credentials"], route_class=VersionedRoute)
@@ -241,7 +242,9 @@ async def get_credential(
     credentialId: CredentialId,
     caller: CallerDep,
     services: ServicesDep,
-    includePdf: Annotated[bool, Query(description="Include a base64 PDF (DOCUMENT credentials)")] = False,
+    includePdf: Annotated[
+        QueryBool, Query(description="`true` or `false`: include a base64 PDF (DOCUMENT credentials)")
+    ] = False,
 ) -> Any:
     """A credential of the caller's organization, by its id (24 hex characters) or mandate URN,
     with the document form in its most updated version and, on request, a PDF rendering (503 with

@@ -79,6 +79,19 @@ async def test_list_shows_published_versions_only(api: SignedClient, engine: Eng
     assert [r["name"] for r in version["rules"]] == ["underMax", "knownPayee"]
 
 
+async def test_active_is_true_or_false(api: SignedClient, engine: Engine) -> None:
+    action_id, _ = published(engine, api.creds.organization_id)
+    for spelling, shown in (("true", True), ("TRUE", True), ("false", False), ("False", False)):
+        resp = await api.get("/actions", params={"active": spelling})
+        assert resp.status_code == 200, resp.text
+        listed = [a["id"] for a in resp.json()["data"]]
+        assert (action_id in listed, bool(listed)) == (shown, shown), spelling
+    for loose in ("1", "0", "yes", "no", "on", "off"):
+        resp = await api.get("/actions", params={"active": loose})
+        assert resp.status_code == 400, (loose, resp.text)
+        assert messages(resp) == ["active: must be true or false"], loose
+
+
 async def test_digest_can_be_recomputed_from_what_is_shown(api: SignedClient, engine: Engine) -> None:
     action_id, _ = published(engine, api.creds.organization_id)
     resp = await api.get(f"/actions/{quote(action_id, safe='')}")
