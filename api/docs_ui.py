@@ -1,4 +1,9 @@
-"""``/docs``: Swagger UI served from the installed ``swagger-ui-bundle`` package, never from a CDN.
+"""``/docs``: Swagger UI served from the installed ``fastapi-swagger`` package, never from a CDN.
+
+Only the package's copy of Swagger UI's distribution is used (its ``patch_fastapi`` is not): the
+page, its assets' path and its headers are ours. Swagger UI 5 reads OpenAPI 3.1 and shows the
+document's webhooks; the 4.x of ``swagger-ui-bundle``, used before, showed "Unable to render this
+definition" for any 3.1 document.
 
 The page shares its origin with the subject's approval pages, so a script fetched from a third
 party (unpinned, without SRI) would run with that origin's authority. When the package is missing
@@ -7,6 +12,7 @@ there is no ``/docs`` at all. ReDoc is not served (it has no packaged distributi
 
 from __future__ import annotations
 
+from importlib import resources
 from pathlib import Path
 
 from fastapi import FastAPI, Request
@@ -27,10 +33,10 @@ DOCS_CSP = (
 def swagger_ui_dir() -> Path | None:
     """Where the installed package keeps the Swagger UI distribution, None when it is absent."""
     try:
-        import swagger_ui_bundle
-    except ImportError:
+        found = resources.files("fastapi_swagger.resources")
+    except ModuleNotFoundError:
         return None
-    path = Path(swagger_ui_bundle.swagger_ui_path)
+    path = Path(str(found))
     return path if (path / "swagger-ui-bundle.js").is_file() else None
 
 

@@ -202,10 +202,10 @@ def _webhook(event_type: str) -> dict[str, Any]:
     return {
         "post": {
             "operationId": "webhook_" + event_type.replace(".", "_"),
-            "summary": f"The `{event_type}` event",
+            "summary": f"The {event_type} event",
             "description": (
                 " ".join(summary.split())
-                + f" The body decrypts to [`{model.__name__}`]({component(event_type)}): AES-256-GCM with "
+                + f" The body decrypts to a `{model.__name__}` (`{component(event_type)}`): AES-256-GCM with "
                 "the key PBKDF2-HMAC-SHA256(base64-decoded encryption secret, UTF-8 salt, 10,000 "
                 "iterations, 32 bytes), the tag appended to `data` (docs/webhooks.md)."
             ),
