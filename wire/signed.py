@@ -50,7 +50,7 @@ def documented_as(model: type[BaseModel]) -> WithJsonSchema:
     return WithJsonSchema({"allOf": [{"$ref": COMPONENTS + model.__name__}]})
 
 
-def _absent_not_null(schema: dict[str, Any]) -> None:
+def absent_not_null(schema: dict[str, Any]) -> None:
     """An optional member is absent, never null: its schema has no ``default: null``."""
     for member in schema.get("properties", {}).values():
         if "default" in member and member["default"] is None:
@@ -58,7 +58,7 @@ def _absent_not_null(schema: dict[str, Any]) -> None:
 
 
 class _Signed(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, json_schema_extra=_absent_not_null)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, json_schema_extra=absent_not_null)
 
 
 # --- proofs (eddsa-jcs-2022 Data Integrity proofs: trust.eddsa_jcs.create_proof) -------------------

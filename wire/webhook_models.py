@@ -13,14 +13,14 @@ version's shapes (docs/sdk.md).
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
 from core.ids import UUID_PATTERN
 from wire.models import CredentialOut
-from wire.signed import COMPONENTS
+from wire.signed import COMPONENTS, absent_not_null
 
 BASE64 = "^[A-Za-z0-9+/]*={0,2}$"
 OBJECT_ID = "^[0-9a-f]{24}$"
@@ -31,15 +31,8 @@ DATE_PATTERN = "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 OTP_FAILURES = ("INVALID_CODE_LIMIT", "UNDELIVERABLE", "INVALID_PHONE_NUMBER")
 
 
-def _absent_not_null(schema: dict[str, Any]) -> None:
-    """An optional member is absent, never null: no ``default: null`` in its schema."""
-    for member in schema.get("properties", {}).values():
-        if "default" in member and member["default"] is None:
-            del member["default"]
-
-
 class _Described(BaseModel):
-    model_config = ConfigDict(extra="forbid", json_schema_extra=_absent_not_null)
+    model_config = ConfigDict(extra="forbid", json_schema_extra=absent_not_null)
 
 
 class WebhookBody(_Described):
