@@ -6,56 +6,23 @@ it or pydantic sees it. (Numbers the signed forms cannot hold are refused by the
 refused more than 1 MiB and authenticated the caller): a body nested more than ``MAX_JSON_DEPTH``
 levels is a 400 before any route runs, so nothing is stored, started or sent for it. The depth
 of a value is the number of arrays and objects around its innermost part: ``{}`` and ``[1]`` are
-1, ``{"a": [{}]}`` is 3; the request body itself counts.
-
-The check is linear and runs in C for all but malformed or too-deep bodies: strings are blanked
-out, every other byte except brackets dropped, then innermost ``[]`` pairs removed
-``MAX_JSON_DEPTH`` times; a well-formed body within the limit leaves nothing. Only a body that
-leaves something is walked bracket by bracket (it is too deep, or not JSON at all, which FastAPI
-then reports as such).
+1, ``{"a": [{}]}`` is 3; the request body itself counts (``wire.json_depth`` measures it).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from api.auth import replay_body
 from api.errors import error_response
+from wire.json_depth import MAX_JSON_DEPTH, json_depth_exceeds
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
-MAX_JSON_DEPTH = 32
-STRING_RE = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-# objects and arrays alike become [ and ]; everything else but brackets is dropped
-BRACKETS_ONLY = bytes.maketrans(b"{}", b"[]")
-NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
-
-
-def json_depth_exceeds(body: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
-    """True when the JSON text ``body`` nests arrays and objects more than ``limit`` deep."""
-    brackets = STRING_RE.sub(b"", body).translate(BRACKETS_ONLY, NOT_BRACKETS)
-    rest = brackets
-    for _ in range(limit):
-        if not rest:
-            return False
-        shorter = rest.replace(b"[]", b"")
-        if len(shorter) == len(rest):
-            break  # unbalanced: not JSON; measure the opening run below
-        rest = shorter
-    if not rest:
-        return False
-    depth = 0
-    for byte in brackets:
-        depth = depth + 1 if byte == 0x5B else depth - 1
-        if depth > limit:
-            return True
-    return False
 
 
 def _is_form(scope: Scope) -> bool:

@@ -33,6 +33,7 @@ from api.deps import Caller
 from api.errors import ApiError
 from core.text import quote_input
 from wire import version_changes, versioning  # noqa: F401 (version_changes registers them)
+from wire.json_depth import MAX_JSON_DEPTH, json_depth_exceeds
 
 MAX_QUERY_PARAMETERS = 50
 Handler = Callable[[Request], Coroutine[Any, Any, Response]]
@@ -97,7 +98,12 @@ async def _upgraded(
     if body and any(c.request_from_previous for c in changes):
         parsed = _json(body)
         if isinstance(parsed, dict):
-            body = _encode(versioning.upgrade_request(resource, parsed, version, changes))
+            try:
+                body = _encode(versioning.upgrade_request(resource, parsed, version, changes))
+            except versioning.BadBody as exc:
+                raise ApiError(exc.status, [str(exc)]) from None
+            if json_depth_exceeds(body):  # a change may have unpacked what the first check saw as text
+                raise ApiError(400, [f"body is nested more than {MAX_JSON_DEPTH} levels deep"])
             scope["headers"] = [
                 (k, str(len(body)).encode() if k == b"content-length" else v) for k, v in scope["headers"]
             ]

@@ -22,7 +22,8 @@ import binascii
 import json
 from typing import Any
 
-from wire.versioning import CHANGES, ERROR_BODY, Body, Query, VersionChange
+from wire.json_depth import MAX_JSON_DEPTH, json_depth_exceeds
+from wire.versioning import CHANGES, ERROR_BODY, BadBody, Body, Query, VersionChange
 
 V2026_09_01 = "2026-09-01"
 V2026_11_01 = "2026-11-01"
@@ -187,15 +188,26 @@ def _presentation_was_bare_and_encoded(body: Body) -> Body:
 
 def _verify_took_an_encoded_presentation(body: Body) -> Body:
     """2026-09-01 could send the VP as base64 JSON (``presentationEncoded``); a value that does not
-    decode is passed on as the presentation, so it is refused as a malformed VP."""
+    decode is passed on as the presentation, so it is refused as a malformed VP. The JSON inside
+    is held to the body's nesting limit (``wire.json_depth``), which the check of the body where
+    it entered could not see: it becomes the body's ``presentation``, one level down."""
     if "presentationEncoded" not in body:
         return body
     out = _without(body, "presentationEncoded")
     if out.get("presentation") is None:
         encoded = body["presentationEncoded"]
         try:
-            out["presentation"] = json.loads(base64.b64decode(str(encoded), validate=True))
+            text = base64.b64decode(str(encoded), validate=True)
         except (binascii.Error, ValueError):
+            out["presentation"] = encoded
+            return out
+        if json_depth_exceeds(text, MAX_JSON_DEPTH - 1):
+            raise BadBody(
+                f"presentationEncoded: the presentation is nested more than {MAX_JSON_DEPTH - 1} levels deep"
+            )
+        try:
+            out["presentation"] = json.loads(text)
+        except ValueError:
             out["presentation"] = encoded
     return out
 

@@ -31,6 +31,13 @@ class BadVersion(ValueError):
     status = 400
 
 
+class BadBody(ValueError):
+    """A request body that an older version's change cannot bring to the newest shape: the API
+    answers 400 with this message."""
+
+    status = 400
+
+
 VERSION_RE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$")
 VERSIONS: list[str] = ["2026-05-20", "2026-09-01", "2026-11-01"]  # ascending; the last is the newest
 

@@ -153,3 +153,34 @@ async def test_an_encoded_presentation_that_does_not_decode_is_denied_as_malform
     )
     assert sent.status_code in (400, 403), sent.text
     assert sent.json()["statusCode"] == sent.status_code and sent.json()["message"]
+
+
+@pytest.mark.parametrize("depth", [33, 5_000, 200_000])
+async def test_an_encoded_presentation_nested_too_deeply_is_refused(api: SignedClient, depth: int) -> None:
+    """The body's nesting limit (api.limits) holds inside presentationEncoded too: the JSON it
+    decodes to was never seen by the check on the body."""
+    nested = base64.b64encode(("[" * depth + "]" * depth).encode()).decode()
+    sent = await api.post(
+        "/credential/verify", {"presentationEncoded": nested}, headers={"API-Version": "2026-09-01"}
+    )
+    body = assert_error_shape(sent, 400)
+    assert body["message"] == "presentationEncoded: the presentation is nested more than 31 levels deep"
+    # at the limit it is read, and refused for what it is: not a presentation
+    within = base64.b64encode(("[" * 31 + "]" * 31).encode()).decode()
+    sent = await api.post(
+        "/credential/verify", {"presentationEncoded": within}, headers={"API-Version": "2026-09-01"}
+    )
+    assert assert_error_shape(sent, 400)["message"] == "presentation: input should be a valid dictionary"
+
+
+async def test_a_body_a_change_unpacked_too_deeply_is_refused(
+    api: SignedClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever a version change unpacks is held to the body's nesting limit again (api.versions)."""
+    deep: Any = {}
+    for _ in range(40):
+        deep = {"a": deep}
+    monkeypatch.setattr("api.versions.versioning.upgrade_request", lambda *_: {"presentation": deep})
+    sent = await api.post("/credential/verify", {"presentation": {}}, headers={"API-Version": "2026-09-01"})
+    # 2026-09-01's error message is one string (docs/sdk.md)
+    assert assert_error_shape(sent, 400)["message"] == "body is nested more than 32 levels deep"
