@@ -91,9 +91,10 @@ def _created_request_was_a_summary(body: Body) -> Body:
 
 
 def _security_levels_were_named_humanos(body: Body) -> Body:
-    if "securityLevel" not in body:
+    level = body.get("securityLevel")
+    if not isinstance(level, str):  # absent, or not a name: the newest version refuses it as sent
         return body
-    return {**body, "securityLevel": SECURITY_LEVELS_OF.get(body["securityLevel"], body["securityLevel"])}
+    return {**body, "securityLevel": SECURITY_LEVELS_OF.get(level, level)}
 
 
 def _security_level_query_was_named_humanos(query: Query) -> Query:
@@ -110,8 +111,11 @@ def _users_became_contacts(body: Body) -> Body:
     if "users" not in body:
         return body
     out = _without(body, "users")
+    if not isinstance(body["users"], list):  # refused by the newest version's checks, as sent
+        out["contacts"] = body["users"]
+        return out
     contacts: list[Any] = []
-    for user in body["users"] if isinstance(body["users"], list) else [body["users"]]:
+    for user in body["users"]:
         if not isinstance(user, dict):
             contacts.append(user)
             continue
@@ -419,8 +423,12 @@ def _contacts_became_users(body: Body) -> Body:
     if "contacts" not in body:
         return body
     out = _without(body, "contacts")
-    contacts = body["contacts"] if isinstance(body["contacts"], list) else [body["contacts"]]
-    out["users"] = [c if isinstance(c, dict) else {"contact": c} for c in contacts]
+    contacts = body["contacts"]
+    out["users"] = (
+        [c if isinstance(c, dict) else {"contact": c} for c in contacts]
+        if isinstance(contacts, list)
+        else contacts
+    )
     return out
 
 

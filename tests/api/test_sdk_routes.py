@@ -19,7 +19,7 @@ from core.settings import Settings
 from store.tables import AuditRecord
 from tests.conftest import new_org
 from tests.support.audit_helpers import tamper
-from tests.support.helpers import SignedClient, assert_error_shape
+from tests.support.helpers import SignedClient, assert_error_shape, policy_request
 from tests.support.mandate_helpers import issued_mandate
 from tests.support.presentations import presented, verify
 from trust.did import web_organization_did
@@ -184,3 +184,44 @@ async def test_a_body_a_change_unpacked_too_deeply_is_refused(
     sent = await api.post("/credential/verify", {"presentation": {}}, headers={"API-Version": "2026-09-01"})
     # 2026-09-01's error message is one string (docs/sdk.md)
     assert assert_error_shape(sent, 400)["message"] == "body is nested more than 32 levels deep"
+
+
+MALFORMED_IN_OLDER_VERSIONS: list[tuple[str, str, dict[str, Any]]] = [
+    ("POST", "/request", {"securityLevel": ["CONTACT"]}),
+    ("POST", "/request", {"securityLevel": {"name": "HUMANOS_KYC"}}),
+    ("POST", "/request", {"users": "ana@example.com"}),
+    ("POST", "/request", {"users": [1, None, ["x"]]}),
+    ("POST", "/request", {"users": [{"contact": ["x"], "language": ["ENG"]}]}),
+    ("POST", "/request", {"users": [{"language": {"x": 1}}]}),
+    ("POST", "/request", {"users": None}),
+    ("POST", "/request", {"contacts": {"contact": "ana@example.com"}}),
+    ("POST", "/credential/verify", {"presentationEncoded": ["x"]}),
+    ("POST", "/credential/verify", {"presentationEncoded": None}),
+    ("POST", "/credential/verify", {"presentationEncoded": 12}),
+]
+
+
+@pytest.mark.parametrize("version", ["2026-05-20", "2026-09-01"])
+async def test_what_older_versions_take_is_refused_when_malformed(api: SignedClient, version: str) -> None:
+    """The older versions' request changes meet any JSON a caller sends: a value of the wrong type
+    is passed on for the newest version's checks to refuse (a list as securityLevel was a 500:
+    it was looked up in a dict)."""
+    headers = {"API-Version": version}
+    base = {k: v for k, v in policy_request().items() if k != "contacts"}
+    for method, path, fields in MALFORMED_IN_OLDER_VERSIONS:
+        body = {**base, **fields} if path == "/request" else fields
+        sent = await api.request(method, path, body, headers=headers)
+        assert sent.status_code == 400, (fields, sent.status_code, sent.text)
+        assert sent.json()["message"], fields
+    for path, params in (
+        ("/request", {"securityLevel": "HUMANOS_KYC"}),
+        ("/request", {"subject": ""}),
+        ("/request", {"subject": "+"}),
+        ("/request", {"subject": "did:"}),
+        ("/activity", {"entityType": "request", "entityId": "x"}),
+        ("/activity", {"entityType": "credential", "entityId": "urn:via:credential:zz"}),
+        ("/activity", {"type": "NOPE"}),
+        ("/activity", {"entityType": "x"}),
+    ):
+        got = await api.get(path, params=params, headers=headers)
+        assert got.status_code in (200, 400), (path, params, got.status_code, got.text)
