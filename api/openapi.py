@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -222,12 +223,7 @@ def _webhook(event_type: str) -> dict[str, Any]:
 
 def webhook_schemas() -> dict[str, Any]:
     """The components of the webhook body and events (``wire.webhook_models``)."""
-    described: list[type[BaseModel]] = [WebhookBody, *EVENTS.values()]
-    _, found = models_json_schema(
-        [(model, "serialization") for model in described],
-        ref_template=COMPONENTS + "{model}",
-    )
-    return dict(found.get("$defs", {}))
+    return _components([WebhookBody, *EVENTS.values()])
 
 
 def operation_id(route: APIRoute) -> str:
@@ -306,16 +302,20 @@ def _attach_event_examples(doc: dict[str, Any], examples: dict[str, Any]) -> Non
             if parameter["name"] in recorded["headers"]:
                 parameter["example"] = recorded["headers"][parameter["name"]]
         operation["requestBody"]["content"][JSON]["example"] = recorded["body"]
-        name = component(event_type).rsplit("/", 1)[1]
-        doc["components"]["schemas"][name]["examples"] = [recorded["event"]]
+        doc["components"]["schemas"][EVENTS[event_type].__name__]["examples"] = [recorded["event"]]
+
+
+def _components(models: Sequence[type[BaseModel]]) -> dict[str, Any]:
+    """The components of ``models`` as they serialize, and of the models they use."""
+    _, found = models_json_schema(
+        [(model, "serialization") for model in models], ref_template=COMPONENTS + "{model}"
+    )
+    return dict(found.get("$defs", {}))
 
 
 def signed_schemas() -> dict[str, Any]:
     """The components of ``wire.signed.DOCUMENTED`` (and the models they use)."""
-    _, found = models_json_schema(
-        [(model, "serialization") for model in DOCUMENTED], ref_template=COMPONENTS + "{model}"
-    )
-    return dict(found.get("$defs", {}))
+    return _components(DOCUMENTED)
 
 
 def load_examples() -> dict[str, Any]:

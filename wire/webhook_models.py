@@ -20,14 +20,14 @@ from pydantic.json_schema import SkipJsonSchema
 
 from core.ids import UUID_PATTERN
 from wire.models import CredentialOut
+from wire.patterns import OBJECT_ID
 from wire.signed import COMPONENTS, absent_not_null
+from wire.versioning import VERSION_RE
 
 BASE64 = "^[A-Za-z0-9+/]*={0,2}$"
-OBJECT_ID = "^[0-9a-f]{24}$"
 EVENT_ID = f"^urn:via:event:{UUID_PATTERN}$"
 # as wire.models.iso writes them: UTC, milliseconds, Z
 EVENT_TIME = "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}\\.[0-9]{3}Z$"
-DATE_PATTERN = "^[0-9]{4}-[0-9]{2}-[0-9]{2}$"
 OTP_FAILURES = ("INVALID_CODE_LIMIT", "UNDELIVERABLE", "INVALID_PHONE_NUMBER")
 
 
@@ -66,7 +66,7 @@ class _Event(_Described):
     issuerDid: str = Field(pattern="^did:web:.+$", description="The service DID that issues the credentials")
     user: EventUser
     api_version: str = Field(
-        pattern=DATE_PATTERN,
+        pattern=VERSION_RE.pattern,
         description="The organization's pinned API version (else the newest): the payload's shape",
     )
     createdAt: str = Field(pattern=EVENT_TIME)

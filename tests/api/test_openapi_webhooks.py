@@ -16,11 +16,10 @@ from typing import Any
 import pytest
 from fastapi import FastAPI
 
-from api.openapi import EXAMPLES_FILE
 from core.secretbox import SecretCipher
 from tests.support.helpers import Credentials
 from tests.support.live_stack import LiveStack
-from tests.support.openapi import Oracle
+from tests.support.openapi import Oracle, write_examples
 from tests.support.sdk import (
     create_request,
     decide,
@@ -142,7 +141,8 @@ async def test_every_event_is_delivered_as_the_document_declares(
     for event_type, hooks in got.items():
         assert hooks, event_type
         for hook in hooks:
-            assert not problems(oracle, event_type, hook), (event_type, problems(oracle, event_type, hook))
+            found = problems(oracle, event_type, hook)
+            assert not found, (event_type, found)
             assert hook.event is not None
             assert hook.event["api_version"] == versioning.newest()
             assert hook.headers["Webhook-Id"] == hook.event["id"]
@@ -194,12 +194,15 @@ def test_the_event_schemas_refuse_what_the_service_does_not_send(app: FastAPI) -
 
 def record(chosen: dict[str, Delivery]) -> None:
     """The chosen deliveries become the webhooks' examples (``api/openapi_examples.json``)."""
-    kept = json.loads(EXAMPLES_FILE.read_text(encoding="utf-8"))
-    for event_type, hook in chosen.items():
-        kept[f"webhook:{event_type}"] = {
-            "headers": {name: hook.headers[name] for name in ("X-Timestamp", "X-Signature", "Webhook-Id")},
-            "body": json.loads(hook.raw_body),
-            "event": hook.event,
+    write_examples(
+        {
+            f"webhook:{event_type}": {
+                "headers": {
+                    name: hook.headers[name] for name in ("X-Timestamp", "X-Signature", "Webhook-Id")
+                },
+                "body": json.loads(hook.raw_body),
+                "event": hook.event,
+            }
+            for event_type, hook in chosen.items()
         }
-    ordered = {k: kept[k] for k in sorted(kept)}
-    EXAMPLES_FILE.write_text(json.dumps(ordered, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    )

@@ -124,9 +124,13 @@ class Recorder:
         return response
 
     def write(self) -> None:
-        """The recorded examples replace the document's of the same operations
-        (``api/openapi_examples.json``)."""
-        kept = json.loads(EXAMPLES_FILE.read_text(encoding="utf-8")) if EXAMPLES_FILE.is_file() else {}
-        merged = {**kept, **self.examples}
-        ordered = {op: merged[op] for op in sorted(merged)}
-        EXAMPLES_FILE.write_text(json.dumps(ordered, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        """The recorded examples replace the document's of the same operations."""
+        write_examples(self.examples)
+
+
+def write_examples(examples: dict[str, Any]) -> None:
+    """``examples`` replace the document's under the same keys (``api/openapi_examples.json``)."""
+    kept = json.loads(EXAMPLES_FILE.read_text(encoding="utf-8")) if EXAMPLES_FILE.is_file() else {}
+    merged = {**kept, **examples}
+    ordered = {key: merged[key] for key in sorted(merged)}
+    EXAMPLES_FILE.write_text(json.dumps(ordered, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
