@@ -130,7 +130,7 @@ async def deliveries(live: LiveStack, creds: Credentials, receiver: Receiver) ->
 
 
 async def test_every_event_is_delivered_as_the_document_declares(
-    live: LiveStack, hooked: tuple[Credentials, Receiver], app: FastAPI
+    live: LiveStack, hooked: tuple[Credentials, Receiver]
 ) -> None:
     creds, receiver = hooked
     document = (await live.http.get("/openapi.json")).json()
