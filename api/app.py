@@ -96,6 +96,7 @@ def create_app(settings: Settings | None = None, temporal: Client | None = None)
             if metrics_server is not None:
                 await asyncio.to_thread(metrics_server.close)
         await key_use.flush()  # the keys' last use not written yet
+        await services.rules.close()  # the rules' evaluation processes
         engine.dispose()
 
     production = settings.environment is Environment.PRODUCTION

@@ -89,6 +89,10 @@ class Settings(BaseSettings):
     member_link_lifetime: timedelta = timedelta(hours=72)
     login_failures_before_lock: int = Field(default=5, ge=1, le=100)
     idempotency_window: timedelta = timedelta(hours=24)
+    # costly rules run in evaluation processes (services.rule_pool): how many, and how many of one
+    # organization's verifications may wait for one before it is told to retry (429)
+    rule_processes: int = Field(default=2, ge=1, le=64)
+    rule_waiting_per_organization: int = Field(default=32, ge=1, le=10_000)
     reconcile_interval: timedelta = timedelta(seconds=5)
     reconcile_grace: timedelta = timedelta(seconds=10)
     auth_cache_seconds: float = 2.0

@@ -9,6 +9,8 @@ from policy.params import Param, parse_params
 from policy.rules import Rule, check_rules, parse_rules
 
 MAX_NAME_LENGTH = 200
+MAX_PARAMS = 100  # of each kind: wire.presentations reads at most this many executionParams
+MAX_RULES = 100
 _SPEC_KEYS = {"name", "description", "executionParams", "userParams", "rules"}
 
 
@@ -54,7 +56,14 @@ def check_spec(spec: ActionSpec) -> list[str]:
     _, errors = parse_action_spec(canonical_content(spec))
     if errors:
         return errors
-    return check_rules(spec.rules, spec.execution_params, spec.user_params)
+    for where, count, most in (
+        ("executionParams", len(spec.execution_params), MAX_PARAMS),
+        ("userParams", len(spec.user_params), MAX_PARAMS),
+        ("rules", len(spec.rules), MAX_RULES),
+    ):
+        if count > most:
+            errors.append(f"{where} has {count} items, more than the {most} an action may have")
+    return errors or check_rules(spec.rules, spec.execution_params, spec.user_params)
 
 
 def canonical_content(spec: ActionSpec) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from celpy import celtypes
 from celpy.celparser import CELParseError
 from celpy.evaluation import CELEvalError, base_functions, boolean
 
+from policy.meter import ITERATION, charge, charge_walk, text_work
 from policy.params import Param, parse_timestamp
 
 
@@ -43,7 +44,30 @@ class _ErasedGeneric:
 for _name in ("Union", "Tuple", "List", "Dict"):
     setattr(celpy.evaluation, _name, _ErasedGeneric())
 
-ENV = celpy.Environment()
+
+class _MeteredEvaluator(celpy.evaluation.Evaluator):
+    """cel-python's evaluator, charging the current meter (``policy.meter``) a step per node it
+    visits and per macro iteration (a nested evaluation with the macro's variable bound)."""
+
+    def _visit_tree(self, tree: lark.Tree) -> Any:
+        charge(1)
+        return super()._visit_tree(tree)
+
+    def sub_evaluator(self, ast: lark.Tree) -> celpy.evaluation.Evaluator:
+        return _MeteredEvaluator(ast, activation=self.activation)
+
+    def evaluate(self, context: Any = None) -> Any:
+        if context:
+            charge(ITERATION)
+        return super().evaluate(context)
+
+
+class _MeteredRunner(celpy.InterpretedRunner):
+    def evaluate(self, context: Any) -> Any:
+        return _MeteredEvaluator(ast=self.ast, activation=self.new_activation()).evaluate(context)
+
+
+ENV = celpy.Environment(runner_class=_MeteredRunner)
 # Rules use no protobuf types; without these annotations each evaluation skips loading them.
 ENV.annotations = {}
 _PARSE_LOCK = threading.Lock()
@@ -92,7 +116,29 @@ def _numeric_in(item: Any, container: Any) -> Any:
     return _strict_in(item, container)
 
 
-FUNCTIONS: dict[str, Any] = {
+def _walking(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function``, charging first the steps of walking every operand (``policy.meter.work``)."""
+
+    def walking(*args: Any) -> Any:
+        charge_walk(*args)
+        return function(*args)
+
+    walking.__name__ = f"metered_{getattr(function, '__name__', 'function')}"
+    return walking
+
+
+def _reading(function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` of a string (and a pattern or another string), charged by their characters."""
+
+    def reading(*args: Any) -> Any:
+        charge(sum(text_work(a) for a in args))
+        return function(*args)
+
+    reading.__name__ = f"metered_{getattr(function, '__name__', 'function')}"
+    return reading
+
+
+_RELATIONS = {
     "_<_": _numeric_relation(operator.lt),
     "_<=_": _numeric_relation(operator.le),
     "_>_": _numeric_relation(operator.gt),
@@ -100,6 +146,14 @@ FUNCTIONS: dict[str, Any] = {
     "_==_": _numeric_eq,
     "_!=_": _numeric_relation(operator.ne),
     "_in_": _numeric_in,
+    "_+_": base_functions["_+_"],
+    "contains": base_functions["contains"],
+    "string": base_functions["string"],
+}
+_TEXT = ("startsWith", "endsWith", "matches", "bytes", "timestamp", "duration", "int", "uint", "double")
+FUNCTIONS: dict[str, Any] = {
+    **{name: _walking(function) for name, function in _RELATIONS.items()},
+    **{name: _reading(base_functions[name]) for name in _TEXT},
 }
 
 
@@ -156,11 +210,15 @@ def _depth_within(tree: lark.Tree, limit: int) -> bool:
     return True
 
 
+def runnable_tree(tree: lark.Tree) -> lark.Tree:
+    """The tree ``program`` runs: the parsed one without its pass-through levels (see
+    ``_without_pass_through``), unless it is deeper than ``_COLLAPSE_DEPTH``."""
+    return _without_pass_through(tree) if _depth_within(tree, _COLLAPSE_DEPTH) else tree
+
+
 def program(tree: lark.Tree) -> celpy.Runner:
-    """The runnable program of a parsed rule (see ``_without_pass_through``)."""
-    if _depth_within(tree, _COLLAPSE_DEPTH):
-        tree = _without_pass_through(tree)
-    return ENV.program(tree, functions=FUNCTIONS)
+    """The runnable program of a parsed rule."""
+    return ENV.program(runnable_tree(tree), functions=FUNCTIONS)
 
 
 def describe_parse_error(exc: Exception) -> str:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -24,7 +24,17 @@ TIMESTAMP_RE = re.compile(
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
 
-_PARAM_KEYS = {"name", "type", "description", "default"}
+# Size bounds (issue 30): every string and array a rule reads has a maximum size, so the cost of a
+# rule can be bounded before it runs (policy.cost). An action declares them per param (``maxLength``
+# for a string or each item of an array<string>, ``maxItems`` for an array); omitted, the default
+# applies. The ceilings are the most a declaration may ask for. A timestamp is at most 64 characters.
+DEFAULT_MAX_LENGTH, MAX_LENGTH_CEILING = 1_000, 10_000
+DEFAULT_MAX_ITEMS, MAX_ITEMS_CEILING = 100, 10_000
+MAX_TIMESTAMP_LENGTH = 64
+_STRINGS = ("string", "array<string>")
+_ARRAYS = ("array<string>", "array<number>")
+
+_PARAM_KEYS = {"name", "type", "description", "default", "maxLength", "maxItems"}
 
 
 @dataclass(frozen=True)
@@ -34,13 +44,36 @@ class Param:
     description: str | None = None
     default: Any = None
     has_default: bool = False
+    max_length: int | None = None  # as declared; ``length_limit`` is what applies
+    max_items: int | None = None
+
+    @property
+    def length_limit(self) -> int | None:
+        """The most characters a string (or each item of an array<string>) may have; None when the
+        type has no strings but timestamps, which ``check_value`` bounds on its own."""
+        if self.type not in _STRINGS:
+            return None
+        return self.max_length if self.max_length is not None else DEFAULT_MAX_LENGTH
+
+    @property
+    def items_limit(self) -> int | None:
+        """The most items an array may have; None for a scalar type."""
+        if self.type not in _ARRAYS:
+            return None
+        return self.max_items if self.max_items is not None else DEFAULT_MAX_ITEMS
 
     def as_json(self) -> dict[str, Any]:
+        """The declared form: a bound that was not declared is left out (the default applies), so
+        the content, and the digestSRI, of a version published before bounds existed is unchanged."""
         out: dict[str, Any] = {"name": self.name, "type": self.type}
         if self.description is not None:
             out["description"] = self.description
         if self.has_default:
             out["default"] = self.default
+        if self.max_length is not None:
+            out["maxLength"] = self.max_length
+        if self.max_items is not None:
+            out["maxItems"] = self.max_items
         return out
 
 
@@ -106,7 +139,8 @@ def _scalar_ok(type_: str, value: Any) -> bool:
 
 
 def check_value(param: Param, value: Any) -> str | None:
-    """None when `value` has the param's type, else a phrase such as "must be a number".
+    """None when `value` has the param's type and fits its size bounds, else a phrase such as
+    "must be a number" or "has 101 items, more than its maxItems of 100".
 
     Callers prefix the place ("executionParams.amount must be a number").
     """
@@ -115,13 +149,48 @@ def check_value(param: Param, value: Any) -> str | None:
         item_type = type_[len("array<") : -1]
         if not isinstance(value, list):
             return _EXPECTED[type_]
+        limit = param.items_limit
+        if limit is not None and len(value) > limit:
+            return f"has {len(value):,} items, more than its maxItems of {limit:,}"
         for i, item in enumerate(value):
             if not _scalar_ok(item_type, item):
                 return f"{_EXPECTED[type_]} (item {i} is not)"
+            too_long = _too_long(param, item)
+            if too_long:
+                return f"item {i} {too_long}"
         return None
     if type_ not in _EXPECTED:
         return f"has an unknown type {type_!r}"
-    return None if _scalar_ok(type_, value) else _EXPECTED[type_]
+    if type_ == "timestamp" and isinstance(value, str) and len(value) > MAX_TIMESTAMP_LENGTH:
+        return f"is longer than {MAX_TIMESTAMP_LENGTH} characters: {_EXPECTED[type_]}"
+    if not _scalar_ok(type_, value):
+        return _EXPECTED[type_]
+    return _too_long(param, value)
+
+
+def _too_long(param: Param, value: Any) -> str | None:
+    limit = param.length_limit
+    if limit is None or not isinstance(value, str) or len(value) <= limit:
+        return None
+    return f"is {len(value):,} characters long, more than its maxLength of {limit:,}"
+
+
+def _bound(item: dict[str, Any], key: str, type_: Any, place: str, errors: list[str]) -> int | None:
+    """A declared ``maxLength`` or ``maxItems``: a whole number from 1 to its ceiling, on a type
+    that has strings (maxLength) or is an array (maxItems)."""
+    if key not in item:
+        return None
+    value = item[key]
+    applies, ceiling = (_STRINGS, MAX_LENGTH_CEILING) if key == "maxLength" else (_ARRAYS, MAX_ITEMS_CEILING)
+    if type_ in PARAM_TYPES and type_ not in applies:
+        errors.append(f"{place}.{key} applies only to {' and '.join(applies)} params")
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= ceiling:
+        errors.append(f"{place}.{key} must be a whole number from 1 to {ceiling:,}")
+        return None
+    return value
 
 
 def normalize_value(param: Param, value: Any) -> Any:
@@ -162,17 +231,20 @@ def parse_params(raw: Any, *, where: str, allow_defaults: bool) -> tuple[list[Pa
         has_default = "default" in item
         if has_default and not allow_defaults:
             item_errors.append(f"{place}.default is not allowed here (only userParams have defaults)")
+        max_length = _bound(item, "maxLength", type_, place, item_errors)
+        max_items = _bound(item, "maxItems", type_, place, item_errors)
         if item_errors:
             errors.extend(item_errors)
             continue
-        param = Param(name=name, type=type_, description=description)
+        param = Param(
+            name=name, type=type_, description=description, max_length=max_length, max_items=max_items
+        )
         if has_default:
             problem = check_value(param, item["default"])
             if problem:
                 errors.append(f"{place}.default {problem}")
                 continue
-            default = normalize_value(param, item["default"])
-            param = Param(name=name, type=type_, description=description, default=default, has_default=True)
+            param = replace(param, default=normalize_value(param, item["default"]), has_default=True)
         seen.add(name)
         params.append(param)
     return params, errors
@@ -205,7 +277,17 @@ def validate_values(
             errors.append(f"{where}.{param.name} {problem}")
         else:
             out[param.name] = normalize_value(param, values[param.name])
-    for extra in values:
-        if extra not in names:
-            errors.append(f"{where}.{extra} is not declared")
+    extras = [extra for extra in values if extra not in names]
+    for extra in extras[:MAX_REPORTED]:
+        shown = (
+            extra
+            if len(extra) <= 64 and NAME_RE.match(extra)
+            else repr(extra[:64]) + "..." * (len(extra) > 64)
+        )
+        errors.append(f"{where}.{shown} is not declared")
+    if len(extras) > MAX_REPORTED:
+        errors.append(f"{where} has {len(extras) - MAX_REPORTED:,} more names that are not declared")
     return out, errors
+
+
+MAX_REPORTED = 10  # undeclared names named one by one; the rest are counted

@@ -9,9 +9,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 import celpy
+import lark
 from celpy import celtypes
 
-from policy import cel, checks
+from policy import cel, checks, cost
+from policy.meter import LimitReached, metered
 from policy.params import Param
 
 MAX_RULE_NAME_LENGTH = 100
@@ -92,7 +94,9 @@ def check_rules(
         "userParams": {p.name: p for p in user_params},
     }
     activations = checks.sample_activations(execution_params, user_params)
+    roots = cost.declared_roots(execution_params, user_params)
     errors: list[str] = []
+    total = 0
     for i, rule in enumerate(rules):
         place = f"{where}.{i} ({rule.name})"
         try:
@@ -101,22 +105,44 @@ def check_rules(
             errors.append(f"{place} does not compile: {cel.describe_parse_error(exc)}")
             continue
         try:
-            problems = _rule_problems(tree, declared, activations)
+            problems, steps = _rule_problems(tree, declared, roots, activations)
         except RecursionError:
-            problems = ["is nested too deeply"]
+            problems, steps = ["is nested too deeply"], 0
+        total += steps
         errors.extend(f"{place} {problem}" for problem in problems)
+    if total > cost.RULE_BUDGET and not any(TOO_COSTLY in e for e in errors):
+        errors.append(
+            f"{where} together may take up to {total:,} steps at their params' maximum sizes, more "
+            f"than the {cost.RULE_BUDGET:,} one verification may take: {ADVICE}"
+        )
     return errors
 
 
-def _rule_problems(tree: Any, declared: checks.Declared, activations: list[dict[str, Any]]) -> list[str]:
+TOO_COSTLY = "steps at its params' maximum sizes"
+ADVICE = "lower the maxItems or maxLength of the params they read, or simplify them"
+
+
+def _rule_problems(
+    tree: Any, declared: checks.Declared, roots: cost.Roots, activations: list[dict[str, Any]]
+) -> tuple[list[str], int]:
+    """The rule's problems, and its estimated steps (``policy.cost``) once it refers only to
+    declared names. A rule over the budget is not run on the samples: what it would cost is
+    exactly what the check must not spend."""
     problems = checks.references(tree, declared)
-    if not problems:
-        static = checks.boolean_problem(checks.result_kinds(tree, declared))
-        problems = [static] if static else []
-    if not problems:
+    if problems:
+        return problems, 0
+    static = checks.boolean_problem(checks.result_kinds(tree, declared))
+    if static:
+        return [static], 0
+    steps = cost.estimate(tree, roots)
+    if steps > cost.RULE_BUDGET:
+        return [
+            f"may take up to {steps:,} {TOO_COSTLY}, more than the {cost.RULE_BUDGET:,} one "
+            f"verification may take: {ADVICE.replace('they read', 'it reads').replace('them', 'it')}"
+        ], steps
+    with metered(cost.RULE_BUDGET * len(activations)):
         sampled = checks.sample_problem(tree, activations)
-        problems = [sampled] if sampled else []
-    return problems
+    return ([sampled] if sampled else []), steps
 
 
 class _ProgramCache:
@@ -158,6 +184,13 @@ class _ProgramCache:
 _CACHE = _ProgramCache()
 
 
+def program_tree(version_key: str, rule: Rule) -> lark.Tree | None:
+    """The tree the rule's compiled program runs (``cel.runnable_tree``), None when it does not
+    compile."""
+    compiled = _CACHE.get(version_key, rule)
+    return None if isinstance(compiled, Exception) else compiled.ast
+
+
 def compile_count() -> int:
     """How many rule programs this process has compiled (for tests of the cache)."""
     return _CACHE.compiles
@@ -165,6 +198,59 @@ def compile_count() -> int:
 
 def clear_cache() -> None:
     _CACHE.clear()
+
+
+@dataclass(frozen=True)
+class RulesRun:
+    """The evaluations of one verification's rules, the steps they took (``policy.meter``) and
+    whether they were stopped at the budget (every rule from the one stopped on is an "error")."""
+
+    evaluations: list[Evaluation]
+    steps: int = 0
+    limit_reached: bool = False
+
+
+LIMIT_REASON = "stopped: the rules took more than the {budget:,} steps one verification may take"
+NOT_RUN_REASON = "not evaluated: an earlier rule used up the steps one verification may take"
+
+
+def run_rules(
+    version_key: str,
+    rules: list[Rule],
+    execution_params: dict[str, Any],
+    user_params: dict[str, Any],
+    now: datetime,
+    *,
+    execution_types: list[Param],
+    user_types: list[Param],
+    budget: int = cost.RULE_BUDGET,
+) -> RulesRun:
+    """One evaluation per rule, in declared order, all of them within ``budget`` steps. Never
+    raises for a bad rule or bad values: such a rule gets result "error" with a reason (and the
+    caller denies); so does the rule the budget runs out on, and each after it."""
+    if not rules:
+        return RulesRun([])
+    activation = {
+        "executionParams": cel.params_map(execution_types, execution_params or {}),
+        "userParams": cel.params_map(user_types, user_params or {}),
+        # A naive `now` is taken as UTC rather than failing every rule.
+        "now": cel.timestamp(now if now.tzinfo else now.replace(tzinfo=UTC)),
+    }
+    evaluations: list[Evaluation] = []
+    with metered(budget) as meter:
+        try:
+            for rule in rules:
+                evaluations.append(_evaluate_one(version_key, rule, activation))
+        except LimitReached:
+            stopped = rules[len(evaluations)]
+            evaluations.append(_failed(stopped, LIMIT_REASON.format(budget=budget)))
+            evaluations.extend(_failed(rule, NOT_RUN_REASON) for rule in rules[len(evaluations) :])
+            return RulesRun(evaluations, meter.spent, limit_reached=True)
+    return RulesRun(evaluations, meter.spent)
+
+
+def _failed(rule: Rule, reason: str) -> Evaluation:
+    return Evaluation(rule=rule.name, expression=rule.expression, result="error", reason=reason)
 
 
 def evaluate(
@@ -177,17 +263,16 @@ def evaluate(
     execution_types: list[Param],
     user_types: list[Param],
 ) -> list[Evaluation]:
-    """One evaluation per rule, in declared order. Never raises for a bad rule or bad values: such a
-    rule gets result "error" with a reason (and the caller denies)."""
-    if not rules:
-        return []
-    activation = {
-        "executionParams": cel.params_map(execution_types, execution_params or {}),
-        "userParams": cel.params_map(user_types, user_params or {}),
-        # A naive `now` is taken as UTC rather than failing every rule.
-        "now": cel.timestamp(now if now.tzinfo else now.replace(tzinfo=UTC)),
-    }
-    return [_evaluate_one(version_key, rule, activation) for rule in rules]
+    """``run_rules``' evaluations, within the budget of one verification."""
+    return run_rules(
+        version_key,
+        rules,
+        execution_params,
+        user_params,
+        now,
+        execution_types=execution_types,
+        user_types=user_types,
+    ).evaluations
 
 
 def _evaluate_one(version_key: str, rule: Rule, activation: dict[str, Any]) -> Evaluation:

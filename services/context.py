@@ -17,6 +17,7 @@ from core.group_commit import GroupCommit
 from core.otp import JourneySecrets
 from core.secretbox import SecretCipher
 from core.settings import Settings
+from services.rule_pool import RulePool
 from store import requests as store_requests
 from store import verifications as store_verifications
 from store.db import is_sqlite
@@ -43,6 +44,8 @@ class Context:
     journey: JourneySecrets = field(init=False)
     # PostgreSQL: one-statement reads on the event loop (the verification's first read)
     loop_reads: LoopReads | None = field(init=False)
+    # the evaluation processes of costly rules, started on first use (services.rule_pool)
+    rules: RulePool = field(init=False)
 
     def client(self) -> Client:
         """The Temporal client, for the operations that need the workflows."""
@@ -58,3 +61,7 @@ class Context:
         )
         self.journey = JourneySecrets(self.settings.master_key_bytes())
         self.loop_reads = None if sqlite else LoopReads(self.engine)
+        self.rules = RulePool(
+            processes=self.settings.rule_processes,
+            waiting_per_org=self.settings.rule_waiting_per_organization,
+        )

@@ -39,7 +39,7 @@ reached step 7 and did not change the row reports ``vp_already_used``, with no e
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from functools import partial
@@ -53,7 +53,10 @@ from core.kinds import CredentialStatus
 from core.observe import events
 from core.secretbox import SecretCipher
 from core.settings import Settings
-from policy import ActionSpec, evaluate, validate_values
+from policy import ActionSpec, validate_values
+from policy.cost import RULE_BUDGET
+from policy.jobs import RulesJob
+from policy.rules import RulesRun
 from services.access import SIGNATURE_USED
 from services.context import Context
 from services.errors import Replayed
@@ -92,6 +95,7 @@ MESSAGES = {
     "vp_already_used": "The presentation has already been used",
     "execution_params_invalid": "executionParams do not match the action",
     "rule_failed": "The action's rules deny this execution",
+    "rule_limit_exceeded": "The action's rules took more steps than one verification may take",
 }
 
 
@@ -167,7 +171,8 @@ def _check(
     verifier_did: str,
     now: datetime,
     loaded: Any = None,
-) -> Outcome:
+) -> tuple[Outcome, RulesJob | None]:
+    """Steps 1 to 8, and the job of step 9 when the pinned version has rules."""
     out = Outcome(
         credential_id=claimed_credential_id(vp), presentation_id=matching(PRESENTATION_URN_RE, vp.get("id"))
     )
@@ -178,11 +183,11 @@ def _check(
     try:
         credential = _verified_credential(vp, engine, settings, row, now)
     except ProofError as exc:
-        return out.deny(vc.reason_code(exc), f"{exc} ({exc.code})")
+        return out.deny(vc.reason_code(exc), f"{exc} ({exc.code})"), None
     except (TypeError, ValueError, AttributeError, KeyError, RecursionError) as exc:
-        return out.deny("vp_proof_invalid", f"not a well-formed presentation ({type(exc).__name__})")
+        return out.deny("vp_proof_invalid", f"not a well-formed presentation ({type(exc).__name__})"), None
     if row is None or credential.get("id") != row.mandate_id:
-        return out.deny("credential_not_found")
+        return out.deny("credential_not_found"), None
     bound = bound_verifiers(vp)
     authorized = verifier_did in authorized_dids(credential)
     in_domain = bound is None or verifier_did in bound
@@ -190,19 +195,19 @@ def _check(
     pin = action_pin(credential)
     spec = _pinned_spec(engine, pin.get("version")) if pin is not None else None
     if credential.get("issuer") != web_service_did(settings.public_url) or (pin is not None and spec is None):
-        return out.deny("credential_not_found")
+        return out.deny("credential_not_found"), None
     reason = vc.validity_error(credential, now) or ("expired" if _vp_expired(_proof(vp), row, now) else None)
     if reason is not None:
-        return out.deny(reason)
+        return out.deny(reason), None
     if row.status != CredentialStatus.ACTIVE or row.revoked_at is not None:
-        return out.deny("credential_revoked")
+        return out.deny("credential_revoked"), None
     if not authorized:
-        return out.deny("verifier_not_authorized")
+        return out.deny("verifier_not_authorized"), None
     if not in_domain:
-        return out.deny("vp_domain_mismatch")
+        return out.deny("vp_domain_mismatch"), None
     out.at_single_use = True
     if row.used_at is not None:
-        return out.deny("vp_already_used")
+        return out.deny("vp_already_used"), None
     return _apply_action(out, pin, spec, execution_params, now)
 
 
@@ -212,27 +217,37 @@ def _apply_action(
     spec: ActionSpec | None,
     execution_params: dict[str, Any] | None,
     now: datetime,
-) -> Outcome:
-    """Steps 8 and 9: executionParams against the pinned version, then its rules."""
+) -> tuple[Outcome, RulesJob | None]:
+    """Step 8, executionParams against the pinned version; and step 9's rules as a job for the
+    caller to run (``_apply_run``), inline or in an evaluation process."""
     declared = spec.execution_params if spec is not None else []
     values, problems = validate_values(
         declared, execution_params, where="executionParams", fill_defaults=False
     )
     if problems:
-        return out.deny("execution_params_invalid", "; ".join(problems))
+        return out.deny("execution_params_invalid", "; ".join(problems)), None
     if spec is None or pin is None or not spec.rules:
-        return out
-    evaluations = evaluate(
+        return out, None
+    job = RulesJob(
         str(pin["version"]),
         spec.rules,
+        spec.execution_params,
+        spec.user_params,
         values,
         pin.get("userParams") or {},
         now,
-        execution_types=spec.execution_params,
-        user_types=spec.user_params,
+        RULE_BUDGET,
     )
-    out.evaluations = [e.as_json() for e in evaluations]
-    failed = [e.rule for e in evaluations if e.result != "pass"]
+    return out, job
+
+
+def _apply_run(out: Outcome, run: RulesRun) -> Outcome:
+    """Step 9: the rules' evaluations; a denial when one did not pass, or when they were stopped
+    at the budget of one verification (``rule_limit_exceeded``)."""
+    out.evaluations = [e.as_json() for e in run.evaluations]
+    if run.limit_reached:
+        return out.deny("rule_limit_exceeded", f"stopped after {run.steps:,} steps")
+    failed = [e.rule for e in run.evaluations if e.result != "pass"]
     if failed:
         return out.deny("rule_failed", f"{', '.join(failed)} did not pass")
     return out
@@ -257,6 +272,62 @@ def _receipt(
     )
 
 
+@dataclass(frozen=True)
+class Assessed:
+    """Steps 1 to 8 done: the outcome so far, and the rules still to run (step 9), if any."""
+
+    out: Outcome
+    job: RulesJob | None
+    now: datetime
+
+
+def assess(
+    engine: Engine,
+    settings: Settings,
+    *,
+    verifier_org_id: str,
+    presentation: Mapping[str, Any],
+    execution_params: dict[str, Any] | None,
+    now: datetime,
+    loaded: Any = None,
+) -> Assessed:
+    """The checks up to the rules. ``loaded``: the presentation's row read already (``_NO_ROW``
+    for none), else it is read here."""
+    verifier_did = web_organization_did(settings.public_url, verifier_org_id)
+    out, job = _check(engine, settings, presentation, execution_params, verifier_did, now, loaded)
+    return Assessed(out, job, now)
+
+
+def conclude(
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
+    assessed: Assessed,
+    run: RulesRun | None,
+    *,
+    actor: Actor,
+    verifier_org_id: str,
+    presentation: Mapping[str, Any],
+    execution_params: dict[str, Any] | None,
+    signature: SignatureUse | None,
+) -> Pending:
+    """The outcome with the rules' ``run`` (when there were rules) and the likely receipt, signed;
+    nothing written yet (``record_batch`` writes it, ``verdict`` answers it)."""
+    out, now = assessed.out, assessed.now
+    if run is not None:
+        _apply_run(out, run)
+    verifier_did = web_organization_did(settings.public_url, verifier_org_id)
+    # the key is fetched before the write transaction: never a second connection inside it
+    key = service_key(engine, cipher, settings)
+    sign = partial(_receipt, key=key, settings=settings, verifier_did=verifier_did, now=now)
+    receipt = sign(out)  # the likely outcome, signed outside the write lock
+    pending = Pending(
+        out, receipt, sign, key, verifier_org_id, presentation, execution_params, now, str(actor), signature
+    )
+    pending.draft()  # its row and audit record encoded here, not in the write
+    return pending
+
+
 def decide(
     engine: Engine,
     cipher: SecretCipher,
@@ -268,23 +339,30 @@ def decide(
     execution_params: dict[str, Any] | None = None,
     now: datetime | None = None,
     signature: SignatureUse | None = None,
-    loaded: Any = None,
 ) -> Pending:
-    """The checks and the likely receipt, signed; nothing written yet (``record_batch`` writes
-    it, ``verdict`` answers it). ``loaded``: the presentation's row read already (``_NO_ROW``
-    for none), else it is read here."""
-    now = now or utcnow()
-    verifier_did = web_organization_did(settings.public_url, verifier_org_id)
-    out = _check(engine, settings, presentation, execution_params, verifier_did, now, loaded)
-    # the key is fetched before the write transaction: never a second connection inside it
-    key = service_key(engine, cipher, settings)
-    sign = partial(_receipt, key=key, settings=settings, verifier_did=verifier_did, now=now)
-    receipt = sign(out)  # the likely outcome, signed outside the write lock
-    pending = Pending(
-        out, receipt, sign, key, verifier_org_id, presentation, execution_params, now, str(actor), signature
+    """``assess`` and ``conclude`` on this thread, the rules (if any) run here within their budget:
+    for callers that are not the API's event loop."""
+    assessed = assess(
+        engine,
+        settings,
+        verifier_org_id=verifier_org_id,
+        presentation=presentation,
+        execution_params=execution_params,
+        now=now or utcnow(),
     )
-    pending.draft()  # its row and audit record encoded here, not in the write
-    return pending
+    run = assessed.job.run() if assessed.job is not None else None
+    return conclude(
+        engine,
+        cipher,
+        settings,
+        assessed,
+        run,
+        actor=actor,
+        verifier_org_id=verifier_org_id,
+        presentation=presentation,
+        execution_params=execution_params,
+        signature=signature,
+    )
 
 
 def verdict(pending: Pending) -> Verdict:
@@ -360,41 +438,75 @@ async def verify_grouped(
     execution_params: dict[str, Any] | None = None,
     signature: SignatureUse | None = None,
 ) -> Verdict:
-    """``verify`` for the API: the checks, then the write with the concurrent verifications of
-    this process (``Context.verifications``).
+    """``verify`` for the API: the checks, the rules, then the write with the concurrent
+    verifications of this process (``Context.verifications``).
 
     The checks run on the event loop: on SQLite as they are (``run_db``); on PostgreSQL with the
     presentation's row read on the loop (``Context.loop_reads``) and the rest from the caches
     (keys, DID documents, action versions), so a verification crosses to a thread only for its
     batch's write. When a cache has to read the database (``WouldBlock``: expired, a key or
     version not seen yet, or a verification method a caller made up), or the read on the loop
-    fails, the checks run again on a thread."""
-    decision = partial(
-        decide,
+    fails, the checks run again on a thread. The rules run on the loop only when they cannot
+    take more than ``policy.cost.INLINE_STEPS`` steps; otherwise in an evaluation process, in the
+    verifying organization's turn (``Context.rules``)."""
+    checks = partial(
+        assess,
+        ctx.engine,
+        ctx.settings,
+        verifier_org_id=verifier_org_id,
+        presentation=presentation,
+        execution_params=execution_params,
+        now=utcnow(),
+    )
+    assessed = await _checked(ctx, checks, presentation)
+    job = assessed.job
+    run = (
+        None if job is None else job.run() if job.runs_inline() else await ctx.rules.run(verifier_org_id, job)
+    )
+    ending = partial(
+        conclude,
         ctx.engine,
         ctx.cipher,
         ctx.settings,
+        assessed,
+        run,
         actor=actor,
         verifier_org_id=verifier_org_id,
         presentation=presentation,
         execution_params=execution_params,
         signature=signature,
     )
-    if ctx.loop_reads is None:
-        pending = await run_db(ctx.engine, decision)
-    else:
-        loaded: Any = None
-        presentation_id = matching(PRESENTATION_URN_RE, presentation.get("id"))
-        try:
-            found = await load_on_loop(ctx.loop_reads, presentation_id) if presentation_id else None
-            loaded = _NO_ROW if found is None else found
-            with on_the_loop():
-                pending = decision(loaded=loaded)
-        except WouldBlock:
-            pending = await run_db(ctx.engine, decision, loaded=loaded)
-        except Exception:  # the read on the loop failed: the engine's way, on a thread
-            if loaded is not None:
-                raise
-            pending = await run_db(ctx.engine, decision)
+    pending = await _on_loop_if_cached(ctx, ending)
     await ctx.verifications.submit(pending)
     return verdict(pending)
+
+
+async def _checked(
+    ctx: Context, checks: Callable[..., Assessed], presentation: Mapping[str, Any]
+) -> Assessed:
+    if ctx.loop_reads is None:
+        return await run_db(ctx.engine, checks)
+    loaded: Any = None
+    presentation_id = matching(PRESENTATION_URN_RE, presentation.get("id"))
+    try:
+        found = await load_on_loop(ctx.loop_reads, presentation_id) if presentation_id else None
+        loaded = _NO_ROW if found is None else found
+        with on_the_loop():
+            return checks(loaded=loaded)
+    except WouldBlock:
+        return await run_db(ctx.engine, checks, loaded=loaded)
+    except Exception:  # the read on the loop failed: the engine's way, on a thread
+        if loaded is not None:
+            raise
+        return await run_db(ctx.engine, checks)
+
+
+async def _on_loop_if_cached(ctx: Context, work: Callable[[], Pending]) -> Pending:
+    """``work`` on the loop when what it reads is cached (PostgreSQL), else ``run_db``'s way."""
+    if ctx.loop_reads is None:
+        return await run_db(ctx.engine, work)
+    try:
+        with on_the_loop():
+            return work()
+    except WouldBlock:
+        return await run_db(ctx.engine, work)

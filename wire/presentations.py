@@ -8,8 +8,13 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
+from core.text import shown
+from policy.actions import MAX_PARAMS
+from policy.params import MAX_ITEMS_CEILING, MAX_LENGTH_CEILING
 from wire.models import Did, ErrorOut
 from wire.signed import SignedPresentation, SignedReceipt
+
+MAX_EXECUTION_PARAMS = MAX_PARAMS  # no action declares more (policy.actions)
 
 
 class PresentationIn(BaseModel):
@@ -42,7 +47,15 @@ class VerifyIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     presentation: dict[str, Any] = Field(description="The VP from the presentation endpoint")
     executionParams: dict[str, Any] | None = Field(
-        default=None, description="Exactly the pinned action version's executionParams"
+        default=None,
+        description=(
+            "Exactly the pinned action version's executionParams, each within its declared maxLength "
+            "and maxItems (else a deny, `execution_params_invalid`). Whatever the action declares, at "
+            f"most {MAX_EXECUTION_PARAMS} names, arrays of at most {MAX_ITEMS_CEILING:,} items and "
+            f"strings of at most {MAX_LENGTH_CEILING:,} characters are read: beyond that the body is "
+            "refused (400) before anything is checked or recorded"
+        ),
+        json_schema_extra={"maxProperties": MAX_EXECUTION_PARAMS},
     )
 
     @field_validator("presentation", "executionParams")
@@ -54,6 +67,36 @@ class VerifyIn(BaseModel):
         if value is not None and not _all_finite(value):
             raise ValueError("must be JSON: NaN and Infinity are not numbers")
         return value
+
+    @field_validator("executionParams")
+    @classmethod
+    def _within_ceilings(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The sizes no declaration may exceed (``policy.params``' ceilings), so no value is read
+        past them: the message names the param."""
+        if value is None:
+            return value
+        if len(value) > MAX_EXECUTION_PARAMS:
+            raise ValueError(f"has {len(value):,} names, more than the {MAX_EXECUTION_PARAMS} allowed")
+        for name, item in value.items():
+            problem = _over_ceiling(item)
+            if problem:
+                raise ValueError(f"{shown(name)} {problem}")
+        return value
+
+
+def _over_ceiling(value: Any) -> str | None:
+    if isinstance(value, str) and len(value) > MAX_LENGTH_CEILING:
+        return f"is {len(value):,} characters long, more than the {MAX_LENGTH_CEILING:,} any param may be"
+    if isinstance(value, list):
+        if len(value) > MAX_ITEMS_CEILING:
+            return f"has {len(value):,} items, more than the {MAX_ITEMS_CEILING:,} any param may have"
+        for index, item in enumerate(value):
+            if isinstance(item, str) and len(item) > MAX_LENGTH_CEILING:
+                return (
+                    f"item {index} is {len(item):,} characters long, more than the "
+                    f"{MAX_LENGTH_CEILING:,} any param may be"
+                )
+    return None
 
 
 def _all_finite(value: Any) -> bool:
@@ -87,6 +130,7 @@ DenyReason = Literal[
     "vp_already_used",
     "execution_params_invalid",
     "rule_failed",
+    "rule_limit_exceeded",
 ]  # CONTRACT 5, in the order verify checks them (services.verification.MESSAGES)
 
 

@@ -198,3 +198,85 @@ def test_filled_default_is_a_copy() -> None:
     values, _ = validate_values(DECLARED, {"amount": 1, "count": 1}, where="u", fill_defaults=True)
     values["currencies"].append("USD")
     assert DECLARED[2].default == ["EUR"]
+
+
+def test_declared_bounds_are_read_checked_and_kept_only_when_declared() -> None:
+    params, errors = parse_params(
+        [
+            {"name": "memo", "type": "string", "maxLength": 200},
+            {"name": "tags", "type": "array<string>", "maxItems": 5, "maxLength": 10},
+            {"name": "amounts", "type": "array<number>"},
+            {"name": "amount", "type": "number"},
+        ],
+        where="executionParams",
+        allow_defaults=False,
+    )
+    assert errors == []
+    memo, tags, amounts, amount = params
+    assert (memo.length_limit, memo.items_limit) == (200, None)
+    assert (tags.length_limit, tags.items_limit) == (10, 5)
+    assert (amounts.length_limit, amounts.items_limit) == (None, 100)  # the default
+    assert (amount.length_limit, amount.items_limit) == (None, None)
+    assert memo.as_json() == {"name": "memo", "type": "string", "maxLength": 200}
+    assert amounts.as_json() == {"name": "amounts", "type": "array<number>"}  # a digest unchanged
+    assert check_value(memo, "x" * 200) is None
+    assert check_value(memo, "x" * 201) == "is 201 characters long, more than its maxLength of 200"
+    assert check_value(tags, ["a"] * 6) == "has 6 items, more than its maxItems of 5"
+    assert check_value(tags, ["a", "x" * 11]) == "item 1 is 11 characters long, more than its maxLength of 10"
+    assert check_value(amounts, [1.0] * 101) == "has 101 items, more than its maxItems of 100"
+    assert (
+        check_value(Param("s", "string"), "x" * 1001)
+        == "is 1,001 characters long, more than its maxLength of 1,000"
+    )
+    assert check_value(Param("t", "timestamp"), "2025-01-31T12:00:00." + "1" * 100 + "Z") is not None
+
+
+@pytest.mark.parametrize(
+    ("item", "message"),
+    [
+        (
+            {"name": "n", "type": "number", "maxLength": 5},
+            "p.0.maxLength applies only to string and array<string> params",
+        ),
+        (
+            {"name": "s", "type": "string", "maxItems": 5},
+            "p.0.maxItems applies only to array<string> and array<number> params",
+        ),
+        (
+            {"name": "s", "type": "string", "maxLength": 0},
+            "p.0.maxLength must be a whole number from 1 to 10,000",
+        ),
+        (
+            {"name": "s", "type": "string", "maxLength": 10_001},
+            "p.0.maxLength must be a whole number from 1 to 10,000",
+        ),
+        (
+            {"name": "s", "type": "string", "maxLength": 2.5},
+            "p.0.maxLength must be a whole number from 1 to 10,000",
+        ),
+        (
+            {"name": "s", "type": "string", "maxLength": True},
+            "p.0.maxLength must be a whole number from 1 to 10,000",
+        ),
+        (
+            {"name": "a", "type": "array<number>", "maxItems": "5"},
+            "p.0.maxItems must be a whole number from 1 to 10,000",
+        ),
+        (
+            {"name": "s", "type": "string", "maxLength": 3, "default": "four"},
+            "p.0.default is 4 characters long, more than its maxLength of 3",
+        ),
+    ],
+)
+def test_bounds_that_cannot_be_are_refused(item: dict[str, Any], message: str) -> None:
+    assert parse_params([item], where="p", allow_defaults=True) == ([], [message])
+
+
+def test_undeclared_names_are_reported_ten_at_most_and_quoted_when_odd() -> None:
+    values = {f"extra{i}": 1 for i in range(25)} | {"x" * 500: 1, "a b": 2}
+    _, errors = validate_values([], values, where="e", fill_defaults=False)
+    assert errors[:2] == ["e.extra0 is not declared", "e.extra1 is not declared"]
+    assert errors[-1] == "e has 17 more names that are not declared"
+    assert len(errors) == 11
+    _, odd = validate_values([], {"a b": 1, "y" * 100: 2}, where="e", fill_defaults=False)
+    assert odd == ["e.'a b' is not declared", f"e.{'y' * 64!r}... is not declared"]

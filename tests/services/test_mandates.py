@@ -640,7 +640,8 @@ async def test_on_postgresql_a_verification_is_decided_on_the_loop_once_the_cach
         )
     assert [v.decision for v in verdicts] == ["allow", "allow"]
     assert [len(v.evaluations) for v in verdicts] == [2, 2]
-    assert hops == ["decide"]  # the first, with cold caches; the second on the loop
+    # the first, with cold caches, its checks and its signing key; the second on the loop
+    assert hops == ["assess", "conclude"]
 
 
 async def test_a_failed_read_on_the_loop_falls_back_to_the_engine(
