@@ -126,12 +126,14 @@ class Signer:
         paths = [f"/credential/{quote(m, safe='')}/presentation" for m in mandate_ids]
         return [self.request("POST", paths[i % len(paths)], body) for i in range(n)]
 
-    def verifications(self, presentations: list[dict[str, Any]]) -> list[bytes]:
+    def verifications(
+        self, presentations: list[dict[str, Any]], execution: dict[str, Any] = EXECUTION_PARAMS
+    ) -> list[bytes]:
         return [
             self.request(
                 "POST",
                 "/credential/verify",
-                compact({"presentation": vp, "executionParams": EXECUTION_PARAMS}),
+                compact({"presentation": vp, "executionParams": execution}),
             )
             for vp in presentations
         ]
@@ -140,19 +142,22 @@ class Signer:
 # --- mandates ---------------------------------------------------------------------------------
 
 
-def request_body(i: int, run: str, label: str = "verify") -> dict[str, Any]:
+RENT: dict[str, Any] = {
+    "type": "POLICY",
+    "name": "Rent payments",
+    "scope": "payments",
+    "action": {"id": EXAMPLE_ACTION_ID, "userParams": USER_PARAMS},
+}
+
+
+def request_body(
+    i: int, run: str, label: str = "verify", credential: dict[str, Any] = RENT
+) -> dict[str, Any]:
     return {
         "contacts": [f"{label}-{run}-{i}@example.com"],
         "securityLevel": "CONTACT",
         "name": f"{label.capitalize()} bench {run} #{i}",
-        "credentials": [
-            {
-                "type": "POLICY",
-                "name": "Rent payments",
-                "scope": "payments",
-                "action": {"id": EXAMPLE_ACTION_ID, "userParams": USER_PARAMS},
-            }
-        ],
+        "credentials": [credential],
     }
 
 
@@ -177,11 +182,16 @@ class Journey:
 
 
 async def open_journey(
-    http: httpx.AsyncClient, signer: Signer, i: int, run: str, label: str = "verify"
+    http: httpx.AsyncClient,
+    signer: Signer,
+    i: int,
+    run: str,
+    label: str = "verify",
+    credential: dict[str, Any] = RENT,
 ) -> Journey:
     """A request over the API, its subject's code read from the development outbox and entered
     on the approval page: everything but the decision."""
-    body = compact(request_body(i, run, label))
+    body = compact(request_body(i, run, label, credential))
     created = await http.post("/request", content=body, headers=signer.headers(body))
     if created.status_code != 201:
         raise RuntimeError(f"POST /request: {created.status_code} {created.text[:300]}")
@@ -208,10 +218,17 @@ async def decide(http: httpx.AsyncClient, journey: Journey, choice: str = "accep
     return decided
 
 
-async def issue_mandate(http: httpx.AsyncClient, temporal: Any, signer: Signer, i: int, run: str) -> str:
+async def issue_mandate(
+    http: httpx.AsyncClient,
+    temporal: Any,
+    signer: Signer,
+    i: int,
+    run: str,
+    credential: dict[str, Any] = RENT,
+) -> str:
     """A request over the API, accepted by its subject on the approval page (the code from the
     development outbox, then the decision): the mandate URN."""
-    journey = await open_journey(http, signer, i, run)
+    journey = await open_journey(http, signer, i, run, credential=credential)
     await decide(http, journey)
     for _ in range(100):  # issued by the decision's update: normally already there
         got = await http.get(f"/request/{journey.request_id}", headers=signer.headers())
@@ -222,9 +239,13 @@ async def issue_mandate(http: httpx.AsyncClient, temporal: Any, signer: Signer, 
     raise RuntimeError(f"credential {journey.credential_id} of request {journey.request_id} was not issued")
 
 
-async def issue_mandates(http: httpx.AsyncClient, temporal: Any, signer: Signer, n: int) -> list[str]:
-    run = str(int(time.time()))
-    return list(await asyncio.gather(*(issue_mandate(http, temporal, signer, i, run) for i in range(n))))
+async def issue_mandates(
+    http: httpx.AsyncClient, temporal: Any, signer: Signer, n: int, credential: dict[str, Any] = RENT
+) -> list[str]:
+    run = f"{int(time.time())}-{signer.caller.organization_id[-6:]}"
+    return list(
+        await asyncio.gather(*(issue_mandate(http, temporal, signer, i, run, credential) for i in range(n)))
+    )
 
 
 # --- reading the answers ----------------------------------------------------------------------
