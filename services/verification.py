@@ -20,7 +20,10 @@ or its credential is not that VP's mandate, not issued by us, or pins an unknown
 ``credential_revoked`` (a mandate that is not ACTIVE counts as revoked); (6)
 ``verifier_not_authorized``, then ``vp_domain_mismatch``; (7) ``vp_already_used``; (8)
 ``execution_params_invalid``: exactly the pinned version's names, each of its type; (9)
-``rule_failed``: a rule of the *pinned* version fails or errors, evaluated at ``now``.
+``rule_failed``: a rule of the *pinned* version fails or errors, evaluated at ``now``; or
+``rule_limit_exceeded``: the rules took more than ``policy.cost.RULE_BUDGET`` steps (issue 30: they
+run on the loop only when they cannot take more than ``policy.cost.INLINE_STEPS``, else in an
+evaluation process, ``services.rule_pool``).
 
 A VP expired at the time of the call is still checked for its signatures first: the proof is
 verified as of its own expiry, so a tampered expired VP reports the signature, not the expiry.

@@ -46,6 +46,12 @@ PRESENTATION_ERRORS = {
 VERIFY_ERRORS = {
     **errors(400, 401, 413),
     **answer(
+        429,
+        "Too many of the organization's verifications wait for an evaluation process (costly rules): "
+        "retry after `Retry-After` seconds; nothing was recorded and the VP is still unused",
+    ),
+    **answer(503, "Rule evaluation is not available right now; nothing was recorded"),
+    **answer(
         403, "Denied: `reason` says which check failed; with the evaluations and a receipt", VerifyDenied
     ),
 }

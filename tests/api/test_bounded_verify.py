@@ -179,3 +179,26 @@ async def test_values_past_every_ceiling_are_a_400_and_leave_the_vp_unused(
     body = assert_error_shape(await verify(api, vp, execution), 400)
     assert any(message in line for line in body["message"]), body["message"]
     checked(await verify(api, vp, GOOD), engine, settings)  # nothing was recorded: still usable
+
+
+async def test_too_many_waiting_is_a_429_that_records_nothing(
+    api: SignedClient,
+    http: Any,
+    temporal: Any,
+    engine: Engine,
+    settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """When as many of the organization's costly verifications wait as may (here none may), the
+    next is told to retry: 429 with Retry-After, nothing recorded, the VP still unused."""
+    action_id = publish_unchecked(
+        engine, api.creds.organization_id, [{"name": "distinct", "expression": QUADRATIC}]
+    )
+    _, vp = await new_vp(api, temporal, credentials=[batch_credential(action_id)])
+    items = {"items": [f"item-{i}" for i in range(40)]}  # too costly to run inline
+    monkeypatch.setattr(the_pool(http), "waiting_per_org", 0)
+    resp = await verify(api, vp, items)
+    body = assert_error_shape(resp, 429)
+    assert resp.headers["Retry-After"] == "1" and "retry" in body["message"]
+    monkeypatch.undo()
+    checked(await verify(api, vp, items), engine, settings)  # 40 items fit the budget
