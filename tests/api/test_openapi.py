@@ -80,7 +80,7 @@ def test_only_the_statuses_an_operation_can_send(app: FastAPI) -> None:
         "list_action_versions": ["200", "400", "401", "404"],
         "create_presentation": ["200", "400", "401", "403", "404", "409", "413"],
         "create_presentation_alias": ["200", "400", "401", "403", "404", "409", "413"],
-        "verify_presentation": ["200", "400", "401", "403", "413"],
+        "verify_presentation": ["200", "400", "401", "403", "413", "429", "503"],
         "revoke_mandate": ["200", "400", "401", "404", "409", "413"],
         "revoke_mandate_alias": ["200", "400", "401", "404", "409", "413"],
         "credential_evidence": ["200", "400", "401", "404"],
