@@ -24,7 +24,7 @@ from store import actions
 from store.db import utcnow, write_session
 from store.tables import ActionVersion
 from tests.support.audit_helpers import chain
-from tests.support.helpers import SignedClient, assert_error_shape
+from tests.support.helpers import SignedClient, assert_error_shape, policy_request
 from tests.support.presentations import GOOD, checked, new_vp, verify
 from trust.credentials import digest_sri
 
@@ -202,3 +202,22 @@ async def test_too_many_waiting_is_a_429_that_records_nothing(
     assert resp.headers["Retry-After"] == "1" and "retry" in body["message"]
     monkeypatch.undo()
     checked(await verify(api, vp, items), engine, settings)  # 40 items fit the budget
+
+
+async def test_user_params_over_their_bounds_are_refused_where_a_request_enters(api: SignedClient) -> None:
+    """The same bounds hold for what a request pins: the example action's ``payees`` is an
+    array<string> of the default maxItems (100); 101 is a 400 naming it, and nothing is made."""
+    credential = {
+        "type": "POLICY",
+        "name": "Rent payments",
+        "scope": "payments",
+        "action": {
+            "id": "urn:via:action:0b1e4c1a-7f1d-4a7e-9a55-1f2b3c4d5e6f",
+            "userParams": {"maxAmount": 10, "payees": [f"payee {i}" for i in range(101)]},
+        },
+    }
+    resp = await api.post("/request", policy_request(credentials=[credential]))
+    body = assert_error_shape(resp, 400)
+    assert any("payees has 101 items, more than its maxItems of 100" in m for m in body["message"]), body
+    listed = await api.get("/request")
+    assert listed.json()["data"] == []
