@@ -167,3 +167,14 @@ def test_the_meter_stops_an_evaluation_that_an_or_would_otherwise_absorb() -> No
         else:
             raise AssertionError("the evaluation went past its budget")
     assert 50 < meter.spent <= 60
+
+
+def test_a_flaw_in_the_estimate_is_a_problem_of_the_rule_not_an_escape(monkeypatch: Any) -> None:
+    """Were the estimate ever below what a rule takes on the samples, the check names the rule
+    rather than letting the meter's stop escape as an error of the page or command."""
+    monkeypatch.setattr(cost, "estimate", lambda tree, roots, runnable=False: 1)
+    ten = "[1,2,3,4,5,6,7,8,9,10]"
+    problems = check_rules(
+        [Rule("deep", f"{ten}.all(a, {ten}.all(b, {ten}.all(c, a + b + c > 0)))")], EXECUTION, USER
+    )
+    assert problems == [f"rules.0 (deep) took more than {cost.RULE_BUDGET:,} steps on sample values"]
