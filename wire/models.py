@@ -26,6 +26,7 @@ from core.kinds import CredentialStatus, RequestStatus, SecurityLevel, SubjectId
 from core.origins import BadOrigin, check_url
 from core.text import quote_input, shown, unsafe_characters
 from wire.contacts import normalize_contact
+from wire.dates import in_utc
 from wire.numbers import reject_non_jcs
 from wire.signed import (
     ActionParamJson,
@@ -64,9 +65,10 @@ def _date_time_text(value: Any) -> Any:
 
 
 def _aware(value: datetime) -> datetime:
+    """In UTC, as it is kept; out of range when its offset takes it outside the years 1 to 9999."""
     if value.tzinfo is None:
         raise ValueError("must carry a time zone offset (e.g. 2026-01-31T12:00:00Z)")
-    return value.astimezone(UTC)
+    return in_utc(value)
 
 
 def _did(value: str) -> str:
