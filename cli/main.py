@@ -12,7 +12,7 @@ from sqlalchemy import Engine, inspect
 
 from cli.actions import action_app
 from cli.audit import audit_app
-from cli.common import JsonOpt, context, emit, fail, operator, services_context
+from cli.common import JsonOpt, context, echo, emit, fail, operator, services_context
 from cli.mandates import mandate_app
 from cli.org_settings import register_org_settings
 from cli.requests import request_app
@@ -136,7 +136,7 @@ def org_list(as_json: JsonOpt = False) -> None:
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
     for r in [] if as_json else rows:
-        typer.echo(f"{r['organizationId']}  {r['name']}  {r['did']}")
+        echo(f"{r['organizationId']}  {r['name']}  {r['did']}")
 
 
 @org_app.command("set-rate")
@@ -256,9 +256,7 @@ def key_list(
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
     for r in [] if as_json else rows:
-        typer.echo(
-            f"{r['keyId']}  {r['prefix']}…  {r['name'] or '(unnamed)'}  revoked={r['revokedAt'] or '-'}"
-        )
+        echo(f"{r['keyId']}  {r['prefix']}…  {r['name'] or '(unnamed)'}  revoked={r['revokedAt'] or '-'}")
 
 
 def _signing_context() -> tuple[Settings, Engine, SecretCipher]:
