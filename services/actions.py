@@ -198,15 +198,16 @@ def update(ctx: Context, actor: Actor, org_id: str, action_id: str, name: str, d
 
 def new_version(ctx: Context, actor: Actor, org_id: str, action_id: str) -> ActionVersion:
     """The action's next draft, a copy of its newest version under the action's current name and
-    description: a change starts from what was last written."""
+    description: a change starts from what was last written. A copy is not held to the text rule
+    (``add_version`` is): what was stored before it is copied as it is, shown escaped with its
+    problems in the editor, and cannot be published until it is fixed."""
     view = store.get_action(ctx.engine, org_id, action_id, published_only=False)
     if view is None:
         raise NotFound(f"action {action_id} not found")
     action = view.action
     base = store.spec_of(view.versions[-1]) if view.versions else ActionSpec(action.name, None)
-    return add_version(
-        ctx, actor, org_id, action_id, replace(base, name=action.name, description=action.description)
-    )
+    spec = replace(base, name=action.name, description=action.description)
+    return _refusing(lambda: store.add_version(ctx.engine, org_id, action_id, spec))
 
 
 def save_draft(ctx: Context, actor: Actor, org_id: str, version_id: str, spec: ActionSpec) -> ActionVersion:

@@ -15,14 +15,18 @@ from fastapi import FastAPI
 from sqlalchemy import Engine, select
 from sqlmodel import col
 
+from core.actors import Actor
 from core.kinds import ActionVersionStatus, MemberRole
 from core.secretbox import SecretCipher
 from core.settings import Settings
+from services import actions
+from services.actions import PublishRefused
 from services.context import Context
 from store import actions as action_store
 from store import orgs
 from store import webhooks as webhook_store
 from store.tables import ActionVersion, Credential
+from tests.support.actions import RENT, published
 from tests.support.audit_helpers import issued_mandate
 from tests.support.dashboard import log_in_as, page_client
 from tests.support.helpers import Credentials
@@ -230,3 +234,26 @@ async def test_an_actions_name_is_one_line_and_its_description_has_no_bidi(
     assert refused.status_code == 400 and why in said(refused)
     assert multiline.status_code == 303
     assert _pay_draft(engine, org.organization_id).content["description"] == "Rent\nmonthly"
+
+
+async def test_a_version_stored_before_the_rule_is_copied_shown_escaped_and_not_published(
+    app: FastAPI, ctx: Context, org: Credentials, engine: Engine
+) -> None:
+    """A new version copies the newest one as it is (a 500 if the copy were held to the rule): the
+    editor shows each problem beside its row, escaped, and publishing it is refused."""
+    raw = {**RENT, "rules": [{**RENT["rules"][0], "description": "Never \u202emore"}]}
+    action_id, _ = published(engine, org.organization_id, raw)  # stored before the rule
+    key = action_id.rsplit(":", 1)[1]
+    async with page_client(app) as browser:
+        _, csrf = await log_in_as(browser, ctx, org, MemberRole.DEVELOPER, "editor")
+        copied = await browser.post(f"/dashboard/actions/{key}/versions", data={"csrf": csrf})
+        assert copied.status_code == 303, copied.text[-1500:]
+        path = copied.headers["location"]
+        page = await browser.get(path)
+        assert page.status_code == 200 and "Never \\u202emore" in page.text and "\u202e" not in page.text
+        assert f"description {MULTILINE} (found U+202E)" in said(page)
+    version = action_store.version_by_number(engine, org.organization_id, action_id, 2)
+    assert version is not None
+    with pytest.raises(PublishRefused) as why:
+        actions.publish(ctx, Actor.operator("tests"), version.id, org.organization_id)
+    assert why.value.problems == [f"rules.0.description {MULTILINE} (found U+202E)"]
