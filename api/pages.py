@@ -1,5 +1,13 @@
 """What every server-rendered page shares: the Jinja environment of ``api/templates`` and the
-headers a page is answered with (a strict Content-Security-Policy around the page's nonce)."""
+headers a page is answered with (a strict Content-Security-Policy around the page's nonce).
+
+Every value a page shows passes ``shown``: a control, line separator or bidi control in it
+(``core.text``) is shown as a visible ``\\uXXXX`` marker, never raw. Entry refuses them in texts
+people read, but not in what was stored before that rule, nor in what nobody could refuse (the
+executionParams an agent sends at verify, recorded in the audit trail). Line feeds are kept: a
+description or a document's value may hold them, and a page breaks a line only where we say so
+(outside ``<pre>`` and form fields, a line feed is a space).
+"""
 
 from __future__ import annotations
 
@@ -9,12 +17,27 @@ from typing import Any
 
 from fastapi.responses import HTMLResponse
 from jinja2 import Environment, FileSystemLoader, select_autoescape
+from markupsafe import Markup
+
+from core.text import escaped
+
+
+def shown(value: Any) -> Any:
+    """A value as a page shows it: text with ``core.text``'s unsafe characters but the line feed
+    as ``\\uXXXX`` (markup too: what it was made of was shown through here)."""
+    if isinstance(value, Markup):
+        return Markup(escaped(str(value), keep_lines=True))  # noqa: S704 (only \uXXXX text added)
+    if isinstance(value, str):
+        return escaped(value, keep_lines=True)
+    return value
+
 
 TEMPLATES = Environment(
     loader=FileSystemLoader(Path(__file__).resolve().parent / "templates"),
     autoescape=select_autoescape(["html"]),
     trim_blocks=True,
     lstrip_blocks=True,
+    finalize=shown,
 )
 
 

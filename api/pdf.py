@@ -7,7 +7,10 @@ Text: with a Unicode TrueType font (DejaVu Sans, from the system's fonts, e.g. D
 ``fonts-dejavu-core``) every script DejaVu covers is rendered and embedded (as a subset). Without
 one, the PDF core font Helvetica is used in the Windows-1252 encoding, which holds every letter of
 Portuguese, Spanish and French (ã, ç, ñ, é, œ, «», €...); a character outside it is shown as ``?``.
-Hidden data items are masked with a fixed-length mask (their length is not revealed).
+Hidden data items are masked with a fixed-length mask (their length is not revealed). A control,
+line separator or bidi control in any text (``core.text``: one stored before entry refused them) is
+shown as a visible ``\\uXXXX`` marker; only a description and a document's values keep their line
+breaks.
 
 Rendering is CPU work (about 13 microseconds per character of text), so it is bounded three ways:
 a document's text is capped at creation (``wire/models.py``), each rendering is kept
@@ -37,6 +40,7 @@ from fpdf import FPDF
 from fpdf.enums import XPos, YPos
 
 from core.kinds import CredentialStatus
+from core.text import escaped
 
 # (regular, bold) pairs, first found wins: Debian/Ubuntu, Fedora, Alpine/Arch
 UNICODE_FONT_CANDIDATES: tuple[tuple[Path, Path], ...] = tuple(
@@ -66,6 +70,9 @@ RENDER_WORKERS = 1  # fpdf2 is pure Python: under the GIL a second thread adds n
 RENDER_WAITING = 8
 RETRY_AFTER_SECONDS = 5
 CACHE_BYTES = 64 * 1024 * 1024
+# part of every PDF's digest: a change to how a sheet is drawn renders the kept PDFs anew
+# (2: unsafe characters shown as \uXXXX)
+RENDERING = 2
 
 
 @dataclass(frozen=True)
@@ -127,7 +134,10 @@ class _Writer:
             self.family, self.unicode = "dejavu", True
         self.pdf.add_page()
 
-    def text(self, value: str) -> str:
+    def text(self, value: str, multiline: bool = False) -> str:
+        """``value`` as drawn: unsafe characters escaped (``multiline`` keeps line feeds), and in the
+        core font's encoding without a Unicode font."""
+        value = escaped(value, keep_lines=multiline).replace("\r\n", "\n")
         return value if self.unicode else value.encode(CORE_ENCODING, "replace").decode(CORE_ENCODING)
 
     def line(
@@ -137,10 +147,12 @@ class _Writer:
         bold: bool = False,
         color: tuple[int, int, int] = BLACK,
         gap: float = 1.5,
+        multiline: bool = False,
     ) -> None:
         self.pdf.set_font(self.family, "B" if bold else "", size)
         self.pdf.set_text_color(*color)
-        self.pdf.multi_cell(0, size * 0.5, self.text(value), align="L", new_x=XPos.LMARGIN, new_y=YPos.NEXT)
+        shown = self.text(value, multiline)
+        self.pdf.multi_cell(0, size * 0.5, shown, align="L", new_x=XPos.LMARGIN, new_y=YPos.NEXT)
         self.pdf.ln(gap)
 
     def heading(self, value: str) -> None:
@@ -151,9 +163,9 @@ class _Writer:
         self.pdf.line(self.pdf.l_margin, y, self.pdf.w - self.pdf.r_margin, y)
         self.pdf.ln(2)
 
-    def field(self, label: str, value: str) -> None:
+    def field(self, label: str, value: str, multiline: bool = False) -> None:
         self.line(label, size=8, bold=True, color=GREY, gap=0.3)
-        self.line(value, size=10, gap=2)
+        self.line(value, size=10, gap=2, multiline=multiline)
 
 
 def render(sheet: CredentialSheet, font: tuple[Path, Path] | Literal["auto"] | None = "auto") -> bytes:
@@ -167,7 +179,7 @@ def render(sheet: CredentialSheet, font: tuple[Path, Path] | Literal["auto"] | N
     out.line(sheet.name, size=18, bold=True, gap=2)
     out.line(f"{kind} requested by {sheet.organization_name}", size=11, color=GREY, gap=3)
     if sheet.description:
-        out.line(sheet.description, gap=3)
+        out.line(sheet.description, gap=3, multiline=True)
     status = f"Status: {sheet.status} ({STATUS_WORDS.get(sheet.status, sheet.status.lower())})"
     out.line(status, size=11, bold=True, gap=1)
     if sheet.revoked_at is not None:
@@ -177,7 +189,7 @@ def render(sheet: CredentialSheet, font: tuple[Path, Path] | Literal["auto"] | N
     out.heading("What was approved" if sheet.issued_at else "What the subjects are asked to approve")
     for item in sheet.items:
         value = MASK if item.get("hidden") else str(item.get("value", ""))
-        out.field(str(item.get("label", "")), value)
+        out.field(str(item.get("label", "")), value, multiline=True)
     if not sheet.items:
         out.line("(no items)", color=GREY)
 
@@ -208,7 +220,9 @@ Save = Callable[[str, str, bytes], None]  # (credential id, content digest, PDF)
 
 def sheet_digest(sheet: CredentialSheet) -> str:
     """A digest of everything the PDF shows: equal digests, equal PDFs."""
-    shown = json.dumps(asdict(sheet), sort_keys=True, default=str, ensure_ascii=False)
+    shown = json.dumps(
+        {**asdict(sheet), "rendering": RENDERING}, sort_keys=True, default=str, ensure_ascii=False
+    )
     return hashlib.sha256(shown.encode()).hexdigest()
 
 

@@ -14,7 +14,7 @@ import typer
 import yaml
 from sqlalchemy import Engine
 
-from cli.common import JsonOpt, context, emit, fail, operator, services_context
+from cli.common import JsonOpt, context, echo, emit, fail, operator, services_context
 from services.context import Context
 from services.errors import ServiceError
 from store import orgs
@@ -232,6 +232,6 @@ def action_list(
         )
         return
     for v in views:
-        typer.echo(f"{v.action.id}  {v.action.name}")
+        echo(f"{v.action.id}  {v.action.name}")
         for x in v.versions:
             typer.echo(f"  v{x.number}  {x.status:<9}  {x.id}  {x.digest_sri or ''}")

@@ -16,6 +16,7 @@ from core.actors import Actor
 from core.process import exit_now
 from core.secretbox import SecretCipher
 from core.settings import Settings, get_settings
+from core.text import escaped
 from services.audit import MAX_REASON, checked_reason
 from services.context import Context
 from services.errors import Invalid, ServiceError
@@ -70,7 +71,14 @@ def emit(data: dict[str, object], as_json: bool, title: str) -> None:
     typer.echo(title)
     width = max(len(k) for k in data)
     for k, v in data.items():
-        typer.echo(f"  {k.ljust(width)}  {v}")
+        echo(f"  {k.ljust(width)}  {v}")
+
+
+def echo(line: str) -> None:
+    """A line of text output holding stored text (names, reasons, URLs): its control, line
+    separator and bidi characters shown as ``\\uXXXX`` (``core.text``), so none can move the
+    terminal's cursor, break the line or reorder it. ``--json`` output is ASCII-escaped JSON."""
+    typer.echo(escaped(line))
 
 
 def _json_value(value: object) -> str:

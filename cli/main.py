@@ -12,7 +12,7 @@ from sqlalchemy import Engine, inspect
 
 from cli.actions import action_app
 from cli.audit import audit_app
-from cli.common import JsonOpt, context, emit, fail, operator, services_context
+from cli.common import JsonOpt, context, echo, emit, fail, operator, services_context
 from cli.mandates import mandate_app
 from cli.org_settings import register_org_settings
 from cli.requests import request_app
@@ -28,6 +28,7 @@ from store import keys as signing_keys
 from store import orgs
 from store.db import keep_files_private, migrate
 from trust.did import key_id, web_organization_did, web_service_did
+from wire.dates import parse_iso
 
 app = typer.Typer(help="Administer a Mandatum installation.", no_args_is_help=True)
 org_app = typer.Typer(help="Organizations.", no_args_is_help=True)
@@ -135,7 +136,7 @@ def org_list(as_json: JsonOpt = False) -> None:
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
     for r in [] if as_json else rows:
-        typer.echo(f"{r['organizationId']}  {r['name']}  {r['did']}")
+        echo(f"{r['organizationId']}  {r['name']}  {r['did']}")
 
 
 @org_app.command("set-rate")
@@ -154,7 +155,12 @@ def org_set_rate(
 @key_app.command("create")
 def key_create(
     org: Annotated[str, typer.Option("--org", help="Organization id.")],
-    expires_at: Annotated[datetime | None, typer.Option("--expires-at", help="ISO date-time.")] = None,
+    expires_at: Annotated[
+        str | None,
+        typer.Option(
+            "--expires-at", help="ISO 8601 date or date-time, e.g. 2027-01-31T12:00:00Z (no offset: UTC)."
+        ),
+    ] = None,
     name: Annotated[
         str | None,
         typer.Option("--name", help="What the key is for (1 to 80 characters), shown in the dashboard."),
@@ -166,7 +172,10 @@ def key_create(
 ) -> None:
     """Add an API key to an organization (unnamed without --name)."""
     ctx = services_context()
-    expires = _aware(expires_at)
+    try:
+        expires = parse_iso("--expires-at", expires_at) if expires_at is not None else None
+    except ValueError as exc:
+        fail(str(exc))
     if expires is not None and expires <= datetime.now(UTC):
         fail("--expires-at must be in the future")
     try:
@@ -186,11 +195,6 @@ def key_create(
         as_json,
         "API key created. Store it now: it is not shown again.",
     )
-
-
-def _aware(value: datetime | None) -> datetime | None:
-    """A date-time without an offset is read as UTC."""
-    return value if value is None or value.tzinfo else value.replace(tzinfo=UTC)
 
 
 @key_app.command("rotate")
@@ -252,9 +256,7 @@ def key_list(
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
     for r in [] if as_json else rows:
-        typer.echo(
-            f"{r['keyId']}  {r['prefix']}…  {r['name'] or '(unnamed)'}  revoked={r['revokedAt'] or '-'}"
-        )
+        echo(f"{r['keyId']}  {r['prefix']}…  {r['name'] or '(unnamed)'}  revoked={r['revokedAt'] or '-'}")
 
 
 def _signing_context() -> tuple[Settings, Engine, SecretCipher]:

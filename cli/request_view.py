@@ -7,8 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-import typer
-
+from cli.common import echo
 from trust.did import web_subject_did
 
 if TYPE_CHECKING:  # services.requests loads the Temporal client: only the commands import it
@@ -112,7 +111,6 @@ def detail_data(found: Detail, public_url: str) -> dict[str, Any]:
 
 def print_detail(data: dict[str, Any]) -> None:
     """The request as lines of text (the same data as ``--json``)."""
-    echo = typer.echo
     echo(f"request {data['id']}  {data['status']}  {data['securityLevel']}  org {data['organizationId']}")
     for label, key in (("name", "name"), ("internalId", "internalId"), ("created", "createdAt")):
         echo(f"  {label:<10}  {data[key] or '-'}")

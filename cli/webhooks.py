@@ -19,6 +19,7 @@ from cli.common import (
     JsonOpt,
     ReasonOpt,
     context,
+    echo,
     emit,
     fail,
     finish,
@@ -82,7 +83,7 @@ def webhook_set(
         )
     except ServiceError as exc:
         fail(str(exc))
-    typer.echo(f"webhook of organization {org} set: {url}")
+    echo(f"webhook of organization {org} set: {url}")
     if generated:
         emit(generated, False, "generated (shown once, keep them now):")
 
@@ -214,7 +215,7 @@ def webhook_attempts(event_id: EventArg, as_json: JsonOpt = False) -> None:
     for a in log.attempts:
         outcome = f"HTTP {a.status_code}" if a.status_code is not None else a.error or "-"
         took = f"{a.duration_ms} ms" if a.duration_ms is not None else "-"
-        typer.echo(f"  #{a.number}  {a.finished_at.isoformat()}  {outcome}  {took}  {a.url or '-'}")
+        echo(f"  #{a.number}  {a.finished_at.isoformat()}  {outcome}  {took}  {a.url or '-'}")
 
 
 def _json_value(value: object) -> str:

@@ -130,11 +130,13 @@ class EgressPolicy:
 
     def parse(self, url: str) -> httpx.URL:
         """The URL's shape: an absolute http(s) URL (https only in production) with a host, no
-        user name or password, no whitespace or control characters, at most 2048 characters."""
+        user name or password, no whitespace, control or bidi characters, at most 2048 characters."""
         if len(url) > URL_MAX:
             raise UrlNotAllowed(f"the webhook URL must be at most {URL_MAX} characters")
         if has_space_or_control(url):
-            raise UrlNotAllowed("the webhook URL must not contain spaces or control characters")
+            raise UrlNotAllowed(
+                "the webhook URL must not contain spaces, control or bidi override characters"
+            )
         try:
             parsed = httpx.URL(url)
         except (httpx.InvalidURL, UnicodeError, ValueError) as exc:

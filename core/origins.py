@@ -99,7 +99,7 @@ def _plain(value: str) -> str:
     if not value or len(value) > MAX_URL:
         raise BadOrigin(f"must be 1 to {MAX_URL} characters")
     if has_space_or_control(value):
-        raise BadOrigin("spaces and control characters are not allowed")
+        raise BadOrigin("spaces, control and bidi override characters are not allowed")
     return value
 
 

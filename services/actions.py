@@ -22,6 +22,7 @@ from core.text import unsafe_characters
 from policy.actions import MAX_NAME_LENGTH, ActionSpec, check_spec, parse_action_spec
 from policy.params import parse_params, validate_values
 from policy.rules import Evaluation, Rule, check_rules, evaluate
+from services.action_text import text_problems
 from services.context import Context
 from services.errors import Conflict, Invalid, NotFound
 from store import actions as store
@@ -48,20 +49,35 @@ def _refusing(work: Callable[[], T]) -> T:
         raise PublishRefused(list(exc.messages)) from exc
 
 
+def _readable(spec: ActionSpec) -> None:
+    """``Invalid`` naming each text of ``spec`` that ``core.text`` refuses (``services.action_text``)."""
+    problems = text_problems(spec)
+    if problems:
+        raise Invalid(problems)
+
+
 def create(
     ctx: Context, actor: Actor, org_id: str, spec: ActionSpec, action_id: str | None = None
 ) -> tuple[Action, ActionVersion]:
     """A new action with ``spec`` as its draft version 1 (under ``action_id`` when given)."""
+    _readable(spec)
     return _refusing(lambda: store.create_action(ctx.engine, org_id, spec, action_id=action_id))
 
 
 def add_version(ctx: Context, actor: Actor, org_id: str, action_id: str, spec: ActionSpec) -> ActionVersion:
     """The action's next numbered draft."""
+    _readable(spec)
     return _refusing(lambda: store.add_version(ctx.engine, org_id, action_id, spec))
 
 
 def publish(ctx: Context, actor: Actor, version_id: str, org_id: str | None = None) -> ActionVersion:
-    """Run the publish checks and make the draft immutable, its ``digestSRI`` fixed."""
+    """Run the publish checks and make the draft immutable, its ``digestSRI`` fixed. A draft stored
+    before ``core.text``'s rule that breaks it is refused with the publish checks' problems."""
+    draft = store.get_version(ctx.engine, version_id)
+    if draft is not None and (org_id is None or draft.organization_id == org_id):
+        problems = text_problems(store.spec_of(draft)) if draft.status == store.DRAFT else []
+        if problems:
+            raise PublishRefused(problems)
     return _refusing(lambda: store.publish(ctx.engine, version_id, org_id, actor=str(actor)))
 
 
@@ -155,8 +171,8 @@ def named(name: str, description: str) -> tuple[str, str | None]:
         problems.append(f"The name holds characters it may not: {', '.join(unsafe_characters(name))}.")
     if len(description) > MAX_DESCRIPTION_LENGTH:
         problems.append(f"The description is at most {MAX_DESCRIPTION_LENGTH} characters.")
-    elif unsafe_characters(description.replace("\n", "")):
-        shown = ", ".join(unsafe_characters(description.replace("\n", "")))
+    elif unsafe_characters(description, multiline=True):
+        shown = ", ".join(unsafe_characters(description, multiline=True))
         problems.append(f"The description holds characters it may not: {shown}.")
     if problems:
         raise Invalid(problems)
@@ -182,19 +198,21 @@ def update(ctx: Context, actor: Actor, org_id: str, action_id: str, name: str, d
 
 def new_version(ctx: Context, actor: Actor, org_id: str, action_id: str) -> ActionVersion:
     """The action's next draft, a copy of its newest version under the action's current name and
-    description: a change starts from what was last written."""
+    description: a change starts from what was last written. A copy is not held to the text rule
+    (``add_version`` is): what was stored before it is copied as it is, shown escaped with its
+    problems in the editor, and cannot be published until it is fixed."""
     view = store.get_action(ctx.engine, org_id, action_id, published_only=False)
     if view is None:
         raise NotFound(f"action {action_id} not found")
     action = view.action
     base = store.spec_of(view.versions[-1]) if view.versions else ActionSpec(action.name, None)
-    return add_version(
-        ctx, actor, org_id, action_id, replace(base, name=action.name, description=action.description)
-    )
+    spec = replace(base, name=action.name, description=action.description)
+    return _refusing(lambda: store.add_version(ctx.engine, org_id, action_id, spec))
 
 
 def save_draft(ctx: Context, actor: Actor, org_id: str, version_id: str, spec: ActionSpec) -> ActionVersion:
     """Replace a draft's content. A published version is immutable: Conflict."""
+    _readable(spec)
     jcs_problems = _unsignable(spec)
     if jcs_problems:
         raise Invalid([p.text for p in jcs_problems])
@@ -290,7 +308,7 @@ def check(ctx: Context, actor: Actor, raw: dict[str, Any]) -> Checked:
     """
     spec, errors = parse_action_spec(raw)
     if spec is not None:
-        return Checked(spec, placed(check_spec(spec), spec) + _unsignable(spec))
+        return Checked(spec, placed(check_spec(spec) + text_problems(spec), spec) + _unsignable(spec))
     problems = placed(errors)
     execution, _ = parse_params(raw.get("executionParams"), where="executionParams", allow_defaults=False)
     user, _ = parse_params(raw.get("userParams"), where="userParams", allow_defaults=True)

@@ -22,7 +22,7 @@ from core.ids import UUID_PATTERN, colons_decoded, is_object_id, urn
 from core.kinds import CredentialStatus
 from core.secretbox import SecretCipher
 from core.settings import Settings
-from core.text import quote_input, shown, unsafe_characters
+from core.text import quote_input, shown, text_problem, unsafe_characters
 from services.context import Context
 from services.errors import Conflict, Invalid, NotFound
 from store import audit_queries, keys, revocation, verifications
@@ -109,7 +109,12 @@ async def revoke(
 ) -> revocation.Revoked:
     """Revoke the organization's ACTIVE mandate (final): its receipt, the REVOKE item of its document
     form and ``MANDATE_REVOKED`` naming ``actor``, in one transaction. ``NotFound`` for none of the
-    organization's, ``Conflict`` for a mandate that is not ACTIVE."""
+    organization's, ``Conflict`` for a mandate that is not ACTIVE; ``Invalid`` for a reason that is
+    not one line of printable text (``core.text``: every surface that revokes comes here, so none
+    can sign another into the receipt)."""
+    problem = text_problem(reason) if reason is not None else None
+    if problem is not None:
+        raise Invalid(f"reason {problem}")
     found = reference(raw_id, "mandateId")
     settings = ctx.settings
     key = await run_db(

@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import TypeVar
 
 from core.actors import Actor
-from core.text import unsafe_characters
+from core.text import text_problem, unsafe_characters
 from services.context import Context
 from services.errors import Invalid, NotFound
 from store import keys, orgs, presentations
@@ -42,7 +42,12 @@ def _refusing(work: Callable[[], T]) -> T:
 def create_organization(
     ctx: Context, actor: Actor, name: str, rate_per_minute: int | None = None
 ) -> tuple[Organization, orgs.IssuedKey]:
-    """A new organization with its first API key (the secret is in the result, and nowhere else)."""
+    """A new organization with its first API key (the secret is in the result, and nowhere else).
+    Its name is one line of printable text (``core.text``): the subject reads it on the approval
+    page, in the message with the code and in a document's PDF."""
+    problem = text_problem(name.strip())
+    if problem is not None:
+        raise Invalid(f"organization name {problem}")
     rate = rate_per_minute or ctx.settings.default_request_rate_per_minute
     return _refusing(lambda: orgs.create_organization(ctx.engine, ctx.cipher, name, rate))
 

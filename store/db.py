@@ -84,6 +84,18 @@ def _private_sqlite_file(database: str) -> None:
             restrict(name, 0o600)
 
 
+def _utc_session(dbapi_conn: Any, _record: Any) -> None:
+    """PostgreSQL reads a ``timestamptz`` back in the session's time zone. In UTC every moment we
+    take (years 1 to 9999 in UTC, ``wire.dates``) reads back as written; in a server's zone east or
+    west of it, the first or last hours of that range would fall outside Python's dates (an error on
+    every read of the row). Set outside a transaction, so that no rollback undoes it."""
+    autocommit = dbapi_conn.autocommit
+    dbapi_conn.autocommit = True
+    with dbapi_conn.cursor() as cursor:
+        cursor.execute("SET TIME ZONE 'UTC'")
+    dbapi_conn.autocommit = autocommit
+
+
 def make_engine(url: str, **kwargs: Any) -> Engine:
     # a statement's parameters (contacts, hashes, sealed secrets) never in a log line or in the text
     # of a database error, which reaches the logs with its traceback (core.observe.logs)
@@ -93,6 +105,8 @@ def make_engine(url: str, **kwargs: Any) -> Engine:
         kwargs.setdefault("pool_size", 20)
         kwargs.setdefault("max_overflow", 20)
         engine = create_engine(url, **kwargs)
+        if engine.dialect.name == "postgresql":
+            event.listen(engine, "connect", _utc_session, insert=True)
         ping_when_idle(engine, PING_AFTER_IDLE_SECONDS)
         return engine
     if parsed.database and parsed.database != ":memory:" and not parsed.database.startswith("file:"):

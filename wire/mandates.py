@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from core.kinds import CredentialStatus
 from wire.models import Strict, Timestamp
 from wire.signed import DocumentItemJson, PinnedAction, SignedDocument, SignedDocumentProof, SignedReceipt
+from wire.texts import one_line_text
 
 Reason = Annotated[
     str,
@@ -17,9 +18,11 @@ Reason = Annotated[
         max_length=500,
         description=(
             "Free text recorded on the credential and in the MANDATE_REVOKED receipt; recommended values "
-            "user_initiated, organization_policy, system_expiry"
+            "user_initiated, organization_policy, system_expiry. One line: no control, line separator "
+            "or bidi override characters"
         ),
     ),
+    AfterValidator(one_line_text),
 ]
 
 

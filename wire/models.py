@@ -24,8 +24,9 @@ from pydantic.json_schema import SkipJsonSchema
 
 from core.kinds import CredentialStatus, RequestStatus, SecurityLevel, SubjectIdentity, SubjectKyc
 from core.origins import BadOrigin, check_url
-from core.text import quote_input, shown, unsafe_characters
+from core.text import quote_input, shown
 from wire.contacts import normalize_contact
+from wire.dates import in_utc
 from wire.numbers import reject_non_jcs
 from wire.signed import (
     ActionParamJson,
@@ -35,6 +36,7 @@ from wire.signed import (
     SignedDocument,
     SignedMandate,
 )
+from wire.texts import multiline_strings, multiline_text, one_line_strings, one_line_text, reject_nul
 
 
 def iso(value: datetime) -> str:
@@ -64,27 +66,15 @@ def _date_time_text(value: Any) -> Any:
 
 
 def _aware(value: datetime) -> datetime:
+    """In UTC, as it is kept; out of range when its offset takes it outside the years 1 to 9999."""
     if value.tzinfo is None:
         raise ValueError("must carry a time zone offset (e.g. 2026-01-31T12:00:00Z)")
-    return value.astimezone(UTC)
+    return in_utc(value)
 
 
 def _did(value: str) -> str:
     if not DID_RE.match(value):
         raise ValueError(f"is not a DID: {quote_input(value)}")
-    return value
-
-
-def _one_line(value: str) -> str:
-    """Names, labels, tags and references are one line: they end up in our messages and pages,
-    where a line break, a control character or a bidi override could pass for our own text."""
-    reject_nul(value)  # its own message: the decision documented for every string
-    found = unsafe_characters(value)
-    if found:
-        raise ValueError(
-            "must be one line without control, line separator or bidi override "
-            f"characters (found {', '.join(found[:5])})"
-        )
     return value
 
 
@@ -102,8 +92,8 @@ def _query_bool(value: Any) -> Any:
 AwareDatetime = Annotated[datetime, BeforeValidator(_date_time_text), AfterValidator(_aware)]
 QueryBool = Annotated[bool, BeforeValidator(_query_bool)]
 Did = Annotated[str, AfterValidator(_did)]
-Text = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(_one_line)]
-Ref = Annotated[str, Field(min_length=1, max_length=255), AfterValidator(_one_line)]
+Text = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(one_line_text)]
+Ref = Annotated[str, Field(min_length=1, max_length=255), AfterValidator(one_line_text)]
 
 
 class Language(StrEnum):
@@ -111,20 +101,6 @@ class Language(StrEnum):
     PRT = "PRT"
     SPA = "SPA"
     FRA = "FRA"
-
-
-def reject_nul(value: Any) -> None:
-    """NUL characters are never meaningful in this API, and PostgreSQL cannot store them in text."""
-    if isinstance(value, str):
-        if "\x00" in value:
-            raise ValueError("must not contain NUL characters")
-    elif isinstance(value, list):
-        for item in value:
-            reject_nul(item)
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            reject_nul(key)
-            reject_nul(item)
 
 
 class Strict(BaseModel):
@@ -162,9 +138,12 @@ def _param_names(value: dict[str, Any]) -> dict[str, Any]:
 
 class ActionRef(Strict):
     id: str
-    userParams: Annotated[dict[str, Any], AfterValidator(_param_names), AfterValidator(reject_non_jcs)] = (
-        Field(default_factory=dict)
-    )
+    userParams: Annotated[
+        dict[str, Any],
+        AfterValidator(_param_names),
+        AfterValidator(reject_non_jcs),
+        AfterValidator(one_line_strings),
+    ] = Field(default_factory=dict)
 
     @field_validator("id")
     @classmethod
@@ -176,22 +155,25 @@ class ActionRef(Strict):
 
 class DataItem(Strict):
     label: Text
-    type: Annotated[str, Field(min_length=1, max_length=50), AfterValidator(_one_line)]
-    value: Annotated[str, Field(max_length=MAX_ITEM_VALUE)]
+    type: Annotated[str, Field(min_length=1, max_length=50), AfterValidator(one_line_text)]
+    value: Annotated[str, Field(max_length=MAX_ITEM_VALUE), AfterValidator(multiline_text)]
     hidden: StrictBool = False  # true or false: never 0, 1 or "false"
     fields: Annotated[
-        list[dict[str, Any]], Field(max_length=MAX_ITEM_FIELDS), AfterValidator(reject_non_jcs)
+        list[dict[str, Any]],
+        Field(max_length=MAX_ITEM_FIELDS),
+        AfterValidator(reject_non_jcs),
+        AfterValidator(multiline_strings),
     ] = Field(default_factory=list)
 
 
 class CredentialIn(Strict):
     type: Literal["POLICY", "DOCUMENT"]
     name: Text
-    scope: Annotated[str, Field(max_length=500)] | None = None
-    description: Annotated[str, Field(max_length=2000)] | None = None
+    scope: Annotated[str, Field(max_length=500), AfterValidator(one_line_text)] | None = None
+    description: Annotated[str, Field(max_length=2000), AfterValidator(multiline_text)] | None = None
     internalId: Ref | None = None
     tags: Annotated[
-        list[Annotated[str, Field(max_length=100), AfterValidator(_one_line)]], Field(max_length=20)
+        list[Annotated[str, Field(max_length=100), AfterValidator(one_line_text)]], Field(max_length=20)
     ] = Field(default_factory=list)
     action: ActionRef | None = None
     data: Annotated[list[DataItem], Field(min_length=1, max_length=MAX_DOCUMENT_ITEMS)] | None = None

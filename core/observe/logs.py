@@ -29,7 +29,7 @@ from typing import IO, Any
 from temporalio import activity, workflow
 
 from core.observe.context import current_request_id
-from core.text import UNSAFE_RE
+from core.text import escaped
 
 QUIET = ("sqlalchemy", "httpx", "httpcore", "python_multipart", "multipart", "hpack", "urllib3")
 # LogRecord's own attributes: anything else on a record is an extra field of the call
@@ -98,11 +98,6 @@ class JsonFormatter(logging.Formatter):
         if record.stack_info:
             doc["stack"] = self.formatStack(record.stack_info)
         return json.dumps(doc, ensure_ascii=True, separators=(",", ":"), default=str)
-
-
-def escaped(text: str) -> str:
-    """``text`` with every character that could break or disguise a line shown as ``\\uXXXX``."""
-    return UNSAFE_RE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def _pair(key: str, value: Any) -> str:

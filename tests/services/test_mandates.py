@@ -187,6 +187,23 @@ def test_a_revocations_reason_is_one_line_of_at_most_500_characters() -> None:
             mandates.revocation_reason(bad)
 
 
+@pytest.mark.parametrize("reason", ["lost\n12:00 REVOKED by root", "lost\u202e", "lost\x85"])
+async def test_the_revocation_itself_refuses_a_reason_that_is_not_one_line(
+    ctx: Context, engine: Engine, cipher: SecretCipher, settings: Settings, org: Credentials, reason: str
+) -> None:
+    """Every surface that revokes (the API, the dashboard, the operators, the command line) comes
+    through ``mandates.revoke``: such a reason is never signed into a receipt, whoever sends it."""
+    issued = issued_mandate(engine, cipher, settings, org.organization_id)
+    records = len(chain(engine, org.organization_id))
+    with pytest.raises(Invalid, match=r"^reason must be one line without control"):
+        await mandates.revoke(ctx, Actor.operator("tests"), org.organization_id, issued.mandate_id, reason)
+    record = await mandates.credential_detail(ctx, org.organization_id, issued.credential_id)
+    assert (
+        record.credential.status == CredentialStatus.ACTIVE and record.credential.revocation_receipt is None
+    )
+    assert len(chain(engine, org.organization_id)) == records
+
+
 async def test_a_page_of_credentials_is_the_organizations_newest_first(
     ctx: Context, engine: Engine, cipher: SecretCipher, settings: Settings, org: Credentials
 ) -> None:

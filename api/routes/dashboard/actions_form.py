@@ -28,6 +28,7 @@ from policy.cel import MAX_EXPRESSION_LENGTH
 from policy.params import Param, parse_timestamp
 from policy.rules import MAX_RULE_NAME_LENGTH
 from services.actions import Checked, Problem
+from wire.dates import in_utc
 
 ACTION_ROLES = BUILDERS
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
@@ -227,7 +228,17 @@ def try_values(inputs: list[TryInput]) -> tuple[dict[str, Any], dict[str, Any]]:
 TRY_NOW_PROBLEM = "now must be an RFC 3339 timestamp with a time zone (e.g. 2025-01-31T12:00:00Z)"
 
 
-def try_now(text: str, default: datetime) -> datetime | None:
-    """The moment the rules are tried at: ``default`` (the present) when left empty, None when the
-    text is no RFC 3339 timestamp."""
-    return parse_timestamp(text.strip()) if text.strip() else default
+def try_now(text: str, default: datetime) -> datetime:
+    """The moment the rules are tried at: ``default`` (the present) when left empty; ``ValueError``
+    with the words to show when the text is no RFC 3339 timestamp, or one its offset takes out of
+    the range of dates (``wire.dates``)."""
+    if not text.strip():
+        return default
+    parsed = parse_timestamp(text.strip())
+    if parsed is None:
+        raise ValueError(TRY_NOW_PROBLEM)
+    try:
+        in_utc(parsed)
+    except ValueError as exc:
+        raise ValueError(f"now {exc}") from None
+    return parsed

@@ -13,6 +13,7 @@ evaluation verification uses (``services.actions.try_rules``).
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime
 from functools import partial
 from typing import Any
 
@@ -157,7 +158,13 @@ async def edit_version(request: Request, services: ServicesDep, key: str, number
         error = f"{what}: fix the problems shown beside each param or rule."
         return await run_db(services.engine, partial(page, status=400, error=error))
     if do == "try":
-        tried = await asyncio.to_thread(_tried, services, member, version, spec, draft.tries)
+        try:
+            now = forms.try_now(draft.tries.get("try-now", ""), utcnow())
+        except ValueError as exc:  # the moment itself is refused: no rule ran
+            return await run_db(
+                services.engine, partial(page, status=400, tried=actions.Tried([], [str(exc)]))
+            )
+        tried = await asyncio.to_thread(_tried, services, member, version, spec, draft.tries, now)
         return await run_db(services.engine, partial(page, tried=tried))
     org_id = org_of(member)
     try:
@@ -181,13 +188,15 @@ async def edit_version(request: Request, services: ServicesDep, key: str, number
 
 
 def _tried(
-    ctx: Context, member: Member, version: ActionVersion, spec: ActionSpec, tries: dict[str, str]
+    ctx: Context,
+    member: Member,
+    version: ActionVersion,
+    spec: ActionSpec,
+    tries: dict[str, str],
+    now: datetime,
 ) -> actions.Tried:
-    """The rules of the draft as typed, run on the "Try it" values."""
+    """The rules of the draft as typed, run on the "Try it" values at ``now``."""
     inputs = forms.try_inputs(spec.execution_params, spec.user_params, tries)
-    now = forms.try_now(tries.get("try-now", ""), utcnow())
-    if now is None:
-        return actions.Tried([], [forms.TRY_NOW_PROBLEM])
     execution, user = forms.try_values(inputs)
     return actions.try_rules(ctx, members.actor_of(member), spec, version.id, execution, user, now)
 
