@@ -1,7 +1,7 @@
 """Integrator text at our boundaries: what a text people read or that is signed may hold, how it is
 shown when it holds more, how it is set apart in our messages, and how much of a bad value an
 error message quotes back. One rule for every surface (the API, the dashboard, the command line;
-docs/adr/0001-text-people-read.md):
+docs/adr/0002-text-people-read.md):
 
 - ``unsafe_characters``: the characters such a text may not hold: C0 and C1 controls and DEL,
   the Unicode line and paragraph separators (U+2028, U+2029) and the bidirectional overrides,

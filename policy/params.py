@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 PARAM_TYPES = ("string", "number", "integer", "boolean", "timestamp", "array<string>", "array<number>")
@@ -89,9 +89,11 @@ def parse_timestamp(value: str) -> datetime | None:
         assert digits is not None
         text = head + "." + digits.group(0)[:6].ljust(6, "0") + rest[digits.end() :]
     try:
-        return datetime.fromisoformat(text)
-    except ValueError:
-        return None  # e.g. February 30
+        parsed = datetime.fromisoformat(text)
+        parsed.astimezone(UTC)  # a moment past the ends of the range once in UTC is none at all
+    except (ValueError, OverflowError):
+        return None  # e.g. February 30, or 9999-12-31T23:59:59-14:00
+    return parsed
 
 
 def _is_number(value: Any) -> bool:

@@ -54,6 +54,8 @@ REFUSED: list[tuple[str, Any]] = [
     ("timestamp", "2025-01-31 12:00:00Z"),
     ("timestamp", "2025-13-01T12:00:00Z"),
     ("timestamp", "2025-01-31T24:00:00Z"),
+    ("timestamp", "9999-12-31T23:59:59-14:00"),  # past the range once in UTC
+    ("timestamp", "0001-01-01T00:00:00+00:01"),
     ("timestamp", 1738324800),
     ("array<string>", "a"),
     ("array<string>", ["a", 1]),
