@@ -15,7 +15,12 @@ from policy.jobs import decode_job, encode_refusal, encode_run
 NICENESS = 5
 
 
+READY = b"ready\n"  # the first line: imports done, jobs may come
+
+
 def serve(source: BinaryIO, sink: BinaryIO) -> None:
+    sink.write(READY)
+    sink.flush()
     for line in source:
         try:
             job = decode_job(line)

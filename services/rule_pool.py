@@ -27,11 +27,13 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 
 from policy.jobs import RulesJob, decode_run
+from policy.process import READY
 from policy.rules import Evaluation, RulesRun
 from services.errors import TooMany, Unavailable
 
 log = logging.getLogger("mandatum.services.rule_pool")
 COMMAND = (sys.executable, "-m", "policy.process")
+STARTUP_SECONDS = 120.0
 LINE_LIMIT = 64 * 1024 * 1024  # one answer line (a job is at most the 1 MiB request body)
 UNAVAILABLE = "Rule evaluation is not available right now: try again"
 BUSY = "Too many of your organization's verifications are waiting for their rules: retry in a second"
@@ -56,10 +58,21 @@ class _Process:
 
     @classmethod
     async def start(cls) -> _Process:
+        """A new process, once it has said it is ready (its imports take a second or more on a busy
+        machine: not counted against a job's deadline)."""
         process = await asyncio.create_subprocess_exec(
             *COMMAND, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, limit=LINE_LIMIT
         )
-        return cls(process)
+        started = cls(process)
+        assert process.stdout is not None
+        try:
+            ready = await asyncio.wait_for(process.stdout.readline(), STARTUP_SECONDS)
+        except TimeoutError:
+            ready = b""
+        if ready != READY:
+            await started.stop()
+            raise _ProcessGone(f"the evaluation process did not start ({ready[:80]!r})")
+        return started
 
     async def run(self, job: RulesJob) -> RulesRun:
         stdin, stdout = self.process.stdin, self.process.stdout

@@ -14,7 +14,7 @@ import pytest_asyncio
 
 from policy.jobs import RulesJob, decode_job, decode_run, encode_run
 from policy.params import Param
-from policy.process import serve
+from policy.process import READY, serve
 from policy.rules import Rule
 from services import rule_pool
 from services.errors import TooMany
@@ -44,7 +44,8 @@ def test_a_job_runs_the_same_in_a_process_as_inline() -> None:
     lines = io.BytesIO(costly.encode() + b'{"not": "a job"}\n' + job(3).encode())
     answers = io.BytesIO()
     serve(lines, answers)
-    first, refused, last = answers.getvalue().splitlines(keepends=True)
+    ready, first, refused, last = answers.getvalue().splitlines(keepends=True)
+    assert ready == READY
     assert decode_run(first) == costly.run()
     assert decode_run(first).limit_reached
     with pytest.raises(ValueError, match="refused the job"):
@@ -92,6 +93,7 @@ async def test_a_process_that_does_not_answer_is_replaced(monkeypatch: pytest.Mo
         assert endless.limit_reached
         assert endless.evaluations[0].reason == rule_pool.DEADLINE_REASON.format(seconds=0.5)
         assert not pool.ran_in  # it never answered
+        pool.deadline = 30.0  # the new process's first job: a deadline no busy machine reaches
         after = await pool.run("org-a", job(3))
         assert after.evaluations[0].result == "pass" and len(pool.ran_in) == 1
     finally:
