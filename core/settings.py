@@ -179,7 +179,14 @@ class Settings(BaseSettings):
 
     @property
     def dev_pages(self) -> bool:
-        """The development pages (outbox, KYC simulator) are served (never in production)."""
+        """The development pages (``/dev/...``: the outbox, the KYC simulator) are served: in
+        development only. A test or staging installation's outbox holds real codes and links."""
+        return self.environment is Environment.DEVELOPMENT
+
+    @property
+    def allow_loopback_http(self) -> bool:
+        """``http`` on a loopback host is allowed for redirect URLs and frame origins (outside
+        production: a developer's or a test's local pages)."""
         return self.environment is not Environment.PRODUCTION
 
     def temporal_ui_workflows(self) -> str:
