@@ -2,7 +2,9 @@
 password reset, login with back-off after repeated failures, server-side sessions with idle and
 absolute expiry, and the CSRF token of a session's forms.
 
-- Passwords are Argon2id hashes (``argon2-cffi``'s defaults); 12 to 1024 characters.
+- Passwords are Argon2id hashes (``services.passwords``: on threads of their own, never on the
+  event loop); 12 to 1024 characters. A link's token is looked up before its password is hashed,
+  so a made-up link costs no hash.
 - Link and session tokens are 32 random bytes, URL-safe; the database keeps their SHA-256 only, so a
   copy of the database opens no session and sets no password.
 - A failed login counts against the member; from the ``login_failures_before_lock``-th on, logging
@@ -37,8 +39,6 @@ from typing import TypeVar
 
 import pyotp
 import segno
-from argon2 import PasswordHasher
-from argon2.exceptions import InvalidHashError, VerificationError
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
@@ -46,11 +46,12 @@ from core.actors import Actor
 from core.kinds import PLATFORM_ROLE, MemberRole, MemberTokenPurpose
 from core.text import one_line
 from orchestration.delivery import Message, Undeliverable, transport_for
+from services import passwords
 from services.context import Context
 from services.errors import Conflict, Invalid, NotFound, TooMany
 from store import members as store
 from store import orgs as orgs_store
-from store.db import utcnow
+from store.db import run_db, utcnow
 from store.tables import Member, MemberSession
 from wire.contacts import normalize_contact
 
@@ -58,8 +59,6 @@ MIN_PASSWORD, MAX_PASSWORD = 12, 1024
 MAX_LOCK = timedelta(minutes=60)
 WRONG_LOGIN = "Wrong e-mail or password"
 log = logging.getLogger("mandatum.services.members")
-_HASHER = PasswordHasher()  # Argon2id
-_DUMMY_HASH = _HASHER.hash("a password no member has, hashed once")
 T = TypeVar("T")
 
 
@@ -426,14 +425,23 @@ def send_password_reset(ctx: Context, actor: Actor, email: str) -> None:
         log.warning("password reset e-mail to member %s not sent: %s", member.id, exc.reason)
 
 
-def set_password(ctx: Context, token: str, password: str) -> Member:
+LINK_GONE = "This link is unknown, used or expired: ask for a new one"
+LINK_PURPOSES = (MemberTokenPurpose.SET_PASSWORD, MemberTokenPurpose.RESET_PASSWORD)
+
+
+async def set_password(ctx: Context, token: str, password: str) -> Member:
     """Use a set-password or reset link once: the member's password, every other session ended.
-    The actor is the member the link belongs to."""
-    hashed = _HASHER.hash(_checked_password(password))
-    purposes = (MemberTokenPurpose.SET_PASSWORD, MemberTokenPurpose.RESET_PASSWORD)
-    member = store.take_token_and_set_password(ctx.engine, _digest(token), purposes, hashed, utcnow())
+    The actor is the member the link belongs to. The link is looked up first: one nobody was sent
+    costs no hash. ``passwords.Busy`` when the hashing threads are full."""
+    checked, digest = _checked_password(password), _digest(token)
+    if await run_db(ctx.engine, store.token_holder, ctx.engine, digest, LINK_PURPOSES, utcnow()) is None:
+        raise Invalid(LINK_GONE)
+    hashed = await passwords.hashed(checked)
+    member = await run_db(
+        ctx.engine, store.take_token_and_set_password, ctx.engine, digest, LINK_PURPOSES, hashed, utcnow()
+    )
     if member is None:
-        raise Invalid("This link is unknown, used or expired: ask for a new one")
+        raise Invalid(LINK_GONE)
     return member
 
 
@@ -443,26 +451,28 @@ def _lock_for(failures: int, threshold: int) -> timedelta | None:
     return min(timedelta(minutes=2 ** (failures - threshold)), MAX_LOCK)
 
 
-def login(ctx: Context, email: str, password: str, now: datetime | None = None) -> Login:
+async def login(ctx: Context, email: str, password: str, now: datetime | None = None) -> Login:
     """A new session for the member, or ``Invalid`` (wrong e-mail or password, the same words
-    either way) or ``TooMany`` while logins are locked after repeated failures."""
+    either way) or ``TooMany`` while logins are locked after repeated failures. The password is
+    checked on a hashing thread (``passwords.Busy`` when they are full)."""
     now = now or utcnow()
     try:
         address = _email(email)
     except Invalid:
         address = ""
-    member = store.member_by_email(ctx.engine, address) if address else None
+    member = await run_db(ctx.engine, store.member_by_email, ctx.engine, address) if address else None
     if member is not None:
         _refuse_while_locked(member, now)
     stored = member.password_hash if member is not None and member.disabled_at is None else None
-    try:
-        ok = _HASHER.verify(stored or _DUMMY_HASH, password) and stored is not None
-    except (VerificationError, InvalidHashError):
-        ok = False
+    ok = await passwords.matches(stored, password)
     if member is None or not ok:
         if member is not None:
-            _count_failure(ctx, member, now)
+            await run_db(ctx.engine, _count_failure, ctx, member, now)
         raise Invalid(WRONG_LOGIN)
+    return await run_db(ctx.engine, _open_session, ctx, member, now)
+
+
+def _open_session(ctx: Context, member: Member, now: datetime) -> Login:
     token = secrets.token_urlsafe(32)
     waits = member.totp_enabled_at is not None
     expires = now + (PENDING_CODE if waits else ctx.settings.dashboard_session_max)

@@ -289,6 +289,17 @@ def recent_token(engine: Engine, member_id: str, purpose: str, since: datetime) 
         return found is not None
 
 
+def token_holder(engine: Engine, token_hash: str, purposes: tuple[str, ...], now: datetime) -> Member | None:
+    """The enabled member of a live one-time token of one of ``purposes`` (not using it), else None."""
+    with read_session(engine) as session:
+        token = session.get(MemberToken, token_hash)
+        live = token is not None and token.used_at is None and token.expires_at > now
+        if token is None or not live or token.purpose not in purposes:
+            return None
+        member = session.get(Member, token.member_id)
+        return member if member is not None and member.disabled_at is None else None
+
+
 def take_token_and_set_password(
     engine: Engine, token_hash: str, purposes: tuple[str, ...], password_hash: str, now: datetime
 ) -> Member | None:

@@ -25,7 +25,7 @@ from api.routes.dashboard.common import (
 )
 from core.actors import SYSTEM
 from services import audit, members
-from services.errors import Invalid, TooMany
+from services.errors import Invalid, TooMany, Unavailable
 from store import orgs
 from store.audit_queries import ActivityFilter
 from store.db import run_db
@@ -58,15 +58,21 @@ async def login(
     if not from_this_origin(request, services):
         return refused("This form can only be sent from the dashboard's own page.")
     try:
-        done = await run_db(services.engine, members.login, services, email, password)
-    except TooMany as exc:
-        headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else None
-        return page(
-            "dashboard/login.html", status=429, headers=headers, title="Log in", error=str(exc), email=email
-        )
+        done = await members.login(services, email, password)
+    except (TooMany, Unavailable) as exc:
+        return _login_page(exc, email)
     except Invalid as exc:
         return page("dashboard/login.html", status=401, title="Log in", error=str(exc), email=email)
     return _with_session(services, done, "/dashboard/login/code" if done.awaiting_code else "/dashboard")
+
+
+def _login_page(exc: TooMany | Unavailable, email: str) -> Response:
+    """The login page again, 429 or 503, with ``Retry-After``."""
+    headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else None
+    status = 429 if isinstance(exc, TooMany) else 503
+    return page(
+        "dashboard/login.html", status=status, headers=headers, title="Log in", error=str(exc), email=email
+    )
 
 
 def _with_session(services: ServicesDep, done: members.Login, where: str) -> Response:
@@ -210,9 +216,13 @@ async def set_password(
     if password != again:
         return _password_form(kind, token, 400, "The two passwords differ: type the same one twice.")
     try:
-        await run_db(services.engine, members.set_password, services, token, password)
+        await members.set_password(services, token, password)
     except Invalid as exc:
         return _password_form(kind, token, 400, str(exc))
+    except Unavailable as exc:
+        answer = _password_form(kind, token, 503, str(exc))
+        answer.headers["Retry-After"] = str(exc.retry_after)
+        return answer
     return to_login("password-set")
 
 
