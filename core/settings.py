@@ -84,10 +84,13 @@ class Settings(BaseSettings):
     rotation_grace: timedelta = timedelta(hours=24)
     # the dashboard (issue 14): sessions end after this long idle, or this long after login at most;
     # invitation and password-reset links live this long; logins back off after this many failures
+    # for one address from one client address, or this many from one client address in all
+    # (services.logins)
     dashboard_idle: timedelta = timedelta(minutes=30)
     dashboard_session_max: timedelta = timedelta(hours=12)
     member_link_lifetime: timedelta = timedelta(hours=72)
     login_failures_before_lock: int = Field(default=5, ge=1, le=100)
+    login_failures_per_client: int = Field(default=20, ge=1, le=10_000)
     idempotency_window: timedelta = timedelta(hours=24)
     reconcile_interval: timedelta = timedelta(seconds=5)
     reconcile_grace: timedelta = timedelta(seconds=10)

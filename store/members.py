@@ -15,11 +15,12 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Engine, func, update
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from core.ids import new_object_id
 from core.kinds import PLATFORM_ROLE
-from store import audit
+from store import audit, throttle
 from store.db import read_session, write_session
 from store.tables import Member, MemberSession, MemberToken, Organization
 from trust.keys import Ed25519KeyPair
@@ -33,6 +34,10 @@ class NotFound(LookupError):
 
 class EmailTaken(ValueError):
     pass
+
+
+class AddressTaken(ValueError):
+    """The address has a password elsewhere already (another organization's, or platform staff's)."""
 
 
 class LastOwner(ValueError):
@@ -59,12 +64,14 @@ def _detached(session: Session, member: Member) -> Member:
 
 
 def add_member(engine: Engine, org_id: str, email: str, role: str, now: datetime, *, actor: str) -> Member:
-    """A new member of the organization, without a password yet (``MEMBER_INVITED``)."""
+    """A new member of the organization, without a password yet (``MEMBER_INVITED``), whether or
+    not the address signs in elsewhere; ``EmailTaken`` for a member of this organization."""
     key = audit.signer(engine)
     with write_session(engine) as session:
         if session.get(Organization, org_id) is None:
             raise NotFound(f"organization {org_id} not found")
-        if session.exec(select(Member.id).where(Member.email == email)).first() is not None:
+        mine = select(Member.id).where(Member.email == email, Member.organization_id == org_id)
+        if session.exec(mine).first() is not None:
             raise EmailTaken(f"{email} is already a member")
         member = Member(id=new_object_id(), organization_id=org_id, email=email, role=role, created_at=now)
         session.add(member)
@@ -150,7 +157,7 @@ def set_disabled(
                 .values(used_at=now)
             )
         else:
-            member.disabled_at, member.failed_logins, member.locked_until = None, 0, None
+            member.disabled_at = None
         session.add(member)
         _record(session, key, audit.MEMBER_DISABLED if disabled else audit.MEMBER_ENABLED, member, actor)
         return _detached(session, member)
@@ -243,8 +250,37 @@ def turn_off_totp(engine: Engine, org_id: str | None, member_id: str, *, actor: 
 
 
 def member_by_email(engine: Engine, email: str) -> Member | None:
+    """The member an address signs in as: the one with a password, else its oldest invitation."""
     with read_session(engine) as session:
-        return session.exec(select(Member).where(Member.email == email)).first()
+        stmt = select(Member).where(Member.email == email)
+        return session.exec(
+            stmt.order_by(col(Member.password_hash).is_(None), col(Member.created_at))
+        ).first()
+
+
+def signs_in_elsewhere(engine: Engine, member: Member) -> bool:
+    """Whether another member with ``member``'s address has a password (it logs in there)."""
+    with read_session(engine) as session:
+        return _elsewhere(session, member) is not None
+
+
+def _elsewhere(session: Session, member: Member) -> str | None:
+    stmt = select(Member.id).where(
+        Member.email == member.email, Member.id != member.id, col(Member.password_hash).is_not(None)
+    )
+    return session.exec(stmt).first()
+
+
+def staff_by_email(engine: Engine, email: str) -> Member | None:
+    with read_session(engine) as session:
+        return session.exec(select(Member).where(Member.email == email, Member.role == PLATFORM_ROLE)).first()
+
+
+def member_signing_in(engine: Engine, email: str) -> Member | None:
+    """The member with a password that logs in with ``email``, if any (enabled or not)."""
+    with read_session(engine) as session:
+        stmt = select(Member).where(Member.email == email, col(Member.password_hash).is_not(None))
+        return session.exec(stmt).first()
 
 
 def get_member(engine: Engine, member_id: str) -> Member | None:
@@ -301,11 +337,19 @@ def token_holder(engine: Engine, token_hash: str, purposes: tuple[str, ...], now
 
 
 def take_token_and_set_password(
-    engine: Engine, token_hash: str, purposes: tuple[str, ...], password_hash: str, now: datetime
+    engine: Engine,
+    token_hash: str,
+    purposes: tuple[str, ...],
+    password_hash: str,
+    now: datetime,
+    *,
+    forget: str | None = None,
 ) -> Member | None:
     """Use a live one-time token once and set its member's password; every other live token and
-    session of the member ends with it (a reset logs out everywhere). None for a token that is
-    unknown, used, expired, of another purpose, or of a disabled member."""
+    session of the member ends with it (a reset logs out everywhere), and so do the failed logins
+    counted for the address key ``forget`` (``store.throttle``). None for a token that is unknown,
+    used, expired, of another purpose, or of a disabled member; ``AddressTaken`` (and the token
+    kept) when the address has a password elsewhere."""
     with write_session(engine) as session:
         used = session.execute(
             update(MemberToken)
@@ -321,11 +365,19 @@ def take_token_and_set_password(
             return None
         token = session.get(MemberToken, token_hash)
         assert token is not None
-        member = session.get(Member, token.member_id)
+        member = session.get(Member, token.member_id, with_for_update=True)
         if member is None or member.disabled_at is not None:
             return None
-        member.password_hash, member.failed_logins, member.locked_until = password_hash, 0, None
+        if _elsewhere(session, member) is not None:
+            raise AddressTaken(f"{member.email} has a password elsewhere")
+        member.password_hash = password_hash
         session.add(member)
+        try:  # another invitation of the address taken up at the same moment
+            session.flush()
+        except IntegrityError as exc:
+            raise AddressTaken(f"{member.email} has a password elsewhere") from exc
+        if forget is not None:
+            throttle.forget_address(session.connection(), forget)
         session.execute(
             update(MemberToken)
             .where(col(MemberToken.member_id) == member.id, col(MemberToken.used_at).is_(None))
@@ -338,18 +390,6 @@ def take_token_and_set_password(
         return member
 
 
-def record_login_failure(engine: Engine, member_id: str, locked_until: datetime | None) -> int:
-    """Count a failed login (and lock until ``locked_until`` when given); the count so far."""
-    with write_session(engine) as session:
-        member = session.get(Member, member_id)
-        assert member is not None
-        member.failed_logins += 1
-        if locked_until is not None:
-            member.locked_until = locked_until
-        session.add(member)
-        return member.failed_logins
-
-
 def start_session(
     engine: Engine,
     member_id: str,
@@ -359,14 +399,9 @@ def start_session(
     *,
     awaiting_code: bool = False,
 ) -> None:
-    """A right password: the session stored and, unless it still waits for the second factor's
-    code, the failure count reset (so a right password alone never buys more tries at the code)."""
+    """A right password: the session stored (waiting for the second factor's code when
+    ``awaiting_code``)."""
     with write_session(engine) as session:
-        member = session.get(Member, member_id)
-        assert member is not None
-        if not awaiting_code:
-            member.failed_logins, member.locked_until = 0, None
-            session.add(member)
         session.add(_session_row(token_hash, member_id, now, expires_at, awaiting_code))
 
 
@@ -398,10 +433,9 @@ def complete_second_factor(
 ) -> bool:
     """The right code of time step ``step`` after a right password, in one transaction: the step
     is used (never again, even by a request racing this one), the waiting session ends, a full one
-    starts and the failure count is reset. False when the step was used already or the waiting
-    session ended meanwhile."""
+    starts. False when the step was used already or the waiting session ended meanwhile."""
     with write_session(engine) as session:
-        used = _use_step(session, member_id, step, failed_logins=0, locked_until=None)
+        used = _use_step(session, member_id, step)
         ended = session.execute(
             update(MemberSession)
             .where(
@@ -426,8 +460,8 @@ def use_totp_step(engine: Engine, member_id: str, step: int) -> bool:
         return _use_step(session, member_id, step)
 
 
-def _use_step(session: Session, member_id: str, step: int, **also: Any) -> bool:
-    """Mark the TOTP step used (with ``also``'s columns) unless it or a later one was: one
+def _use_step(session: Session, member_id: str, step: int) -> bool:
+    """Mark the TOTP step used unless it or a later one was: one
     conditional UPDATE, so two requests with one code never both get True."""
     used = session.execute(
         update(Member)
@@ -435,7 +469,7 @@ def _use_step(session: Session, member_id: str, step: int, **also: Any) -> bool:
             col(Member.id) == member_id,
             (col(Member.totp_last_step).is_(None)) | (col(Member.totp_last_step) < step),
         )
-        .values(totp_last_step=step, **also)
+        .values(totp_last_step=step)
     )
     return bool(used.rowcount == 1)  # type: ignore[attr-defined]
 
