@@ -40,6 +40,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from services import members, passwords
 from services.context import Context
 from services.errors import Conflict, Invalid, TooMany
+from store import member_sessions as sessions
 from store import members as store
 from store import throttle
 from store.db import run_db, utcnow
@@ -150,7 +151,7 @@ def _open_session(ctx: Context, member: Member, now: datetime) -> Login:
     token = secrets.token_urlsafe(32)
     waits = member.totp_enabled_at is not None
     expires = now + (PENDING_CODE if waits else ctx.settings.dashboard_session_max)
-    store.start_session(ctx.engine, member.id, members.digest(token), now, expires, awaiting_code=waits)
+    sessions.start_session(ctx.engine, member.id, members.digest(token), now, expires, awaiting_code=waits)
     return Login(member, token, expires, awaiting_code=waits)
 
 
@@ -163,7 +164,7 @@ def second_factor(
     now = now or utcnow()
     if not pending_token or len(pending_token) > 200:
         raise Invalid(CODE_SESSION_OVER)
-    member = store.pending_session(ctx.engine, members.digest(pending_token), now)
+    member = sessions.pending_session(ctx.engine, members.digest(pending_token), now)
     if member is None:
         raise Invalid(CODE_SESSION_OVER)
     limits = _limits(ctx, member.email, client_key(client))

@@ -46,6 +46,7 @@ from core.text import one_line
 from orchestration.delivery import Message, Undeliverable, transport_for
 from services.context import Context
 from services.errors import Conflict, Invalid, NotFound, TooMany
+from store import member_sessions as sessions
 from store import members as store
 from store import orgs as orgs_store
 from store.db import utcnow
@@ -224,7 +225,7 @@ def member_in(ctx: Context, org_id: str | None, member_id: str) -> Member:
 def list_members(ctx: Context, org_id: str) -> list[tuple[Member, int]]:
     """The organization's members, oldest first, each with how many sessions they have open."""
     now = utcnow()
-    counts = store.live_session_counts(ctx.engine, org_id, now, now - ctx.settings.dashboard_idle)
+    counts = sessions.live_session_counts(ctx.engine, org_id, now, now - ctx.settings.dashboard_idle)
     return [(m, counts.get(m.id, 0)) for m in store.members_of(ctx.engine, org_id)]
 
 
@@ -270,7 +271,7 @@ def end_sessions(
 
 def sessions_of(ctx: Context, member: Member) -> list[MemberSession]:
     now = utcnow()
-    return store.live_sessions(ctx.engine, member.id, now, now - ctx.settings.dashboard_idle)
+    return sessions.live_sessions(ctx.engine, member.id, now, now - ctx.settings.dashboard_idle)
 
 
 def is_session(session: MemberSession, token: str) -> bool:
@@ -403,11 +404,11 @@ def session_member(ctx: Context, session_token: str | None, now: datetime | None
     if not session_token or len(session_token) > 200:
         return None
     now = now or utcnow()
-    return store.live_session(ctx.engine, digest(session_token), now, now - ctx.settings.dashboard_idle)
+    return sessions.live_session(ctx.engine, digest(session_token), now, now - ctx.settings.dashboard_idle)
 
 
 def logout(ctx: Context, session_token: str) -> None:
-    store.end_session(ctx.engine, digest(session_token), utcnow())
+    sessions.end_session(ctx.engine, digest(session_token), utcnow())
 
 
 def actor_names(ctx: Context, org_id: str) -> dict[str, str]:

@@ -14,13 +14,14 @@ import logging
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, func, update
+from sqlalchemy import Engine, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from core.ids import new_object_id
 from core.kinds import PLATFORM_ROLE
 from store import audit, throttle
+from store import member_sessions as sessions
 from store.db import read_session, write_session
 from store.tables import Member, MemberSession, MemberToken, Organization
 from trust.keys import Ed25519KeyPair
@@ -150,7 +151,7 @@ def set_disabled(
             if member.role == "owner" and _other_owners(session, member) == 0:
                 raise LastOwner("the organization needs an owner: make another member owner first")
             member.disabled_at = now
-            _end_sessions(session, member.id, now)
+            sessions.end_sessions_in(session, member.id, now)
             session.execute(
                 update(MemberToken)
                 .where(col(MemberToken.member_id) == member.id, col(MemberToken.used_at).is_(None))
@@ -171,42 +172,9 @@ def end_member_sessions(
     key = audit.signer(engine)
     with write_session(engine) as session:
         member = _member_of(session, org_id, member_id)
-        ended = _end_sessions(session, member.id, now, keep=keep)
+        ended = sessions.end_sessions_in(session, member.id, now, keep=keep)
         _record(session, key, audit.MEMBER_SESSIONS_ENDED, member, actor, sessions=ended)
         return ended
-
-
-def live_sessions(engine: Engine, member_id: str, now: datetime, idle_since: datetime) -> list[MemberSession]:
-    """The member's sessions that are open (logged in, not idle, not expired), newest use first."""
-    with read_session(engine) as session:
-        return list(
-            session.exec(
-                _live(select(MemberSession), now, idle_since)
-                .where(MemberSession.member_id == member_id)
-                .order_by(col(MemberSession.last_seen_at).desc())
-            )
-        )
-
-
-def live_session_counts(engine: Engine, org_id: str, now: datetime, idle_since: datetime) -> dict[str, int]:
-    """How many open sessions each member of the organization has (members with none left out)."""
-    with read_session(engine) as session:
-        stmt = (
-            _live(select(MemberSession.member_id, func.count()), now, idle_since)
-            .join(Member, col(Member.id) == col(MemberSession.member_id))
-            .where(Member.organization_id == org_id)
-            .group_by(col(MemberSession.member_id))
-        )
-        return {member_id: int(n) for member_id, n in session.exec(stmt)}
-
-
-def _live(stmt: Any, now: datetime, idle_since: datetime) -> Any:
-    return stmt.where(
-        col(MemberSession.revoked_at).is_(None),
-        col(MemberSession.awaiting_code).is_(False),
-        col(MemberSession.expires_at) > now,
-        col(MemberSession.last_seen_at) >= idle_since,
-    )
 
 
 def begin_totp(engine: Engine, member_id: str, secret_ciphertext: bytes) -> bool:
@@ -383,42 +351,10 @@ def take_token_and_set_password(
             .where(col(MemberToken.member_id) == member.id, col(MemberToken.used_at).is_(None))
             .values(used_at=now)
         )
-        _end_sessions(session, member.id, now)
+        sessions.end_sessions_in(session, member.id, now)
         session.flush()
         session.refresh(member)
         session.expunge(member)
-        return member
-
-
-def start_session(
-    engine: Engine,
-    member_id: str,
-    token_hash: str,
-    now: datetime,
-    expires_at: datetime,
-    *,
-    awaiting_code: bool = False,
-) -> None:
-    """A right password: the session stored (waiting for the second factor's code when
-    ``awaiting_code``)."""
-    with write_session(engine) as session:
-        session.add(_session_row(token_hash, member_id, now, expires_at, awaiting_code))
-
-
-def pending_session(engine: Engine, token_hash: str, now: datetime) -> Member | None:
-    """The member of a live session that waits for the second factor's code."""
-    with read_session(engine) as session:
-        found = session.get(MemberSession, token_hash)
-        if (
-            found is None
-            or not found.awaiting_code
-            or found.revoked_at is not None
-            or found.expires_at <= now
-        ):
-            return None
-        member = session.get(Member, found.member_id)
-        if member is None or member.disabled_at is not None or member.totp_enabled_at is None:
-            return None
         return member
 
 
@@ -449,7 +385,7 @@ def complete_second_factor(
         if not used or ended.rowcount != 1:  # type: ignore[attr-defined]
             session.rollback()
             return False
-        session.add(_session_row(token_hash, member_id, now, expires_at))
+        session.add(sessions.session_row(token_hash, member_id, now, expires_at))
         return True
 
 
@@ -472,64 +408,3 @@ def _use_step(session: Session, member_id: str, step: int) -> bool:
         .values(totp_last_step=step)
     )
     return bool(used.rowcount == 1)  # type: ignore[attr-defined]
-
-
-def _session_row(
-    token_hash: str, member_id: str, now: datetime, expires_at: datetime, awaiting_code: bool = False
-) -> MemberSession:
-    return MemberSession(
-        token_hash=token_hash,
-        member_id=member_id,
-        created_at=now,
-        last_seen_at=now,
-        expires_at=expires_at,
-        awaiting_code=awaiting_code,
-    )
-
-
-def live_session(engine: Engine, token_hash: str, now: datetime, idle_since: datetime) -> Member | None:
-    """The member of a session that is neither revoked, past its absolute expiry, nor idle since
-    before ``idle_since``; its last use becomes ``now``."""
-    with write_session(engine) as session:
-        found = session.get(MemberSession, token_hash)
-        if (
-            found is None
-            or found.awaiting_code
-            or found.revoked_at is not None
-            or found.expires_at <= now
-            or found.last_seen_at < idle_since
-        ):
-            return None
-        member = session.get(Member, found.member_id)
-        if member is None or member.disabled_at is not None:
-            return None
-        found.last_seen_at = now
-        session.add(found)
-        session.flush()
-        session.expunge(member)
-        return member
-
-
-def end_session(engine: Engine, token_hash: str, now: datetime) -> None:
-    with write_session(engine) as session:
-        session.execute(
-            update(MemberSession)
-            .where(col(MemberSession.token_hash) == token_hash, col(MemberSession.revoked_at).is_(None))
-            .values(revoked_at=now)
-        )
-
-
-def end_sessions(engine: Engine, member_id: str, now: datetime) -> None:
-    with write_session(engine) as session:
-        _end_sessions(session, member_id, now)
-
-
-def _end_sessions(session: Session, member_id: str, now: datetime, keep: str | None = None) -> int:
-    stmt = update(MemberSession).where(
-        col(MemberSession.member_id) == member_id,
-        col(MemberSession.revoked_at).is_(None),
-        col(MemberSession.expires_at) > now,
-    )
-    if keep is not None:
-        stmt = stmt.where(col(MemberSession.token_hash) != keep)
-    return int(session.execute(stmt.values(revoked_at=now)).rowcount)  # type: ignore[attr-defined]
