@@ -57,14 +57,17 @@ class Backoff:
 
 
 def take(engine: Engine, limits: Sequence[Limit], now: datetime, backoff: Backoff) -> datetime | None:
-    """Count one attempt against every limit, or, when any of them is locked, count nothing and
-    answer the end of the longest lock."""
+    """Count one attempt against every limit, or, when any of them is locked, count nothing (and
+    store nothing: a locked client cannot fill the table) and answer the end of the longest lock."""
     ordered = sorted({limit.key: limit for limit in limits}.values(), key=lambda limit: limit.key)
     with write_connection(engine) as conn:
-        rows = _held(conn, ordered, now)
-        locks = [r.locked_until for r in rows.values() if r.locked_until is not None and r.locked_until > now]
-        if locks:
-            return max(locks)
+        rows = _held(conn, ordered)
+        if len(rows) < len(ordered) and _lock_end(rows, now) is None:
+            _add_missing(conn, [limit for limit in ordered if limit.key not in rows], now)
+            rows = _held(conn, ordered)
+        until = _lock_end(rows, now)
+        if until is not None:
+            return until
         for limit in ordered:
             row = rows[limit.key]
             failures = backoff.current(row.failures, row.last_failure_at, now) + 1
@@ -77,8 +80,15 @@ def take(engine: Engine, limits: Sequence[Limit], now: datetime, backoff: Backof
     return None
 
 
-def _held(conn: Connection, limits: Sequence[Limit], now: datetime) -> dict[str, Any]:
-    """The limits' rows (made when missing), locked to the transaction's end, in key order."""
+def _held(conn: Connection, limits: Sequence[Limit]) -> dict[str, Any]:
+    """The limits' rows that exist, locked to the transaction's end, in key order."""
+    keys = [limit.key for limit in limits]
+    found = conn.execute(select(_T).where(_T.c.key.in_(keys)).order_by(_T.c.key).with_for_update())
+    return {row.key: row for row in found}
+
+
+def _add_missing(conn: Connection, limits: Sequence[Limit], now: datetime) -> None:
+    """Rows for the limits first counted now (another take may add one at the same moment)."""
     fresh = [
         {
             "key": limit.key,
@@ -90,9 +100,11 @@ def _held(conn: Connection, limits: Sequence[Limit], now: datetime) -> dict[str,
         for limit in limits
     ]
     conn.execute(upsert_insert(conn.dialect.name)(_T).values(fresh).on_conflict_do_nothing())
-    keys = [limit.key for limit in limits]
-    found = conn.execute(select(_T).where(_T.c.key.in_(keys)).order_by(_T.c.key).with_for_update())
-    return {row.key: row for row in found}
+
+
+def _lock_end(rows: dict[str, Any], now: datetime) -> datetime | None:
+    locks = [r.locked_until for r in rows.values() if r.locked_until is not None and r.locked_until > now]
+    return max(locks) if locks else None
 
 
 def give_back(engine: Engine, keys: Sequence[str]) -> None:

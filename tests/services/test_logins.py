@@ -262,3 +262,25 @@ def test_counts_all_forgiven_and_locking_nothing_are_purged(engine: Engine) -> N
     with read_session(engine) as session:
         left = {k for k in (stale, locked, fresh) if session.get(LoginThrottle, k) is not None}
     assert left == {locked, fresh}
+
+
+async def test_a_held_back_client_stores_nothing_more_whatever_it_tries(
+    ctx: Context, org: Credentials, settings: Settings, engine: Engine
+) -> None:
+    """A locked client's attempts count nothing and make no rows: it cannot fill the table."""
+    sprayer, now = client_address(), utcnow()
+    for i in range(settings.login_failures_per_client):
+        await _fail(ctx, f"fill-{i}-{org.organization_id}@example.com", sprayer, now, 1)
+
+    def rows() -> int:
+        with read_session(engine) as session:
+            found = session.execute(
+                select(col(LoginThrottle.key)).where(col(LoginThrottle.key).contains(sprayer))
+            )
+            return len(list(found.scalars()))
+
+    before = rows()
+    assert before == settings.login_failures_per_client + 1  # an address each, and the client
+    for i in range(10):
+        await _refused(ctx, f"more-{i}-{org.organization_id}@example.com", WRONG, sprayer, now)
+    assert rows() == before
