@@ -1,6 +1,8 @@
 """Logging in and out, setting a password from a one-time invitation or reset link, and the
 organization's overview. Links and forms read the token from the path: only the characters a token
-has, at most 100."""
+has, at most 100. Logins and codes are throttled per address with client address and per client
+address (``services.logins``; the client's address is ``common.client_address``); a hash waits on
+its own threads, 503 with ``Retry-After`` when they are full (``services.passwords``)."""
 
 from __future__ import annotations
 
