@@ -84,10 +84,13 @@ class Settings(BaseSettings):
     rotation_grace: timedelta = timedelta(hours=24)
     # the dashboard (issue 14): sessions end after this long idle, or this long after login at most;
     # invitation and password-reset links live this long; logins back off after this many failures
+    # for one address from one client address, or this many from one client address in all
+    # (services.logins)
     dashboard_idle: timedelta = timedelta(minutes=30)
     dashboard_session_max: timedelta = timedelta(hours=12)
     member_link_lifetime: timedelta = timedelta(hours=72)
     login_failures_before_lock: int = Field(default=5, ge=1, le=100)
+    login_failures_per_client: int = Field(default=20, ge=1, le=10_000)
     idempotency_window: timedelta = timedelta(hours=24)
     # costly rules run in evaluation processes (services.rule_pool): how many, and how many of one
     # organization's verifications may wait for one before it is told to retry (429)
@@ -183,7 +186,14 @@ class Settings(BaseSettings):
 
     @property
     def dev_pages(self) -> bool:
-        """The development pages (outbox, KYC simulator) are served (never in production)."""
+        """The development pages (``/dev/...``: the outbox, the KYC simulator) are served: in
+        development only. A test or staging installation's outbox holds real codes and links."""
+        return self.environment is Environment.DEVELOPMENT
+
+    @property
+    def allow_loopback_http(self) -> bool:
+        """``http`` on a loopback host is allowed for redirect URLs and frame origins (outside
+        production: a developer's or a test's local pages)."""
         return self.environment is not Environment.PRODUCTION
 
     def temporal_ui_workflows(self) -> str:

@@ -1,13 +1,10 @@
 """Dashboard members (issue 14): invitations with a one-time link to set the first password,
-password reset, login with back-off after repeated failures, server-side sessions with idle and
-absolute expiry, and the CSRF token of a session's forms.
+password reset links, server-side sessions with idle and absolute expiry, the TOTP second factor,
+and the CSRF token of a session's forms. Logging in, and setting a password from a link, are
+``services.logins``.
 
-- Passwords are Argon2id hashes (``argon2-cffi``'s defaults); 12 to 1024 characters.
 - Link and session tokens are 32 random bytes, URL-safe; the database keeps their SHA-256 only, so a
   copy of the database opens no session and sets no password.
-- A failed login counts against the member; from the ``login_failures_before_lock``-th on, logging
-  in is refused for 1 minute, then 2, 4 ... at most 60 (``TooMany`` with ``retry_after``). An
-  unknown e-mail answers exactly like a wrong password, after the same hashing work.
 - A session ends when idle for ``dashboard_idle``, ``dashboard_session_max`` after login, at logout,
   or when the member's password is set again (every session of the member).
 - The CSRF token of a form is an HMAC of the session token under a key derived from the master key
@@ -15,10 +12,14 @@ absolute expiry, and the CSRF token of a session's forms.
 - Owners invite members by e-mail (the link goes through the delivery path of the subjects'
   codes, at most once a minute per member), change roles, disable and enable members and end their
   sessions; an organization always keeps an enabled owner. Each change is an audit record.
+- An address signs in to one organization's dashboard (or the operators' area): an invitation to
+  an address that already has a password elsewhere is made and answered like any other, and the
+  e-mail tells its owner (alone) to ask for an invitation to another address
+  (docs/adr/0003-one-address-one-dashboard.md).
 - The optional second factor is TOTP (RFC 6238: SHA-1, 6 digits, 30 s, one step of clock drift
   either way), its secret sealed under the master key. After a right password such a member's
-  session only waits for the code (``pending_minutes``); a wrong code counts as a failed login
-  (same back-off), and a code's time step is used once.
+  session only waits for the code; a wrong code counts as a failed login (``services.logins``),
+  and a code's time step is used once.
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
-import math
 import re
 import secrets
 import smtplib
@@ -37,8 +37,6 @@ from typing import TypeVar
 
 import pyotp
 import segno
-from argon2 import PasswordHasher
-from argon2.exceptions import InvalidHashError, VerificationError
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
@@ -48,6 +46,7 @@ from core.text import one_line
 from orchestration.delivery import Message, Undeliverable, transport_for
 from services.context import Context
 from services.errors import Conflict, Invalid, NotFound, TooMany
+from store import member_sessions as sessions
 from store import members as store
 from store import orgs as orgs_store
 from store.db import utcnow
@@ -55,11 +54,7 @@ from store.tables import Member, MemberSession
 from wire.contacts import normalize_contact
 
 MIN_PASSWORD, MAX_PASSWORD = 12, 1024
-MAX_LOCK = timedelta(minutes=60)
-WRONG_LOGIN = "Wrong e-mail or password"
 log = logging.getLogger("mandatum.services.members")
-_HASHER = PasswordHasher()  # Argon2id
-_DUMMY_HASH = _HASHER.hash("a password no member has, hashed once")
 T = TypeVar("T")
 
 
@@ -70,30 +65,21 @@ class Invitation:
 
 
 @dataclass(frozen=True)
-class Login:
-    member: Member
-    session_token: str  # the cookie's value; the database has its SHA-256 only
-    expires_at: datetime
-    awaiting_code: bool = False  # the session opens nothing until the second factor's code
-
-
-@dataclass(frozen=True)
 class Enrolment:
     secret: str  # base32, for typing into an authenticator app
     uri: str  # otpauth://totp/...
     qr_svg: str  # the URI as an inline SVG QR code
 
 
-PENDING_CODE = timedelta(minutes=5)
 TOTP_STEP = 30
 CODE_RE = re.compile(r"[0-9]{6}")
 
 
-def _digest(token: str) -> str:
+def digest(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-def _email(raw: str) -> str:
+def email_address(raw: str) -> str:
     if "@" not in raw:  # else a phone-like value is answered in words about phone numbers
         raise Invalid("email must be an e-mail address")
     try:
@@ -108,13 +94,13 @@ def _email(raw: str) -> str:
 def check_new_email(ctx: Context, raw: str) -> str:
     """The address as a new member would be stored under it (lower-cased); ``Invalid`` for one that
     is no e-mail address, ``Conflict`` for one a member has already."""
-    address = _email(raw)
+    address = email_address(raw)
     if store.member_by_email(ctx.engine, address) is not None:
         raise Conflict(f"{address} is already a member")
     return address
 
 
-def _checked_password(password: str) -> str:
+def checked_password(password: str) -> str:
     if not MIN_PASSWORD <= len(password) <= MAX_PASSWORD:
         raise Invalid(f"a password is {MIN_PASSWORD} to {MAX_PASSWORD} characters")
     return password
@@ -129,7 +115,7 @@ def _new_link(ctx: Context, member_id: str, purpose: MemberTokenPurpose) -> str:
     token = secrets.token_urlsafe(32)
     now = utcnow()
     store.add_token(
-        ctx.engine, member_id, _digest(token), purpose, now, now + ctx.settings.member_link_lifetime
+        ctx.engine, member_id, digest(token), purpose, now, now + ctx.settings.member_link_lifetime
     )
     return _link(ctx, purpose, token)
 
@@ -142,7 +128,7 @@ def set_password_link(ctx: Context, member_id: str) -> str:
 def invite(ctx: Context, actor: Actor, org_id: str, email: str, role: MemberRole) -> Invitation:
     """A new member of the organization with a one-time link to set their password
     (``MEMBER_INVITED`` naming ``actor``)."""
-    address = _email(email)
+    address = email_address(email)
     try:
         member = store.add_member(ctx.engine, org_id, address, MemberRole(role), utcnow(), actor=str(actor))
     except store.NotFound as exc:
@@ -173,14 +159,24 @@ def _send(ctx: Context, address: str, subject: str, text: str) -> None:
         raise NotSent(f"mail server: {type(exc).__name__}") from exc
 
 
-def _invitation_text(ctx: Context, org_name: str, role: str, link: str) -> str:
+def _invitation_text(ctx: Context, org_name: str, role: str, link: str | None) -> str:
+    """The invitation; with no link for an address that signs in elsewhere already, which only
+    its owner may learn (the one inviting sees an invitation like any other)."""
     hours = int(ctx.settings.member_link_lifetime.total_seconds() // 3600)
-    name = one_line(org_name, 200)
-    return (
-        f"You are invited to the Mandatum dashboard of {name}, as {role}.\n\n"
+    invited = f"You are invited to the Mandatum dashboard of {one_line(org_name, 200)}, as {role}.\n\n"
+    if link is None:
+        return invited + ELSEWHERE_TEXT
+    return invited + (
         f"To choose your password, open:\n\n{link}\n\n"
         f"The link works once, for {hours} hours. If you did not expect this, ignore this message.\n"
     )
+
+
+ELSEWHERE_TEXT = (
+    "This address already signs in to the Mandatum dashboard of another organization, and an "
+    "address signs in to one place only: ask the person who invited you to invite another address "
+    "of yours. If you did not expect this, ignore this message.\n"
+)
 
 
 def invite_by_email(ctx: Context, actor: Actor, org_id: str, email: str, role: MemberRole) -> Member:
@@ -198,7 +194,8 @@ def _mail_invitation(ctx: Context, member: Member, link: str) -> None:
         if member.organization_id
         else "this installation (platform staff)"
     )
-    _send(ctx, member.email, INVITATION_SUBJECT, _invitation_text(ctx, place, member.role, link))
+    shown = None if store.signs_in_elsewhere(ctx.engine, member) else link
+    _send(ctx, member.email, INVITATION_SUBJECT, _invitation_text(ctx, place, member.role, shown))
 
 
 INVITATION_SUBJECT = "Your invitation to the Mandatum dashboard"
@@ -228,7 +225,7 @@ def member_in(ctx: Context, org_id: str | None, member_id: str) -> Member:
 def list_members(ctx: Context, org_id: str) -> list[tuple[Member, int]]:
     """The organization's members, oldest first, each with how many sessions they have open."""
     now = utcnow()
-    counts = store.live_session_counts(ctx.engine, org_id, now, now - ctx.settings.dashboard_idle)
+    counts = sessions.live_session_counts(ctx.engine, org_id, now, now - ctx.settings.dashboard_idle)
     return [(m, counts.get(m.id, 0)) for m in store.members_of(ctx.engine, org_id)]
 
 
@@ -264,7 +261,7 @@ def end_sessions(
     ctx: Context, actor: Actor, org_id: str | None, member_id: str, keep: str | None = None
 ) -> int:
     """End a member's sessions (but ``keep``, the asking session's token); how many ended."""
-    keep_hash = _digest(keep) if keep else None
+    keep_hash = digest(keep) if keep else None
     return _changing(
         lambda: store.end_member_sessions(
             ctx.engine, org_id, member_id, utcnow(), actor=str(actor), keep=keep_hash
@@ -274,23 +271,23 @@ def end_sessions(
 
 def sessions_of(ctx: Context, member: Member) -> list[MemberSession]:
     now = utcnow()
-    return store.live_sessions(ctx.engine, member.id, now, now - ctx.settings.dashboard_idle)
+    return sessions.live_sessions(ctx.engine, member.id, now, now - ctx.settings.dashboard_idle)
 
 
 def is_session(session: MemberSession, token: str) -> bool:
     """Whether ``session`` is the one of the cookie ``token``."""
-    return hmac.compare_digest(session.token_hash, _digest(token))
+    return hmac.compare_digest(session.token_hash, digest(token))
 
 
 # --- the TOTP second factor ----------------------------------------------------------------------
 
 
-def _secret_of(ctx: Context, member: Member) -> str:
+def secret_of(ctx: Context, member: Member) -> str:
     assert member.totp_secret_ciphertext is not None
     return ctx.cipher.decrypt(member.totp_secret_ciphertext)
 
 
-def _matching_step(secret: str, code: str, now: datetime) -> int | None:
+def matching_step(secret: str, code: str, now: datetime) -> int | None:
     """The time step (now, or one either side) whose code ``code`` is, or None."""
     if not CODE_RE.fullmatch(code):
         return None
@@ -325,7 +322,7 @@ def pending_enrolment(ctx: Context, member: Member) -> Enrolment | None:
     fresh = store.get_member(ctx.engine, member.id)
     if fresh is None or fresh.totp_secret_ciphertext is None or fresh.totp_enabled_at is not None:
         return None
-    return enrolment_of(_secret_of(ctx, fresh), fresh.email)
+    return enrolment_of(secret_of(ctx, fresh), fresh.email)
 
 
 def confirm_second_factor(ctx: Context, member: Member, code: str, now: datetime | None = None) -> None:
@@ -334,7 +331,7 @@ def confirm_second_factor(ctx: Context, member: Member, code: str, now: datetime
     fresh = store.get_member(ctx.engine, member.id)
     if fresh is None or fresh.totp_secret_ciphertext is None or fresh.totp_enabled_at is not None:
         raise Conflict("No second factor waits to be confirmed: set one up first")
-    step = _matching_step(_secret_of(ctx, fresh), code.strip(), now)
+    step = matching_step(secret_of(ctx, fresh), code.strip(), now)
     if step is None:
         raise Invalid("That code is not right: type the 6 digits your app shows now")
     if not store.confirm_totp(ctx.engine, member.id, step, now, actor=str(actor_of(member))):
@@ -353,43 +350,16 @@ def turn_off_second_factor(
     turning off another member's (a lost phone) gives none: the record names the owner."""
     member = member_in(ctx, org_id, member_id)
     if str(actor) == str(actor_of(member)) and member.totp_enabled_at is not None:
-        step = _matching_step(_secret_of(ctx, member), (code or "").strip(), now or utcnow())
+        step = matching_step(secret_of(ctx, member), (code or "").strip(), now or utcnow())
         if step is None or not store.use_totp_step(ctx.engine, member.id, step):
             raise Invalid("That code is not right: type the 6 digits your app shows now")
     return _changing(lambda: store.turn_off_totp(ctx.engine, org_id, member_id, actor=str(actor)))
 
 
-def second_factor(ctx: Context, pending_token: str | None, code: str, now: datetime | None = None) -> Login:
-    """The second step of a login: the code for the session that waits for it. A wrong code counts
-    as a failed login (the same back-off); ``Invalid`` when the waiting session is over (log in
-    again)."""
-    now = now or utcnow()
-    if not pending_token or len(pending_token) > 200:
-        raise Invalid(CODE_SESSION_OVER)
-    member = store.pending_session(ctx.engine, _digest(pending_token), now)
-    if member is None:
-        raise Invalid(CODE_SESSION_OVER)
-    _refuse_while_locked(member, now)
-    step = _matching_step(_secret_of(ctx, member), code.strip(), now)
-    if step is not None:
-        token = secrets.token_urlsafe(32)
-        expires = now + ctx.settings.dashboard_session_max
-        if store.complete_second_factor(
-            ctx.engine, _digest(pending_token), member.id, step, _digest(token), now, expires
-        ):
-            return Login(member, token, expires)
-    _count_failure(ctx, member, now)
-    raise Invalid(WRONG_CODE)
-
-
-CODE_SESSION_OVER = "Your login has waited too long for the code: log in again"
-WRONG_CODE = "That code is not right (or was used already): type the 6 digits your app shows now"
-
-
 def password_reset_link(ctx: Context, actor: Actor, email: str) -> str | None:
     """A one-time link to set a new password, for a member with that e-mail (None for anyone else:
     the page that asks says the same either way)."""
-    member = store.member_by_email(ctx.engine, _email(email))
+    member = store.member_by_email(ctx.engine, email_address(email))
     if member is None or member.disabled_at is not None:
         return None
     return _new_link(ctx, member.id, MemberTokenPurpose.RESET_PASSWORD)
@@ -404,7 +374,7 @@ def send_password_reset(ctx: Context, actor: Actor, email: str) -> None:
     a disabled member, or a member sent one less than a minute ago: the page that asks says the
     same in every case, so it tells nobody who is a member and floods no inbox."""
     try:
-        address = _email(email)
+        address = email_address(email)
     except Invalid:
         return
     member = store.member_by_email(ctx.engine, address)
@@ -426,62 +396,7 @@ def send_password_reset(ctx: Context, actor: Actor, email: str) -> None:
         log.warning("password reset e-mail to member %s not sent: %s", member.id, exc.reason)
 
 
-def set_password(ctx: Context, token: str, password: str) -> Member:
-    """Use a set-password or reset link once: the member's password, every other session ended.
-    The actor is the member the link belongs to."""
-    hashed = _HASHER.hash(_checked_password(password))
-    purposes = (MemberTokenPurpose.SET_PASSWORD, MemberTokenPurpose.RESET_PASSWORD)
-    member = store.take_token_and_set_password(ctx.engine, _digest(token), purposes, hashed, utcnow())
-    if member is None:
-        raise Invalid("This link is unknown, used or expired: ask for a new one")
-    return member
-
-
-def _lock_for(failures: int, threshold: int) -> timedelta | None:
-    if failures < threshold:
-        return None
-    return min(timedelta(minutes=2 ** (failures - threshold)), MAX_LOCK)
-
-
-def login(ctx: Context, email: str, password: str, now: datetime | None = None) -> Login:
-    """A new session for the member, or ``Invalid`` (wrong e-mail or password, the same words
-    either way) or ``TooMany`` while logins are locked after repeated failures."""
-    now = now or utcnow()
-    try:
-        address = _email(email)
-    except Invalid:
-        address = ""
-    member = store.member_by_email(ctx.engine, address) if address else None
-    if member is not None:
-        _refuse_while_locked(member, now)
-    stored = member.password_hash if member is not None and member.disabled_at is None else None
-    try:
-        ok = _HASHER.verify(stored or _DUMMY_HASH, password) and stored is not None
-    except (VerificationError, InvalidHashError):
-        ok = False
-    if member is None or not ok:
-        if member is not None:
-            _count_failure(ctx, member, now)
-        raise Invalid(WRONG_LOGIN)
-    token = secrets.token_urlsafe(32)
-    waits = member.totp_enabled_at is not None
-    expires = now + (PENDING_CODE if waits else ctx.settings.dashboard_session_max)
-    store.start_session(ctx.engine, member.id, _digest(token), now, expires, awaiting_code=waits)
-    return Login(member, token, expires, awaiting_code=waits)
-
-
-def _refuse_while_locked(member: Member, now: datetime) -> None:
-    if member.locked_until is not None and member.locked_until > now:
-        wait = math.ceil((member.locked_until - now).total_seconds())
-        raise TooMany(
-            f"Too many failed logins: try again in {math.ceil(wait / 60)} minute(s)", retry_after=wait
-        )
-
-
-def _count_failure(ctx: Context, member: Member, now: datetime) -> None:
-    failures = member.failed_logins + 1
-    lock = _lock_for(failures, ctx.settings.login_failures_before_lock)
-    store.record_login_failure(ctx.engine, member.id, now + lock if lock else None)
+LINK_PURPOSES = (MemberTokenPurpose.SET_PASSWORD, MemberTokenPurpose.RESET_PASSWORD)
 
 
 def session_member(ctx: Context, session_token: str | None, now: datetime | None = None) -> Member | None:
@@ -489,11 +404,11 @@ def session_member(ctx: Context, session_token: str | None, now: datetime | None
     if not session_token or len(session_token) > 200:
         return None
     now = now or utcnow()
-    return store.live_session(ctx.engine, _digest(session_token), now, now - ctx.settings.dashboard_idle)
+    return sessions.live_session(ctx.engine, digest(session_token), now, now - ctx.settings.dashboard_idle)
 
 
 def logout(ctx: Context, session_token: str) -> None:
-    store.end_session(ctx.engine, _digest(session_token), utcnow())
+    sessions.end_session(ctx.engine, digest(session_token), utcnow())
 
 
 def actor_names(ctx: Context, org_id: str) -> dict[str, str]:
@@ -515,7 +430,7 @@ def _csrf_key(ctx: Context) -> bytes:
 
 def csrf_token(ctx: Context, session_token: str) -> str:
     """The token every form of this session carries."""
-    return hmac.new(_csrf_key(ctx), _digest(session_token).encode(), hashlib.sha256).hexdigest()
+    return hmac.new(_csrf_key(ctx), digest(session_token).encode(), hashlib.sha256).hexdigest()
 
 
 def csrf_valid(ctx: Context, session_token: str | None, given: str | None) -> bool:

@@ -69,7 +69,8 @@ def check_frame_origins(ctx: Context, origins: list[str]) -> list[str]:
     """The origins as ``set_frame_origins`` would save them (``Invalid`` names a bad one)."""
 
     def checked() -> list[str]:
-        found = list(dict.fromkeys(orgs.check_frame_origin(o, ctx.settings.dev_pages) for o in origins))
+        local = ctx.settings.allow_loopback_http
+        found = list(dict.fromkeys(orgs.check_frame_origin(o, local) for o in origins))
         if len(found) > orgs.MAX_FRAME_ORIGINS:
             raise ValueError(f"at most {orgs.MAX_FRAME_ORIGINS} origins may embed the approval page")
         return found
@@ -79,9 +80,8 @@ def check_frame_origins(ctx: Context, origins: list[str]) -> list[str]:
 
 def set_frame_origins(ctx: Context, actor: Actor, org_id: str, origins: list[str]) -> list[str]:
     """The origins allowed to embed the organization's approval page, checked; what was saved."""
-    return _refusing(
-        lambda: orgs.set_frame_origins(ctx.engine, org_id, origins, ctx.settings.dev_pages, actor=str(actor))
-    )
+    local = ctx.settings.allow_loopback_http
+    return _refusing(lambda: orgs.set_frame_origins(ctx.engine, org_id, origins, local, actor=str(actor)))
 
 
 def set_api_version(ctx: Context, actor: Actor, org_id: str, version: str) -> None:

@@ -274,7 +274,7 @@ def _pin_actions(
 async def _validated(ctx: Context, org_id: str, body: CreateRequestIn) -> store.NewRequest:
     """The request to store, or ``Invalid`` listing every contact and action problem at once."""
     contacts, problems = body.normalized_contacts()
-    if body.redirectUrl is not None and not ctx.settings.dev_pages:
+    if body.redirectUrl is not None and not ctx.settings.allow_loopback_http:
         try:  # the model checked its shape; production also refuses http on a local host
             check_url(body.redirectUrl, allow_loopback_http=False)
         except BadOrigin as exc:
@@ -450,7 +450,7 @@ async def subject_link(
     data: dict[str, str] = {"url": url}
     if parent is not None:
         stored = (await run_db(ctx.engine, orgs.get_organization, ctx.engine, org_id)).frame_origins
-        local = ctx.settings.dev_pages
+        local = ctx.settings.allow_loopback_http
         try:
             origin = check_origin(parent, local)
         except BadOrigin:

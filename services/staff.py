@@ -80,7 +80,7 @@ def list_staff(ctx: Context, actor: Actor) -> list[Member]:
 def set_disabled(ctx: Context, actor: Actor, email: str, disabled: bool) -> Member:
     """Disable a staff member (their sessions end at once) or enable them again."""
     require_staff(actor)
-    found = members_store.member_by_email(ctx.engine, email.strip().lower())
+    found = members_store.staff_by_email(ctx.engine, email.strip().lower())
     if found is None or found.role != PLATFORM_ROLE:
         raise NotFound(f"no staff member {email.strip()[:320]}")
     return members.set_disabled(ctx, actor, None, found.id, disabled)

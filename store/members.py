@@ -14,12 +14,14 @@ import logging
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, func, update
+from sqlalchemy import Engine, update
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from core.ids import new_object_id
 from core.kinds import PLATFORM_ROLE
-from store import audit
+from store import audit, throttle
+from store import member_sessions as sessions
 from store.db import read_session, write_session
 from store.tables import Member, MemberSession, MemberToken, Organization
 from trust.keys import Ed25519KeyPair
@@ -33,6 +35,10 @@ class NotFound(LookupError):
 
 class EmailTaken(ValueError):
     pass
+
+
+class AddressTaken(ValueError):
+    """The address has a password elsewhere already (another organization's, or platform staff's)."""
 
 
 class LastOwner(ValueError):
@@ -59,12 +65,14 @@ def _detached(session: Session, member: Member) -> Member:
 
 
 def add_member(engine: Engine, org_id: str, email: str, role: str, now: datetime, *, actor: str) -> Member:
-    """A new member of the organization, without a password yet (``MEMBER_INVITED``)."""
+    """A new member of the organization, without a password yet (``MEMBER_INVITED``), whether or
+    not the address signs in elsewhere; ``EmailTaken`` for a member of this organization."""
     key = audit.signer(engine)
     with write_session(engine) as session:
         if session.get(Organization, org_id) is None:
             raise NotFound(f"organization {org_id} not found")
-        if session.exec(select(Member.id).where(Member.email == email)).first() is not None:
+        mine = select(Member.id).where(Member.email == email, Member.organization_id == org_id)
+        if session.exec(mine).first() is not None:
             raise EmailTaken(f"{email} is already a member")
         member = Member(id=new_object_id(), organization_id=org_id, email=email, role=role, created_at=now)
         session.add(member)
@@ -143,14 +151,14 @@ def set_disabled(
             if member.role == "owner" and _other_owners(session, member) == 0:
                 raise LastOwner("the organization needs an owner: make another member owner first")
             member.disabled_at = now
-            _end_sessions(session, member.id, now)
+            sessions.end_sessions_in(session, member.id, now)
             session.execute(
                 update(MemberToken)
                 .where(col(MemberToken.member_id) == member.id, col(MemberToken.used_at).is_(None))
                 .values(used_at=now)
             )
         else:
-            member.disabled_at, member.failed_logins, member.locked_until = None, 0, None
+            member.disabled_at = None
         session.add(member)
         _record(session, key, audit.MEMBER_DISABLED if disabled else audit.MEMBER_ENABLED, member, actor)
         return _detached(session, member)
@@ -164,42 +172,9 @@ def end_member_sessions(
     key = audit.signer(engine)
     with write_session(engine) as session:
         member = _member_of(session, org_id, member_id)
-        ended = _end_sessions(session, member.id, now, keep=keep)
+        ended = sessions.end_sessions_in(session, member.id, now, keep=keep)
         _record(session, key, audit.MEMBER_SESSIONS_ENDED, member, actor, sessions=ended)
         return ended
-
-
-def live_sessions(engine: Engine, member_id: str, now: datetime, idle_since: datetime) -> list[MemberSession]:
-    """The member's sessions that are open (logged in, not idle, not expired), newest use first."""
-    with read_session(engine) as session:
-        return list(
-            session.exec(
-                _live(select(MemberSession), now, idle_since)
-                .where(MemberSession.member_id == member_id)
-                .order_by(col(MemberSession.last_seen_at).desc())
-            )
-        )
-
-
-def live_session_counts(engine: Engine, org_id: str, now: datetime, idle_since: datetime) -> dict[str, int]:
-    """How many open sessions each member of the organization has (members with none left out)."""
-    with read_session(engine) as session:
-        stmt = (
-            _live(select(MemberSession.member_id, func.count()), now, idle_since)
-            .join(Member, col(Member.id) == col(MemberSession.member_id))
-            .where(Member.organization_id == org_id)
-            .group_by(col(MemberSession.member_id))
-        )
-        return {member_id: int(n) for member_id, n in session.exec(stmt)}
-
-
-def _live(stmt: Any, now: datetime, idle_since: datetime) -> Any:
-    return stmt.where(
-        col(MemberSession.revoked_at).is_(None),
-        col(MemberSession.awaiting_code).is_(False),
-        col(MemberSession.expires_at) > now,
-        col(MemberSession.last_seen_at) >= idle_since,
-    )
 
 
 def begin_totp(engine: Engine, member_id: str, secret_ciphertext: bytes) -> bool:
@@ -243,8 +218,37 @@ def turn_off_totp(engine: Engine, org_id: str | None, member_id: str, *, actor: 
 
 
 def member_by_email(engine: Engine, email: str) -> Member | None:
+    """The member an address signs in as: the one with a password, else its oldest invitation."""
     with read_session(engine) as session:
-        return session.exec(select(Member).where(Member.email == email)).first()
+        stmt = select(Member).where(Member.email == email)
+        return session.exec(
+            stmt.order_by(col(Member.password_hash).is_(None), col(Member.created_at))
+        ).first()
+
+
+def signs_in_elsewhere(engine: Engine, member: Member) -> bool:
+    """Whether another member with ``member``'s address has a password (it logs in there)."""
+    with read_session(engine) as session:
+        return _elsewhere(session, member) is not None
+
+
+def _elsewhere(session: Session, member: Member) -> str | None:
+    stmt = select(Member.id).where(
+        Member.email == member.email, Member.id != member.id, col(Member.password_hash).is_not(None)
+    )
+    return session.exec(stmt).first()
+
+
+def staff_by_email(engine: Engine, email: str) -> Member | None:
+    with read_session(engine) as session:
+        return session.exec(select(Member).where(Member.email == email, Member.role == PLATFORM_ROLE)).first()
+
+
+def member_signing_in(engine: Engine, email: str) -> Member | None:
+    """The member with a password that logs in with ``email``, if any (enabled or not)."""
+    with read_session(engine) as session:
+        stmt = select(Member).where(Member.email == email, col(Member.password_hash).is_not(None))
+        return session.exec(stmt).first()
 
 
 def get_member(engine: Engine, member_id: str) -> Member | None:
@@ -289,12 +293,31 @@ def recent_token(engine: Engine, member_id: str, purpose: str, since: datetime) 
         return found is not None
 
 
+def token_holder(engine: Engine, token_hash: str, purposes: tuple[str, ...], now: datetime) -> Member | None:
+    """The enabled member of a live one-time token of one of ``purposes`` (not using it), else None."""
+    with read_session(engine) as session:
+        token = session.get(MemberToken, token_hash)
+        live = token is not None and token.used_at is None and token.expires_at > now
+        if token is None or not live or token.purpose not in purposes:
+            return None
+        member = session.get(Member, token.member_id)
+        return member if member is not None and member.disabled_at is None else None
+
+
 def take_token_and_set_password(
-    engine: Engine, token_hash: str, purposes: tuple[str, ...], password_hash: str, now: datetime
+    engine: Engine,
+    token_hash: str,
+    purposes: tuple[str, ...],
+    password_hash: str,
+    now: datetime,
+    *,
+    forget: str | None = None,
 ) -> Member | None:
     """Use a live one-time token once and set its member's password; every other live token and
-    session of the member ends with it (a reset logs out everywhere). None for a token that is
-    unknown, used, expired, of another purpose, or of a disabled member."""
+    session of the member ends with it (a reset logs out everywhere), and so do the failed logins
+    counted for the address key ``forget`` (``store.throttle``). None for a token that is unknown,
+    used, expired, of another purpose, or of a disabled member; ``AddressTaken`` (and the token
+    kept) when the address has a password elsewhere."""
     with write_session(engine) as session:
         used = session.execute(
             update(MemberToken)
@@ -310,69 +333,28 @@ def take_token_and_set_password(
             return None
         token = session.get(MemberToken, token_hash)
         assert token is not None
-        member = session.get(Member, token.member_id)
+        member = session.get(Member, token.member_id, with_for_update=True)
         if member is None or member.disabled_at is not None:
             return None
-        member.password_hash, member.failed_logins, member.locked_until = password_hash, 0, None
+        if _elsewhere(session, member) is not None:
+            raise AddressTaken(f"{member.email} has a password elsewhere")
+        member.password_hash = password_hash
         session.add(member)
+        try:  # another invitation of the address taken up at the same moment
+            session.flush()
+        except IntegrityError as exc:
+            raise AddressTaken(f"{member.email} has a password elsewhere") from exc
+        if forget is not None:
+            throttle.forget_address(session.connection(), forget)
         session.execute(
             update(MemberToken)
             .where(col(MemberToken.member_id) == member.id, col(MemberToken.used_at).is_(None))
             .values(used_at=now)
         )
-        _end_sessions(session, member.id, now)
+        sessions.end_sessions_in(session, member.id, now)
         session.flush()
         session.refresh(member)
         session.expunge(member)
-        return member
-
-
-def record_login_failure(engine: Engine, member_id: str, locked_until: datetime | None) -> int:
-    """Count a failed login (and lock until ``locked_until`` when given); the count so far."""
-    with write_session(engine) as session:
-        member = session.get(Member, member_id)
-        assert member is not None
-        member.failed_logins += 1
-        if locked_until is not None:
-            member.locked_until = locked_until
-        session.add(member)
-        return member.failed_logins
-
-
-def start_session(
-    engine: Engine,
-    member_id: str,
-    token_hash: str,
-    now: datetime,
-    expires_at: datetime,
-    *,
-    awaiting_code: bool = False,
-) -> None:
-    """A right password: the session stored and, unless it still waits for the second factor's
-    code, the failure count reset (so a right password alone never buys more tries at the code)."""
-    with write_session(engine) as session:
-        member = session.get(Member, member_id)
-        assert member is not None
-        if not awaiting_code:
-            member.failed_logins, member.locked_until = 0, None
-            session.add(member)
-        session.add(_session_row(token_hash, member_id, now, expires_at, awaiting_code))
-
-
-def pending_session(engine: Engine, token_hash: str, now: datetime) -> Member | None:
-    """The member of a live session that waits for the second factor's code."""
-    with read_session(engine) as session:
-        found = session.get(MemberSession, token_hash)
-        if (
-            found is None
-            or not found.awaiting_code
-            or found.revoked_at is not None
-            or found.expires_at <= now
-        ):
-            return None
-        member = session.get(Member, found.member_id)
-        if member is None or member.disabled_at is not None or member.totp_enabled_at is None:
-            return None
         return member
 
 
@@ -387,10 +369,9 @@ def complete_second_factor(
 ) -> bool:
     """The right code of time step ``step`` after a right password, in one transaction: the step
     is used (never again, even by a request racing this one), the waiting session ends, a full one
-    starts and the failure count is reset. False when the step was used already or the waiting
-    session ended meanwhile."""
+    starts. False when the step was used already or the waiting session ended meanwhile."""
     with write_session(engine) as session:
-        used = _use_step(session, member_id, step, failed_logins=0, locked_until=None)
+        used = _use_step(session, member_id, step)
         ended = session.execute(
             update(MemberSession)
             .where(
@@ -404,7 +385,7 @@ def complete_second_factor(
         if not used or ended.rowcount != 1:  # type: ignore[attr-defined]
             session.rollback()
             return False
-        session.add(_session_row(token_hash, member_id, now, expires_at))
+        session.add(sessions.session_row(token_hash, member_id, now, expires_at))
         return True
 
 
@@ -415,8 +396,8 @@ def use_totp_step(engine: Engine, member_id: str, step: int) -> bool:
         return _use_step(session, member_id, step)
 
 
-def _use_step(session: Session, member_id: str, step: int, **also: Any) -> bool:
-    """Mark the TOTP step used (with ``also``'s columns) unless it or a later one was: one
+def _use_step(session: Session, member_id: str, step: int) -> bool:
+    """Mark the TOTP step used unless it or a later one was: one
     conditional UPDATE, so two requests with one code never both get True."""
     used = session.execute(
         update(Member)
@@ -424,67 +405,6 @@ def _use_step(session: Session, member_id: str, step: int, **also: Any) -> bool:
             col(Member.id) == member_id,
             (col(Member.totp_last_step).is_(None)) | (col(Member.totp_last_step) < step),
         )
-        .values(totp_last_step=step, **also)
+        .values(totp_last_step=step)
     )
     return bool(used.rowcount == 1)  # type: ignore[attr-defined]
-
-
-def _session_row(
-    token_hash: str, member_id: str, now: datetime, expires_at: datetime, awaiting_code: bool = False
-) -> MemberSession:
-    return MemberSession(
-        token_hash=token_hash,
-        member_id=member_id,
-        created_at=now,
-        last_seen_at=now,
-        expires_at=expires_at,
-        awaiting_code=awaiting_code,
-    )
-
-
-def live_session(engine: Engine, token_hash: str, now: datetime, idle_since: datetime) -> Member | None:
-    """The member of a session that is neither revoked, past its absolute expiry, nor idle since
-    before ``idle_since``; its last use becomes ``now``."""
-    with write_session(engine) as session:
-        found = session.get(MemberSession, token_hash)
-        if (
-            found is None
-            or found.awaiting_code
-            or found.revoked_at is not None
-            or found.expires_at <= now
-            or found.last_seen_at < idle_since
-        ):
-            return None
-        member = session.get(Member, found.member_id)
-        if member is None or member.disabled_at is not None:
-            return None
-        found.last_seen_at = now
-        session.add(found)
-        session.flush()
-        session.expunge(member)
-        return member
-
-
-def end_session(engine: Engine, token_hash: str, now: datetime) -> None:
-    with write_session(engine) as session:
-        session.execute(
-            update(MemberSession)
-            .where(col(MemberSession.token_hash) == token_hash, col(MemberSession.revoked_at).is_(None))
-            .values(revoked_at=now)
-        )
-
-
-def end_sessions(engine: Engine, member_id: str, now: datetime) -> None:
-    with write_session(engine) as session:
-        _end_sessions(session, member_id, now)
-
-
-def _end_sessions(session: Session, member_id: str, now: datetime, keep: str | None = None) -> int:
-    stmt = update(MemberSession).where(
-        col(MemberSession.member_id) == member_id,
-        col(MemberSession.revoked_at).is_(None),
-        col(MemberSession.expires_at) > now,
-    )
-    if keep is not None:
-        stmt = stmt.where(col(MemberSession.token_hash) != keep)
-    return int(session.execute(stmt.values(revoked_at=now)).rowcount)  # type: ignore[attr-defined]

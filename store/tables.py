@@ -422,24 +422,33 @@ class CredentialPdf(SQLModel, table=True):
 
 class Member(SQLModel, table=True):
     """A person who uses the dashboard for one organization (issue 14; migration 0011), or platform
-    staff, of no organization (role ``platform``, the operators' area; migration 0014). The e-mail
-    is unique across the installation: a member belongs to one organization at most. The password
-    is an Argon2id hash (``services.members``), absent until the member sets one from their link."""
+    staff, of no organization (role ``platform``, the operators' area; migration 0014). An address
+    is a member of an organization once, and has a password in one place at most (migration 0016):
+    invitations to an address that signs in elsewhere wait like any other, and cannot be taken up
+    (docs/adr/0003-one-address-one-dashboard.md). The password is an Argon2id hash
+    (``services.passwords``), absent until the member sets one from their link."""
 
     __tablename__ = "member"
+    __table_args__ = (
+        UniqueConstraint("organization_id", "email", name="uq_member_org_email"),
+        Index(
+            "uq_member_email_with_password",
+            "email",
+            unique=True,
+            sqlite_where=text("password_hash IS NOT NULL"),
+            postgresql_where=text("password_hash IS NOT NULL"),
+        ),
+    )
     id: str = Field(primary_key=True, max_length=24)
     organization_id: str | None = Field(
         default=None, foreign_key="organization.id", index=True, max_length=24
     )
-    email: str = Field(unique=True, max_length=320)
+    email: str = Field(index=True, max_length=320)
     # owner | developer | support (core.kinds.MemberRole), or platform (core.kinds.PLATFORM_ROLE)
     role: str = Field(max_length=16)
     password_hash: str | None = Field(default=None, max_length=255)
     created_at: datetime
     disabled_at: datetime | None = None
-    # failed logins since the last success, and until when logging in is refused (back-off)
-    failed_logins: int = Field(default=0)
-    locked_until: datetime | None = None
     # the TOTP second factor (RFC 6238): its secret sealed under the master key, when it was turned
     # on (None: off, or enrolment not confirmed yet), and the last time step used (no code twice)
     totp_secret_ciphertext: bytes | None = Field(default=None, sa_column=Column(LargeBinary, nullable=True))
@@ -472,3 +481,18 @@ class MemberSession(SQLModel, table=True):
     revoked_at: datetime | None = None
     # True between a right password and the second factor's code: such a session opens no page
     awaiting_code: bool = Field(default=False)
+
+
+class LoginThrottle(SQLModel, table=True):
+    """Failed dashboard logins counted per key (issue 30; migration 0015): an address with a client
+    address (``login:<address key>:<client>``), and a client address alone (``client:<client>``).
+    A login counts before its password is checked and gives its count back when it was right, so
+    a burst never checks more passwords than allowed (``store.throttle``). ``address`` is the keyed
+    hash of the e-mail address a row is about (never the address), so a new password forgets it."""
+
+    __tablename__ = "login_throttle"
+    key: str = Field(primary_key=True, max_length=160)
+    address: str | None = Field(default=None, index=True, max_length=64)
+    failures: int = Field(default=0)
+    last_failure_at: datetime = Field(index=True)
+    locked_until: datetime | None = None

@@ -1,7 +1,8 @@
 """The worker: settings -> Temporal client -> Worker(workflows, activity instances).
 
 It also runs the reconciler that starts workflows for stored requests whose start was lost, and
-periodically purges expired replay and idempotency entries. It starts without Temporal: it
+periodically purges expired replay and idempotency entries and the dashboard's failed-login counts
+that are all forgiven. It starts without Temporal: it
 connects with a growing wait between attempts (orchestration.temporal.connect_with_backoff), logging each.
 With ``MANDATUM_WORKER_HEALTH_PORT`` set it serves ``/healthz`` and ``/readyz`` there (worker.health)
 from its start, so an orchestrator sees it alive while it waits for Temporal, and ready once it polls.
@@ -39,8 +40,9 @@ from core.process import exit_now
 from core.secretbox import SecretCipher
 from core.settings import Settings, get_settings
 from orchestration.temporal import connect_with_backoff, reconcile_forever
-from store import audit
-from store.db import keep_files_private, make_engine
+from services.logins import BACKOFF as LOGIN_BACKOFF
+from store import audit, throttle
+from store.db import keep_files_private, make_engine, utcnow
 from store.guards import purge_expired
 from worker.health import HealthServer, WorkerHealth, serve_health
 from workflows.credential_request import CredentialRequestWorkflow
@@ -85,6 +87,7 @@ async def _purge_forever(engine: Engine, settings: Settings) -> None:
     while True:
         try:
             await asyncio.to_thread(purge_expired, engine, settings.idempotency_window)
+            await asyncio.to_thread(throttle.purge, engine, utcnow(), LOGIN_BACKOFF)
         except Exception:
             log.exception("purge failed")
         await asyncio.sleep(60)

@@ -1,4 +1,5 @@
-"""Development pages, never served in production: the outbox of messages the worker wrote instead
+"""Development pages, served in development only (``MANDATUM_ENVIRONMENT=development``, what
+``make run`` uses; never in test or production): the outbox of messages the worker wrote instead
 of sending them (``MANDATUM_EMAIL_TRANSPORT=outbox``, the default outside production), so a
 newcomer can finish a flow on one machine, and the development identity provider
 (``orchestration.kyc.DevelopmentProvider``), whose page simulates a document and a selfie check."""
@@ -28,7 +29,8 @@ from store.db import run_db
 
 
 def _development_only(request: Request) -> None:
-    """Every route here: 404 in production, as if it did not exist."""
+    """Every route here: 404 outside development (in test and in production), as if it did not
+    exist."""
     if not request.app.state.services.settings.dev_pages:
         raise ApiError(404, "Not found")
 
@@ -95,7 +97,8 @@ async def kyc_page(
     )
     # shown inside the approval iframe too: the same origins may frame it
     origins = await run_db(services.engine, _frame_origins, services, check.request_id)
-    allowed = header_origins(origins, services.settings.dev_pages)  # checked again for the header
+    local = services.settings.allow_loopback_http
+    allowed = header_origins(origins, local)  # checked again for the header
     return HTMLResponse(html, headers=page_headers(nonce, " ".join(allowed) or "'none'"))
 
 

@@ -154,7 +154,7 @@ async def _page(
         return _render("invalid", lang=lang or i18n.DEFAULT_LANGUAGE, status=404)
     language = i18n.language_of(lang if lang in i18n.CATALOG else found.request.language)
     kind = IFRAME if surface == IFRAME else HOSTED
-    local = services.settings.dev_pages  # http on a loopback host is allowed outside production
+    local = services.settings.allow_loopback_http  # http on a loopback host is allowed outside production
     allowed = header_origins(found.organization.frame_origins, local)  # checked again for the header
     if kind == IFRAME and (not parent or parent not in allowed):
         # the browser refuses to show it anyway (frame-ancestors 'none'); say why to a direct visit

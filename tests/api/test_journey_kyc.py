@@ -1,7 +1,7 @@
 """Identity checks on the journey (CONTRACT 8): PLATFORM_KYC (an earlier success is reused),
 PLATFORM_REVALIDATION (always a fresh check), ORGANIZATION_KYC (the organization reports its own
 check), and a failed check ending the subject's path with no mandate. Walked over plain HTTP form
-posts, against the development provider."""
+posts, against the development provider (whose page an app in development serves)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import httpx
 import pytest
+import pytest_asyncio
 from sqlalchemy import Engine
 from sqlmodel import col, select
 from temporalio.client import Client
@@ -32,6 +33,7 @@ from store import audit
 from store import kyc as kyc_store
 from store.db import read_session
 from store.tables import AuditRecord, KycCheck, Subject, WebhookEvent
+from tests.support.development import development_client
 from tests.support.helpers import SignedClient, assert_error_shape, policy_request
 from tests.support.journey_helpers import LINK_RE, SESSION_RE, code_in, message_for
 from tests.support.workflow import refused
@@ -79,18 +81,30 @@ def is_review_step(page: httpx.Response, req: dict[str, Any]) -> bool:
     return f'name="decision-{req["credential"]}"' in page.text
 
 
+@pytest_asyncio.fixture
+async def provider(settings: Settings, temporal: Client) -> AsyncIterator[httpx.AsyncClient]:
+    """The development provider's pages, as ``make run`` serves them (development only)."""
+    async with development_client(settings, temporal) as client:
+        yield client
+
+
 async def platform_check(
-    http: httpx.AsyncClient, req: dict[str, Any], session: str, document: str = "pass", selfie: str = "pass"
+    http: httpx.AsyncClient,
+    provider: httpx.AsyncClient,
+    req: dict[str, Any],
+    session: str,
+    document: str = "pass",
+    selfie: str = "pass",
 ) -> httpx.Response:
     """Start the check from the page, pass or fail it on the development provider's page, and
     follow the subject back; the page they land on."""
     started = await http.post(f"{req['path']}/kyc", data={"session": session})
     assert started.status_code == 303, started.text
-    provider_page = await http.get(started.headers["location"])
+    provider_page = await provider.get(started.headers["location"])
     assert provider_page.status_code == 200 and "Identity document" in provider_page.text
     check_path = started.headers["location"].split("?")[0].removeprefix("https://mandatum.test")
     [return_url] = re.findall(r'name="return" value="([^"]+)"', provider_page.text)
-    finished = await http.post(
+    finished = await provider.post(
         check_path, data={"document": document, "selfie": selfie, "return": return_url.replace("&amp;", "&")}
     )
     assert finished.status_code == 303, finished.text
@@ -132,6 +146,7 @@ def audit_types(engine: Engine, request_id: str) -> list[str]:
 async def test_platform_kyc_comes_before_the_decision_and_is_reused(
     api: SignedClient,
     http: httpx.AsyncClient,
+    provider: httpx.AsyncClient,
     temporal: Client,
     engine: Engine,
 ) -> None:
@@ -158,7 +173,7 @@ async def test_platform_kyc_comes_before_the_decision_and_is_reused(
     assert early.type == "identity_required"
     assert (await credential_of(api, req))["status"] == "PENDING"
 
-    back = await platform_check(http, req, session)
+    back = await platform_check(http, provider, req, session)
     assert is_review_step(back, req)
     [session] = SESSION_RE.findall(back.text)
     done = await accept(http, req, session)
@@ -201,12 +216,13 @@ async def test_platform_kyc_comes_before_the_decision_and_is_reused(
 async def test_a_failed_check_ends_the_subjects_path_with_no_mandate(
     api: SignedClient,
     http: httpx.AsyncClient,
+    provider: httpx.AsyncClient,
     engine: Engine,
     temporal: Client,
 ) -> None:
     req = await open_request(api, "PLATFORM_REVALIDATION", contact="failing@example.com")
     _, session = await enter_code(http, req)
-    back = await platform_check(http, req, session, selfie="fail")
+    back = await platform_check(http, provider, req, session, selfie="fail")
     assert back.status_code == 403 and "Identity not verified" in back.text
     assert "decision-" not in back.text
     cred = await credential_of(api, req)
@@ -297,6 +313,7 @@ def cookie_value(set_cookie: str) -> str:
 async def test_the_return_from_the_provider_carries_no_session_and_opens_once_in_the_browser_that_left(
     api: SignedClient,
     http: httpx.AsyncClient,
+    provider: httpx.AsyncClient,
     settings: Settings,
     temporal: Client,
     engine: Engine,
@@ -327,13 +344,13 @@ async def test_the_return_from_the_provider_carries_no_session_and_opens_once_in
         assert check is not None and check.browser_hash and secret not in check.browser_hash
 
     # the provider passes the subject and sends them back to the return URL
-    finished = await http.post(
+    finished = await provider.post(
         f"/dev/kyc/{check_id}", data={"document": "pass", "selfie": "pass", "return": return_url}
     )
     assert finished.status_code == 303 and finished.headers["location"] == return_url
     # a provider cannot be made to send the subject to another check's return, or elsewhere
     other = return_url.replace(check_id, str(uuid.uuid4()))
-    assert (await http.post(f"/dev/kyc/{check_id}", data={"return": other})).status_code == 400
+    assert (await provider.post(f"/dev/kyc/{check_id}", data={"return": other})).status_code == 400
 
     async with another_browser(settings, temporal) as stranger:
         # the return URL alone (the provider, a log, a shoulder): the code step and a clear word

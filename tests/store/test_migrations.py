@@ -132,3 +132,27 @@ def test_mandate_revision_downgrades_and_upgrades(tmp_path) -> None:  # type: ig
         assert "status_list_index" in {c["name"] for c in inspect(eng).get_columns("credential")}
     finally:
         eng.dispose()
+
+
+def test_login_throttle_and_member_address_revisions_downgrade_and_upgrade(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """0015 (the login throttle; the member row's count and lock go) and 0016 (an address unique
+    per organization, and among members with a password, by a partial index) are reversible."""
+    url = f"sqlite:///{tmp_path / 'members.db'}"
+    migrate(url)
+    command.downgrade(alembic_config(url), "0014")
+    eng = make_engine(url)
+    try:
+        assert "login_throttle" not in inspect(eng).get_table_names()
+        assert {"failed_logins", "locked_until"} <= {c["name"] for c in inspect(eng).get_columns("member")}
+        migrate(url)
+        with eng.connect() as conn:
+            ddl = conn.exec_driver_sql(
+                "SELECT sql FROM sqlite_master WHERE name = 'uq_member_email_with_password'"
+            ).scalar()
+        assert ddl is not None and "UNIQUE" in ddl and "WHERE password_hash IS NOT NULL" in ddl
+        assert "failed_logins" not in {c["name"] for c in inspect(eng).get_columns("member")}
+        assert [u["column_names"] for u in inspect(eng).get_unique_constraints("member")] == [
+            ["organization_id", "email"]
+        ]
+    finally:
+        eng.dispose()

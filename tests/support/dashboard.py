@@ -3,6 +3,8 @@ our own pages sends, a member invited and logged in, the CSRF token read from a 
 
 from __future__ import annotations
 
+import secrets
+
 import httpx
 from fastapi import FastAPI
 
@@ -16,11 +18,17 @@ from tests.support.helpers import Credentials
 PASSWORD = "correct horse battery staple"
 
 
-def page_client(app: FastAPI) -> httpx.AsyncClient:
-    """A client of the real app (in process) as a browser on our own pages: same-origin fetch
-    metadata on every request; cookies kept."""
+def client_address() -> str:
+    """A client address of its own (in 198.18.0.0/15, the range RFC 2544 sets aside for tests):
+    logins are throttled per client address too, and every test shares the session's database."""
+    return f"198.{18 + secrets.randbelow(2)}.{secrets.randbelow(256)}.{1 + secrets.randbelow(254)}"
+
+
+def page_client(app: FastAPI, address: str | None = None) -> httpx.AsyncClient:
+    """A client of the real app (in process) as a browser on our own pages, from ``address`` (a
+    fresh one unless given): same-origin fetch metadata on every request; cookies kept."""
     return httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app),
+        transport=httpx.ASGITransport(app=app, client=(address or client_address(), 50000)),
         base_url="https://mandatum.test",
         headers={"Sec-Fetch-Site": "same-origin"},
     )

@@ -1,6 +1,7 @@
 """The service on a real port for browser tests: the app under uvicorn and a worker of its own
 that sends codes over SMTP to the test mailbox and by SMS to a fake provider speaking the HTTP
-adapter's contract. One per test session, on SQLite."""
+adapter's contract. One per test session, on SQLite, in development (``make run``'s environment),
+so the development identity provider's page is there for the journeys that check identity."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from temporalio.client import Client
 
 from api.app import create_app
 from core.secretbox import SecretCipher
-from core.settings import Settings
+from core.settings import Environment, Settings
 from tests.support.helpers import Credentials, SignedClient
 from tests.support.smtp_server import SmtpServer
 from worker import build_worker
@@ -108,6 +109,8 @@ async def live(
     sms = SmsProvider()
     stack_settings = settings.model_copy(
         update={
+            # as `make run` serves it: the development identity provider's page is served only then
+            "environment": Environment.DEVELOPMENT,
             "email_transport": "smtp",
             "smtp_host": smtp_server.host,
             "smtp_port": smtp_server.port,

@@ -16,9 +16,9 @@ from api.routes.dashboard.common import EVERYONE, form_by, org_of, page_number, 
 from core.ids import is_object_id
 from services import audit, members
 from services.context import Context
+from services.errors import Unavailable
 from store.audit import RECORD_TYPES
 from store.audit_queries import ActivityFilter
-from store.db import run_db
 from store.tables import Member
 from wire.dates import day_range
 
@@ -96,14 +96,20 @@ async def activity_page(request: Request, services: ServicesDep) -> Response:
 async def check_chain(
     request: Request, services: ServicesDep, csrf: Annotated[str, Form(max_length=100)] = ""
 ) -> Response:
-    """Walk the organization's whole chain and show the outcome above the records."""
+    """Walk the organization's whole chain (on a thread: ``services.audit.check_chain``) and show
+    the outcome above the records; 503 with ``Retry-After`` while other checks fill its threads."""
     found = await form_by(request, services, csrf, EVERYONE)
     if isinstance(found, Response):
         return found
     member, token = found
-    (result,) = await run_db(
-        services.engine, audit.verify_chains, services, members.actor_of(member), org_of(member)
-    )
+    try:
+        result = await audit.check_chain(services, members.actor_of(member), org_of(member))
+    except Unavailable as exc:
+        shown = await _activity_page(
+            services, member, token, request.query_params, status=503, error=str(exc)
+        )
+        shown.headers["Retry-After"] = str(exc.retry_after)
+        return shown
     check = {
         "records": result.records,
         "ok": result.broken is None,

@@ -1,6 +1,8 @@
 """Logging in and out, setting a password from a one-time invitation or reset link, and the
 organization's overview. Links and forms read the token from the path: only the characters a token
-has, at most 100."""
+has, at most 100. Logins and codes are throttled per address with client address and per client
+address (``services.logins``; the client's address is ``common.client_address``); a hash waits on
+its own threads, 503 with ``Retry-After`` when they are full (``services.passwords``)."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from api.deps import ServicesDep
 from api.routes.dashboard.common import (
     COOKIE,
+    client_address,
     form_by,
     from_this_origin,
     member_of,
@@ -24,8 +27,8 @@ from api.routes.dashboard.common import (
     to_login,
 )
 from core.actors import SYSTEM
-from services import audit, members
-from services.errors import Invalid, TooMany
+from services import audit, logins, members
+from services.errors import Conflict, Invalid, TooMany, Unavailable
 from store import orgs
 from store.audit_queries import ActivityFilter
 from store.db import run_db
@@ -58,18 +61,24 @@ async def login(
     if not from_this_origin(request, services):
         return refused("This form can only be sent from the dashboard's own page.")
     try:
-        done = await run_db(services.engine, members.login, services, email, password)
-    except TooMany as exc:
-        headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else None
-        return page(
-            "dashboard/login.html", status=429, headers=headers, title="Log in", error=str(exc), email=email
-        )
+        done = await logins.login(services, email, password, client_address(request))
+    except (TooMany, Unavailable) as exc:
+        return _login_page(exc, email)
     except Invalid as exc:
         return page("dashboard/login.html", status=401, title="Log in", error=str(exc), email=email)
     return _with_session(services, done, "/dashboard/login/code" if done.awaiting_code else "/dashboard")
 
 
-def _with_session(services: ServicesDep, done: members.Login, where: str) -> Response:
+def _login_page(exc: TooMany | Unavailable, email: str) -> Response:
+    """The login page again, 429 or 503, with ``Retry-After``."""
+    headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else None
+    status = 429 if isinstance(exc, TooMany) else 503
+    return page(
+        "dashboard/login.html", status=status, headers=headers, title="Log in", error=str(exc), email=email
+    )
+
+
+def _with_session(services: ServicesDep, done: logins.Login, where: str) -> Response:
     answer = RedirectResponse(where, status_code=303)
     answer.set_cookie(
         COOKIE,
@@ -105,12 +114,13 @@ async def check_code(
         return refused("This form can only be sent from the dashboard's own page.")
     pending = request.cookies.get(COOKIE)
     try:
-        done = await run_db(services.engine, members.second_factor, services, pending, code)
+        client = client_address(request)
+        done = await run_db(services.engine, logins.second_factor, services, pending, code, client)
     except TooMany as exc:
         headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else None
         return _code_page(429, str(exc), headers)
     except Invalid as exc:
-        if str(exc) == members.CODE_SESSION_OVER:
+        if str(exc) == logins.CODE_SESSION_OVER:
             return page("dashboard/login.html", status=401, title="Log in", error=str(exc), email="")
         return _code_page(401, str(exc))
     return _with_session(services, done, "/dashboard")
@@ -210,9 +220,15 @@ async def set_password(
     if password != again:
         return _password_form(kind, token, 400, "The two passwords differ: type the same one twice.")
     try:
-        await run_db(services.engine, members.set_password, services, token, password)
+        await logins.set_password(services, token, password)
     except Invalid as exc:
         return _password_form(kind, token, 400, str(exc))
+    except Conflict as exc:  # told to the address's owner only: the link went to that address
+        return _password_form(kind, token, 409, str(exc))
+    except Unavailable as exc:
+        answer = _password_form(kind, token, 503, str(exc))
+        answer.headers["Retry-After"] = str(exc.retry_after)
+        return answer
     return to_login("password-set")
 
 

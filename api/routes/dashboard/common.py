@@ -74,6 +74,14 @@ async def refusal_page(
     raise exc
 
 
+def client_address(request: Request) -> str | None:
+    """The client's address as the ASGI server gives it: the peer's, or, behind a reverse proxy
+    uvicorn trusts (``--forwarded-allow-ips``, ``FORWARDED_ALLOW_IPS``; 127.0.0.1 by default),
+    the one the proxy put in ``X-Forwarded-For``. The login throttle counts per client address
+    (``services.logins``), so it must be the proxy's client, never a header anyone can send."""
+    return request.client.host if request.client else None
+
+
 def secure(ctx: Context) -> bool:
     return ctx.settings.public_url.startswith("https://")
 
