@@ -77,8 +77,9 @@ class Param:
         return out
 
 
-def parse_timestamp(value: str) -> datetime | None:
-    """An aware datetime for an RFC 3339 date-time with a time zone, else None."""
+def read_timestamp(value: str) -> datetime | None:
+    """An aware datetime for an RFC 3339 date-time with a time zone, else None; the moment may lie
+    outside the datetime range once in UTC (``parse_timestamp`` refuses that)."""
     if not TIMESTAMP_RE.match(value):
         return None
     text = value.upper()
@@ -89,11 +90,28 @@ def parse_timestamp(value: str) -> datetime | None:
         assert digits is not None
         text = head + "." + digits.group(0)[:6].ljust(6, "0") + rest[digits.end() :]
     try:
-        parsed = datetime.fromisoformat(text)
-        parsed.astimezone(UTC)  # a moment past the ends of the range once in UTC is none at all
-    except (ValueError, OverflowError):
-        return None  # e.g. February 30, or 9999-12-31T23:59:59-14:00
-    return parsed
+        return datetime.fromisoformat(text)
+    except ValueError:
+        return None  # e.g. February 30
+
+
+def in_range(moment: datetime) -> bool:
+    """Whether the moment is one the datetime range holds in UTC (9999-12-31T23:59:59-14:00 is not)."""
+    try:
+        moment.astimezone(UTC)
+    except OverflowError:
+        return False
+    return True
+
+
+def parse_timestamp(value: str) -> datetime | None:
+    """An aware datetime for an RFC 3339 date-time with a time zone whose moment the datetime range
+    holds in UTC, else None."""
+    parsed = read_timestamp(value)
+    return parsed if parsed is not None and in_range(parsed) else None
+
+
+OUT_OF_RANGE = "is out of range: in UTC it must fall between 0001-01-01 and 9999-12-31"
 
 
 def _is_number(value: Any) -> bool:
@@ -163,8 +181,12 @@ def check_value(param: Param, value: Any) -> str | None:
         return None
     if type_ not in _EXPECTED:
         return f"has an unknown type {type_!r}"
-    if type_ == "timestamp" and isinstance(value, str) and len(value) > MAX_TIMESTAMP_LENGTH:
-        return f"is longer than {MAX_TIMESTAMP_LENGTH} characters: {_EXPECTED[type_]}"
+    if type_ == "timestamp" and isinstance(value, str):
+        if len(value) > MAX_TIMESTAMP_LENGTH:
+            return f"is longer than {MAX_TIMESTAMP_LENGTH} characters: {_EXPECTED[type_]}"
+        moment = read_timestamp(value)
+        if moment is not None and not in_range(moment):
+            return OUT_OF_RANGE
     if not _scalar_ok(type_, value):
         return _EXPECTED[type_]
     return _too_long(param, value)

@@ -15,8 +15,9 @@ from __future__ import annotations
 import re
 from datetime import UTC, date, datetime, time
 
+from policy.params import OUT_OF_RANGE
+
 ISO_DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}([T ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?(Z|z|[+-]\d{2}:?\d{2})?)?$")
-OUT_OF_RANGE = "is out of range: in UTC it must fall between 0001-01-01 and 9999-12-31"
 NOT_ISO = "must be an ISO 8601 date or date-time, e.g. 2026-01-31 or 2026-01-31T12:00:00Z"
 
 

@@ -23,6 +23,7 @@ from bench.webhook_receiver import Receiver, WebhookSecrets, parse_head
 from bench.webhook_timeline import medians, milestones, show
 from cli.stack import Stack
 from core.settings import Settings
+from tests.support.development import development_client
 from tests.support.helpers import Credentials
 from trust.webhook_envelope import delivery_headers, encrypt_event
 
@@ -165,13 +166,17 @@ def test_the_ratio_is_of_the_medians_and_the_report_says_whether_it_meets_the_ta
 
 
 async def test_a_decision_as_the_benchmark_makes_it_reaches_its_receiver(
-    http: httpx.AsyncClient, org: Credentials, settings: Settings
+    temporal: Client, worker: None, org: Credentials, settings: Settings
 ) -> None:
     """The journey up to the decision, the webhook set as the benchmark sets it, and one decision
-    timed by the benchmark's own operation: its event arrives, matched to its request."""
+    timed by the benchmark's own operation: its event arrives, matched to its request. The
+    benchmark's stack runs in development, whose outbox it reads the codes from: so does this app."""
     caller = setup.Caller(org.organization_id, org.did, org.api_key, org.secret)
     signer = setup.Signer(caller, "mandatum.test")
-    async with Receiver(WebhookSecrets.generate()) as receiver:
+    async with (
+        development_client(settings, temporal) as http,
+        Receiver(WebhookSecrets.generate()) as receiver,
+    ):
         bench.configure_webhook(settings, org.organization_id, receiver.url, receiver.webhook_secrets)
         journeys = await bench.open_journeys(http, signer, 2)
         decisions = bench.Decisions(http, receiver, journeys)

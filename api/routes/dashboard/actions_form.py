@@ -25,7 +25,7 @@ from fastapi import Request
 
 from api.routes.dashboard.common import BUILDERS
 from policy.cel import MAX_EXPRESSION_LENGTH
-from policy.params import Param, parse_timestamp
+from policy.params import Param, read_timestamp
 from policy.rules import MAX_RULE_NAME_LENGTH
 from services.actions import Checked, Problem
 from wire.dates import in_utc
@@ -234,7 +234,7 @@ def try_now(text: str, default: datetime) -> datetime:
     the range of dates (``wire.dates``)."""
     if not text.strip():
         return default
-    parsed = parse_timestamp(text.strip())
+    parsed = read_timestamp(text.strip())
     if parsed is None:
         raise ValueError(TRY_NOW_PROBLEM)
     try:
