@@ -3,12 +3,16 @@ check it, try its rules, publish, delete; read. Done by a named actor (the comma
 a dashboard member).
 
 The dashboard's editor checks a draft with the functions publishing runs (``policy.actions``
-``parse_action_spec`` and ``check_spec``) and tries its rules with the one verification evaluates
-them with (``policy.rules.evaluate``), so what the editor says is what publishing and verifying do.
+``parse_action_spec`` and ``check_spec``, the rules' cost included) and tries its rules as a
+verification runs them (a ``policy.jobs.RulesJob`` within the step budget, inline or in an
+evaluation process), so what the editor says is what publishing and verifying do.
 """
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
+import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -19,9 +23,11 @@ from sqlalchemy import Engine
 
 from core.actors import Actor
 from core.text import unsafe_characters
-from policy.actions import MAX_NAME_LENGTH, ActionSpec, check_spec, parse_action_spec
+from policy.actions import MAX_NAME_LENGTH, ActionSpec, canonical_content, check_spec, parse_action_spec
+from policy.cost import RULE_BUDGET
+from policy.jobs import RulesJob
 from policy.params import parse_params, validate_values
-from policy.rules import Evaluation, Rule, check_rules, evaluate
+from policy.rules import Evaluation, Rule, RulesRun, check_rules
 from services.context import Context
 from services.errors import Conflict, Invalid, NotFound
 from store import actions as store
@@ -321,24 +327,46 @@ def _unsignable(spec: ActionSpec) -> list[Problem]:
 class Tried:
     """The rules of a draft run on sample values: one evaluation per rule (``pass``, ``fail`` or
     ``error`` with its reason), or the problems of the values, which verification would refuse
-    before any rule runs."""
+    before any rule runs. ``limit_reached``: the rules were stopped at the step budget of one
+    verification (which would be denied with ``rule_limit_exceeded``) after ``steps``."""
 
     evaluations: list[Evaluation]
     problems: list[str]
+    limit_reached: bool = False
+    steps: int = 0
 
 
-def try_rules(
+async def try_rules(
     ctx: Context,
     actor: Actor,
+    org_id: str,
     spec: ActionSpec,
     version_key: str,
     execution_values: dict[str, Any],
     user_values: dict[str, Any],
     now: datetime,
 ) -> Tried:
-    """Run the rules as verification would: executionParams checked against the declared ones
-    (``execution_params_invalid`` refuses before the rules), userParams as a request pins them
-    (defaults fill omitted ones), then ``policy.rules.evaluate`` at ``now``."""
+    """Run the rules as a verification runs them, at ``now``: executionParams checked against the
+    declared ones, their types and bounds (``execution_params_invalid`` refuses before the rules),
+    userParams as a request pins them (defaults fill omitted ones); then the rules within the
+    budget of one verification, on a thread of their own when ``RulesJob.runs_inline`` allows,
+    else in an evaluation process in the organization's turn (``Context.rules``): ``TooMany``
+    when too many of its jobs wait, ``Unavailable`` when no process answers. Nothing of it runs
+    on the event loop."""
+    trial = await asyncio.to_thread(_trial, spec, version_key, execution_values, user_values, now)
+    if isinstance(trial, Tried):
+        return trial
+    return _tried(await ctx.rules.run(org_id, trial))
+
+
+def _trial(
+    spec: ActionSpec,
+    version_key: str,
+    execution_values: dict[str, Any],
+    user_values: dict[str, Any],
+    now: datetime,
+) -> Tried | RulesJob:
+    """The values' problems, or the rules run here when they may run inline, or else their job."""
     execution, problems = validate_values(
         spec.execution_params, execution_values, where="executionParams", fill_defaults=False
     )
@@ -347,13 +375,26 @@ def try_rules(
     )
     if problems or user_problems:
         return Tried([], problems + user_problems)
-    evaluations = evaluate(
-        version_key,
+    job = RulesJob(
+        draft_key(version_key, spec),
         spec.rules,
+        spec.execution_params,
+        spec.user_params,
         execution,
         user,
         now,
-        execution_types=spec.execution_params,
-        user_types=spec.user_params,
+        RULE_BUDGET,
     )
-    return Tried(evaluations, [])
+    return _tried(job.run()) if job.runs_inline() else job
+
+
+def draft_key(version_key: str, spec: ActionSpec) -> str:
+    """The key a draft's rules are compiled and estimated under: the version's id and a digest of
+    the content as tried. A draft changes under its id, and ``policy.jobs`` remembers a version's
+    estimate at its params' bounds by its key and expressions, which a changed bound must not reuse."""
+    content = json.dumps(canonical_content(spec), sort_keys=True, ensure_ascii=False)
+    return f"{version_key}#{hashlib.sha256(content.encode()).hexdigest()[:32]}"
+
+
+def _tried(run: RulesRun) -> Tried:
+    return Tried(run.evaluations, [], limit_reached=run.limit_reached, steps=run.steps)

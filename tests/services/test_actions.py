@@ -76,6 +76,7 @@ def test_publish_refusals_list_every_problem(ctx: Context, org: Credentials) -> 
 # --- what the dashboard calls -----------------------------------------------------------------------
 
 MIA = Actor.member("mia")
+ORG = "org-of-mia"  # the organization whose turn costly rules wait for (none here: all run inline)
 
 
 def test_a_draft_is_checked_with_the_checks_publishing_runs(ctx: Context) -> None:
@@ -128,7 +129,7 @@ def test_a_draft_that_does_not_parse_still_has_its_rules_checked(ctx: Context) -
     assert (problem.part, problem.index) == ("userParams", 0) and "within ±(2^53-1)" in problem.text
 
 
-def test_rules_are_tried_as_verification_evaluates_them(ctx: Context) -> None:
+async def test_rules_are_tried_as_verification_evaluates_them(ctx: Context) -> None:
     spec = parse_spec(
         {
             **SPEC,
@@ -141,17 +142,17 @@ def test_rules_are_tried_as_verification_evaluates_them(ctx: Context) -> None:
         }
     )
     at = datetime(2029, 1, 1, tzinfo=UTC)
-    tried = actions.try_rules(ctx, MIA, spec, "draft", {"amount": 5}, {"max": 10}, at)
+    tried = await actions.try_rules(ctx, MIA, ORG, spec, "draft", {"amount": 5}, {"max": 10}, at)
     assert [(e.rule, e.result, e.reason) for e in tried.evaluations] == [
         ("under", "pass", None),
         ("divides", "error", "modulus or divide by zero"),  # the default [] filled the omitted tags
         ("early", "pass", None),
     ]
-    later = actions.try_rules(
-        ctx, MIA, spec, "draft", {"amount": 11}, {"max": 10, "tags": ["a"]}, at.replace(2031)
+    later = await actions.try_rules(
+        ctx, MIA, ORG, spec, "draft", {"amount": 11}, {"max": 10, "tags": ["a"]}, at.replace(2031)
     )
     assert [e.result for e in later.evaluations] == ["fail", "pass", "fail"]
-    refused = actions.try_rules(ctx, MIA, spec, "draft", {"amount": "5", "extra": 1}, {}, at)
+    refused = await actions.try_rules(ctx, MIA, ORG, spec, "draft", {"amount": "5", "extra": 1}, {}, at)
     assert refused == actions.Tried(
         [],
         [
@@ -160,6 +161,34 @@ def test_rules_are_tried_as_verification_evaluates_them(ctx: Context) -> None:
             "userParams.max is missing",
         ],
     )
+
+
+async def test_a_draft_tried_with_a_larger_bound_is_estimated_again(ctx: Context) -> None:
+    """A draft changes under its version's id, and a version's estimate at its params' bounds is
+    remembered by key and expressions (``policy.jobs``): the same rule tried again after its param's
+    maxItems grew must not run inline on the smaller bound's estimate, but in an evaluation process."""
+    quadratic = "executionParams.items.all(x, executionParams.items.exists_one(y, y == x))"
+    raw = {"name": "Batch", "rules": [{"name": "distinct", "expression": quadratic}]}
+    small = parse_spec(raw | {"executionParams": [{"name": "items", "type": "array<string>", "maxItems": 3}]})
+    large = parse_spec(raw | {"executionParams": [{"name": "items", "type": "array<string>"}]})
+    at = datetime(2029, 1, 1, tzinfo=UTC)
+    try:
+        tried = await actions.try_rules(ctx, MIA, ORG, small, "draft", {"items": ["a", "b"]}, {}, at)
+        assert [e.result for e in tried.evaluations] == ["pass"] and not ctx.rules.ran_in  # inline
+        twenty = {"items": [f"i{n}" for n in range(20)]}
+        tried = await actions.try_rules(ctx, MIA, ORG, large, "draft", twenty, {}, at)
+        assert [e.result for e in tried.evaluations] == ["pass"] and sum(ctx.rules.ran_in.values()) == 1
+        assert actions.draft_key("draft", small) != actions.draft_key("draft", large)
+        stopped = await actions.try_rules(
+            ctx, MIA, ORG, large, "draft", {"items": [f"i{n}" for n in range(100)]}, {}, at
+        )
+        assert (stopped.limit_reached, stopped.steps >= 10_000, stopped.evaluations[0].result) == (
+            True,
+            True,
+            "error",
+        )
+    finally:
+        await ctx.rules.close()
 
 
 def test_renaming_reaches_the_drafts_and_never_a_published_version(ctx: Context, org: Credentials) -> None:
