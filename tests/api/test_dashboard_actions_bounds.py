@@ -29,7 +29,7 @@ from services import actions as service
 from services.context import Context
 from services.errors import Unavailable
 from store import actions as store
-from tests.api.test_dashboard_actions import create, problems_of, results_of
+from tests.support.action_editor import create, problems_of, results_of
 from tests.support.dashboard import log_in_as, page_client
 from tests.support.helpers import Credentials
 
