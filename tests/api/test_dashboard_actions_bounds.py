@@ -309,11 +309,11 @@ async def test_try_it_asks_to_try_again_when_the_rules_cannot_run_now(
 async def test_the_page_and_its_checks_never_run_on_the_event_loop(
     editor: Editor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``services.actions.check`` (rules estimated and sampled) and an inline run of "Try it" run
-    on threads other than the event loop's: the page as stored, "Check", the script's check and
-    "Try it" (which checks the draft too)."""
+    """``services.actions.check`` (rules estimated and sampled), an inline run of "Try it" and
+    publishing's checks run on threads other than the event loop's: the page as stored, "Check",
+    the script's check, "Try it" and "Publish" (each of which checks the draft too)."""
     loop_thread = threading.get_ident()
-    seen: dict[str, list[int]] = {"check": [], "run": []}
+    seen: dict[str, list[int]] = {"check": [], "run": [], "publish": []}
 
     def recorded(name: str, work: Callable[..., Any]) -> Callable[..., Any]:
         def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -323,6 +323,7 @@ async def test_the_page_and_its_checks_never_run_on_the_event_loop(
         return wrapper
 
     monkeypatch.setattr(service, "check", recorded("check", service.check))
+    monkeypatch.setattr(store, "check_spec", recorded("publish", store.check_spec))  # publishing's checks
     monkeypatch.setattr(RulesJob, "run", recorded("run", RulesJob.run))
     rules = [("some", LINEAR)]
     assert (await editor.browser.get(editor.path)).status_code == 200
@@ -331,5 +332,6 @@ async def test_the_page_and_its_checks_never_run_on_the_event_loop(
     assert (await editor.check(rules))["publishable"] is True
     tried = await editor.post("try", rules, **{"try-e-items": '["a"]', "try-e-note": "n", "try-u-cap": "1"})
     assert results_of(tried.text) == {"some": ("true", "")}
-    assert len(seen["check"]) == 4 and len(seen["run"]) == 1
-    assert loop_thread not in seen["check"] + seen["run"], seen
+    assert (await editor.post("publish", rules)).status_code == 303
+    assert [len(seen[name]) for name in ("check", "run", "publish")] == [5, 1, 1]
+    assert loop_thread not in seen["check"] + seen["run"] + seen["publish"], seen

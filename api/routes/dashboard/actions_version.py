@@ -7,8 +7,8 @@ every problem beside its param or rule. The page's script adds a check as one ty
 form to ``.../check`` with the session's CSRF token in ``X-CSRF-Token`` and places the JSON answer
 in the same spots (live regions, each named by its field's ``aria-describedby``). Both run
 ``services.actions.check``, the checks publishing runs (a rule's cost at its params' bounds
-included), on a thread: it estimates and samples the rules, which must never hold the event loop
-(``run_db`` runs on it with SQLite). "Try it" runs the rules as a verification runs them
+included), on a thread, as publishing itself: they estimate and sample the rules, which must never
+hold the event loop (``run_db`` runs on it with SQLite). "Try it" runs the rules as a verification runs them
 (``services.actions.try_rules``): within the step budget of one verification, costly ones in an
 evaluation process in the organization's turn.
 """
@@ -198,8 +198,8 @@ async def edit_version(request: Request, services: ServicesDep, key: str, number
     org_id = org_of(member)
     try:
         await run_db(services.engine, actions.save_draft, services, actor, org_id, version.id, spec)
-        if do == "publish":
-            await run_db(services.engine, actions.publish, services, actor, version.id, org_id)
+        if do == "publish":  # its checks estimate and sample the rules: on a thread
+            await asyncio.to_thread(actions.publish, services, actor, version.id, org_id)
     except actions.PublishRefused as exc:
         error = "The version is not published: fix the problems shown beside each param or rule."
         refused = actions.Checked(spec, actions.placed(exc.problems, spec))
