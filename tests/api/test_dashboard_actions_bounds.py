@@ -25,7 +25,7 @@ from sqlalchemy import Engine
 from core.kinds import MemberRole
 from policy.jobs import RulesJob
 from policy.rules import LIMIT_REASON, NOT_RUN_REASON
-from services import actions as service
+from services import action_drafts
 from services.context import Context
 from services.errors import Unavailable
 from store import actions as store
@@ -309,7 +309,7 @@ async def test_try_it_asks_to_try_again_when_the_rules_cannot_run_now(
 async def test_the_page_and_its_checks_never_run_on_the_event_loop(
     editor: Editor, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``services.actions.check`` (rules estimated and sampled), an inline run of "Try it" and
+    """``services.action_drafts.check`` (rules estimated and sampled), an inline run of "Try it" and
     publishing's checks run on threads other than the event loop's: the page as stored, "Check",
     the script's check, "Try it" and "Publish" (each of which checks the draft too)."""
     loop_thread = threading.get_ident()
@@ -322,7 +322,7 @@ async def test_the_page_and_its_checks_never_run_on_the_event_loop(
 
         return wrapper
 
-    monkeypatch.setattr(service, "check", recorded("check", service.check))
+    monkeypatch.setattr(action_drafts, "check", recorded("check", action_drafts.check))
     monkeypatch.setattr(store, "check_spec", recorded("publish", store.check_spec))  # publishing's checks
     monkeypatch.setattr(RulesJob, "run", recorded("run", RulesJob.run))
     rules = [("some", LINEAR)]

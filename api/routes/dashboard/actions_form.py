@@ -1,6 +1,6 @@
-"""The version editor's form: its fields read into a draft's dict form (what ``services.actions``
-checks and stores) and a draft written back as the rows of the form, with each problem next to the
-field it concerns.
+"""The version editor's form: its fields read into a draft's dict form (what
+``services.action_drafts`` checks and ``services.actions`` stores) and a draft written back as the
+rows of the form, with each problem next to the field it concerns.
 
 The form is plain HTML, usable without JavaScript: one row per param and rule (``e-0-name``,
 ``u-1-default``, ``r-2-expression``) and one blank row per list to add another; a row left blank
@@ -33,7 +33,7 @@ from api.routes.dashboard.common import BUILDERS
 from policy.cel import MAX_EXPRESSION_LENGTH
 from policy.params import PARAM_TYPES, Param, parse_timestamp
 from policy.rules import MAX_RULE_NAME_LENGTH
-from services.actions import Checked, Problem
+from services.action_drafts import Checked, Problem
 
 ACTION_ROLES = BUILDERS
 UUID_RE = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")

@@ -6,10 +6,10 @@ The editor works without JavaScript: each button posts the whole form and the pa
 every problem beside its param or rule. The page's script adds a check as one types: it posts the
 form to ``.../check`` with the session's CSRF token in ``X-CSRF-Token`` and places the JSON answer
 in the same spots (live regions, each named by its field's ``aria-describedby``). Both run
-``services.actions.check``, the checks publishing runs (a rule's cost at its params' bounds
+``services.drafts.check``, the checks publishing runs (a rule's cost at its params' bounds
 included), on a thread, as publishing itself: they estimate and sample the rules, which must never
 hold the event loop (``run_db`` runs on it with SQLite). "Try it" runs the rules as a verification runs them
-(``services.actions.try_rules``): within the step budget of one verification, costly ones in an
+(``services.drafts.try_rules``): within the step budget of one verification, costly ones in an
 evaluation process in the organization's turn.
 """
 
@@ -45,6 +45,7 @@ from policy.params import (
     MAX_LENGTH_CEILING,
     PARAM_TYPES,
 )
+from services import action_drafts as drafts
 from services import actions, members
 from services.context import Context
 from services.errors import Conflict, Invalid, NotFound, TooMany, Unavailable
@@ -87,8 +88,8 @@ def _version_html(
     *,
     status: int = 200,
     draft: forms.Draft | None = None,
-    checked: actions.Checked | None = None,
-    tried: actions.Tried | None = None,
+    checked: drafts.Checked | None = None,
+    tried: drafts.Tried | None = None,
     **extra: Any,
 ) -> HTMLResponse:
     """The version's page: the draft as typed (``draft``) or as stored, with its problems as
@@ -162,9 +163,9 @@ async def version_page(
     return await run_db(services.engine, page)
 
 
-async def _checked(ctx: Context, member: Member, raw: dict[str, Any]) -> actions.Checked:
-    """``services.actions.check`` of a draft's dict form, on a thread of its own."""
-    return await asyncio.to_thread(actions.check, ctx, members.actor_of(member), raw)
+async def _checked(ctx: Context, member: Member, raw: dict[str, Any]) -> drafts.Checked:
+    """``services.drafts.check`` of a draft's dict form, on a thread of its own."""
+    return await asyncio.to_thread(drafts.check, ctx, members.actor_of(member), raw)
 
 
 @router.post(VERSION_PATH, response_class=HTMLResponse)
@@ -202,7 +203,7 @@ async def edit_version(request: Request, services: ServicesDep, key: str, number
             await asyncio.to_thread(actions.publish, services, actor, version.id, org_id)
     except actions.PublishRefused as exc:
         error = "The version is not published: fix the problems shown beside each param or rule."
-        refused = actions.Checked(spec, actions.placed(exc.problems, spec))
+        refused = drafts.Checked(spec, drafts.placed(exc.problems, spec))
         return await run_db(services.engine, partial(page, status=400, error=error, checked=refused))
     except Invalid as exc:
         return await run_db(services.engine, partial(page, status=400, error=said(exc.message)))
@@ -240,26 +241,26 @@ async def _try_page(
 
 async def _tried(
     ctx: Context, member: Member, version: ActionVersion, spec: ActionSpec, tries: dict[str, str]
-) -> actions.Tried:
+) -> drafts.Tried:
     """The rules of the draft as typed, run on the "Try it" values (read on a thread: an array's
     JSON may be long)."""
     read = await asyncio.to_thread(_try_values, spec, tries)
-    if isinstance(read, actions.Tried):
+    if isinstance(read, drafts.Tried):
         return read
     execution, user, now = read
     actor = members.actor_of(member)
-    return await actions.try_rules(ctx, actor, org_of(member), spec, version.id, execution, user, now)
+    return await drafts.try_rules(ctx, actor, org_of(member), spec, version.id, execution, user, now)
 
 
 def _try_values(
     spec: ActionSpec, tries: dict[str, str]
-) -> tuple[dict[str, Any], dict[str, Any], datetime] | actions.Tried:
+) -> tuple[dict[str, Any], dict[str, Any], datetime] | drafts.Tried:
     """The typed "Try it" values and moment, or the problems that keep the rules from running."""
     inputs = forms.try_inputs(spec.execution_params, spec.user_params, tries)
     now = forms.try_now(tries.get("try-now", ""), utcnow())
     problems = forms.too_long(inputs) + ([forms.TRY_NOW_PROBLEM] if now is None else [])
     if problems or now is None:
-        return actions.Tried([], problems)
+        return drafts.Tried([], problems)
     execution, user = forms.try_values(inputs)
     return execution, user, now
 
