@@ -6,11 +6,11 @@ The editor works without JavaScript: each button posts the whole form and the pa
 every problem beside its param or rule. The page's script adds a check as one types: it posts the
 form to ``.../check`` with the session's CSRF token in ``X-CSRF-Token`` and places the JSON answer
 in the same spots (live regions, each named by its field's ``aria-describedby``). Both run
-``services.drafts.check``, the checks publishing runs (a rule's cost at its params' bounds
+``services.action_drafts.check``, the checks publishing runs (a rule's cost at its params' bounds
 included), on a thread, as publishing itself: they estimate and sample the rules, which must never
-hold the event loop (``run_db`` runs on it with SQLite). "Try it" runs the rules as a verification runs them
-(``services.drafts.try_rules``): within the step budget of one verification, costly ones in an
-evaluation process in the organization's turn.
+hold the event loop (``run_db`` runs on it with SQLite). "Try it" runs the rules as a verification
+runs them (``services.action_drafts.try_rules``): within the step budget of one verification,
+costly ones in an evaluation process in the organization's turn.
 """
 
 from __future__ import annotations
@@ -164,7 +164,7 @@ async def version_page(
 
 
 async def _checked(ctx: Context, member: Member, raw: dict[str, Any]) -> drafts.Checked:
-    """``services.drafts.check`` of a draft's dict form, on a thread of its own."""
+    """``services.action_drafts.check`` of a draft's dict form, on a thread of its own."""
     return await asyncio.to_thread(drafts.check, ctx, members.actor_of(member), raw)
 
 
