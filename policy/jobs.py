@@ -18,7 +18,7 @@ from policy.params import Param, parse_params, parse_timestamp
 from policy.rules import Evaluation, Rule, RulesRun, parse_rules, program_tree, run_rules
 
 _DECLARED_MAX = 4096
-_declared: dict[tuple[str, ...], int] = {}
+_declared: dict[tuple[object, ...], int] = {}
 
 
 @dataclass(frozen=True)
@@ -54,8 +54,12 @@ class RulesJob:
 
     def steps_at_most(self, *, declared: bool = False) -> int:
         """The rules' estimated steps (``policy.cost``) at the declared bounds (remembered per
-        version and rules) or on this job's values."""
-        key = (self.version_key, *(r.expression for r in self.rules))
+        version, rules and params: a draft tried again may have changed any of them) or on this
+        job's values."""
+        bounds = tuple(
+            (p.name, p.type, p.length_limit, p.items_limit) for p in self.execution_types + self.user_types
+        )
+        key = (self.version_key, bounds, *(r.expression for r in self.rules))
         if declared and key in _declared:
             return _declared[key]
         roots = (

@@ -1,33 +1,25 @@
 """Actions and their numbered versions (CONTRACT 6): create, rename, add a version, edit a draft,
-check it, try its rules, publish, delete; read. Done by a named actor (the command line's operator,
-a dashboard member).
-
-The dashboard's editor checks a draft with the functions publishing runs (``policy.actions``
-``parse_action_spec`` and ``check_spec``) and tries its rules with the one verification evaluates
-them with (``policy.rules.evaluate``), so what the editor says is what publishing and verifying do.
+publish, delete; read. Done by a named actor (the command line's operator, a dashboard member).
+The editor's checks of a draft and trials of its rules are ``services.action_drafts``.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import datetime
 from typing import Any, TypeVar
 
 from sqlalchemy import Engine
 
 from core.actors import Actor
 from core.text import unsafe_characters
-from policy.actions import MAX_NAME_LENGTH, ActionSpec, check_spec, parse_action_spec
-from policy.params import parse_params, validate_values
-from policy.rules import Evaluation, Rule, check_rules, evaluate
+from policy.actions import MAX_NAME_LENGTH, ActionSpec
+from services.action_drafts import unsignable
 from services.action_text import text_problems
 from services.context import Context
 from services.errors import Conflict, Invalid, NotFound
 from store import actions as store
 from store.tables import Action, ActionVersion
-from wire.numbers import reject_non_jcs
 
 T = TypeVar("T")
 
@@ -213,7 +205,7 @@ def new_version(ctx: Context, actor: Actor, org_id: str, action_id: str) -> Acti
 def save_draft(ctx: Context, actor: Actor, org_id: str, version_id: str, spec: ActionSpec) -> ActionVersion:
     """Replace a draft's content. A published version is immutable: Conflict."""
     _readable(spec)
-    jcs_problems = _unsignable(spec)
+    jcs_problems = unsignable(spec)
     if jcs_problems:
         raise Invalid([p.text for p in jcs_problems])
     try:
@@ -248,130 +240,3 @@ def undeletable(credentials: int, mandates: int) -> str:
 
 def _count(n: int, thing: str) -> str:
     return f"{n} {thing}" + ("" if n == 1 else "s")
-
-
-# --- the dashboard: the editor's checks and trials ------------------------------------------------
-
-_PLACE_RE = re.compile(r"(executionParams|userParams|rules)\.(\d+)(.*)", re.DOTALL)
-
-
-@dataclass(frozen=True)
-class Problem:
-    """A problem of a draft and what it concerns: ``part`` (``executionParams``, ``userParams``,
-    ``rules``) and ``index`` (its position in that list) for a param or a rule, else ``action``
-    and None; ``text`` without the place, shown next to the field."""
-
-    part: str
-    index: int | None
-    text: str
-
-
-@dataclass(frozen=True)
-class Checked:
-    """A draft as checked: its spec (None when it does not parse) and its problems. Publishable
-    exactly when publishing would accept it."""
-
-    spec: ActionSpec | None
-    problems: list[Problem]
-
-    @property
-    def publishable(self) -> bool:
-        return self.spec is not None and not self.problems
-
-
-def placed(messages: list[str], spec: ActionSpec | None = None) -> list[Problem]:
-    """The messages of ``parse_action_spec``, ``check_spec`` or a refused publish, each with the
-    param or rule it concerns (their messages start with ``rules.3 (name)`` or ``userParams.0.``)."""
-    problems = []
-    for message in messages:
-        match = _PLACE_RE.fullmatch(message)
-        if match is None:
-            problems.append(Problem("action", None, message))
-            continue
-        part, index, rest = match.group(1), int(match.group(2)), match.group(3)
-        if rest.startswith("."):
-            rest = rest[1:]
-        elif part == "rules" and spec is not None and index < len(spec.rules):
-            rest = rest.removeprefix(f" ({spec.rules[index].name})")
-        problems.append(Problem(part, index, rest.strip()))
-    return problems
-
-
-def check(ctx: Context, actor: Actor, raw: dict[str, Any]) -> Checked:
-    """What publishing would say of a draft in its dict form, each problem placed.
-
-    When the draft parses, its problems are ``check_spec``'s, and a default no signed form can hold
-    (publishing could not compute its digest). When it does not (a param
-    without a name while it is being typed, say), each row's own problems are given and each rule
-    whose expression could be read is still checked, by ``check_rules``, against the params that
-    do parse: a rule being typed is checked before its name is written.
-    """
-    spec, errors = parse_action_spec(raw)
-    if spec is not None:
-        return Checked(spec, placed(check_spec(spec) + text_problems(spec), spec) + _unsignable(spec))
-    problems = placed(errors)
-    execution, _ = parse_params(raw.get("executionParams"), where="executionParams", allow_defaults=False)
-    user, _ = parse_params(raw.get("userParams"), where="userParams", allow_defaults=True)
-    rules = raw.get("rules")
-    unreadable = {p.index for p in problems if p.part == "rules" and p.text.startswith("expression")}
-    for index, item in enumerate(rules if isinstance(rules, list) else []):
-        expression = item.get("expression") if isinstance(item, dict) else None
-        if index in unreadable or not isinstance(expression, str):
-            continue
-        for message in check_rules([Rule(name="rule", expression=expression)], execution, user):
-            problems.append(Problem("rules", index, message.removeprefix("rules.0 (rule)").strip()))
-    return Checked(None, problems)
-
-
-def _unsignable(spec: ActionSpec) -> list[Problem]:
-    """Defaults a signed form cannot hold (an integer beyond 2^53): stored, the version could never
-    get its digestSRI."""
-    problems = []
-    for index, param in enumerate(spec.user_params):
-        try:
-            reject_non_jcs({"default": param.default})
-        except ValueError as exc:
-            problems.append(Problem("userParams", index, str(exc)))
-    return problems
-
-
-@dataclass(frozen=True)
-class Tried:
-    """The rules of a draft run on sample values: one evaluation per rule (``pass``, ``fail`` or
-    ``error`` with its reason), or the problems of the values, which verification would refuse
-    before any rule runs."""
-
-    evaluations: list[Evaluation]
-    problems: list[str]
-
-
-def try_rules(
-    ctx: Context,
-    actor: Actor,
-    spec: ActionSpec,
-    version_key: str,
-    execution_values: dict[str, Any],
-    user_values: dict[str, Any],
-    now: datetime,
-) -> Tried:
-    """Run the rules as verification would: executionParams checked against the declared ones
-    (``execution_params_invalid`` refuses before the rules), userParams as a request pins them
-    (defaults fill omitted ones), then ``policy.rules.evaluate`` at ``now``."""
-    execution, problems = validate_values(
-        spec.execution_params, execution_values, where="executionParams", fill_defaults=False
-    )
-    user, user_problems = validate_values(
-        spec.user_params, user_values, where="userParams", fill_defaults=True
-    )
-    if problems or user_problems:
-        return Tried([], problems + user_problems)
-    evaluations = evaluate(
-        version_key,
-        spec.rules,
-        execution,
-        user,
-        now,
-        execution_types=spec.execution_params,
-        user_types=spec.user_params,
-    )
-    return Tried(evaluations, [])

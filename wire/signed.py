@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 from pydantic.json_schema import SkipJsonSchema
 
 from core.ids import UUID_PATTERN
+from policy.params import DEFAULT_MAX_ITEMS, DEFAULT_MAX_LENGTH, MAX_ITEMS_CEILING, MAX_LENGTH_CEILING
 
 COMPONENTS = "#/components/schemas/"
 SIGNED_TIME = "^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$"
@@ -231,10 +232,28 @@ class Receipt(_Signed):
 
 
 class ActionParam(_Signed):
+    """A declared param. ``maxLength`` and ``maxItems`` are present only when declared (the
+    version's content, which its digestSRI covers, holds them only then); absent, the default
+    applies."""
+
     name: str = Field(pattern="^[a-zA-Z_][a-zA-Z0-9_]*$")
     type: Literal["string", "number", "integer", "boolean", "timestamp", "array<string>", "array<number>"]
     description: str | SkipJsonSchema[None] = None
     default: Any = Field(default=None, description="userParams only: the value when the request omits it")
+    maxLength: Annotated[int, Field(ge=1, le=MAX_LENGTH_CEILING)] | SkipJsonSchema[None] = Field(
+        default=None,
+        description=(
+            "string and array<string> params only: the most characters of the value (of each item "
+            f"of an array<string>); when absent, {DEFAULT_MAX_LENGTH:,}; at most {MAX_LENGTH_CEILING:,}"
+        ),
+    )
+    maxItems: Annotated[int, Field(ge=1, le=MAX_ITEMS_CEILING)] | SkipJsonSchema[None] = Field(
+        default=None,
+        description=(
+            f"array params only: the most items of the value; when absent, {DEFAULT_MAX_ITEMS:,}; "
+            f"at most {MAX_ITEMS_CEILING:,}"
+        ),
+    )
 
 
 class ActionRule(_Signed):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import re
 from typing import Any
 from urllib.parse import quote
@@ -17,6 +18,7 @@ from store import actions
 from tests.conftest import new_org
 from tests.support.actions import RENT, published, spec
 from tests.support.helpers import Credentials, SignedClient, assert_error_shape, policy_request
+from tests.support.openapi import Oracle
 from trust.credentials import digest_sri
 
 pytestmark = pytest.mark.usefixtures("no_server_errors")
@@ -100,6 +102,55 @@ async def test_digest_can_be_recomputed_from_what_is_shown(api: SignedClient, en
     content = {k: v for k, v in version.items() if k not in {"id", "number", "digestSRI", "publishedAt"}}
     assert content == canonical_content(spec())
     assert version["digestSRI"] == digest_sri(content)
+
+
+async def test_declared_bounds_are_shown_as_declared_and_documented(
+    api: SignedClient, engine: Engine
+) -> None:
+    """A param's maxLength and maxItems are in the answer exactly when the version declares them
+    (its content, which the digestSRI covers), and the OpenAPI document describes them."""
+    bounded = copy.deepcopy(RENT)
+    bounded["executionParams"][1] |= {"maxLength": 64}
+    bounded["userParams"][1] |= {"maxLength": 30, "maxItems": 10}
+    action_id, _ = published(engine, api.creds.organization_id, bounded)
+    resp = await api.get(f"/actions/{quote(action_id, safe='')}")
+    assert resp.status_code == 200, resp.text
+    [version] = resp.json()["data"]["versions"]
+    assert version["executionParams"] == [
+        {"name": "amount", "type": "number", "description": "Amount to pay"},
+        {"name": "payee", "type": "string", "maxLength": 64},
+    ]
+    assert version["userParams"][1] == {
+        "name": "payees",
+        "type": "array<string>",
+        "default": [],
+        "maxLength": 30,
+        "maxItems": 10,
+    }
+    content = {k: v for k, v in version.items() if k not in {"id", "number", "digestSRI", "publishedAt"}}
+    assert content == canonical_content(spec(bounded)) and version["digestSRI"] == digest_sri(content)
+
+    document = (await api.http.get("/openapi.json")).json()
+    oracle = Oracle(document)
+    assert oracle.answer_problems("GET", "/actions/{actionId}", resp) == []
+    listed = await api.get("/actions")
+    assert oracle.answer_problems("GET", "/actions", listed) == []
+    members = document["components"]["schemas"]["ActionParam"]["properties"]
+    assert {k: members["maxLength"][k] for k in ("type", "minimum", "maximum")} == {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 10_000,
+    }
+    assert {k: members["maxItems"][k] for k in ("type", "minimum", "maximum")} == {
+        "type": "integer",
+        "minimum": 1,
+        "maximum": 10_000,
+    }
+    assert "when absent, 1,000" in members["maxLength"]["description"]
+    assert "when absent, 100" in members["maxItems"]["description"]
+    assert oracle.problems(
+        {"name": "x", "type": "string", "maxLength": 10_001}, "components", "schemas", "ActionParam"
+    )
 
 
 async def test_get_one_action_raw_and_percent_encoded(api: SignedClient, engine: Engine) -> None:

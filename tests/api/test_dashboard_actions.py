@@ -8,7 +8,6 @@ every form needs the session's CSRF token."""
 from __future__ import annotations
 
 import html
-import re
 from typing import Any
 
 import httpx
@@ -23,6 +22,7 @@ from core.settings import Settings
 from services.context import Context
 from store import actions as store
 from tests.conftest import new_org
+from tests.support.action_editor import create, problems_of, results_of
 from tests.support.audit_helpers import changes, issued_mandate, new_request
 from tests.support.dashboard import log_in_as, page_client
 from tests.support.helpers import Credentials
@@ -64,37 +64,6 @@ def editor(
     for i, (name, expression) in enumerate([*rules, ("", "")]):
         form |= {f"r-{i}-name": name, f"r-{i}-expression": expression, f"r-{i}-description": ""}
     return form | {f"try-{k}": v for k, v in (tries or {}).items()} | extra
-
-
-def problems_of(page: str, row: str) -> list[str]:
-    """The problems the page shows beside a param or rule (``r-0``), or of the draft (``general``)."""
-    found = re.search(rf'id="{row}-problems"[^>]*>(.*?)</div>', page, re.DOTALL)
-    assert found, f"no problems box for {row}"
-    return [html.unescape(p) for p in re.findall(r"<p>(.*?)</p>", found.group(1), re.DOTALL)]
-
-
-def results_of(page: str) -> dict[str, tuple[str, str]]:
-    """The "Try it" results: rule -> (result, reason)."""
-    rows = re.findall(
-        r'<td data-label="Rule">(.*?)</td>\s*<td data-label="Result" class="result-\w+">(\w+)</td>\s*'
-        r'<td data-label="Why">(.*?)</td>',
-        page,
-    )
-    return {html.unescape(rule): (result, html.unescape(why)) for rule, result, why in rows}
-
-
-def key_of(location: str) -> str:
-    found = re.fullmatch(r"/dashboard/actions/([0-9a-f-]{36})/versions/1\?notice=created", location)
-    assert found, location
-    return found.group(1)
-
-
-async def create(browser: httpx.AsyncClient, csrf: str, name: str = "Pay rent") -> str:
-    created = await browser.post(
-        "/dashboard/actions", data={"csrf": csrf, "name": name, "description": "Rent"}
-    )
-    assert created.status_code == 303, created.text
-    return key_of(created.headers["location"])
 
 
 async def check(browser: httpx.AsyncClient, path: str, csrf: str, form: dict[str, str]) -> httpx.Response:

@@ -9,8 +9,12 @@ from typing import Any
 
 import pytest
 
+from api.routes.actions import action_out
+from store import actions as actions_store
+from store.db import make_engine
 from tests.support.actions import RENT
 from tests.support.cli import Cli, cli_env
+from trust.credentials import digest_sri
 
 ACTION_URN = re.compile(r"^urn:via:action:[0-9a-f-]{36}$")
 VERSION_URN = re.compile(r"^urn:via:action-version:[0-9a-f-]{36}$")
@@ -165,3 +169,84 @@ def test_failures_exit_1_with_clear_messages(cli: Cli, org_id: str, tmp_path: Pa
     # a refused --publish stored nothing: only the two actions made above exist with that content
     names = [a["name"] for a in cli.json("action", "list", "--org", org_id)]
     assert names.count(RENT["name"]) == 2 + names_before.count(RENT["name"]), names
+
+
+BOUNDED_YAML = """\
+name: Pay a batch
+executionParams:
+  - {name: payees, type: array<string>, maxItems: 20, maxLength: 64}
+  - {name: memo, type: string, maxLength: 140}
+  - {name: amount, type: number}
+userParams:
+  - {name: allowed, type: array<string>, default: [], maxItems: 50}
+rules:
+  - name: known
+    expression: executionParams.payees.all(p, p in userParams.allowed)
+"""
+
+
+def test_bounds_in_a_file_are_installed_and_shown(cli: Cli, org_id: str, tmp_path: Path) -> None:
+    """maxLength and maxItems (issue 30) are part of the installed version, as ``GET /actions``
+    shows it and its digestSRI covers it; a param without them shows none (the defaults apply)."""
+    created = cli.json(
+        "action", "create", "--org", org_id, "--publish", "--file", write(tmp_path, "b.yaml", BOUNDED_YAML)
+    )
+    assert created["status"] == "published"
+    engine = make_engine(cli.database_url)
+    try:
+        view = actions_store.get_action(engine, org_id, created["actionId"])
+        assert view is not None
+        [version] = action_out(view).model_dump(mode="json")["versions"]
+    finally:
+        engine.dispose()
+    assert version["executionParams"] == [
+        {"name": "payees", "type": "array<string>", "maxLength": 64, "maxItems": 20},
+        {"name": "memo", "type": "string", "maxLength": 140},
+        {"name": "amount", "type": "number"},
+    ]
+    assert version["userParams"] == [
+        {"name": "allowed", "type": "array<string>", "default": [], "maxItems": 50}
+    ]
+    content = {k: v for k, v in version.items() if k in {"name", "executionParams", "userParams", "rules"}}
+    assert version["digestSRI"] == created["digestSRI"] == digest_sri(content)
+
+
+def test_rules_over_the_budget_are_refused_naming_the_rule(cli: Cli, org_id: str, tmp_path: Path) -> None:
+    """At 10,000 items, one pass over them may take more steps than one verification may: the
+    publish checks refuse the rule by its name, whether --publish or publish later."""
+    costly = {
+        "name": "Costly batch",
+        "executionParams": [{"name": "items", "type": "array<string>", "maxItems": 10_000}],
+        "rules": [
+            {"name": "some", "expression": "size(executionParams.items) > 0"},
+            {"name": "each", "expression": "executionParams.items.all(x, x != '')"},
+        ],
+    }
+    before = [a["name"] for a in cli.json("action", "list", "--org", org_id)]
+    path = write(tmp_path, "costly.json", costly)
+    refused = cli.run("action", "create", "--org", org_id, "--publish", "--file", path)
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert refused.stderr == (
+        f"error: {path}: cannot publish:\n  - rules.1 (each) may take up to 70,008 steps at its params' "
+        "maximum sizes, more than the 10,000 one verification may take: lower the maxItems or "
+        "maxLength of the params it reads, or simplify it\n"
+    )
+    assert [a["name"] for a in cli.json("action", "list", "--org", org_id)] == before  # nothing stored
+
+    draft = cli.json("action", "create", "--org", org_id, "--file", path)
+    later = cli.run("action", "publish", "--version", draft["versionId"])
+    assert (
+        later.returncode == 1
+        and "cannot publish:\n  - rules.1 (each) may take up to 70,008 steps" in later.stderr
+    )
+    fits = {**costly, "executionParams": [{"name": "items", "type": "array<string>", "maxItems": 1_000}]}
+    added = cli.json(
+        "action",
+        "add-version",
+        "--action",
+        draft["actionId"],
+        "--publish",
+        "--file",
+        write(tmp_path, "fits.json", fits),
+    )
+    assert (added["number"], added["status"]) == (2, "published")

@@ -17,11 +17,20 @@ from tests.support.live_stack import LiveStack
 from tests.support.sdk import Sdk, new_org, raw
 from trust.did import web_service_did
 
+# "Utility bills" version 2: bounds declared on two params (issue 30), in the version's content
+BOUNDED_BILLS: dict[str, Any] = {
+    **RENT,
+    "name": "Utility bills",
+    "executionParams": [RENT["executionParams"][0], {**RENT["executionParams"][1], "maxLength": 64}],
+    "userParams": [RENT["userParams"][0], {**RENT["userParams"][1], "maxLength": 30, "maxItems": 10}],
+}
+
 
 @dataclass
 class Catalogue:
     """An organization with the example action (version 1) and "Utility bills" (versions 1 and 2
-    published, 3 a draft), as ``GET /actions`` shows them in the set-up's version."""
+    published, 2 with declared bounds, 3 a draft), as ``GET /actions`` shows them in the set-up's
+    version."""
 
     creds: Credentials
     bills_id: str
@@ -33,7 +42,7 @@ async def catalogue(sdk: Sdk, live: LiveStack) -> Catalogue:
     creds = new_org(live, sdk.release)
     org_id = creds.organization_id
     bills_id, _ = published(live.engine, org_id, {**RENT, "name": "Utility bills"})
-    second = action_store.add_version(live.engine, org_id, bills_id, spec({**RENT, "name": "Utility bills"}))
+    second = action_store.add_version(live.engine, org_id, bills_id, spec(BOUNDED_BILLS))
     action_store.publish(live.engine, second.id, org_id, actor="operator:tests")
     action_store.add_version(
         live.engine, org_id, bills_id, spec({**RENT, "name": "Utility bills"})
@@ -97,6 +106,19 @@ async def test_versions_of_an_action(sdk: Sdk, live: LiveStack, catalogue: Catal
         assert version.content is not None
         assert [r["name"] for r in version.content["rules"]] == [r["name"] for r in RENT["rules"]]
         assert [p["name"] for p in version.content["executionParams"]] == ["amount", "payee"]
+    bounds = {
+        v.version: [(p["name"], p.get("maxLength"), p.get("maxItems")) for p in v.content["userParams"]]
+        for v in page.data
+        if v.content is not None
+    }  # present only where declared
+    assert bounds == {
+        1: [("maxAmount", None, None), ("payees", None, None)],
+        2: [("maxAmount", None, None), ("payees", 30, 10)],
+    }
+    assert [v.content["executionParams"][1] for v in page.data if v.content is not None] == [
+        {"name": "payee", "type": "string", "maxLength": 64},
+        {"name": "payee", "type": "string"},
+    ]  # newest first
 
 
 async def test_versions_of_the_example_action(sdk: Sdk, live: LiveStack, catalogue: Catalogue) -> None:

@@ -1,11 +1,9 @@
 """services.actions: create, add a version, publish, by a named actor; publish refusals list every
-problem. What the dashboard calls: a draft checked with publishing's checks (each problem placed by
-its param or rule, even while the draft does not parse), rules tried as verification evaluates
-them, renaming that reaches drafts only, deletion only while no credential names the action."""
+problem. What the dashboard calls: renaming that reaches drafts only, deletion only while no
+credential names the action (its checks and trials of a draft: test_action_drafts.py)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -16,7 +14,7 @@ from core.actors import Actor
 from core.kinds import ActionVersionStatus
 from core.secretbox import SecretCipher
 from core.settings import Settings
-from policy.actions import ActionSpec, check_spec, parse_action_spec
+from policy.actions import ActionSpec, parse_action_spec
 from services import actions
 from services.context import Context
 from services.errors import Conflict, Invalid, NotFound
@@ -76,90 +74,6 @@ def test_publish_refusals_list_every_problem(ctx: Context, org: Credentials) -> 
 # --- what the dashboard calls -----------------------------------------------------------------------
 
 MIA = Actor.member("mia")
-
-
-def test_a_draft_is_checked_with_the_checks_publishing_runs(ctx: Context) -> None:
-    broken = {
-        **SPEC,
-        "rules": [
-            {"name": "undeclared", "expression": "executionParams.nope > 1"},
-            {"name": "notBoolean", "expression": "executionParams.amount + 1.0"},
-            {"name": "fine", "expression": "executionParams.amount <= userParams.max"},
-        ],
-    }
-    checked = actions.check(ctx, MIA, broken)
-    assert checked.spec is not None and not checked.publishable
-    assert checked.problems == [
-        actions.Problem("rules", 0, "refers to undeclared field executionParams.nope"),
-        actions.Problem("rules", 1, "yields double, not a boolean"),
-    ]
-    # the same messages as check_spec, which publishing runs, each placed
-    assert actions.placed(check_spec(checked.spec), checked.spec) == checked.problems
-    assert actions.check(ctx, MIA, SPEC).publishable
-
-
-def test_a_draft_that_does_not_parse_still_has_its_rules_checked(ctx: Context) -> None:
-    typing = {
-        "name": "Pay",
-        "executionParams": [{"name": "amount", "type": "number"}, {"name": "2nd", "type": "number"}],
-        "userParams": [{"name": "max", "type": "money"}],
-        "rules": [
-            {"name": "", "expression": "executionParams.amount > 0"},
-            {"name": "cmp", "expression": "executionParams.amount <= userParams.max"},
-            {"name": "empty", "expression": " "},
-        ],
-    }
-    checked = actions.check(ctx, MIA, typing)
-    assert checked.spec is None and not checked.publishable
-    assert checked.problems == [
-        actions.Problem("executionParams", 1, "name must match ^[a-zA-Z_][a-zA-Z0-9_]*$"),
-        actions.Problem(
-            "userParams",
-            0,
-            "type must be one of string, number, integer, boolean, timestamp, array<string>, array<number>",
-        ),
-        actions.Problem("rules", 0, "name must be a non-empty string of at most 100"),
-        actions.Problem("rules", 2, "expression must be a non-empty string"),
-        # the rule being typed is checked against the params that parse: max does not (yet)
-        actions.Problem("rules", 1, "refers to undeclared field userParams.max"),
-    ]
-    unsignable = {**SPEC, "userParams": [{"name": "max", "type": "integer", "default": 2**60}]}
-    (problem,) = actions.check(ctx, MIA, unsignable).problems
-    assert (problem.part, problem.index) == ("userParams", 0) and "within ±(2^53-1)" in problem.text
-
-
-def test_rules_are_tried_as_verification_evaluates_them(ctx: Context) -> None:
-    spec = parse_spec(
-        {
-            **SPEC,
-            "userParams": [*SPEC["userParams"], {"name": "tags", "type": "array<string>", "default": []}],
-            "rules": [
-                *SPEC["rules"],
-                {"name": "divides", "expression": "1 / size(userParams.tags) == 1"},
-                {"name": "early", "expression": "now < timestamp('2030-01-01T00:00:00Z')"},
-            ],
-        }
-    )
-    at = datetime(2029, 1, 1, tzinfo=UTC)
-    tried = actions.try_rules(ctx, MIA, spec, "draft", {"amount": 5}, {"max": 10}, at)
-    assert [(e.rule, e.result, e.reason) for e in tried.evaluations] == [
-        ("under", "pass", None),
-        ("divides", "error", "modulus or divide by zero"),  # the default [] filled the omitted tags
-        ("early", "pass", None),
-    ]
-    later = actions.try_rules(
-        ctx, MIA, spec, "draft", {"amount": 11}, {"max": 10, "tags": ["a"]}, at.replace(2031)
-    )
-    assert [e.result for e in later.evaluations] == ["fail", "pass", "fail"]
-    refused = actions.try_rules(ctx, MIA, spec, "draft", {"amount": "5", "extra": 1}, {}, at)
-    assert refused == actions.Tried(
-        [],
-        [
-            "executionParams.amount must be a number",
-            "executionParams.extra is not declared",
-            "userParams.max is missing",
-        ],
-    )
 
 
 def test_renaming_reaches_the_drafts_and_never_a_published_version(ctx: Context, org: Credentials) -> None:

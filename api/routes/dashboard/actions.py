@@ -6,7 +6,7 @@ rules, "Check", "Try it", "Publish") and a published version, which no form can 
 The editor works without JavaScript: "Check" re-renders the page with each problem beside its
 param or rule. Its script only adds a check as one types, posting the form to ``.../check`` (the
 session's CSRF token in ``X-CSRF-Token``), which answers the same problems as JSON. Both run
-``services.actions.check``: the checks publishing runs. Paths carry an action's UUID and a
+``services.action_drafts.check``: the checks publishing runs. Paths carry an action's UUID and a
 version's number, both matched by pattern before anything is looked up; another organization's
 action is not found, exactly like a missing one.
 """

@@ -1,12 +1,18 @@
-"""The version editor's form: its fields read into a draft's dict form (what ``services.actions``
-checks and stores) and a draft written back as the rows of the form, with each problem next to the
-field it concerns.
+"""The version editor's form: its fields read into a draft's dict form (what
+``services.action_drafts`` checks and ``services.actions`` stores) and a draft written back as the
+rows of the form, with each problem next to the field it concerns.
 
 The form is plain HTML, usable without JavaScript: one row per param and rule (``e-0-name``,
 ``u-1-default``, ``r-2-expression``) and one blank row per list to add another; a row left blank
 is dropped, so clearing a row removes it. Defaults and the "Try it" values are typed as text and
 read by the param's type: a number as JSON writes it, ``true``/``false``, an array as JSON
 (``["a", "b"]``); left empty, a value is absent (a default then applies).
+
+A param's size bounds (``e-0-maxlength``, ``e-0-maxitems``) are typed as digits and read into its
+``maxLength`` and ``maxItems``; anything else is passed on as typed, for the params' own check to
+name. Left empty, the default applies. A bound typed for a type it does not apply to (a max length
+for a number) is ignored, as the page's hint says; with the page's script the field is disabled
+then, so it is neither sent nor reached by the Tab key.
 
 Every field is checked where it enters: at most ``MAX_ROWS`` rows a list and a length per field
 (the longest expression is the one ``policy.cel`` compiles); names, types and values are then
@@ -25,9 +31,9 @@ from fastapi import Request
 
 from api.routes.dashboard.common import BUILDERS
 from policy.cel import MAX_EXPRESSION_LENGTH
-from policy.params import Param, read_timestamp
+from policy.params import PARAM_TYPES, Param, read_timestamp
 from policy.rules import MAX_RULE_NAME_LENGTH
-from services.actions import Checked, Problem
+from services.action_drafts import Checked, Problem
 from wire.dates import in_utc
 
 ACTION_ROLES = BUILDERS
@@ -36,7 +42,7 @@ NUMBER_RE = re.compile(r"[1-9][0-9]{0,5}")
 PREFIX = "urn:via:action:"
 MAX_ROWS = 50
 # what each row holds, with the longest text a field may hold
-PARAM_FIELDS = {"name": 100, "type": 20, "description": 500}
+PARAM_FIELDS = {"name": 100, "type": 20, "description": 500, "maxlength": 12, "maxitems": 12}
 USER_FIELDS = {**PARAM_FIELDS, "default": 1000}
 RULE_FIELDS = {"name": MAX_RULE_NAME_LENGTH, "description": 500, "expression": MAX_EXPRESSION_LENGTH}
 PARTS = {
@@ -44,7 +50,14 @@ PARTS = {
     "userParams": ("u", USER_FIELDS),
     "rules": ("r", RULE_FIELDS),
 }
-MAX_TRY_VALUE = 1000
+# a "Try it" value: long enough for an array past the default bounds (100 items of 1,000 characters)
+MAX_TRY_VALUE = 200_000
+# a bound's form field, the member of a param's dict form it is read into, and the types it applies to
+BOUNDS = {
+    "maxlength": ("maxLength", tuple(t for t in PARAM_TYPES if Param("_", t).length_limit is not None)),
+    "maxitems": ("maxItems", tuple(t for t in PARAM_TYPES if Param("_", t).items_limit is not None)),
+}
+_DIGITS_RE = re.compile(r"[0-9]+")
 _NUMBER_RE = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]{1,3})?")
 _ROW_FIELD_RE = re.compile(r"([eur])-([0-9]{1,3})-([a-z]+)")
 
@@ -126,22 +139,27 @@ def read_form(form: dict[str, str], name: str, description: str | None) -> Draft
             draft.problems.append(Problem("action", None, f"{part} has more than {MAX_ROWS} rows."))
             rows = rows[:MAX_ROWS]
         draft.raw[part] = [_item(part, index, row, limits, draft.problems) for index, row in enumerate(rows)]
-    draft.tries = {key: value[:MAX_TRY_VALUE] for key, value in form.items() if key.startswith("try-")}
+    # one character more than a value may hold, for ``too_long`` to name it
+    draft.tries = {key: value[: MAX_TRY_VALUE + 1] for key, value in form.items() if key.startswith("try-")}
     return draft
 
 
 def _item(part: str, index: int, row: dict[str, str], limits: dict[str, int], problems: list[Problem]) -> Any:
     """One row as a param or rule in dict form; a field longer than it may be is a problem."""
+    item: dict[str, Any] = {name: row[name][:limit].strip() for name, limit in limits.items()}
     for name, limit in limits.items():
         if len(row[name]) > limit and (part, name) != ("rules", "expression"):
-            problems.append(Problem(part, index, f"{name} is longer than {limit} characters"))
-    item: dict[str, Any] = {name: row[name][:limit].strip() for name, limit in limits.items()}
+            shown = BOUNDS[name][0] if name in BOUNDS else name
+            problems.append(Problem(part, index, f"{shown} is longer than {limit} characters"))
+            if name in BOUNDS:
+                item[name] = ""  # a bound's first digits are no bound: the one problem is its length
     if part == "rules":
         # as typed (a compile error's column counts from its start); one character more than a rule
         # may hold is enough for the rules' own check to say it is too long
         item["expression"] = row["expression"][: MAX_EXPRESSION_LENGTH + 1]
     else:
         item["type"] = item["type"] or "string"  # any other type is named by the params' check
+        _read_bounds(item)
     if "default" in item:
         text = item.pop("default")
         if text:
@@ -151,18 +169,61 @@ def _item(part: str, index: int, row: dict[str, str], limits: dict[str, int], pr
     return item
 
 
+def _read_bounds(item: dict[str, Any]) -> None:
+    """A param row's bound fields as its ``maxLength`` and ``maxItems``: digits as a whole number,
+    other text as typed (``parse_params`` names what it must be); empty, or typed for a known type
+    the bound does not apply to, left out."""
+    for field_name, (key, applies) in BOUNDS.items():
+        text = item.pop(field_name)
+        if not text or (item["type"] in PARAM_TYPES and item["type"] not in applies):
+            continue
+        item[key] = int(text) if _DIGITS_RE.fullmatch(text) else text
+
+
 def rows_of(raw: dict[str, Any]) -> dict[str, list[dict[str, str]]]:
     """A stored draft's content as the editor's rows."""
     rows: dict[str, list[dict[str, str]]] = {}
     for part, (_, limits) in PARTS.items():
         rows[part] = []
         for item in raw.get(part) or []:
-            row = {name: str(item.get(name) or "") for name in limits}
+            row = {name: _text(item.get(BOUNDS[name][0] if name in BOUNDS else name)) for name in limits}
             if "default" in limits and "default" in item:
                 param = Param(item["name"], item["type"], default=item["default"], has_default=True)
                 row["default"] = text_of(param)
             rows[part].append(row)
     return rows
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def shown_bounds(raw: dict[str, Any]) -> dict[str, list[dict[str, str]]]:
+    """What a published version's page says of each param's bounds, by part and row: the declared
+    bound, the default's ("1,000 (default)"), or "" where the bound does not apply to its type."""
+    shown: dict[str, list[dict[str, str]]] = {}
+    for part in ("executionParams", "userParams"):
+        shown[part] = []
+        for item in raw.get(part) or []:
+            param = Param(
+                str(item.get("name")),
+                str(item.get("type")),
+                max_length=item.get("maxLength"),
+                max_items=item.get("maxItems"),
+            )
+            shown[part].append(
+                {
+                    "maxlength": _bound_text(param.length_limit, param.max_length),
+                    "maxitems": _bound_text(param.items_limit, param.max_items),
+                }
+            )
+    return shown
+
+
+def _bound_text(limit: int | None, declared: int | None) -> str:
+    if limit is None:
+        return ""
+    return f"{limit:,}" if declared is not None else f"{limit:,} (default)"
 
 
 def said(message: str | list[str]) -> str:
@@ -213,6 +274,16 @@ def try_inputs(execution: list[Param], user: list[Param], tries: dict[str, str])
         TryInput(f"try-{prefix}-{p.name}", p, root, tries.get(f"try-{prefix}-{p.name}", ""))
         for prefix, root, params in (("e", "executionParams", execution), ("u", "userParams", user))
         for p in params
+    ]
+
+
+def too_long(inputs: list[TryInput]) -> list[str]:
+    """The "Try it" values longer than the form takes: named, rather than cut and tried."""
+    return [
+        f"{entry.root}.{entry.param.name} is longer than the {MAX_TRY_VALUE:,} characters a value "
+        "tried here may have"
+        for entry in inputs
+        if len(entry.value) > MAX_TRY_VALUE
     ]
 
 

@@ -6,8 +6,11 @@ The editor works without JavaScript: each button posts the whole form and the pa
 every problem beside its param or rule. The page's script adds a check as one types: it posts the
 form to ``.../check`` with the session's CSRF token in ``X-CSRF-Token`` and places the JSON answer
 in the same spots (live regions, each named by its field's ``aria-describedby``). Both run
-``services.actions.check``, the checks publishing runs; "Try it" runs the rules through the
-evaluation verification uses (``services.actions.try_rules``).
+``services.action_drafts.check``, the checks publishing runs (a rule's cost at its params' bounds
+included), on a thread, as publishing itself: they estimate and sample the rules, which must never
+hold the event loop (``run_db`` runs on it with SQLite). "Try it" runs the rules as a verification
+runs them (``services.action_drafts.try_rules``): within the step budget of one verification,
+costly ones in an evaluation process in the organization's turn.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from api.deps import ServicesDep
+from api.errors import service_error_status
 from api.routes.dashboard import actions_form as forms
 from api.routes.dashboard.actions_form import (
     ACTION_ROLES,
@@ -33,10 +37,18 @@ from api.routes.dashboard.actions_form import (
 from api.routes.dashboard.common import form_by, member_page, not_found, org_of, signed_in, when
 from core.kinds import ActionVersionStatus
 from policy.actions import ActionSpec
-from policy.params import PARAM_TYPES
+from policy.cost import RULE_BUDGET
+from policy.params import (
+    DEFAULT_MAX_ITEMS,
+    DEFAULT_MAX_LENGTH,
+    MAX_ITEMS_CEILING,
+    MAX_LENGTH_CEILING,
+    PARAM_TYPES,
+)
+from services import action_drafts as drafts
 from services import actions, members
 from services.context import Context
-from services.errors import Conflict, Invalid, NotFound
+from services.errors import Conflict, Invalid, NotFound, TooMany, Unavailable
 from store.db import run_db, utcnow
 from store.tables import Action, ActionVersion, Member
 
@@ -49,6 +61,11 @@ NOTICES = {
 IMMUTABLE = "This version is published and can no longer change: add a new version to change the action."
 NO_SUCH = "No such action version."
 VERSION_PATH = "/dashboard/actions/{key}/versions/{number}"
+# "Try it" when the rules could not run just now, in place of its results
+NOT_NOW = {
+    TooMany: "Your organization has many rules waiting to run just now: please try again in a second.",
+    Unavailable: "The rules cannot be run just now: please try again in a moment.",
+}
 
 
 def _located(ctx: Context, member: Member, key: str, number: str) -> tuple[Action, ActionVersion] | None:
@@ -71,15 +88,16 @@ def _version_html(
     *,
     status: int = 200,
     draft: forms.Draft | None = None,
-    checked: actions.Checked | None = None,
-    tried: actions.Tried | None = None,
+    checked: drafts.Checked | None = None,
+    tried: drafts.Tried | None = None,
     **extra: Any,
 ) -> HTMLResponse:
-    """The version's page: the draft as typed (``draft``) or as stored, with its problems."""
+    """The version's page: the draft as typed (``draft``) or as stored, with its problems as
+    ``checked`` (``_checked``: a draft's page is never shown unchecked)."""
     raw = draft.raw if draft is not None else dict(version.content)
     rows = draft.rows if draft is not None else forms.rows_of(raw)
-    if checked is None and version.status == ActionVersionStatus.DRAFT:
-        checked = actions.check(ctx, members.actor_of(member), raw)
+    published = version.status == ActionVersionStatus.PUBLISHED
+    assert published or checked is not None
     problems = (draft.problems if draft else []) + (checked.problems if checked else [])
     by_row, general = forms.placed_problems(problems)
     spec = checked.spec if checked is not None else None
@@ -101,9 +119,16 @@ def _version_html(
         action=action,
         key=forms.key_of(action.id),
         version=version,
-        published=version.status == ActionVersionStatus.PUBLISHED,
+        published=published,
         published_at=when(version.published_at) if version.published_at else "",
         rows=rows,
+        bounds=forms.shown_bounds(raw) if published else {},
+        bound_types={name: applies for name, (_, applies) in forms.BOUNDS.items()},
+        default_length=f"{DEFAULT_MAX_LENGTH:,}",
+        default_items=f"{DEFAULT_MAX_ITEMS:,}",
+        ceiling_length=f"{MAX_LENGTH_CEILING:,}",
+        ceiling_items=f"{MAX_ITEMS_CEILING:,}",
+        budget=f"{RULE_BUDGET:,}",
         by_row=by_row,
         general=general,
         types=PARAM_TYPES,
@@ -127,8 +152,20 @@ async def version_page(
     located = await run_db(services.engine, _located, services, member, key, number)
     if located is None:
         return not_found(NO_SUCH)
-    page = partial(_version_html, services, member, token, *located, notice=NOTICES.get(notice or ""))
+    action, version = located
+    checked = None
+    if version.status == ActionVersionStatus.DRAFT:
+        checked = await _checked(services, member, dict(version.content))
+    notice_text = NOTICES.get(notice or "")
+    page = partial(
+        _version_html, services, member, token, action, version, checked=checked, notice=notice_text
+    )
     return await run_db(services.engine, page)
+
+
+async def _checked(ctx: Context, member: Member, raw: dict[str, Any]) -> drafts.Checked:
+    """``services.action_drafts.check`` of a draft's dict form, on a thread of its own."""
+    return await asyncio.to_thread(drafts.check, ctx, members.actor_of(member), raw)
 
 
 @router.post(VERSION_PATH, response_class=HTMLResponse)
@@ -147,7 +184,7 @@ async def edit_version(request: Request, services: ServicesDep, key: str, number
         return await run_db(services.engine, partial(page, status=409, error=IMMUTABLE))
     actor = members.actor_of(member)
     draft = forms.read_form(form, action.name, action.description)
-    checked = await asyncio.to_thread(actions.check, services, actor, draft.raw)
+    checked = await _checked(services, member, draft.raw)
     page = partial(page, draft=draft, checked=checked)
     do = form.get("do", "check")
     if do not in ("try", "save", "publish"):
@@ -158,22 +195,15 @@ async def edit_version(request: Request, services: ServicesDep, key: str, number
         error = f"{what}: fix the problems shown beside each param or rule."
         return await run_db(services.engine, partial(page, status=400, error=error))
     if do == "try":
-        try:
-            now = forms.try_now(draft.tries.get("try-now", ""), utcnow())
-        except ValueError as exc:  # the moment itself is refused: no rule ran
-            return await run_db(
-                services.engine, partial(page, status=400, tried=actions.Tried([], [str(exc)]))
-            )
-        tried = await asyncio.to_thread(_tried, services, member, version, spec, draft.tries, now)
-        return await run_db(services.engine, partial(page, tried=tried))
+        return await _try_page(services, member, version, spec, draft.tries, page)
     org_id = org_of(member)
     try:
         await run_db(services.engine, actions.save_draft, services, actor, org_id, version.id, spec)
-        if do == "publish":
-            await run_db(services.engine, actions.publish, services, actor, version.id, org_id)
+        if do == "publish":  # its checks estimate and sample the rules: on a thread
+            await asyncio.to_thread(actions.publish, services, actor, version.id, org_id)
     except actions.PublishRefused as exc:
         error = "The version is not published: fix the problems shown beside each param or rule."
-        refused = actions.Checked(spec, actions.placed(exc.problems, spec))
+        refused = drafts.Checked(spec, drafts.placed(exc.problems, spec))
         return await run_db(services.engine, partial(page, status=400, error=error, checked=refused))
     except Invalid as exc:
         return await run_db(services.engine, partial(page, status=400, error=said(exc.message)))
@@ -187,18 +217,54 @@ async def edit_version(request: Request, services: ServicesDep, key: str, number
     return await run_db(services.engine, partial(page, notice="The draft is saved."))
 
 
-def _tried(
+async def _try_page(
     ctx: Context,
     member: Member,
     version: ActionVersion,
     spec: ActionSpec,
     tries: dict[str, str],
-    now: datetime,
-) -> actions.Tried:
-    """The rules of the draft as typed, run on the "Try it" values at ``now``."""
+    page: partial[HTMLResponse],
+) -> Response:
+    """The page with the rules of the draft as typed run on the "Try it" values; when they cannot
+    run just now (too many of the organization's rules wait, 429), a request to try again, in
+    place of the results."""
+    try:
+        tried = await _tried(ctx, member, version, spec, tries)
+    except ValueError as exc:  # the moment itself is refused (wire.dates): no rule ran
+        return await run_db(ctx.engine, partial(page, status=400, tried=drafts.Tried([], [str(exc)])))
+    except (TooMany, Unavailable) as exc:
+        shown = await run_db(
+            ctx.engine, partial(page, status=service_error_status(exc), not_now=NOT_NOW[type(exc)])
+        )
+        shown.headers["Retry-After"] = str(exc.retry_after or 1)
+        return shown
+    return await run_db(ctx.engine, partial(page, tried=tried))
+
+
+async def _tried(
+    ctx: Context, member: Member, version: ActionVersion, spec: ActionSpec, tries: dict[str, str]
+) -> drafts.Tried:
+    """The rules of the draft as typed, run on the "Try it" values (read on a thread: an array's
+    JSON may be long)."""
+    read = await asyncio.to_thread(_try_values, spec, tries)
+    if isinstance(read, drafts.Tried):
+        return read
+    execution, user, now = read
+    actor = members.actor_of(member)
+    return await drafts.try_rules(ctx, actor, org_of(member), spec, version.id, execution, user, now)
+
+
+def _try_values(
+    spec: ActionSpec, tries: dict[str, str]
+) -> tuple[dict[str, Any], dict[str, Any], datetime] | drafts.Tried:
+    """The typed "Try it" values and moment, or the problems that keep the rules from running."""
     inputs = forms.try_inputs(spec.execution_params, spec.user_params, tries)
+    now = forms.try_now(tries.get("try-now", ""), utcnow())  # ValueError: the moment is refused
+    problems = forms.too_long(inputs)
+    if problems:
+        return drafts.Tried([], problems)
     execution, user = forms.try_values(inputs)
-    return actions.try_rules(ctx, members.actor_of(member), spec, version.id, execution, user, now)
+    return execution, user, now
 
 
 @router.post(VERSION_PATH + "/check")
@@ -215,5 +281,5 @@ async def check_as_you_type(request: Request, services: ServicesDep, key: str, n
     if version.status == ActionVersionStatus.PUBLISHED:
         return JSONResponse({"problems": {}, "general": [IMMUTABLE], "publishable": False}, status_code=409)
     draft = forms.read_form(await posted(request), action.name, action.description)
-    checked = await asyncio.to_thread(actions.check, services, members.actor_of(member), draft.raw)
+    checked = await _checked(services, member, draft.raw)
     return JSONResponse(forms.check_answer(draft, checked))
