@@ -1,5 +1,6 @@
 """The ``mandatum`` command: organizations, API keys, signing keys, actions, the database schema,
-platform staff, and support from a shell (requests, webhook events, mandates)."""
+platform staff, an organization's dashboard members, and support from a shell (requests, webhook
+events, mandates)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from cli.actions import action_app
 from cli.audit import audit_app
 from cli.common import JsonOpt, context, echo, emit, fail, operator, services_context
 from cli.mandates import mandate_app
+from cli.members import member_app
 from cli.org_settings import register_org_settings
 from cli.requests import request_app
 from cli.staff import staff_app
@@ -48,6 +50,7 @@ app.add_typer(audit_app, name="audit")
 app.add_typer(request_app, name="request")
 app.add_typer(mandate_app, name="mandate")
 app.add_typer(staff_app, name="staff")
+app.add_typer(member_app, name="member")
 register_org_settings(org_app)
 
 

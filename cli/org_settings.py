@@ -1,5 +1,5 @@
-"""``mandatum org`` settings beyond the request rate: the lifetime of the organization's VPs and
-the origins allowed to embed its approval page."""
+"""``mandatum org`` settings beyond the request rate: the lifetime of the organization's VPs, the
+origins allowed to embed its approval page, and whether every member needs a second factor."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from cli.common import fail, operator, services_context
+from core.ids import is_object_id
 from services import orgs as organizations
 from services.errors import ServiceError
 from store import presentations
@@ -47,6 +48,31 @@ def org_set_frame_origins(
     typer.echo(f"organization {org} may be embedded by: {' '.join(saved) or '(no origin)'}")
 
 
+def org_set_second_factor(
+    org: Annotated[str, typer.Option("--org", help="Organization id.")],
+    required: Annotated[
+        bool,
+        typer.Option(
+            "--required/--optional",
+            help="Every member must have a second factor (one without it can only set it up after "
+            "their password), or it is each member's choice.",
+        ),
+    ],
+) -> None:
+    """Require a second factor of every member of the organization, or make it optional again."""
+    if not is_object_id(org):
+        fail("--org: an id is 24 lowercase hexadecimal characters")
+    try:
+        organizations.set_require_second_factor(services_context(), operator(), org, required)
+    except ServiceError as exc:
+        fail(str(exc))
+    said = (
+        "requires a second factor of every member" if required else "leaves the second factor to each member"
+    )
+    typer.echo(f"organization {org} {said}")
+
+
 def register_org_settings(org_app: typer.Typer) -> None:
     org_app.command("set-presentation-minutes")(org_set_presentation_minutes)
     org_app.command("set-frame-origins")(org_set_frame_origins)
+    org_app.command("set-second-factor")(org_set_second_factor)

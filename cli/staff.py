@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from cli.common import JsonOpt, emit, fail, operator, services_context
+from cli.common import JsonOpt, ReasonOpt, emit, fail, operator, reason_of, services_context
 from services.errors import ServiceError
 
 staff_app = typer.Typer(help="Platform staff: the operators' area of the dashboard.", no_args_is_help=True)
@@ -89,3 +89,22 @@ def staff_disable(email: EmailArg, as_json: JsonOpt = False) -> None:
 def staff_enable(email: EmailArg, as_json: JsonOpt = False) -> None:
     """Enable a disabled staff member again."""
     _set_disabled(email, False, as_json)
+
+
+@staff_app.command("reset-factor")
+def staff_reset_factor(email: EmailArg, reason: ReasonOpt = None, as_json: JsonOpt = False) -> None:
+    """Turn a staff member's second factor off and end their sessions (they lost their phone and
+    their recovery codes): they set it up again after their password, before the operators' area
+    opens. Logged with you and the reason (staff belong to no organization's trail)."""
+    from services import member_admin
+
+    why = reason_of(reason)
+    try:
+        ended = member_admin.reset_staff_factor(services_context(), operator(), email, why)
+    except ServiceError as exc:
+        fail(str(exc))
+    emit(
+        {"email": email.strip().lower(), "secondFactor": False, "sessionsEnded": ended},
+        as_json,
+        "Second factor off and sessions ended: they set it up again after their password.",
+    )

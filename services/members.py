@@ -1,7 +1,6 @@
 """Dashboard members (issue 14): invitations with a one-time link to set the first password,
-password reset links, server-side sessions with idle and absolute expiry, the TOTP second factor,
-and the CSRF token of a session's forms. Logging in, and setting a password from a link, are
-``services.logins``.
+password reset links, server-side sessions with idle and absolute expiry, and the CSRF token of a
+session's forms. Logging in, and setting a password from a link, are ``services.logins``.
 
 - Link and session tokens are 32 random bytes, URL-safe; the database keeps their SHA-256 only, so a
   copy of the database opens no session and sets no password.
@@ -16,10 +15,8 @@ and the CSRF token of a session's forms. Logging in, and setting a password from
   an address that already has a password elsewhere is made and answered like any other, and the
   e-mail tells its owner (alone) to ask for an invitation to another address
   (docs/adr/0003-one-address-one-dashboard.md).
-- The optional second factor is TOTP (RFC 6238: SHA-1, 6 digits, 30 s, one step of clock drift
-  either way), its secret sealed under the master key. After a right password such a member's
-  session only waits for the code; a wrong code counts as a failed login (``services.logins``),
-  and a code's time step is used once.
+- The second factor (TOTP with recovery codes) and every change to it are
+  ``services.second_factor``. A password reset keeps it, and its e-mail says so.
 """
 
 from __future__ import annotations
@@ -27,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
-import re
 import secrets
 import smtplib
 from collections.abc import Callable
@@ -35,8 +31,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TypeVar
 
-import pyotp
-import segno
 from cryptography.hazmat.primitives import hashes
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
@@ -62,17 +56,6 @@ T = TypeVar("T")
 class Invitation:
     member: Member
     link: str  # the one-time link to set the first password (shown or sent once)
-
-
-@dataclass(frozen=True)
-class Enrolment:
-    secret: str  # base32, for typing into an authenticator app
-    uri: str  # otpauth://totp/...
-    qr_svg: str  # the URI as an inline SVG QR code
-
-
-TOTP_STEP = 30
-CODE_RE = re.compile(r"[0-9]{6}")
 
 
 def digest(token: str) -> str:
@@ -125,12 +108,16 @@ def set_password_link(ctx: Context, member_id: str) -> str:
     return _new_link(ctx, member_id, MemberTokenPurpose.SET_PASSWORD)
 
 
-def invite(ctx: Context, actor: Actor, org_id: str, email: str, role: MemberRole) -> Invitation:
+def invite(
+    ctx: Context, actor: Actor, org_id: str, email: str, role: MemberRole, reason: str | None = None
+) -> Invitation:
     """A new member of the organization with a one-time link to set their password
-    (``MEMBER_INVITED`` naming ``actor``)."""
+    (``MEMBER_INVITED`` naming ``actor``, and an operator's ``reason`` when given)."""
     address = email_address(email)
     try:
-        member = store.add_member(ctx.engine, org_id, address, MemberRole(role), utcnow(), actor=str(actor))
+        member = store.add_member(
+            ctx.engine, org_id, address, MemberRole(role), utcnow(), actor=str(actor), reason=reason
+        )
     except store.NotFound as exc:
         raise NotFound(str(exc)) from exc
     except store.EmailTaken as exc:
@@ -179,11 +166,13 @@ ELSEWHERE_TEXT = (
 )
 
 
-def invite_by_email(ctx: Context, actor: Actor, org_id: str, email: str, role: MemberRole) -> Member:
+def invite_by_email(
+    ctx: Context, actor: Actor, org_id: str, email: str, role: MemberRole, reason: str | None = None
+) -> Member:
     """Invite a member and e-mail them the link (never shown to the one inviting). The member is
     added even when the e-mail cannot be sent: ``NotSent`` then says why, and ``send_invitation``
     sends a fresh link."""
-    invitation = invite(ctx, actor, org_id, email, role)
+    invitation = invite(ctx, actor, org_id, email, role, reason)
     _mail_invitation(ctx, invitation.member, invitation.link)
     return invitation.member
 
@@ -279,83 +268,6 @@ def is_session(session: MemberSession, token: str) -> bool:
     return hmac.compare_digest(session.token_hash, digest(token))
 
 
-# --- the TOTP second factor ----------------------------------------------------------------------
-
-
-def secret_of(ctx: Context, member: Member) -> str:
-    assert member.totp_secret_ciphertext is not None
-    return ctx.cipher.decrypt(member.totp_secret_ciphertext)
-
-
-def matching_step(secret: str, code: str, now: datetime) -> int | None:
-    """The time step (now, or one either side) whose code ``code`` is, or None."""
-    if not CODE_RE.fullmatch(code):
-        return None
-    totp = pyotp.TOTP(secret, interval=TOTP_STEP)
-    current = int(now.timestamp()) // TOTP_STEP
-    found = None
-    for step in (current - 1, current, current + 1):  # every step compared: no early exit to time
-        if hmac.compare_digest(totp.at(step * TOTP_STEP), code):
-            found = step
-    return found
-
-
-def begin_second_factor(ctx: Context, member: Member) -> Enrolment:
-    """A new TOTP secret for the member to add to an authenticator app and confirm with a code;
-    ``Conflict`` when the second factor is on already."""
-    secret = pyotp.random_base32()
-    if not store.begin_totp(ctx.engine, member.id, ctx.cipher.encrypt(secret)):
-        raise Conflict("The second factor is on already: turn it off first to set up another")
-    return enrolment_of(secret, member.email)
-
-
-def enrolment_of(secret: str, email: str) -> Enrolment:
-    uri = pyotp.TOTP(secret, interval=TOTP_STEP).provisioning_uri(name=email, issuer_name="Mandatum")
-    qr = segno.make(uri, error="m")
-    return Enrolment(
-        secret, uri, qr.svg_inline(scale=4, dark="#111", light="#fff", title="QR code of the secret")
-    )
-
-
-def pending_enrolment(ctx: Context, member: Member) -> Enrolment | None:
-    """The enrolment waiting for its first code, to show again (None when none waits)."""
-    fresh = store.get_member(ctx.engine, member.id)
-    if fresh is None or fresh.totp_secret_ciphertext is None or fresh.totp_enabled_at is not None:
-        return None
-    return enrolment_of(secret_of(ctx, fresh), fresh.email)
-
-
-def confirm_second_factor(ctx: Context, member: Member, code: str, now: datetime | None = None) -> None:
-    """Turn the second factor on with the first right code of the pending secret."""
-    now = now or utcnow()
-    fresh = store.get_member(ctx.engine, member.id)
-    if fresh is None or fresh.totp_secret_ciphertext is None or fresh.totp_enabled_at is not None:
-        raise Conflict("No second factor waits to be confirmed: set one up first")
-    step = matching_step(secret_of(ctx, fresh), code.strip(), now)
-    if step is None:
-        raise Invalid("That code is not right: type the 6 digits your app shows now")
-    if not store.confirm_totp(ctx.engine, member.id, step, now, actor=str(actor_of(member))):
-        raise Conflict("No second factor waits to be confirmed: set one up first")
-
-
-def turn_off_second_factor(
-    ctx: Context,
-    actor: Actor,
-    org_id: str | None,
-    member_id: str,
-    code: str | None = None,
-    now: datetime | None = None,
-) -> Member:
-    """Turn a member's second factor off. The member themselves gives a current code; an owner
-    turning off another member's (a lost phone) gives none: the record names the owner."""
-    member = member_in(ctx, org_id, member_id)
-    if str(actor) == str(actor_of(member)) and member.totp_enabled_at is not None:
-        step = matching_step(secret_of(ctx, member), (code or "").strip(), now or utcnow())
-        if step is None or not store.use_totp_step(ctx.engine, member.id, step):
-            raise Invalid("That code is not right: type the 6 digits your app shows now")
-    return _changing(lambda: store.turn_off_totp(ctx.engine, org_id, member_id, actor=str(actor)))
-
-
 def password_reset_link(ctx: Context, actor: Actor, email: str) -> str | None:
     """A one-time link to set a new password, for a member with that e-mail (None for anyone else:
     the page that asks says the same either way)."""
@@ -366,6 +278,11 @@ def password_reset_link(ctx: Context, actor: Actor, email: str) -> str | None:
 
 
 RESET_EVERY = timedelta(minutes=1)
+FACTOR_STAYS = "Your second factor stays on; you will need it to log in."
+FACTOR_STAYS_TEXT = (
+    f"\n{FACTOR_STAYS} If you lost it, log in with one of your recovery codes, or ask an owner of "
+    "your organization (platform staff: an operator) to turn it off.\n"
+)
 
 
 def send_password_reset(ctx: Context, actor: Actor, email: str) -> None:
@@ -389,7 +306,7 @@ def send_password_reset(ctx: Context, actor: Actor, email: str) -> None:
         "Someone asked to reset your Mandatum dashboard password. To choose a new one, open:\n\n"
         f"{link}\n\nThe link works once, for {hours} hours. If it was not you, ignore this message: "
         "your password stays as it is.\n"
-    )
+    ) + (FACTOR_STAYS_TEXT if member.totp_enabled_at is not None else "")
     try:
         _send(ctx, address, "Reset your Mandatum password", text)
     except NotSent as exc:  # the asker is told the same; the operator sees why in the log
@@ -397,6 +314,13 @@ def send_password_reset(ctx: Context, actor: Actor, email: str) -> None:
 
 
 LINK_PURPOSES = (MemberTokenPurpose.SET_PASSWORD, MemberTokenPurpose.RESET_PASSWORD)
+
+
+def link_holder_has_factor(ctx: Context, token: str) -> bool:
+    """Whether the member of a live set-password or reset link has the second factor on (a new
+    password keeps it: their page says so)."""
+    holder = store.token_holder(ctx.engine, digest(token), LINK_PURPOSES, utcnow())
+    return holder is not None and holder.totp_enabled_at is not None
 
 
 def session_member(ctx: Context, session_token: str | None, now: datetime | None = None) -> Member | None:

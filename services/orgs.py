@@ -61,6 +61,12 @@ def set_presentation_minutes(ctx: Context, actor: Actor, org_id: str, minutes: i
     _refusing(lambda: presentations.set_presentation_minutes(ctx.engine, org_id, minutes, actor=str(actor)))
 
 
+def set_require_second_factor(ctx: Context, actor: Actor, org_id: str, required: bool) -> None:
+    """Whether every member of the organization must have a second factor (an operator's
+    ``mandatum org set-second-factor``; an owner's is ``services.second_factor.set_required``)."""
+    _refusing(lambda: orgs.set_require_second_factor(ctx.engine, org_id, required, actor=str(actor)))
+
+
 def get_organization(ctx: Context, org_id: str) -> Organization:
     return _refusing(lambda: orgs.get_organization(ctx.engine, org_id))
 

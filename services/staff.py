@@ -1,10 +1,11 @@
 """Platform staff: the people who run the installation, across organizations (issue 15, item 1).
 
 A staff member is a dashboard member of no organization with the role ``platform``, made by
-``mandatum staff create``; they log in like any member (password, optional second factor) and use
-the operators' area, acting as ``staff:<memberId>``. Every function here refuses (``Forbidden``)
-any actor but staff and shell operators, so no surface can hand an organization's member the
-operators' reach by forgetting a check.
+``mandatum staff create``; they log in like any member, with the second factor staff must have
+(``services.second_factor.must_enrol``), and use the operators' area, acting as
+``staff:<memberId>``. Every function here refuses (``Forbidden``) any actor but staff and shell
+operators, so no surface can hand an organization's member the operators' reach by forgetting a
+check.
 
 - ``find``: a request by its id, a mandate URN, a webhook event id, an ``internalId`` (of the
   request or a subject, in every organization) or a subject's contact, looked up through its keyed

@@ -40,6 +40,19 @@ def live_session_counts(engine: Engine, org_id: str, now: datetime, idle_since: 
         return {member_id: int(n) for member_id, n in session.exec(stmt)}
 
 
+def last_logins(engine: Engine, org_id: str) -> dict[str, datetime]:
+    """When each member of the organization last logged in (a session opened, past the code when
+    the second factor is on); members who never did are left out."""
+    with read_session(engine) as session:
+        stmt = (
+            select(MemberSession.member_id, func.max(MemberSession.created_at))
+            .join(Member, col(Member.id) == col(MemberSession.member_id))
+            .where(Member.organization_id == org_id, col(MemberSession.awaiting_code).is_(False))
+            .group_by(col(MemberSession.member_id))
+        )
+        return {member_id: at for member_id, at in session.exec(stmt)}
+
+
 def _live(stmt: Any, now: datetime, idle_since: datetime) -> Any:
     return stmt.where(
         col(MemberSession.revoked_at).is_(None),

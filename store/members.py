@@ -3,10 +3,10 @@ transactions over them. Hashing passwords, making tokens and deciding a login ar
 ``services.members``; nothing here sees a password, a token or a TOTP secret in clear.
 
 Each change an owner (or the member) makes to a member is recorded in the audit trail in the same
-transaction: ``MEMBER_INVITED``, ``MEMBER_ROLE_CHANGED``, ``MEMBER_DISABLED``, ``MEMBER_ENABLED``,
-``MEMBER_SESSIONS_ENDED``, ``MEMBER_SECOND_FACTOR_ON`` and ``MEMBER_SECOND_FACTOR_OFF``, each with
-the member's id, e-mail and role (never a password, token or secret). An organization always keeps
-an enabled owner: a change that would leave none is refused (``LastOwner``)."""
+transaction: ``MEMBER_INVITED``, ``MEMBER_ROLE_CHANGED``, ``MEMBER_DISABLED``, ``MEMBER_ENABLED`` and
+``MEMBER_SESSIONS_ENDED``, each with the member's id, e-mail and role (never a password, token or
+secret); the second factor's are ``store.second_factor``. An organization always keeps an enabled
+owner: a change that would leave none is refused (``LastOwner``)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from core.kinds import PLATFORM_ROLE
 from store import audit, throttle
 from store import member_sessions as sessions
 from store.db import read_session, write_session
-from store.tables import Member, MemberSession, MemberToken, Organization
+from store.tables import Member, MemberToken, Organization
 from trust.keys import Ed25519KeyPair
 
 log = logging.getLogger("mandatum.store.members")
@@ -45,9 +45,11 @@ class LastOwner(ValueError):
     """The change would leave the organization without an enabled owner."""
 
 
-def _record(
+def record_change(
     session: Session, key: Ed25519KeyPair, kind: str, member: Member, actor: str, **extra: Any
 ) -> None:
+    """The audit record of a change to ``member`` in the change's transaction (a log line for
+    platform staff, who belong to no organization's trail)."""
     session.flush()
     if member.organization_id is None:
         # platform staff belong to no organization's trail: their account changes are logged
@@ -57,16 +59,27 @@ def _record(
     audit.append(session.connection(), key, audit.Entry(kind, member.organization_id, actor=actor, data=data))
 
 
-def _detached(session: Session, member: Member) -> Member:
+def detached(session: Session, member: Member) -> Member:
+    """``member`` as the transaction leaves it, usable after it ends."""
     session.flush()
     session.refresh(member)
     session.expunge(member)
     return member
 
 
-def add_member(engine: Engine, org_id: str, email: str, role: str, now: datetime, *, actor: str) -> Member:
-    """A new member of the organization, without a password yet (``MEMBER_INVITED``), whether or
-    not the address signs in elsewhere; ``EmailTaken`` for a member of this organization."""
+def add_member(
+    engine: Engine,
+    org_id: str,
+    email: str,
+    role: str,
+    now: datetime,
+    *,
+    actor: str,
+    reason: str | None = None,
+) -> Member:
+    """A new member of the organization, without a password yet (``MEMBER_INVITED``, with the
+    operator's ``reason`` when one is given), whether or not the address signs in elsewhere;
+    ``EmailTaken`` for a member of this organization."""
     key = audit.signer(engine)
     with write_session(engine) as session:
         if session.get(Organization, org_id) is None:
@@ -76,8 +89,10 @@ def add_member(engine: Engine, org_id: str, email: str, role: str, now: datetime
             raise EmailTaken(f"{email} is already a member")
         member = Member(id=new_object_id(), organization_id=org_id, email=email, role=role, created_at=now)
         session.add(member)
-        _record(session, key, audit.MEMBER_INVITED, member, actor)
-        return _detached(session, member)
+        record_change(
+            session, key, audit.MEMBER_INVITED, member, actor, **({"reason": reason} if reason else {})
+        )
+        return detached(session, member)
 
 
 def add_staff(engine: Engine, email: str, now: datetime) -> Member:
@@ -89,7 +104,7 @@ def add_staff(engine: Engine, email: str, now: datetime) -> Member:
             id=new_object_id(), organization_id=None, email=email, role=PLATFORM_ROLE, created_at=now
         )
         session.add(member)
-        return _detached(session, member)
+        return detached(session, member)
 
 
 def staff_members(engine: Engine) -> list[Member]:
@@ -100,7 +115,7 @@ def staff_members(engine: Engine) -> list[Member]:
         )
 
 
-def _member_of(session: Session, org_id: str | None, member_id: str) -> Member:
+def member_for_change(session: Session, org_id: str | None, member_id: str) -> Member:
     """The organization's member (platform staff for ``org_id`` None), locked for the change;
     NotFound for anyone else's, alike."""
     member = session.get(Member, member_id, with_for_update=True)
@@ -126,15 +141,15 @@ def change_role(engine: Engine, org_id: str, member_id: str, role: str, *, actor
     and records nothing. ``LastOwner`` when it would leave no enabled owner."""
     key = audit.signer(engine)
     with write_session(engine) as session:
-        member = _member_of(session, org_id, member_id)
+        member = member_for_change(session, org_id, member_id)
         if member.role == role:
-            return _detached(session, member)
+            return detached(session, member)
         if member.role == "owner" and member.disabled_at is None and _other_owners(session, member) == 0:
             raise LastOwner("the organization needs an owner: make another member owner first")
         previous, member.role = member.role, role
         session.add(member)
-        _record(session, key, audit.MEMBER_ROLE_CHANGED, member, actor, previousRole=previous)
-        return _detached(session, member)
+        record_change(session, key, audit.MEMBER_ROLE_CHANGED, member, actor, previousRole=previous)
+        return detached(session, member)
 
 
 def set_disabled(
@@ -144,9 +159,9 @@ def set_disabled(
     them again (``MEMBER_ENABLED``); no change, no record. ``LastOwner`` for the last owner."""
     key = audit.signer(engine)
     with write_session(engine) as session:
-        member = _member_of(session, org_id, member_id)
+        member = member_for_change(session, org_id, member_id)
         if (member.disabled_at is not None) == disabled:
-            return _detached(session, member)
+            return detached(session, member)
         if disabled:
             if member.role == "owner" and _other_owners(session, member) == 0:
                 raise LastOwner("the organization needs an owner: make another member owner first")
@@ -160,8 +175,10 @@ def set_disabled(
         else:
             member.disabled_at = None
         session.add(member)
-        _record(session, key, audit.MEMBER_DISABLED if disabled else audit.MEMBER_ENABLED, member, actor)
-        return _detached(session, member)
+        record_change(
+            session, key, audit.MEMBER_DISABLED if disabled else audit.MEMBER_ENABLED, member, actor
+        )
+        return detached(session, member)
 
 
 def end_member_sessions(
@@ -171,50 +188,10 @@ def end_member_sessions(
     as ``MEMBER_SESSIONS_ENDED`` with how many ended; the number."""
     key = audit.signer(engine)
     with write_session(engine) as session:
-        member = _member_of(session, org_id, member_id)
+        member = member_for_change(session, org_id, member_id)
         ended = sessions.end_sessions_in(session, member.id, now, keep=keep)
-        _record(session, key, audit.MEMBER_SESSIONS_ENDED, member, actor, sessions=ended)
+        record_change(session, key, audit.MEMBER_SESSIONS_ENDED, member, actor, sessions=ended)
         return ended
-
-
-def begin_totp(engine: Engine, member_id: str, secret_ciphertext: bytes) -> bool:
-    """Keep a new TOTP secret for the member to confirm with a code; False when the second factor
-    is on already (turn it off first)."""
-    with write_session(engine) as session:
-        member = session.get(Member, member_id, with_for_update=True)
-        if member is None or member.totp_enabled_at is not None:
-            return False
-        member.totp_secret_ciphertext, member.totp_last_step = secret_ciphertext, None
-        session.add(member)
-        return True
-
-
-def confirm_totp(engine: Engine, member_id: str, step: int, now: datetime, *, actor: str) -> bool:
-    """Turn the second factor on with the pending secret, the code of ``step`` being its first use
-    (``MEMBER_SECOND_FACTOR_ON``); False when nothing is pending or it is on already."""
-    key = audit.signer(engine)
-    with write_session(engine) as session:
-        member = session.get(Member, member_id, with_for_update=True)
-        if member is None or member.totp_secret_ciphertext is None or member.totp_enabled_at is not None:
-            return False
-        member.totp_enabled_at, member.totp_last_step = now, step
-        session.add(member)
-        _record(session, key, audit.MEMBER_SECOND_FACTOR_ON, member, actor)
-        return True
-
-
-def turn_off_totp(engine: Engine, org_id: str | None, member_id: str, *, actor: str) -> Member:
-    """The member's second factor off and its secret gone (``MEMBER_SECOND_FACTOR_OFF`` when it
-    was on; a pending enrolment is dropped without a record)."""
-    key = audit.signer(engine)
-    with write_session(engine) as session:
-        member = _member_of(session, org_id, member_id)
-        was_on = member.totp_enabled_at is not None
-        member.totp_secret_ciphertext = member.totp_enabled_at = member.totp_last_step = None
-        session.add(member)
-        if was_on:
-            _record(session, key, audit.MEMBER_SECOND_FACTOR_OFF, member, actor)
-        return _detached(session, member)
 
 
 def member_by_email(engine: Engine, email: str) -> Member | None:
@@ -356,55 +333,3 @@ def take_token_and_set_password(
         session.refresh(member)
         session.expunge(member)
         return member
-
-
-def complete_second_factor(
-    engine: Engine,
-    pending_hash: str,
-    member_id: str,
-    step: int,
-    token_hash: str,
-    now: datetime,
-    expires_at: datetime,
-) -> bool:
-    """The right code of time step ``step`` after a right password, in one transaction: the step
-    is used (never again, even by a request racing this one), the waiting session ends, a full one
-    starts. False when the step was used already or the waiting session ended meanwhile."""
-    with write_session(engine) as session:
-        used = _use_step(session, member_id, step)
-        ended = session.execute(
-            update(MemberSession)
-            .where(
-                col(MemberSession.token_hash) == pending_hash,
-                col(MemberSession.member_id) == member_id,
-                col(MemberSession.awaiting_code).is_(True),
-                col(MemberSession.revoked_at).is_(None),
-            )
-            .values(revoked_at=now)
-        )
-        if not used or ended.rowcount != 1:  # type: ignore[attr-defined]
-            session.rollback()
-            return False
-        session.add(sessions.session_row(token_hash, member_id, now, expires_at))
-        return True
-
-
-def use_totp_step(engine: Engine, member_id: str, step: int) -> bool:
-    """Mark the code of ``step`` used (for turning the factor off with a code); False if it or a
-    later one was used already."""
-    with write_session(engine) as session:
-        return _use_step(session, member_id, step)
-
-
-def _use_step(session: Session, member_id: str, step: int) -> bool:
-    """Mark the TOTP step used unless it or a later one was: one
-    conditional UPDATE, so two requests with one code never both get True."""
-    used = session.execute(
-        update(Member)
-        .where(
-            col(Member.id) == member_id,
-            (col(Member.totp_last_step).is_(None)) | (col(Member.totp_last_step) < step),
-        )
-        .values(totp_last_step=step)
-    )
-    return bool(used.rowcount == 1)  # type: ignore[attr-defined]

@@ -188,6 +188,11 @@ def set_api_version(engine: Engine, org_id: str, version: str, *, actor: str) ->
     _set(engine, org_id, actor, "api_version", "apiVersion", version)
 
 
+def set_require_second_factor(engine: Engine, org_id: str, required: bool, *, actor: str) -> None:
+    """Whether every member must have the second factor on before any other page opens."""
+    _set(engine, org_id, actor, "require_second_factor", "requireSecondFactor", required)
+
+
 def pin_api_version(engine: Engine, org_id: str, version: str) -> None:
     """Pin the organization's version at its first call; a pinned version never changes here."""
     with write_session(engine) as session:

@@ -32,6 +32,8 @@ class Organization(SQLModel, table=True):
     frame_origins: list[str] = Field(
         default_factory=list, sa_column=Column(JSON, nullable=False, server_default=text("'[]'"))
     )
+    # every member must have the second factor on before any other page opens (migration 0017)
+    require_second_factor: bool = Field(default=False)
 
 
 class ApiKey(SQLModel, table=True):
@@ -449,11 +451,13 @@ class Member(SQLModel, table=True):
     password_hash: str | None = Field(default=None, max_length=255)
     created_at: datetime
     disabled_at: datetime | None = None
-    # the TOTP second factor (RFC 6238): its secret sealed under the master key, when it was turned
-    # on (None: off, or enrolment not confirmed yet), and the last time step used (no code twice)
+    # the TOTP second factor (RFC 6238): its secret sealed under the master key while it is on, when
+    # it was turned on, and the last time step used (no code twice); a new secret waiting for its
+    # first code (turning the factor on, or replacing it) is kept apart until then (migration 0017)
     totp_secret_ciphertext: bytes | None = Field(default=None, sa_column=Column(LargeBinary, nullable=True))
     totp_enabled_at: datetime | None = None
     totp_last_step: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
+    totp_pending_ciphertext: bytes | None = Field(default=None, sa_column=Column(LargeBinary, nullable=True))
 
 
 class MemberToken(SQLModel, table=True):
@@ -465,6 +469,18 @@ class MemberToken(SQLModel, table=True):
     purpose: str = Field(max_length=16)  # set_password | reset_password
     created_at: datetime
     expires_at: datetime
+    used_at: datetime | None = None
+
+
+class MemberRecoveryCode(SQLModel, table=True):
+    """One of a member's ten one-time recovery codes (issue 30, item 7; migration 0017), kept as
+    HMAC-SHA256 of the member's id and the code under a sub-key of the master key
+    (``services.second_factor``); ``used_at`` once it stood in for a code at a login or a change."""
+
+    __tablename__ = "member_recovery_code"
+    code_hash: str = Field(primary_key=True, max_length=64)
+    member_id: str = Field(foreign_key="member.id", index=True, max_length=24)
+    created_at: datetime
     used_at: datetime | None = None
 
 

@@ -2,16 +2,15 @@
 outbox, never onto the page), sends an invitation again at most once a minute, changes roles,
 disables and enables members and ends their sessions, each recorded as theirs; the organization
 keeps an owner; only owners reach the page, by URL and by form; another organization's member is
-not found. The account page: the TOTP second factor set up, confirmed, asked for at login (a wrong
-code throttled like a wrong password, a code used once) and turned off; sessions listed and the
-others ended."""
+not found. The TOTP second factor asked for at login (a wrong code throttled like a wrong password,
+a code used once; its lifecycle is tests/api/test_dashboard_second_factor.py); sessions listed and
+the others ended."""
 
 from __future__ import annotations
 
 import re
 from datetime import timedelta
 
-import pyotp
 from fastapi import FastAPI
 from sqlalchemy import Engine, update
 from sqlmodel import col
@@ -27,8 +26,9 @@ from store.db import utcnow, write_session
 from store.tables import AuditRecord, Member, MemberSession, MemberToken
 from tests.conftest import new_org
 from tests.support.audit_helpers import chain
-from tests.support.dashboard import PASSWORD, csrf_of, log_in_as, page_client
+from tests.support.dashboard import PASSWORD, log_in_as, page_client
 from tests.support.helpers import Credentials
+from tests.support.second_factor import factor_on_by_pages, fresh_code
 
 LINK_RE = re.compile(r"https?://\S+/dashboard/set-password/([A-Za-z0-9_-]+)")
 
@@ -179,7 +179,7 @@ async def test_only_owners_reach_members_and_nobody_reaches_another_organization
             member_id, csrf = await log_in_as(client, ctx, org, role, role.value)
             assert (await client.get("/dashboard/members")).status_code == 403
             assert 'href="/dashboard/members"' not in (await client.get("/dashboard")).text
-            for change in ("role", "disable", "sessions", "invite", "enable", "factor-off"):
+            for change in ("role", "disable", "sessions", "invite", "enable", "second-factor"):
                 sent = await client.post(f"/dashboard/members/{member_id}/{change}", data={"csrf": csrf})
                 assert sent.status_code == 403, change
             invite = await client.post("/dashboard/members", data={"csrf": csrf, "email": "a@example.com"})
@@ -188,7 +188,7 @@ async def test_only_owners_reach_members_and_nobody_reaches_another_organization
         _, csrf = await log_in_as(owner, ctx, org, MemberRole.OWNER, "owner")
         page = await owner.get("/dashboard/members")
         assert stranger_id not in page.text and f"stranger-{other.organization_id}" not in page.text
-        for change in ("role", "disable", "sessions", "invite", "enable", "factor-off"):
+        for change in ("role", "disable", "sessions", "invite", "enable", "second-factor"):
             sent = await owner.post(
                 f"/dashboard/members/{stranger_id}/{change}", data={"csrf": csrf, "role": "support"}
             )
@@ -201,32 +201,22 @@ async def test_only_owners_reach_members_and_nobody_reaches_another_organization
     assert stranger_row is not None and stranger_row.disabled_at is None and stranger_row.role == "owner"
 
 
-async def test_the_second_factor_is_set_up_asked_at_login_throttled_used_once_and_turned_off(
+async def test_the_second_factor_is_asked_at_login_throttled_and_used_once(
     app: FastAPI, ctx: Context, org: Credentials, engine: Engine, settings: Settings
 ) -> None:
     async with page_client(app) as client:
         member_id, csrf = await log_in_as(client, ctx, org, MemberRole.SUPPORT, "careful")
         account = await client.get("/dashboard/account")
         assert account.status_code == 200 and "Off. With it on" in account.text
-        begun = await client.post("/dashboard/account/factor", data={"csrf": csrf})
-        assert begun.status_code == 200 and "<svg" in begun.text
-        secret = re.search(r'id="totp-secret">([A-Z2-7]{32})<', begun.text)
-        assert secret is not None
-        totp = pyotp.TOTP(secret.group(1))
-        stored = member_store.get_member(engine, member_id)
-        assert stored is not None and stored.totp_secret_ciphertext is not None
-        assert secret.group(1).encode() not in stored.totp_secret_ciphertext  # sealed, not in clear
-        assert stored.totp_enabled_at is None  # not on before a first right code
-
-        wrong = await client.post("/dashboard/account/factor-confirm", data={"csrf": csrf, "code": "000000"})
-        assert wrong.status_code == 400 and "not right" in wrong.text
-        assert 'id="totp-secret"' in wrong.text  # the same secret is shown again to retry
-        ok = await client.post("/dashboard/account/factor-confirm", data={"csrf": csrf, "code": totp.now()})
-        assert ok.status_code == 303 and ok.headers["location"] == "/dashboard/account?notice=factor-on"
+        totp, _, _ = await factor_on_by_pages(client, csrf)
+        stored = _member_row(engine, member_id)
+        assert (
+            stored.totp_secret_ciphertext is not None
+            and totp.secret.encode() not in stored.totp_secret_ciphertext
+        )
         (on,) = _records(engine, org, audit.MEMBER_SECOND_FACTOR_ON)
         assert on.actor == f"member:{member_id}" and "secret" not in str(on.data).lower()
-        again = await client.post("/dashboard/account/factor", data={"csrf": csrf})
-        assert again.status_code == 400 and "on already" in again.text
+        assert "10 of 10 recovery codes left" in (await client.get("/dashboard/account")).text
 
     email = f"careful-{org.organization_id}@example.com"
     async with page_client(app) as client:
@@ -237,21 +227,18 @@ async def test_the_second_factor_is_set_up_asked_at_login_throttled_used_once_an
         assert (await client.get("/dashboard/account")).headers["location"] == "/dashboard/login"
         code_page = await client.get("/dashboard/login/code")
         assert code_page.status_code == 200 and 'autocomplete="one-time-code"' in code_page.text
-        used = pyotp.TOTP(secret.group(1)).now()
-        # the code that turned the factor on was this step's: it is used already
-        replay = await client.post("/dashboard/login/code", data={"code": used})
-        later_step_code = pyotp.TOTP(secret.group(1)).at(utcnow() + timedelta(seconds=30))
-        if replay.status_code == 303:  # the clock moved to the next 30 s step meanwhile
-            assert replay.headers["location"] == "/dashboard"
-        else:
-            assert replay.status_code == 401 and "used already" in replay.text
-            fine = await client.post("/dashboard/login/code", data={"code": later_step_code})
-            assert fine.status_code == 303 and fine.headers["location"] == "/dashboard"
+        assert 'label for="recovery">Recovery code<' in code_page.text
+        code = fresh_code(engine, member_id, totp)
+        assert (await client.post("/dashboard/login/code", data={"code": code})).status_code == 303
         assert (await client.get("/dashboard")).status_code == 200
         refused_cross_site = await client.post(
             "/dashboard/login/code", data={"code": "123456"}, headers={"Sec-Fetch-Site": "cross-site"}
         )
         assert refused_cross_site.status_code == 403
+    async with page_client(app) as client:  # the code of that step is used, whatever the clock does
+        await client.post("/dashboard/login", data={"email": email, "password": PASSWORD})
+        replay = await client.post("/dashboard/login/code", data={"code": code})
+        assert replay.status_code == 401 and "used already" in replay.text
 
     # wrong codes count as failed logins: the back-off locks the next try, right code or not
     async with page_client(app) as client:
@@ -260,18 +247,13 @@ async def test_the_second_factor_is_set_up_asked_at_login_throttled_used_once_an
         for _ in range(settings.login_failures_before_lock):
             statuses.append((await client.post("/dashboard/login/code", data={"code": "000000"})).status_code)
         assert statuses == [401] * settings.login_failures_before_lock
-        locked = await client.post("/dashboard/login/code", data={"code": pyotp.TOTP(secret.group(1)).now()})
+        locked = await client.post(
+            "/dashboard/login/code", data={"code": fresh_code(engine, member_id, totp)}
+        )
         assert locked.status_code == 429 and int(locked.headers["Retry-After"]) > 0
         # and a right password does not buy more tries at the code
         again = await client.post("/dashboard/login", data={"email": email, "password": PASSWORD})
         assert again.status_code == 429
-    with write_session(engine) as session:  # time passes: the codes used are past (the lock is
-        # that client's: the next ones have addresses of their own)
-        session.execute(
-            update(Member)
-            .where(Member.id == member_id)  # type: ignore[arg-type]
-            .values(totp_last_step=None)
-        )
 
     # a waiting login expires: the code page then asks to log in again
     async with page_client(app) as client:
@@ -282,31 +264,8 @@ async def test_the_second_factor_is_set_up_asked_at_login_throttled_used_once_an
                 .where(MemberSession.member_id == member_id, MemberSession.awaiting_code)  # type: ignore[arg-type]
                 .values(expires_at=utcnow() - timedelta(seconds=1))
             )
-        over = await client.post("/dashboard/login/code", data={"code": pyotp.TOTP(secret.group(1)).now()})
+        over = await client.post("/dashboard/login/code", data={"code": fresh_code(engine, member_id, totp)})
         assert over.status_code == 401 and "log in again" in over.text
-
-    # turned off by the member with a current code (not a wrong one, not a used one)
-    async with page_client(app) as client:
-        await client.post("/dashboard/login", data={"email": email, "password": PASSWORD})
-        future = pyotp.TOTP(secret.group(1)).at(utcnow() + timedelta(seconds=30))
-        assert (await client.post("/dashboard/login/code", data={"code": future})).status_code == 303
-        csrf = csrf_of((await client.get("/dashboard/account")).text)
-        bad = await client.post("/dashboard/account/factor-off", data={"csrf": csrf, "code": "12345a"})
-        assert bad.status_code == 400
-        spent = await client.post("/dashboard/account/factor-off", data={"csrf": csrf, "code": future})
-        assert spent.status_code == 400 and "not right" in spent.text
-        assert _member_row(engine, member_id).totp_enabled_at is not None
-        with write_session(engine) as session:  # time passes: the steps used so far are past
-            session.execute(
-                update(Member).where(Member.id == member_id).values(totp_last_step=None)  # type: ignore[arg-type]
-            )
-        now_code = pyotp.TOTP(secret.group(1)).now()
-        off = await client.post("/dashboard/account/factor-off", data={"csrf": csrf, "code": now_code})
-        assert off.status_code == 303 and off.headers["location"] == "/dashboard/account?notice=factor-off"
-    stored = _member_row(engine, member_id)
-    assert stored.totp_enabled_at is None and stored.totp_secret_ciphertext is None
-    (record,) = _records(engine, org, audit.MEMBER_SECOND_FACTOR_OFF)
-    assert record.actor == f"member:{member_id}"
 
 
 def _member_row(engine: Engine, member_id: str) -> Member:
@@ -315,38 +274,17 @@ def _member_row(engine: Engine, member_id: str) -> Member:
     return found
 
 
-async def test_an_owner_turns_off_a_members_lost_second_factor_and_sessions_are_listed_and_ended(
+async def test_sessions_are_listed_and_the_others_ended(
     app: FastAPI, ctx: Context, org: Credentials, engine: Engine
 ) -> None:
-    async with page_client(app) as owner, page_client(app) as first, page_client(app) as second:
-        owner_id, owner_csrf = await log_in_as(owner, ctx, org, MemberRole.OWNER, "owner")
+    async with page_client(app) as first, page_client(app) as second:
         member_id, csrf = await log_in_as(first, ctx, org, MemberRole.DEVELOPER, "two-browsers")
         assert (await second.post("/dashboard/login", data=_login(member_id, engine))).status_code == 303
         account = await first.get("/dashboard/account")
         assert account.text.count("another browser") == 1 and account.text.count("this one") == 1
-        begun = await first.post("/dashboard/account/factor", data={"csrf": csrf})
-        secret = re.search(r'id="totp-secret">([A-Z2-7]{32})<', begun.text)
-        assert secret is not None
-        code = pyotp.TOTP(secret.group(1)).now()
-        assert (
-            await first.post("/dashboard/account/factor-confirm", data={"csrf": csrf, "code": code})
-        ).status_code == 303
-
         ended = await first.post("/dashboard/account/sessions", data={"csrf": csrf})
         assert ended.status_code == 303 and ended.headers["location"] == "/dashboard/account?notice=ended"
         assert (await second.get("/dashboard")).headers["location"] == "/dashboard/login"
         assert (await first.get("/dashboard")).status_code == 200  # the asking session stays
         (record,) = _records(engine, org, audit.MEMBER_SESSIONS_ENDED)
         assert record.actor == f"member:{member_id}" and record.data["sessions"] == 1
-
-        page = await owner.get("/dashboard/members")
-        assert f"Turn off the second factor of two-browsers-{org.organization_id}@example.com" in page.text
-        assert f"Turn off the second factor of owner-{org.organization_id}" not in page.text  # not one's own
-        off = await owner.post(f"/dashboard/members/{member_id}/factor-off", data={"csrf": owner_csrf})
-        assert off.status_code == 303
-        (record,) = _records(engine, org, audit.MEMBER_SECOND_FACTOR_OFF)
-        assert record.actor == f"member:{owner_id}" and record.data["memberId"] == member_id
-        stored = member_store.get_member(engine, member_id)
-        assert stored is not None and stored.totp_enabled_at is None and stored.totp_secret_ciphertext is None
-        login = await second.post("/dashboard/login", data=_login(member_id, engine))
-        assert login.status_code == 303 and login.headers["location"] == "/dashboard"  # no code asked

@@ -1,6 +1,7 @@
 """Members in Debian's Chromium: an owner (at a desk) invites a developer by e-mail; the invitation
 arrives at a real SMTP server; the developer (on a phone) sets a password from it, turns on the
-second factor with an authenticator's code, and logs in again with password and code; the owner
+second factor with their password and an authenticator's code, and logs in again with password
+and code (the factor's pages themselves: tests/browser/test_second_factor_browser.py); the owner
 sees the factor on, makes the developer support and ends their sessions, and the audit trail names
 the owner for each. Accessible, fitting the width, with screenshots."""
 
@@ -58,27 +59,31 @@ async def test_an_owner_invites_a_member_who_turns_on_the_second_factor_then_is_
     await expect(phone.get_by_role("heading", name="Overview")).to_be_visible()
     await phone.get_by_role("link", name=f"{dev_email} · developer").click()
     await expect(phone.get_by_role("heading", name="Your account")).to_be_visible()
+    await fits(phone)
+    await assert_accessible(phone, axe_source, "the account page")
+    await shot(phone, "dashboard-account-phone")
+    await phone.get_by_role("link", name="Set up a second factor").click()
+    await phone.get_by_label("Your password").fill(PASSWORD)
     await phone.get_by_role("button", name="Set up a second factor").click()
     await expect(phone.get_by_role("img", name="QR code of your second factor's secret")).to_be_visible()
     secret = (await phone.locator("#totp-secret").inner_text()).strip()
     totp = pyotp.TOTP(secret)
-    await fits(phone)
-    await assert_accessible(phone, axe_source, "the account page setting up the second factor")
-    await shot(phone, "dashboard-account-phone")
     await phone.get_by_label("The code your app shows").fill("000000")
     await phone.get_by_role("button", name="Turn on the second factor").click()
     await expect(phone.get_by_role("alert")).to_contain_text("not right")
     await phone.get_by_label("The code your app shows").fill(totp.now())
     await phone.get_by_role("button", name="Turn on the second factor").click()
     await expect(phone.get_by_role("status")).to_contain_text("The second factor is on")
+    await phone.get_by_role("link", name="I have saved them: continue").click()
 
     await phone.get_by_role("button", name="Log out").click()
     await log_in_by_keyboard(phone, dev_email)
     await expect(phone.get_by_role("heading", name="Your code")).to_be_visible()
     await fits(phone)
     await assert_accessible(phone, axe_source, "the login code page")
-    await shot(phone, "dashboard-code-phone")
-    await phone.get_by_label("Code").fill(totp.at(utcnow() + timedelta(seconds=30)))  # the step after
+    await phone.get_by_label("Code", exact=True).fill(
+        totp.at(utcnow() + timedelta(seconds=30))
+    )  # the step after
     await phone.keyboard.press("Enter")
     await expect(phone.get_by_role("heading", name="Overview")).to_be_visible()
 
@@ -95,6 +100,13 @@ async def test_an_owner_invites_a_member_who_turns_on_the_second_factor_then_is_
     await fits(owner)
     await assert_accessible(owner, axe_source, "the members page")
     await shot(owner, "dashboard-members-desktop")
+    await owner.get_by_role("link", name=f"Turn off the second factor of {dev_email}").click()
+    await expect(owner.get_by_role("heading", name="Turn off a member's second factor")).to_be_visible()
+    await expect(owner.get_by_label("Your password")).to_be_visible()  # the owner's own, to do it
+    await fits(owner)
+    await assert_accessible(owner, axe_source, "turning off a member's second factor")
+    await shot(owner, "dashboard-member-factor-off-desktop")
+    await owner.get_by_role("link", name="Back to the members").click()
     await (
         owner.get_by_role("row")
         .filter(has_text=dev_email)

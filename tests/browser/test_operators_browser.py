@@ -1,4 +1,5 @@
-"""The operators' area in Debian's Chromium: a staff member logs in, lands in the operators' area,
+"""The operators' area in Debian's Chromium: a staff member logs in, sets up the second factor staff
+must have, lands in the operators' area,
 types the subject's e-mail as a complaint spells it, opens the request's timeline (its code sent,
 its workflow in the Temporal UI) and sends a fresh code with a reason, by keyboard; at desktop and
 phone width, accessible, with screenshots."""
@@ -7,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 
+import pyotp
 from playwright.async_api import Page, expect
 
 from core.actors import Actor
@@ -19,7 +21,7 @@ from tests.support.helpers import policy_request
 from tests.support.live_stack import LiveStack
 
 
-async def _staff_logged_in(page: Page, live: LiveStack, name: str) -> str:
+async def _staff_logged_in(page: Page, live: LiveStack, name: str, axe_source: str) -> str:
     email = f"{name}-{uuid.uuid4().hex[:8]}@ops.example.com"
     made = staff.create(live_context(live), Actor.operator("tests"), email)
     await page.goto(made.link)
@@ -27,6 +29,21 @@ async def _staff_logged_in(page: Page, live: LiveStack, name: str) -> str:
     await page.get_by_label("The same password again").fill(PASSWORD)
     await page.get_by_role("button", name="Save the password").click()
     await log_in_by_keyboard(page, email)
+    # staff set up a second factor before the operators' area opens
+    await expect(page.locator("#enrol-first")).to_contain_text("Platform staff need a second factor")
+    await expect(page.get_by_role("link", name="Search")).to_have_count(0)  # nothing else is offered
+    await fits(page)
+    await assert_accessible(
+        page, axe_source, f"the second factor's set-up, before the operators' area ({name})"
+    )
+    await shot(page, "operators-second-factor-" + ("desktop" if name == "desk" else name))
+    await page.get_by_label("Your password").fill(PASSWORD)
+    await page.keyboard.press("Enter")
+    secret = (await page.locator("#totp-secret").inner_text()).strip()
+    await page.get_by_label("The code your app shows").fill(pyotp.TOTP(secret).now())
+    await page.keyboard.press("Enter")
+    await expect(page.locator("#recovery-codes li")).to_have_count(10)
+    await page.get_by_role("link", name="I have saved them: continue").click()
     await expect(page.get_by_role("heading", name="Find a request")).to_be_visible()
     return made.member.id
 
@@ -42,7 +59,7 @@ async def test_staff_find_a_request_by_a_contact_and_act_on_its_timeline(
     assert created.status_code == 201, created.text
     request_id = created.json()["data"]["id"]
     page = browser_page
-    staff_id = await _staff_logged_in(page, live, "desk")
+    staff_id = await _staff_logged_in(page, live, "desk", axe_source)
     await page.get_by_label("Request id, internalId, mandate URN").fill(f"  {contact.upper()} ")
     await page.keyboard.press("Enter")
     await expect(page.get_by_role("heading", name="1 request found")).to_be_visible()
@@ -71,7 +88,7 @@ async def test_staff_find_a_request_by_a_contact_and_act_on_its_timeline(
     ]
     assert (record.actor, record.data.get("reason")) == (f"staff:{staff_id}", "ticket 7: the customer asked")
 
-    await _staff_logged_in(phone_page, live, "phone")
+    await _staff_logged_in(phone_page, live, "phone", axe_source)
     await phone_page.goto(f"{live.url}/dashboard/operators/requests/{request_id}")
     await expect(phone_page.locator("#timeline")).to_contain_text("Audit: MANDATE_CANCELED")
     await fits(phone_page)

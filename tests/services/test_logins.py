@@ -16,7 +16,6 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 
-import pyotp
 import pytest
 from argon2 import PasswordHasher
 from sqlalchemy import Engine, select
@@ -35,6 +34,7 @@ from store.db import make_engine, read_session, utcnow
 from store.tables import LoginThrottle
 from tests.support.dashboard import client_address
 from tests.support.helpers import Credentials
+from tests.support.second_factor import factor_on
 
 PASSWORD = "correct horse battery staple"
 WRONG = PASSWORD + " not"
@@ -207,9 +207,7 @@ async def test_wrong_codes_are_counted_like_passwords(
 ) -> None:
     email, client = await _member(ctx, org, "coded"), client_address()
     member = members.member_in(ctx, org.organization_id, _id_of(ctx, email))
-    totp = pyotp.TOTP(members.begin_second_factor(ctx, member).secret)
-    earlier = utcnow() - timedelta(minutes=5)
-    members.confirm_second_factor(ctx, member, totp.at(earlier), now=earlier)
+    totp, _ = await factor_on(ctx, member)
     now = utcnow()
     pending = await logins.login(ctx, email, PASSWORD, client, now)  # counted, then given back
     for _ in range(settings.login_failures_before_lock):

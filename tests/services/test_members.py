@@ -29,6 +29,7 @@ from tests.conftest import new_org
 from tests.support.cli import Cli
 from tests.support.dashboard import client_address
 from tests.support.helpers import Credentials
+from tests.support.second_factor import factor_on
 
 OWNER = Actor.operator("olga")
 PASSWORD = "correct horse battery staple"
@@ -160,10 +161,7 @@ def test_org_create_invites_the_owner_with_a_one_time_link(cli: Cli) -> None:
 
 async def _with_second_factor(ctx: Context, org: Credentials) -> tuple[Member, str, pyotp.TOTP]:
     member, email = await _member(ctx, org)
-    enrolment = members.begin_second_factor(ctx, member)
-    totp = pyotp.TOTP(enrolment.secret)
-    start = utcnow() - timedelta(minutes=5)  # confirmed with an older step's code: today's are unused
-    members.confirm_second_factor(ctx, member, totp.at(start), now=start)
+    totp, _ = await factor_on(ctx, member)  # confirmed with an older step's code: today's are unused
     return member, email, totp
 
 

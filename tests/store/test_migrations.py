@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import Engine, inspect
+from sqlalchemy import Engine, MetaData, Table, inspect
 from sqlmodel import SQLModel
 
 import store.tables  # noqa: F401  (registers the tables)
 from store.db import alembic_config, make_engine, migrate
+from tests.conftest import PG_AVAILABLE, _postgres_database
 
 
 def test_migrated_schema_matches_models(engine: Engine) -> None:
@@ -156,3 +163,97 @@ def test_login_throttle_and_member_address_revisions_downgrade_and_upgrade(tmp_p
         ]
     finally:
         eng.dispose()
+
+
+@contextmanager
+def _fresh_database(backend: str, tmp_path: Path) -> Iterator[str]:
+    if backend == "sqlite":
+        yield f"sqlite:///{tmp_path / 'factor.db'}"
+        return
+    if not PG_AVAILABLE:
+        pytest.skip("PostgreSQL is not reachable")
+    with _postgres_database() as url:
+        yield url
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_second_factor_revision_keeps_a_waiting_secret_both_ways(backend: str, tmp_path: Path) -> None:
+    """0017 (recovery codes, a new secret kept apart until its first code, an organization's
+    requirement) moves a secret still waiting for its first code to its own column, and back."""
+    with _fresh_database(backend, tmp_path) as url:
+        migrate(url)
+        command.downgrade(alembic_config(url), "0016")
+        eng = make_engine(url)
+        try:
+            now = datetime.now(UTC)
+            with eng.begin() as conn:
+                org, member, session = (
+                    Table(n, MetaData(), autoload_with=conn)
+                    for n in ("organization", "member", "member_session")
+                )
+                conn.execute(
+                    org.insert().values(
+                        id="a" * 24,
+                        name="Org",
+                        created_at=now,
+                        request_rate_per_minute=60,
+                        presentation_minutes=5,
+                    )
+                )
+                conn.execute(
+                    member.insert(),
+                    [
+                        {
+                            "id": "b" * 24,
+                            "organization_id": "a" * 24,
+                            "email": "wait@example.com",
+                            "role": "owner",
+                            "created_at": now,
+                            "totp_secret_ciphertext": b"waiting",
+                            "totp_enabled_at": None,
+                        },
+                        {
+                            "id": "c" * 24,
+                            "organization_id": "a" * 24,
+                            "email": "on@example.com",
+                            "role": "owner",
+                            "created_at": now,
+                            "totp_secret_ciphertext": b"in use",
+                            "totp_enabled_at": now,
+                        },
+                    ],
+                )
+                # rows that reference both tables: a copy of either (a batch migration) would fail
+                conn.execute(
+                    session.insert().values(
+                        token_hash="d" * 64,
+                        member_id="c" * 24,
+                        created_at=now,
+                        last_seen_at=now,
+                        expires_at=now,
+                        awaiting_code=False,
+                    )
+                )
+            migrate(url)
+            eng.dispose()
+            read = "SELECT id, totp_secret_ciphertext, totp_pending_ciphertext FROM member ORDER BY id"
+            with eng.connect() as conn:
+                rows = [
+                    (r[0][0], r[1] and bytes(r[1]), r[2] and bytes(r[2])) for r in conn.exec_driver_sql(read)
+                ]
+                required = conn.exec_driver_sql("SELECT require_second_factor FROM organization").scalar()
+            assert (
+                rows == [("b", None, b"waiting"), ("c", b"in use", None)] and not required
+            )  # 0 on SQLite, false on PostgreSQL
+            assert "member_recovery_code" in inspect(eng).get_table_names()
+            command.downgrade(alembic_config(url), "0016")
+            eng.dispose()
+            with eng.connect() as conn:
+                back = [
+                    (r[0][0], bytes(r[1]))
+                    for r in conn.exec_driver_sql("SELECT id, totp_secret_ciphertext FROM member ORDER BY id")
+                ]
+            assert back == [("b", b"waiting"), ("c", b"in use")]
+            assert "member_recovery_code" not in inspect(eng).get_table_names()
+        finally:
+            eng.dispose()

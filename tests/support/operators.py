@@ -23,6 +23,7 @@ from services import staff
 from services.context import Context
 from tests.support.dashboard import PASSWORD, csrf_of
 from tests.support.helpers import Credentials, SignedClient, policy_request
+from tests.support.second_factor import ENROL, factor_on_by_pages
 
 
 @contextlib.asynccontextmanager
@@ -72,7 +73,8 @@ async def create_request(app: FastAPI, org: Credentials, **overrides: Any) -> di
 
 
 async def log_in_as_staff(browser: httpx.AsyncClient, ctx: Context, name: str) -> tuple[str, str]:
-    """``browser`` logged in as a new staff member: their member id and the session's CSRF token."""
+    """``browser`` logged in as a new staff member, who sets up the second factor staff must have:
+    their member id and the session's CSRF token."""
     made = staff.create(
         ctx, Actor.operator("tests"), f"{name}-{datetime.now(UTC).timestamp()}@ops.example.com"
     )
@@ -80,6 +82,9 @@ async def log_in_as_staff(browser: httpx.AsyncClient, ctx: Context, name: str) -
     assert (await browser.post(path, data={"password": PASSWORD, "again": PASSWORD})).status_code == 303
     login = await browser.post("/dashboard/login", data={"email": made.member.email, "password": PASSWORD})
     assert login.status_code == 303
-    landing = await browser.get("/dashboard")  # staff land in the operators' area
+    first = await browser.get("/dashboard")  # staff set up a second factor before anything else
+    assert (first.status_code, first.headers["location"]) == (303, ENROL)
+    await factor_on_by_pages(browser, csrf_of((await browser.get(ENROL)).text))
+    landing = await browser.get("/dashboard")  # then land in the operators' area
     assert (landing.status_code, landing.headers["location"]) == (303, "/dashboard/operators")
     return made.member.id, csrf_of((await browser.get("/dashboard/operators")).text)

@@ -9,8 +9,9 @@ per section, each on the service layer with the member as actor.
 - ``mandates``: issued credentials, their verifications, revocation with a reason.
 - ``activity``: the audit trail with its filters and a check of the chain.
 - ``actions``: actions and their versions, the rule editor, publishing (owners and developers).
-- ``members``: the organization's members (owners) and each member's account (second factor,
-  sessions).
+- ``members``: the organization's members (owners) and each member's account (sessions).
+- ``second_factor``: each member's second factor (set up, replaced, recovery codes, turned off,
+  each with the password and the factor) and an owner turning off another member's.
 - ``operators``: platform staff's area across organizations (search, a request's timeline, the
   support actions with a reason).
 """
@@ -26,10 +27,26 @@ from api.routes.dashboard import (
     members,
     operators,
     requests,
+    second_factor,
     settings,
     webhooks,
 )
 
 router = APIRouter(include_in_schema=False)
-for section in (auth, keys, webhooks, settings, requests, mandates, actions, activity, members, operators):
+# second_factor before members: /dashboard/members/{id}/second-factor is its own, not a change of
+# members' /dashboard/members/{id}/{change}
+SECTIONS = (
+    auth,
+    keys,
+    webhooks,
+    settings,
+    requests,
+    mandates,
+    actions,
+    activity,
+    second_factor,
+    members,
+    operators,
+)
+for section in SECTIONS:
     router.include_router(section.router)

@@ -7,6 +7,7 @@ its own threads, 503 with ``Retry-After`` when they are full (``services.passwor
 from __future__ import annotations
 
 import re
+from functools import partial
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Form, Request
@@ -15,6 +16,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from api.deps import ServicesDep
 from api.routes.dashboard.common import (
     COOKIE,
+    ENROL,
     client_address,
     form_by,
     from_this_origin,
@@ -24,6 +26,7 @@ from api.routes.dashboard.common import (
     page,
     refused,
     secure,
+    signed_in,
     to_login,
 )
 from core.actors import SYSTEM
@@ -40,6 +43,7 @@ RECENT = 10
 
 NOTICES = {
     "password-set": "Your password is set: log in with it.",
+    "password-set-factor": f"Your password is set: log in with it. {members.FACTOR_STAYS}",
     "logged-out": "You are logged out.",
 }
 
@@ -108,8 +112,10 @@ async def code_page(request: Request, services: ServicesDep) -> Response:
 
 @router.post("/dashboard/login/code", response_class=HTMLResponse)
 async def check_code(
-    request: Request, services: ServicesDep, code: Annotated[str, Form(max_length=20)] = ""
+    request: Request, services: ServicesDep, code: Annotated[str, Form(max_length=40)] = ""
 ) -> Response:
+    """The authenticator app's code, or one of the member's recovery codes (then their second
+    factor's page says how many remain)."""
     if not from_this_origin(request, services):
         return refused("This form can only be sent from the dashboard's own page.")
     pending = request.cookies.get(COOKIE)
@@ -123,14 +129,15 @@ async def check_code(
         if str(exc) == logins.CODE_SESSION_OVER:
             return page("dashboard/login.html", status=401, title="Log in", error=str(exc), email="")
         return _code_page(401, str(exc))
-    return _with_session(services, done, "/dashboard")
+    used_recovery = done.recovery_left is not None
+    return _with_session(services, done, f"{ENROL}?notice=recovery-used" if used_recovery else "/dashboard")
 
 
 @router.get("/dashboard", response_class=HTMLResponse)
 async def overview(request: Request, services: ServicesDep) -> Response:
-    found = await member_of(request, services)
-    if found is None:
-        return to_login()
+    found = await signed_in(request, services)
+    if isinstance(found, Response):
+        return found
     member, token = found
     if member.organization_id is None:  # platform staff: the operators' area is theirs
         return RedirectResponse("/dashboard/operators", status_code=303)
@@ -161,7 +168,7 @@ def _record(row: Any) -> dict[str, Any]:
 async def logout(
     request: Request, services: ServicesDep, csrf: Annotated[str, Form(max_length=100)] = ""
 ) -> Response:
-    found = await form_by(request, services, csrf)
+    found = await form_by(request, services, csrf, enrolling=True)
     if isinstance(found, Response):
         return found
     _, token = found
@@ -174,7 +181,9 @@ async def logout(
 PASSWORD_PATHS = {"set-password": "Choose your password", "reset-password": "Choose a new password"}
 
 
-def _password_form(kind: str, token: str, status: int = 200, error: str | None = None) -> HTMLResponse:
+def _password_form(
+    kind: str, token: str, status: int = 200, error: str | None = None, factor_on: bool = False
+) -> HTMLResponse:
     return page(
         "dashboard/password.html",
         status=status,
@@ -182,6 +191,7 @@ def _password_form(kind: str, token: str, status: int = 200, error: str | None =
         action=f"/dashboard/{kind}/{token}",
         error=error,
         minimum=members.MIN_PASSWORD,
+        factor_stays=members.FACTOR_STAYS if factor_on else None,
     )
 
 
@@ -196,11 +206,14 @@ def _kind(request: Request) -> str:
 
 @router.get("/dashboard/set-password/{token}", response_class=HTMLResponse)
 @router.get("/dashboard/reset-password/{token}", response_class=HTMLResponse)
-async def password_page(request: Request, token: str) -> Response:
+async def password_page(request: Request, services: ServicesDep, token: str) -> Response:
+    """The form; a reset link's page says that the second factor stays on when it is (told to the
+    link's holder: the e-mail that brought it says so too)."""
     kind = _kind(request)
     if not _link_token(kind, token):
         return not_found()
-    return _password_form(kind, token)
+    factor_on = await run_db(services.engine, members.link_holder_has_factor, services, token)
+    return _password_form(kind, token, factor_on=factor_on)
 
 
 @router.post("/dashboard/set-password/{token}", response_class=HTMLResponse)
@@ -217,19 +230,21 @@ async def set_password(
         return not_found()
     if not from_this_origin(request, services):
         return refused("This form can only be sent from the dashboard's own page.")
+    factor_on = await run_db(services.engine, members.link_holder_has_factor, services, token)
+    form = partial(_password_form, kind, token, factor_on=factor_on)
     if password != again:
-        return _password_form(kind, token, 400, "The two passwords differ: type the same one twice.")
+        return form(400, "The two passwords differ: type the same one twice.")
     try:
         await logins.set_password(services, token, password)
     except Invalid as exc:
-        return _password_form(kind, token, 400, str(exc))
+        return form(400, str(exc))
     except Conflict as exc:  # told to the address's owner only: the link went to that address
-        return _password_form(kind, token, 409, str(exc))
+        return form(409, str(exc))
     except Unavailable as exc:
-        answer = _password_form(kind, token, 503, str(exc))
+        answer = form(503, str(exc))
         answer.headers["Retry-After"] = str(exc.retry_after)
         return answer
-    return to_login("password-set")
+    return to_login("password-set-factor" if factor_on else "password-set")
 
 
 RESET_SENT = (

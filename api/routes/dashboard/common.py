@@ -29,7 +29,7 @@ from api.errors import service_error_status
 from api.pages import render_page
 from core.kinds import PLATFORM_ROLE, MemberRole
 from orchestration.temporal import temporal_unavailable
-from services import members
+from services import members, second_factor
 from services.context import Context
 from services.errors import ServiceError
 from store import orgs
@@ -112,14 +112,21 @@ async def member_of(request: Request, ctx: Context) -> tuple[Member, str] | None
     return (member, token) if member is not None and token else None
 
 
+ENROL = "/dashboard/account/second-factor"
+
+
 async def signed_in(
-    request: Request, ctx: Context, roles: tuple[str, ...] | None = None
+    request: Request, ctx: Context, roles: tuple[str, ...] | None = None, *, enrolling: bool = False
 ) -> tuple[Member, str] | Response:
     """The member of the request's session, or the answer instead: to the login page without one,
-    403 for a role the page is not for."""
+    to the second factor's set-up for a member who must have one and has not (platform staff, or
+    an organization that requires it) on any page but that one (``enrolling``), 403 for a role the
+    page is not for."""
     found = await member_of(request, ctx)
     if found is None:
         return to_login()
+    if not enrolling and await run_db(ctx.engine, second_factor.must_enrol, ctx, found[0]):
+        return RedirectResponse(ENROL, status_code=303)
     if roles is not None and found[0].role not in roles:
         return refused("Your role cannot use this page: ask your organization's owner.")
     return found
@@ -142,11 +149,16 @@ STALE_FORM = "This form has expired or did not come from the dashboard: reload t
 
 
 async def form_by(
-    request: Request, ctx: Context, csrf: str, roles: tuple[str, ...] | None = None
+    request: Request,
+    ctx: Context,
+    csrf: str,
+    roles: tuple[str, ...] | None = None,
+    *,
+    enrolling: bool = False,
 ) -> tuple[Member, str] | Response:
     """The member sending a logged-in form (as ``signed_in``), or 403 when it did not come from
     our own page with this session's CSRF token."""
-    found = await signed_in(request, ctx, roles)
+    found = await signed_in(request, ctx, roles, enrolling=enrolling)
     if not isinstance(found, Response) and not posted_here(request, ctx, found[1], csrf):
         return refused(STALE_FORM)
     return found
@@ -170,6 +182,7 @@ def member_page(
         template,
         status=status,
         member=member,
+        enrol_only=second_factor.must_enrol(ctx, member),
         org=orgs.get_organization(ctx.engine, org_id) if org_id else None,
         csrf=members.csrf_token(ctx, token),
         section=section,

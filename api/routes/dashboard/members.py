@@ -2,10 +2,10 @@
 
 - ``/dashboard/members`` (owners): invite by e-mail (the link goes out through the delivery path of
   the subjects' codes, never shown on the page), send an invitation again, change a role, disable
-  or enable a member, end their sessions, turn off a member's second factor (a lost phone).
-- ``/dashboard/account`` (every member): the second factor (set up with an authenticator app, on
-  with a first right code, off with a current one), the member's open sessions and "end every
-  other session".
+  or enable a member, end their sessions; turning off a member's second factor (a lost phone) is
+  ``second_factor``'s page, which asks for the owner's password and factor.
+- ``/dashboard/account`` (every member): the second factor's state (its changes are
+  ``second_factor``'s page), the member's open sessions and "end every other session".
 
 Every change goes through ``services.members`` with the member as actor, so the audit trail says
 who; ids in paths are checked against the ObjectId form before anything reads them, and a member
@@ -23,7 +23,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from api.deps import ServicesDep
 from api.routes.dashboard.common import ANYONE, form_by, not_found, org_of, show, signed_in, when
 from core.kinds import MemberRole
-from services import members
+from services import members, second_factor
 from services.context import Context
 from services.errors import Conflict, Invalid, NotFound, TooMany
 from store.db import run_db
@@ -43,11 +43,7 @@ NOTICES = {
     "ended": "The member's sessions are ended.",
     "factor-off": "The member's second factor is off.",
 }
-ACCOUNT_NOTICES = {
-    "factor-on": "The second factor is on: from now on, logging in asks for your app's code.",
-    "factor-off": "The second factor is off.",
-    "ended": "Every other session of yours is ended.",
-}
+ACCOUNT_NOTICES = {"ended": "Every other session of yours is ended."}
 
 
 def _status(m: Member) -> str:
@@ -133,7 +129,7 @@ def _sentence(exc: Exception) -> str:
     return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
 
 
-CHANGES = ("invite", "role", "disable", "enable", "sessions", "factor-off")
+CHANGES = ("invite", "role", "disable", "enable", "sessions")
 
 
 @router.post("/dashboard/members/{member_id}/{change}", response_class=HTMLResponse)
@@ -163,11 +159,8 @@ async def change_member(
         if change in ("disable", "enable"):
             members.set_disabled(services, actor, org_id, member_id, change == "disable")
             return f"{change}d"
-        if change == "sessions":
-            members.end_sessions(services, actor, org_id, member_id)
-            return "ended"
-        members.turn_off_second_factor(services, actor, org_id, member_id)
-        return "factor-off"
+        members.end_sessions(services, actor, org_id, member_id)
+        return "ended"
 
     try:
         notice = await run_db(services.engine, apply)
@@ -190,9 +183,9 @@ async def change_member(
 
 
 async def _account_page(
-    ctx: Context, member: Member, token: str, *, status: int = 200, enrolment: Any = None, **extra: Any
+    ctx: Context, member: Member, token: str, *, status: int = 200, **extra: Any
 ) -> Response:
-    def read() -> tuple[Member, list[dict[str, Any]], Any]:
+    def read() -> tuple[Member, list[dict[str, Any]], int]:
         fresh = members.member_in(ctx, member.organization_id, member.id)
         sessions = [
             {
@@ -202,9 +195,9 @@ async def _account_page(
             }
             for s in members.sessions_of(ctx, fresh)
         ]
-        return fresh, sessions, enrolment or members.pending_enrolment(ctx, fresh)
+        return fresh, sessions, second_factor.codes_left(ctx, fresh)
 
-    fresh, sessions, pending = await run_db(ctx.engine, read)
+    fresh, sessions, left = await run_db(ctx.engine, read)
     return await show(
         ctx,
         fresh,
@@ -216,7 +209,7 @@ async def _account_page(
         sessions=sessions,
         factor_on=fresh.totp_enabled_at is not None,
         factor_since=when(fresh.totp_enabled_at) if fresh.totp_enabled_at else "",
-        enrolment=pending,
+        codes_left=left,
         **extra,
     )
 
@@ -230,39 +223,15 @@ async def account_page(request: Request, services: ServicesDep, notice: str | No
     return await _account_page(services, member, token, notice=ACCOUNT_NOTICES.get(notice or ""))
 
 
-ACCOUNT_CHANGES = ("factor", "factor-confirm", "factor-off", "sessions")
-
-
-@router.post("/dashboard/account/{change}", response_class=HTMLResponse)
-async def change_account(
-    request: Request,
-    services: ServicesDep,
-    change: str,
-    csrf: Annotated[str, Form(max_length=100)] = "",
-    code: Annotated[str, Form(max_length=20)] = "",
+@router.post("/dashboard/account/sessions", response_class=HTMLResponse)
+async def end_other_sessions(
+    request: Request, services: ServicesDep, csrf: Annotated[str, Form(max_length=100)] = ""
 ) -> Response:
-    if change not in ACCOUNT_CHANGES:
-        return not_found()
+    """End every session of the member's but this one."""
     found = await form_by(request, services, csrf, ANYONE)
     if isinstance(found, Response):
         return found
     member, token = found
     actor, org_id = members.actor_of(member), member.organization_id
-    try:
-        if change == "factor":
-            enrolment = await run_db(services.engine, members.begin_second_factor, services, member)
-            return await _account_page(services, member, token, enrolment=enrolment)
-        if change == "factor-confirm":
-            await run_db(services.engine, members.confirm_second_factor, services, member, code)
-            notice = "factor-on"
-        elif change == "factor-off":
-            await run_db(
-                services.engine, members.turn_off_second_factor, services, actor, org_id, member.id, code
-            )
-            notice = "factor-off"
-        else:
-            await run_db(services.engine, members.end_sessions, services, actor, org_id, member.id, token)
-            notice = "ended"
-    except (Invalid, Conflict) as exc:
-        return await _account_page(services, member, token, status=400, error=_sentence(exc))
-    return RedirectResponse(f"/dashboard/account?notice={notice}", status_code=303)
+    await run_db(services.engine, members.end_sessions, services, actor, org_id, member.id, token)
+    return RedirectResponse("/dashboard/account?notice=ended", status_code=303)

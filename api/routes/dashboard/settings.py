@@ -1,7 +1,8 @@
 """The organization's settings (owners and developers; issue 14, item 5): the origins allowed to
 embed the approval page in an iframe, how long its VPs stay valid, and the API version it is
 pinned to. Each change is checked as the command line checks it (``services.orgs``) and recorded
-with the member as actor."""
+with the member as actor. Owners also choose whether every member must have a second factor
+(issue 30, item 7), with their own password and factor (``services.second_factor.set_required``)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,17 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from api.deps import ServicesDep
-from api.routes.dashboard.common import BUILDERS, form_by, org_of, show, signed_in
-from services import members
+from api.routes.dashboard.common import (
+    BUILDERS,
+    client_address,
+    form_by,
+    org_of,
+    refusal_page,
+    show,
+    signed_in,
+)
+from core.kinds import MemberRole
+from services import members, second_factor
 from services import orgs as organizations
 from services.context import Context
 from services.errors import Invalid
@@ -25,7 +35,14 @@ from wire import versioning
 router = APIRouter()
 MINUTES_RE = re.compile(r"[0-9]{1,2}")
 MAX_ORIGINS_TEXT = 4000
-NOTICES = {"saved": "The settings are saved."}
+NOTICES = {
+    "saved": "The settings are saved.",
+    "factor-required": (
+        "From now on every member needs a second factor: "
+        "one without it can only set it up, from their next page on."
+    ),
+    "factor-optional": "A second factor is now each member's choice.",
+}
 
 
 async def _settings_page(ctx: Context, member: Member, token: str, **extra: Any) -> HTMLResponse:
@@ -90,3 +107,32 @@ async def save_settings(
         form = {"origins": origins, "minutes": minutes, "version": version}
         return await _settings_page(services, member, token, status=400, error=str(exc), form=form)
     return RedirectResponse("/dashboard/settings?notice=saved", status_code=303)
+
+
+@router.post("/dashboard/settings/second-factor", response_class=HTMLResponse)
+async def require_second_factor(
+    request: Request,
+    services: ServicesDep,
+    csrf: Annotated[str, Form(max_length=100)] = "",
+    required: Annotated[str, Form(max_length=5)] = "",
+    password: Annotated[str, Form(max_length=members.MAX_PASSWORD)] = "",
+    code: Annotated[str, Form(max_length=40)] = "",
+) -> Response:
+    """Whether every member must have a second factor (owners, with their password and factor)."""
+    found = await form_by(request, services, csrf, (MemberRole.OWNER,))
+    if isinstance(found, Response):
+        return found
+    member, token = found
+    if required not in ("yes", "no"):
+        return await _settings_page(services, member, token, status=400, error="Choose yes or no.")
+    proof = second_factor.Proof(password, code, client_address(request))
+    try:
+        await second_factor.set_required(services, member, proof, required == "yes")
+    except Exception as exc:
+
+        async def render(status: int, error: str) -> HTMLResponse:
+            return await _settings_page(services, member, token, status=status, factor_error=error)
+
+        return await refusal_page(exc, render, "The dashboard is busy: nothing was changed.")
+    notice = "factor-required" if required == "yes" else "factor-optional"
+    return RedirectResponse(f"/dashboard/settings?notice={notice}", status_code=303)
