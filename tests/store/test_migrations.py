@@ -257,3 +257,60 @@ def test_second_factor_revision_keeps_a_waiting_secret_both_ways(backend: str, t
             assert "member_recovery_code" not in inspect(eng).get_table_names()
         finally:
             eng.dispose()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_every_revision_upgrades_a_database_in_use(backend: str, tmp_path: Path) -> None:
+    """From 0014, with an organization, a member and their session in it,
+    to the newest revision and back to 0014: on SQLite a batch revision copies a table that other
+    rows refer to (0016 failed with "FOREIGN KEY constraint failed" on any installation with a
+    dashboard session); the rows are all still there and still refer to each other."""
+    with _fresh_database(backend, tmp_path) as url:
+        command.upgrade(alembic_config(url), "0014")
+        eng = make_engine(url)
+        now = datetime.now(UTC)
+        try:
+            with eng.begin() as conn:
+                org, member, session = (
+                    Table(n, MetaData(), autoload_with=conn)
+                    for n in ("organization", "member", "member_session")
+                )
+                conn.execute(
+                    org.insert().values(
+                        id="a" * 24,
+                        name="O",
+                        created_at=now,
+                        request_rate_per_minute=60,
+                        presentation_minutes=5,
+                    )
+                )
+                conn.execute(
+                    member.insert().values(
+                        id="c" * 24,
+                        organization_id="a" * 24,
+                        email="x@example.com",
+                        role="owner",
+                        created_at=now,
+                        failed_logins=0,
+                    )
+                )
+                conn.execute(
+                    session.insert().values(
+                        token_hash="d" * 64,
+                        member_id="c" * 24,
+                        created_at=now,
+                        last_seen_at=now,
+                        expires_at=now,
+                        awaiting_code=False,
+                    )
+                )
+            migrate(url)
+            command.downgrade(alembic_config(url), "0014")
+            migrate(url)
+            with eng.connect() as conn:
+                rows = conn.exec_driver_sql(
+                    "SELECT m.email, s.token_hash FROM member_session s JOIN member m ON m.id = s.member_id"
+                ).all()
+            assert [tuple(r) for r in rows] == [("x@example.com", "d" * 64)]
+        finally:
+            eng.dispose()
