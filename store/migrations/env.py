@@ -47,7 +47,9 @@ def _foreign_keys(connection: Connection, *, on: bool) -> None:
     nothing). A batch migration copies a table, drops the old one and renames the copy: with the
     enforcement on, dropping a table other rows refer to fails (SQLite's documented way to change a
     table turns it off meanwhile, then checks the keys)."""
-    connection.connection.driver_connection.execute(f"PRAGMA foreign_keys={'ON' if on else 'OFF'}")
+    driver = connection.connection.driver_connection
+    assert driver is not None  # a live connection
+    driver.execute(f"PRAGMA foreign_keys={'ON' if on else 'OFF'}")
 
 
 def _check_foreign_keys(connection: Connection) -> None:
