@@ -81,18 +81,23 @@ def add_member(
     operator's ``reason`` when one is given), whether or not the address signs in elsewhere;
     ``EmailTaken`` for a member of this organization."""
     key = audit.signer(engine)
-    with write_session(engine) as session:
-        if session.get(Organization, org_id) is None:
-            raise NotFound(f"organization {org_id} not found")
-        mine = select(Member.id).where(Member.email == email, Member.organization_id == org_id)
-        if session.exec(mine).first() is not None:
-            raise EmailTaken(f"{email} is already a member")
-        member = Member(id=new_object_id(), organization_id=org_id, email=email, role=role, created_at=now)
-        session.add(member)
-        record_change(
-            session, key, audit.MEMBER_INVITED, member, actor, **({"reason": reason} if reason else {})
-        )
-        return detached(session, member)
+    try:
+        with write_session(engine) as session:
+            if session.get(Organization, org_id) is None:
+                raise NotFound(f"organization {org_id} not found")
+            mine = select(Member.id).where(Member.email == email, Member.organization_id == org_id)
+            if session.exec(mine).first() is not None:
+                raise EmailTaken(f"{email} is already a member")
+            member = Member(
+                id=new_object_id(), organization_id=org_id, email=email, role=role, created_at=now
+            )
+            session.add(member)
+            record_change(
+                session, key, audit.MEMBER_INVITED, member, actor, **({"reason": reason} if reason else {})
+            )
+            return detached(session, member)
+    except IntegrityError as exc:  # the same address invited at the same moment (PostgreSQL): one wins
+        raise EmailTaken(f"{email} is already a member") from exc
 
 
 def add_staff(engine: Engine, email: str, now: datetime) -> Member:

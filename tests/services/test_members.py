@@ -9,6 +9,7 @@ import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
+from typing import Any
 
 import pyotp
 import pytest
@@ -17,6 +18,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
 from core.actors import Actor
+from core.ids import new_object_id
 from core.kinds import MemberRole
 from core.secretbox import SecretCipher
 from core.settings import Settings
@@ -226,3 +228,44 @@ async def test_an_address_signs_in_to_one_place_and_an_invitation_elsewhere_cann
         session.execute(
             update(Member).where(col(Member.id) == here.member.id).values(password_hash="$argon2id$x")
         )
+
+
+async def test_the_same_address_invited_twice_at_once_is_one_member_and_one_conflict(
+    ctx: Context, org: Credentials, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two owners invite one address at the same moment (PostgreSQL runs both transactions at
+    once; SQLite's write lock makes them one after the other): one invitation is made, the other
+    answers "already a member" (409) instead of a 500. The race is made certain: the other
+    invitation commits between this one's check and its insert."""
+    if ctx.engine.dialect.name != "postgresql":
+        pytest.skip("SQLite writes one transaction at a time: no two invitations overlap")
+    from store import members as store_members
+
+    address = f"race-{org.organization_id[-6:]}@example.com"
+    real_record, raced = store_members.record_change, []
+
+    def racing(session: Any, key: Any, kind: str, member: Member, actor: str, **extra: Any) -> None:
+        if not raced:
+            raced.append(True)
+            other = make_engine(str(ctx.engine.url.render_as_string(hide_password=False)))
+            try:  # the other owner's invitation, committed on its own connection
+                with write_session(other) as elsewhere:
+                    elsewhere.add(
+                        Member(
+                            id=new_object_id(),
+                            organization_id=org.organization_id,
+                            email=address,
+                            role=MemberRole.DEVELOPER,
+                            created_at=utcnow(),
+                        )
+                    )
+            finally:
+                other.dispose()
+        real_record(session, key, kind, member, actor, **extra)
+
+    monkeypatch.setattr(store_members, "record_change", racing)
+    with pytest.raises(Conflict, match="already a member"):
+        members.invite(ctx, Actor.member("f" * 24), org.organization_id, address, MemberRole.DEVELOPER)
+    with read_session(ctx.engine) as session:
+        found = session.exec(select(Member).where(Member.email == address)).all()
+    assert [m.role for m in found] == ["developer"]
