@@ -230,15 +230,16 @@ class _Estimator:
     _mapinits = _exprlist
 
     def _ident(self, node: lark.Tree, scope: dict[str, Shape]) -> tuple[int, Shape]:
+        """No step: cel-python's ``primary`` resolves the name it holds without visiting it."""
         name = str(node.children[0])
         if name in scope:
-            return 1, scope[name]
+            return 0, scope[name]
         if name in self.roots:
             joined = SCALAR
             for shape in self.roots[name].values():
                 joined = joined.join(shape)
-            return 1, Shape(frozenset({"map"}), len(self.roots[name]), joined)
-        return 1, SCALAR  # now
+            return 0, Shape(frozenset({"map"}), len(self.roots[name]), joined)
+        return 0, SCALAR  # now
 
     def _member_dot(self, node: lark.Tree, scope: dict[str, Shape]) -> tuple[int, Shape]:
         target, field = node.children

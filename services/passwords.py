@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from functools import cache
 
-from argon2 import PasswordHasher
+from argon2 import PasswordHasher, profiles
 from argon2.exceptions import InvalidHashError, VerificationError
 
 from core.bounded import BoundedPool, PoolFull
@@ -24,7 +24,8 @@ from services.errors import Unavailable
 HASH_WORKERS = 2
 HASH_WAITING = 30
 BUSY_RETRY_SECONDS = 5
-_HASHER = PasswordHasher()
+PARAMETERS = profiles.RFC_9106_LOW_MEMORY  # argon2-cffi's default: Argon2id, 64 MiB, 3 passes, 4 lanes
+_HASHER = PasswordHasher.from_parameters(PARAMETERS)
 HASHING = BoundedPool("argon2", HASH_WORKERS, HASH_WAITING)
 
 

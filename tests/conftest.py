@@ -73,6 +73,26 @@ def _pg_reachable() -> bool:
 PG_AVAILABLE = _pg_reachable()
 
 
+@pytest.fixture(scope="session", autouse=True)
+def cheap_password_hashes() -> Iterator[None]:
+    """Argon2id at argon2-cffi's cheapest parameters in this process: a dashboard test hashes a
+    password two or three times, at 0.1 s of CPU each with the service's own (64 MiB, 3 passes),
+    a minute of the suite's CPU in all. Nothing a test checks depends on the cost: where the hash
+    runs (threads of its own, tests/api/test_dashboard_slow_work.py), what the stored hash is (an
+    Argon2id one, tests/services/test_passwords.py checks the service's parameters), and the
+    processes the live-stack and browser tests start hash as the service does."""
+    from argon2 import PasswordHasher, profiles
+
+    from services import passwords
+
+    service_hasher = passwords._HASHER
+    passwords._HASHER = PasswordHasher.from_parameters(profiles.CHEAPEST)
+    passwords._stand_in.cache_clear()
+    yield
+    passwords._HASHER = service_hasher
+    passwords._stand_in.cache_clear()
+
+
 @pytest_asyncio.fixture(scope="session")
 async def dev_env() -> AsyncIterator[WorkflowEnvironment]:
     env = await start_dev_server()

@@ -23,7 +23,10 @@ from fastapi import FastAPI
 from sqlalchemy import Engine
 
 from core.kinds import MemberRole
+from policy.cel import parse
+from policy.cost import declared_roots, estimate
 from policy.jobs import RulesJob
+from policy.params import Param
 from policy.rules import LIMIT_REASON, NOT_RUN_REASON
 from services import action_drafts
 from services.context import Context
@@ -191,7 +194,10 @@ async def test_a_rule_over_the_budget_is_refused_beside_its_row(
 ) -> None:
     """At 10,000 items one pass over them may take more than a verification's 10,000 steps; at
     1,000 it fits, but two such rules together do not; the quadratic rule fits at 10 items."""
-    over = "may take up to 70,008 steps at its params' maximum sizes, more than the 10,000 one verification"
+    steps = estimate(parse(LINEAR), declared_roots([Param("items", "array<string>", max_items=10_000)], []))
+    over = (
+        f"may take up to {steps:,} steps at its params' maximum sizes, more than the 10,000 one verification"
+    )
     advice = "lower the maxItems or maxLength of the params it reads, or simplify it"
     rules = [("fine", "size(executionParams.items) > 0"), ("each", LINEAR)]
     many = {"e-0-maxitems": "10000"}
@@ -218,11 +224,14 @@ async def test_a_rule_over_the_budget_is_refused_beside_its_row(
     assert together.status_code == 400
     assert problems_of(together.text, "r-0") == [] and problems_of(together.text, "r-1") == []
     (general,) = problems_of(together.text, "general")
-    assert general.startswith("rules together may take up to 14,016 steps at their params' maximum sizes")
+    thousand = declared_roots([Param("items", "array<string>", max_items=1000)], [])
+    total = sum(estimate(parse(rule), thousand) for _, rule in both)
+    assert general.startswith(f"rules together may take up to {total:,} steps at their params' maximum sizes")
 
     quadratic = [("distinct", QUADRATIC)]
+    at_default = estimate(parse(QUADRATIC), declared_roots([Param("items", "array<string>")], []))
     assert problems_of((await editor.post("check", quadratic)).text, "r-0")[0].startswith(
-        "may take up to 70,808 steps"
+        f"may take up to {at_default:,} steps"
     )  # at the default maxItems, 100
     small = await editor.post("publish", quadratic, **{"e-0-maxitems": "10"})
     assert small.status_code == 303, problems_of(small.text, "r-0")

@@ -76,7 +76,7 @@ FILTER_VALUES = (
     | st.builds(Moment, DAYS, st.just(time(0, 0)), st.none(), st.just(True))
 )
 HYPOTHESIS = settings(
-    max_examples=100,
+    max_examples=50,
     derandomize=True,
     database=None,
     deadline=None,

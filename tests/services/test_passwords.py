@@ -89,3 +89,12 @@ async def test_busy_hashing_is_a_503_kind_of_refusal_with_a_retry(monkeypatch: p
         await passwords.hashed(PASSWORD)
     release.set()
     assert await holding is True
+
+
+def test_the_service_hashes_with_argon2id_at_rfc_9106s_low_memory_parameters() -> None:
+    """The suite hashes at the cheapest parameters (tests/conftest.py); the service's own are
+    Argon2id, 64 MiB, 3 passes, 4 lanes (RFC 9106's second recommended option)."""
+    assert passwords.PARAMETERS.memory_cost == 65536 and passwords.PARAMETERS.time_cost == 3
+    stored = PasswordHasher.from_parameters(passwords.PARAMETERS).hash(PASSWORD)
+    assert stored.startswith("$argon2id$v=19$m=65536,t=3,p=4$")
+    assert passwords._matches(stored, PASSWORD) and not passwords._matches(stored, PASSWORD + "!")
