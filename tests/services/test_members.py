@@ -242,7 +242,7 @@ async def test_the_same_address_invited_twice_at_once_is_one_member_and_one_conf
     from store import members as store_members
 
     address = f"race-{org.organization_id[-6:]}@example.com"
-    real_record, raced = store_members.record_change, []
+    real_record, raced = store_members.record_change, list[bool]()
 
     def racing(session: Any, key: Any, kind: str, member: Member, actor: str, **extra: Any) -> None:
         if not raced:
