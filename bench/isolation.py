@@ -267,7 +267,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--duration", type=float, default=12.0, help="seconds of each condition, over the rounds"
     )
     parser.add_argument("--rounds", type=int, default=3, help="rounds of each condition, alternating")
-    parser.add_argument("--victim-clients", type=int, default=16)
+    parser.add_argument("--victim-clients", type=int, default=4, help="the victim's connections")
     parser.add_argument("--attacker-clients", type=int, default=32, help="the attacker's connections")
     parser.add_argument("--healthz-rate", type=float, default=50.0, help="GET /healthz per second")
     parser.add_argument("--max-rate", type=float, default=700.0, help="victim VPs prepared per second")
