@@ -41,6 +41,7 @@ reached step 7 and did not change the row reports ``vp_already_used``, with no e
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -430,6 +431,7 @@ def verify(
 
 
 _NO_ROW = object()  # ``loaded``: read, and there is no such presentation
+LARGE_BODY = 64 * 1024  # a presentation we issue is a few KiB, more only with large userParams
 
 
 async def verify_grouped(
@@ -440,9 +442,10 @@ async def verify_grouped(
     presentation: Mapping[str, Any],
     execution_params: dict[str, Any] | None = None,
     signature: SignatureUse | None = None,
+    size: int = 0,
 ) -> Verdict:
     """``verify`` for the API: the checks, the rules, then the write with the concurrent
-    verifications of this process (``Context.verifications``).
+    verifications of this process (``Context.verifications``). ``size``: the body's bytes.
 
     The checks run on the event loop: on SQLite as they are (``run_db``); on PostgreSQL with the
     presentation's row read on the loop (``Context.loop_reads``) and the rest from the caches
@@ -451,7 +454,9 @@ async def verify_grouped(
     version not seen yet, or a verification method a caller made up), or the read on the loop
     fails, the checks run again on a thread. The rules run on the loop only when they cannot
     take more than ``policy.cost.INLINE_STEPS`` steps; otherwise in an evaluation process, in the
-    verifying organization's turn (``Context.rules``)."""
+    verifying organization's turn (``Context.rules``). A body over ``LARGE_BODY`` bytes is checked
+    and concluded on a thread: canonicalizing a presentation grows with it (about 0.1 ms a KiB,
+    more with many numbers), and one of a mebibyte would hold the loop for a tenth of a second."""
     checks = partial(
         assess,
         ctx.engine,
@@ -461,7 +466,8 @@ async def verify_grouped(
         execution_params=execution_params,
         now=utcnow(),
     )
-    assessed = await _checked(ctx, checks, presentation)
+    large = size > LARGE_BODY
+    assessed = await (asyncio.to_thread(checks) if large else _checked(ctx, checks, presentation))
     job = assessed.job
     run = (
         None if job is None else job.run() if job.runs_inline() else await ctx.rules.run(verifier_org_id, job)
@@ -479,7 +485,7 @@ async def verify_grouped(
         execution_params=execution_params,
         signature=signature,
     )
-    pending = await _on_loop_if_cached(ctx, ending)
+    pending = await (asyncio.to_thread(ending) if large else _on_loop_if_cached(ctx, ending))
     await ctx.verifications.submit(pending)
     return verdict(pending)
 

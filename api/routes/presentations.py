@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
 from api.deps import CallerDep, ServicesDep
@@ -129,7 +129,9 @@ async def create_presentation_alias(
 
 
 @router.post("/credential/verify", response_model=VerifyAllowed, responses=VERIFY_ERRORS)
-async def verify_presentation(body: VerifyIn, caller: CallerDep, services: ServicesDep) -> Any:
+async def verify_presentation(
+    body: VerifyIn, request: Request, caller: CallerDep, services: ServicesDep
+) -> Any:
     """Decide whether the caller (the verifier) may act on a VP with these `executionParams`.
 
     200 `allow` or 403 `deny` with a `reason`, both with the per-rule `evaluations` and a signed
@@ -146,6 +148,7 @@ async def verify_presentation(body: VerifyIn, caller: CallerDep, services: Servi
         presentation=body.presentation,
         execution_params=body.executionParams,
         signature=caller.signature,  # recorded in the verification's own transaction
+        size=len(await request.body()),  # read already: FastAPI keeps it
     )
     if verdict.reason is None:
         allowed = {

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 import time
 from typing import Any
 
@@ -221,3 +222,31 @@ async def test_user_params_over_their_bounds_are_refused_where_a_request_enters(
     assert any("payees has 101 items, more than its maxItems of 100" in m for m in body["message"]), body
     listed = await api.get("/request")
     assert listed.json()["data"] == []
+
+
+async def test_a_large_presentation_is_checked_off_the_event_loop(
+    api: SignedClient, temporal: Any, engine: Engine, settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Canonicalizing a presentation grows with it (a forged one of half a mebibyte of numbers took
+    about 50 ms): a body over 64 KiB is checked and its receipt signed on a thread, an ordinary one
+    where it always was (on SQLite the loop itself)."""
+    ran: dict[str, set[str]] = {"assess": set(), "conclude": set()}
+    for name in ran:
+        real = getattr(verification, name)
+
+        def spy(*args: Any, _real: Any = real, _name: str = name, **kwargs: Any) -> Any:
+            ran[_name].add(threading.current_thread().name)
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(verification, name, spy)
+    loop_thread = threading.current_thread().name
+    _, vp = await new_vp(api, temporal)
+    forged = {**vp, "padding": [n * 1.5 for n in range(40_000)]}  # not what was signed
+    body = checked(await verify(api, forged, GOOD), engine, settings, "vp_signature_invalid")
+    assert body["credentialId"] == vp["verifiableCredential"]["id"]
+    assert loop_thread not in ran["assess"] | ran["conclude"] and ran["assess"] and ran["conclude"]
+    for seen in ran.values():
+        seen.clear()
+    checked(await verify(api, vp, GOOD), engine, settings)  # the VP was not used by the forgery
+    if engine.dialect.name == "sqlite":
+        assert ran["assess"] == ran["conclude"] == {loop_thread}
