@@ -1,8 +1,10 @@
 """The explicit dependencies of every service function, made once per process.
 
 The API makes one in its lifespan, the ``mandatum`` command one per invocation (``temporal`` left
-``None`` until a command needs it), the worker one for its activities, tests their own. A service
-function takes the context, the actor and its arguments; nothing reaches for globals.
+``None`` until a command needs it), the worker one for its activities, tests their own
+(``services.setup.open_context`` opens the API's). A service function takes the context, the actor
+and its arguments; nothing reaches for globals. ``run_blocking`` calls a synchronous one from async
+code the way the context's database wants it.
 """
 
 from __future__ import annotations
