@@ -8,8 +8,8 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from functools import partial
 
 from fastapi import FastAPI
@@ -43,12 +43,10 @@ from api.routes import (
 from api.telemetry import ObservedFastAPI, observed_client, telemetry_config
 from core.observe import metrics, tracing
 from core.observe.logs import configure_logging
-from core.secretbox import SecretCipher
 from core.settings import Environment, Settings, get_settings
 from orchestration.temporal import build_client
 from services import access
-from store import audit
-from store.db import keep_files_private, make_engine
+from services.setup import open_context
 
 log = logging.getLogger("mandatum.api")
 
@@ -66,45 +64,14 @@ def freeze_startup_objects() -> None:
 def create_app(settings: Settings | None = None, temporal: Client | None = None) -> FastAPI:
     """The app; ``temporal`` may be given (tests), otherwise it connects in the lifespan."""
     settings = settings or get_settings()
-    keep_files_private(settings.var_dir)
-    engine = make_engine(settings.sqlalchemy_url)
-    services = Services(
-        settings=settings,
-        engine=engine,
-        cipher=SecretCipher(settings.master_key_bytes()),
-        temporal=observed_client(temporal) if temporal is not None else None,
-    )
-    audit.use_service_key(engine, services.cipher, settings)
+    services = open_context(settings, observed_client(temporal) if temporal is not None else None)
     key_use = KeyUse(partial(access.record_key_use, services))
-
-    @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        if services.temporal is None:
-            # lazy: the API starts (and serves what needs no Temporal) while Temporal is down, and
-            # connects on the first call that needs it; until then those calls answer 503
-            services.temporal = observed_client(await build_client(settings, lazy=True))
-        metrics_server = metrics.serve(settings.api_metrics_host, settings.api_metrics_port, "API")
-        freeze_startup_objects()
-        log.info(
-            "API ready: Temporal at %s (connected on first use), database %s",
-            settings.temporal_address,
-            engine.url.render_as_string(hide_password=True),
-        )
-        try:
-            yield
-        finally:
-            if metrics_server is not None:
-                await asyncio.to_thread(metrics_server.close)
-        await key_use.flush()  # the keys' last use not written yet
-        await services.rules.close()  # the rules' evaluation processes
-        engine.dispose()
-
     production = settings.environment is Environment.PRODUCTION
     app = ObservedFastAPI(
         title="Mandatum",
         version="0.1.0",
         description=DESCRIPTION,
-        lifespan=lifespan,
+        lifespan=_lifespan(services, key_use),
         docs_url=None,
         redoc_url=None,
         generate_unique_id_function=operation_id,
@@ -118,6 +85,43 @@ def create_app(settings: Settings | None = None, temporal: Client | None = None)
     app.add_middleware(SecurityHeadersMiddleware, hsts=production)  # outermost: every answer
     install_openapi(app)
     install_docs(app)
+    _include_routes(app, services)
+    return app
+
+
+def _lifespan(services: Services, key_use: KeyUse) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """What the app does as it starts (Temporal's client, the metrics server, the startup objects
+    frozen) and as it stops (the keys' last use written, the rules' processes and the database's
+    connections closed)."""
+    settings = services.settings
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if services.temporal is None:
+            # lazy: the API starts (and serves what needs no Temporal) while Temporal is down, and
+            # connects on the first call that needs it; until then those calls answer 503
+            services.temporal = observed_client(await build_client(settings, lazy=True))
+        metrics_server = metrics.serve(settings.api_metrics_host, settings.api_metrics_port, "API")
+        freeze_startup_objects()
+        log.info(
+            "API ready: Temporal at %s (connected on first use), database %s",
+            settings.temporal_address,
+            services.engine.url.render_as_string(hide_password=True),
+        )
+        try:
+            yield
+        finally:
+            if metrics_server is not None:
+                await asyncio.to_thread(metrics_server.close)
+        await key_use.flush()  # the keys' last use not written yet
+        await services.rules.close()  # the rules' evaluation processes
+        services.engine.dispose()
+
+    return lifespan
+
+
+def _include_routes(app: FastAPI, services: Services) -> None:
+    """The routers, in the order they match, then the health checks."""
     app.include_router(requests.router)
     app.include_router(actions.router)
     app.include_router(presentations.router)
@@ -138,8 +142,6 @@ def create_app(settings: Settings | None = None, temporal: Client | None = None)
     @app.get("/readyz", include_in_schema=False)
     async def readyz() -> JSONResponse:
         return await readiness_answer(services)
-
-    return app
 
 
 def serve_app() -> FastAPI:

@@ -21,8 +21,7 @@ from api.key_use import KeyUse
 from api.signing import signature_matches
 from core.actors import Actor
 from services import access
-from store import guards, orgs
-from store.db import run_db
+from services.context import run_blocking
 from wire import versioning
 
 Scope = MutableMapping[str, Any]
@@ -93,16 +92,16 @@ class Authenticator:
 
     def __init__(self, services: Services, key_use: KeyUse) -> None:
         self._s = services
-        self._cache: dict[str, tuple[float, orgs.ActiveKey | None]] = {}
+        self._cache: dict[str, tuple[float, access.ActiveKey | None]] = {}
         self.key_use = key_use
 
-    async def _resolve(self, api_key: str, *, fresh: bool = False) -> tuple[orgs.ActiveKey | None, bool]:
+    async def _resolve(self, api_key: str, *, fresh: bool = False) -> tuple[access.ActiveKey | None, bool]:
         """The key and whether it came from the cache."""
         ttl = self._s.settings.auth_cache_seconds
         hit = self._cache.get(api_key)
         if not fresh and hit is not None and hit[0] > time.monotonic():
             return hit[1], True
-        key = await run_db(self._s.engine, access.resolve_key, self._s, api_key)
+        key = await run_blocking(self._s, access.resolve_key, self._s, api_key)
         if ttl > 0:
             if len(self._cache) > 10_000:
                 self._cache.clear()
@@ -111,7 +110,7 @@ class Authenticator:
 
     async def _verified_key(
         self, api_key: str, timestamp: str, body: bytes, signature: str
-    ) -> orgs.ActiveKey | None:
+    ) -> access.ActiveKey | None:
         """The key when the signature matches one of its secrets, else None.
 
         A mismatch against a cached entry is checked again against the database: the key may
@@ -129,7 +128,7 @@ class Authenticator:
             return key
         return None
 
-    def _remember_pin(self, api_key: str, key: orgs.ActiveKey, version: str) -> None:
+    def _remember_pin(self, api_key: str, key: access.ActiveKey, version: str) -> None:
         hit = self._cache.get(api_key)
         if hit is not None and hit[1] is not None:
             self._cache[api_key] = (hit[0], replace(key, api_version=version))
@@ -160,15 +159,15 @@ class Authenticator:
             raise ApiError(bad.status, str(bad)) from bad
         # remembered until the timestamp leaves the acceptance window, plus a margin
         keep = timedelta(milliseconds=int(timestamp) + window_ms - time.time() * 1000)
-        use = guards.SignatureUse(
+        use = access.SignatureUse(
             key.key_id, signature.lower(), method not in READ_METHODS, keep + timedelta(minutes=1)
         )
         deferred = (method, path) in DEFERRED_SIGNATURE
-        if not deferred and not await run_db(self._s.engine, access.use_signature, self._s, use):
+        if not deferred and not await run_blocking(self._s, access.use_signature, self._s, use):
             raise ApiError(401, access.SIGNATURE_USED)
         if key.api_version is None:
-            await run_db(
-                self._s.engine,
+            await run_blocking(
+                self._s,
                 access.pin_api_version,
                 self._s,
                 Actor.api_key(key.key_id),

@@ -11,10 +11,9 @@ from temporalio.client import Client
 from api.responses import path_param
 from core.actors import Actor
 from services import requests as request_service
+from services.access import ActiveKey, SignatureUse
 from services.context import Context
-from store.guards import SignatureUse
-from store.orgs import ActiveKey
-from store.requests import RequestBundle
+from services.requests import RequestBundle
 from wire import patterns
 
 # the API's name for the service context (services.context.Context)

@@ -3,7 +3,7 @@
 Each API process keeps, per key, the minute it last wrote (or read with the key). A call in a later
 minute marks the key pending; pending keys are written together a moment later (``FLUSH_SECONDS``)
 on a thread, by one UPDATE per key that only ever moves ``last_used_at`` forward
-(``store.orgs.record_key_use``), so API processes writing the same key agree. A key is written at
+(``services.access.record_key_use``), so API processes writing the same key agree. A key is written at
 most once a minute per process, whatever its traffic; the call that marked it never waits for the
 write, and a failed write is logged and dropped (the key is written again on its next use). The
 lifespan writes what is pending when the process stops.
@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from functools import partial
 
-from store.db import utcnow
+from services.context import utcnow
 
 log = logging.getLogger("mandatum.api.key_use")
 

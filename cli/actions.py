@@ -12,12 +12,11 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 import yaml
-from sqlalchemy import Engine
 
-from cli.common import JsonOpt, context, echo, emit, fail, operator, services_context
+from cli.common import JsonOpt, echo, emit, fail, operator, services_context
+from services import orgs as organizations
 from services.context import Context
 from services.errors import ServiceError
-from store import orgs
 
 if TYPE_CHECKING:
     from types import ModuleType
@@ -30,14 +29,6 @@ action_app = typer.Typer(
 
 FileOpt = Annotated[Path, typer.Option("--file", help="The action, as YAML (.yaml, .yml) or JSON.")]
 PublishOpt = Annotated[bool, typer.Option("--publish", help="Publish the new version at once.")]
-
-
-def _actions() -> ModuleType:
-    """``store.actions``, imported on first use: with the CEL runtime it is the slowest part of
-    starting ``mandatum``, which every other command does without."""
-    import store.actions
-
-    return store.actions
 
 
 class _NoTimestampLoader(yaml.SafeLoader):
@@ -90,11 +81,11 @@ def _checked_for_publish(spec: ActionSpec, path: Path) -> None:
         fail(f"{path}: cannot publish:\n" + "\n".join(f"  - {e}" for e in errors))
 
 
-def _action_org(engine: Engine, action_id: str, org: str | None) -> str:
+def _action_org(ctx: Context, action_id: str, org: str | None) -> str:
     """The organization of an action: --org, or the only one holding that URN."""
     if org is not None:
         return org
-    holders = _actions().organizations_with_action(engine, action_id)
+    holders = _services().organizations_with_action(ctx, action_id)
     if not holders:
         fail(f"action {action_id} not found")
     if len(holders) > 1:
@@ -114,7 +105,8 @@ def _version_row(version: Any) -> dict[str, object]:
 
 
 def _services() -> ModuleType:
-    """``services.actions`` (which loads ``store.actions``), imported on first use."""
+    """``services.actions``, imported on first use: with the CEL runtime it is the slowest part of
+    starting ``mandatum``, which every other command does without."""
     import services.actions
 
     return services.actions
@@ -169,7 +161,7 @@ def action_add_version(
     spec = _read_spec(file)
     if publish:
         _checked_for_publish(spec, file)
-    org_id = _action_org(ctx.engine, action_id, org)
+    org_id = _action_org(ctx, action_id, org)
     try:
         version = _services().add_version(ctx, operator(), org_id, action_id, spec)
     except ServiceError as exc:
@@ -190,12 +182,11 @@ def action_publish(
 ) -> None:
     """Publish a draft: the publish checks run, its digestSRI is fixed, and it becomes immutable."""
     ctx = services_context()
-    engine = ctx.engine
     if (version_id is None) == (action_id is None):
         fail("give exactly one of --version or --action")
     if action_id is not None:
-        org = _action_org(engine, action_id, org)
-        draft = _actions().newest_draft(engine, org, action_id)
+        org = _action_org(ctx, action_id, org)
+        draft = _services().newest_draft(ctx, org, action_id)
         if draft is None:
             fail(f"action {action_id} has no draft version to publish")
         version_id = draft.id
@@ -209,12 +200,12 @@ def action_list(
     org: Annotated[str, typer.Option("--org", help="Organization id.")], as_json: JsonOpt = False
 ) -> None:
     """List an organization's actions with all their versions, drafts included."""
-    _, engine, _ = context()
+    ctx = services_context()
     try:
-        orgs.get_organization(engine, org)
-    except orgs.NotFound as exc:
+        organizations.get_organization(ctx, org)
+    except ServiceError as exc:
         fail(str(exc))
-    views = _actions().list_actions(engine, org, published_only=False)
+    views = _services().list_actions(ctx, org, published_only=False)
     if as_json:
         typer.echo(
             json.dumps(

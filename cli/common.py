@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Annotated, NoReturn, TypeVar
 
 import typer
-from sqlalchemy import Engine, inspect
+from sqlalchemy import Engine
 
 from core.actors import Actor
 from core.process import exit_now
@@ -20,8 +20,7 @@ from core.text import escaped
 from services.audit import MAX_REASON, checked_reason
 from services.context import Context
 from services.errors import Invalid, ServiceError
-from store import audit
-from store.db import keep_files_private, make_engine
+from services.setup import has_table, open_engine, sign_audit_records
 
 T = TypeVar("T")
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
@@ -41,11 +40,10 @@ def context() -> tuple[Settings, Engine, SecretCipher]:
         cipher = SecretCipher(settings.master_key_bytes())
     except ValueError as exc:  # pydantic's ValidationError is one
         fail(f"invalid configuration: {exc}")
-    keep_files_private(settings.var_dir)
-    engine = make_engine(settings.sqlalchemy_url)
-    if not inspect(engine).has_table("organization"):
+    engine = open_engine(settings)
+    if not has_table(engine, "organization"):
         fail("the database has no schema yet: run `mandatum db upgrade` first")
-    audit.use_service_key(engine, cipher, settings)
+    sign_audit_records(engine, cipher, settings)
     return settings, engine, cipher
 
 

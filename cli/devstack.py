@@ -32,8 +32,8 @@ from core.secretbox import SecretCipher
 from core.settings import Settings, browsable, get_settings
 from services import orgs as organizations
 from services.context import Context
-from store import audit, orgs
-from store.db import keep_files_private, make_engine, migrate
+from services.errors import NotFound
+from services.setup import engine_of, keep_files_private, migrate, sign_audit_records
 from trust.did import web_organization_did
 
 # The action the README's walkthrough (and the test suite's organizations) use: rent payments up to
@@ -91,12 +91,13 @@ def publish_example_action(engine: Engine, org_id: str) -> None:
 def bootstrap_dev_org(settings: Settings) -> str:
     """Create the development organization once; print its secrets only that time."""
     marker = settings.var_dir / "dev-organization.json"
-    engine = make_engine(settings.sqlalchemy_url)
+    engine = engine_of(settings)
     try:
+        ctx = Context(settings, engine, SecretCipher(settings.master_key_bytes()))
         if marker.exists():
             org_id = json.loads(marker.read_text())["organizationId"]
-            with contextlib.suppress(orgs.NotFound):  # gone with a deleted database: make anew
-                orgs.get_organization(engine, org_id)
+            with contextlib.suppress(NotFound):  # gone with a deleted database: make anew
+                organizations.get_organization(ctx, org_id)
                 publish_example_action(engine, org_id)
                 org_did = web_organization_did(settings.public_url, org_id)
                 return (
@@ -104,8 +105,7 @@ def bootstrap_dev_org(settings: Settings) -> str:
                     "  Its API key and the dashboard owner's link were printed on the first run;\n"
                     f"  a new key: .venv/bin/mandatum key create --org {org_id}"
                 )
-        ctx = Context(settings, engine, SecretCipher(settings.master_key_bytes()))
-        audit.use_service_key(engine, ctx.cipher, settings)  # the owner's invitation is a record
+        sign_audit_records(engine, ctx.cipher, settings)  # the owner's invitation is a record
         org, key = organizations.create_organization(ctx, SYSTEM, "Development organization", 600)
         publish_example_action(engine, org.id)
         from services import members  # with the password hasher: loaded only on the first run

@@ -9,11 +9,10 @@ from datetime import UTC, datetime
 from typing import Annotated
 
 import typer
-from sqlalchemy import Engine, inspect
 
 from cli.actions import action_app
 from cli.audit import audit_app
-from cli.common import JsonOpt, context, echo, emit, fail, operator, services_context
+from cli.common import JsonOpt, echo, emit, fail, operator, services_context
 from cli.mandates import mandate_app
 from cli.members import member_app
 from cli.org_settings import register_org_settings
@@ -21,14 +20,11 @@ from cli.requests import request_app
 from cli.staff import staff_app
 from cli.webhooks import webhook_app
 from core.kinds import MemberRole
-from core.secretbox import SecretCipher
-from core.settings import Settings, get_settings
+from core.settings import get_settings
 from services import orgs as organizations
 from services.context import Context
 from services.errors import ServiceError
-from store import keys as signing_keys
-from store import orgs
-from store.db import keep_files_private, migrate
+from services.setup import has_table, keep_files_private, migrate
 from trust.did import key_id, web_organization_did, web_service_did
 from wire.dates import parse_iso
 
@@ -125,7 +121,8 @@ def org_create(
 @org_app.command("list")
 def org_list(as_json: JsonOpt = False) -> None:
     """List organizations."""
-    settings, engine, _ = context()
+    ctx = services_context()
+    settings = ctx.settings
     rows = [
         {
             "organizationId": o.id,
@@ -134,7 +131,7 @@ def org_list(as_json: JsonOpt = False) -> None:
             "requestRatePerMinute": o.request_rate_per_minute,
             "apiVersion": o.api_version,
         }
-        for o in orgs.list_organizations(engine)
+        for o in organizations.list_organizations(ctx)
     ]
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
@@ -237,10 +234,10 @@ def key_list(
     org: Annotated[str, typer.Option("--org", help="Organization id.")], as_json: JsonOpt = False
 ) -> None:
     """List an organization's keys (never their secrets)."""
-    _, engine, _ = context()
+    ctx = services_context()
     try:
-        orgs.get_organization(engine, org)
-    except orgs.NotFound as exc:
+        organizations.get_organization(ctx, org)
+    except ServiceError as exc:
         fail(str(exc))
     rows = [
         {
@@ -254,7 +251,7 @@ def key_list(
             "expiresAt": k.expires_at and k.expires_at.isoformat(),
             "revokedAt": k.revoked_at and k.revoked_at.isoformat(),
         }
-        for k in orgs.list_keys(engine, org)
+        for k in organizations.list_keys(ctx, org)
     ]
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
@@ -262,14 +259,14 @@ def key_list(
         echo(f"{r['keyId']}  {r['prefix']}…  {r['name'] or '(unnamed)'}  revoked={r['revokedAt'] or '-'}")
 
 
-def _signing_context() -> tuple[Settings, Engine, SecretCipher]:
-    settings, engine, cipher = context()
-    if not inspect(engine).has_table("signing_key"):
+def _signing_context() -> Context:
+    ctx = services_context()
+    if not has_table(ctx.engine, "signing_key"):
         fail("the database schema is out of date: run `mandatum db upgrade` first")
-    return settings, engine, cipher
+    return ctx
 
 
-def _rotated(rotation: signing_keys.Rotation, did: str, as_json: bool, who: str) -> None:
+def _rotated(rotation: organizations.Rotation, did: str, as_json: bool, who: str) -> None:
     emit(
         {
             "did": did,
@@ -286,9 +283,9 @@ def _rotated(rotation: signing_keys.Rotation, did: str, as_json: bool, who: str)
 @signing_app.command("rotate-issuer")
 def keys_rotate_issuer(as_json: JsonOpt = False) -> None:
     """Make a new service (issuer) key; the old one is retired but stays in the DID document."""
-    settings, engine, cipher = _signing_context()
-    rotation = organizations.rotate_service_signing_key(Context(settings, engine, cipher), operator())
-    _rotated(rotation, web_service_did(settings.public_url), as_json, "Issuer")
+    ctx = _signing_context()
+    rotation = organizations.rotate_service_signing_key(ctx, operator())
+    _rotated(rotation, web_service_did(ctx.settings.public_url), as_json, "Issuer")
 
 
 @signing_app.command("rotate-org")
@@ -296,14 +293,12 @@ def keys_rotate_org(
     org: Annotated[str, typer.Option("--org", help="Organization id.")], as_json: JsonOpt = False
 ) -> None:
     """Make a new key for an organization (its presentations); the old one stays listed."""
-    settings, engine, cipher = _signing_context()
+    ctx = _signing_context()
     try:
-        rotation = organizations.rotate_organization_signing_key(
-            Context(settings, engine, cipher), operator(), org
-        )
+        rotation = organizations.rotate_organization_signing_key(ctx, operator(), org)
     except ServiceError as exc:
         fail(str(exc))
-    _rotated(rotation, web_organization_did(settings.public_url, org), as_json, "Organization")
+    _rotated(rotation, web_organization_did(ctx.settings.public_url, org), as_json, "Organization")
 
 
 @signing_app.command("list")
@@ -314,11 +309,12 @@ def keys_list(
     as_json: JsonOpt = False,
 ) -> None:
     """List signing keys (public parts only), the active one first."""
-    settings, engine, _ = _signing_context()
+    ctx = _signing_context()
+    settings = ctx.settings
     if org is not None:
         try:
-            orgs.get_organization(engine, org)
-        except orgs.NotFound as exc:
+            organizations.get_organization(ctx, org)
+        except ServiceError as exc:
             fail(str(exc))
     did = web_organization_did(settings.public_url, org) if org else web_service_did(settings.public_url)
     rows = [
@@ -329,7 +325,7 @@ def keys_list(
             "createdAt": k.created_at.isoformat(),
             "retiredAt": k.retired_at and k.retired_at.isoformat(),
         }
-        for k in signing_keys.list_signing_keys(engine, org or signing_keys.SERVICE_OWNER)
+        for k in organizations.signing_keys(ctx, org)
     ]
     if as_json:
         typer.echo(json.dumps({"did": did, "keys": rows}, indent=2))

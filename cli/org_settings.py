@@ -11,7 +11,6 @@ from cli.common import fail, operator, services_context
 from core.ids import is_object_id
 from services import orgs as organizations
 from services.errors import ServiceError
-from store import presentations
 
 
 def org_set_presentation_minutes(
@@ -20,8 +19,8 @@ def org_set_presentation_minutes(
         int,
         typer.Option(
             "--minutes",
-            help=f"VP lifetime in minutes ({presentations.MIN_MINUTES} to "
-            f"{presentations.MAX_MINUTES}; default 5).",
+            help=f"VP lifetime in minutes ({organizations.MIN_MINUTES} to "
+            f"{organizations.MAX_MINUTES}; default 5).",
         ),
     ],
 ) -> None:

@@ -12,6 +12,7 @@ from trust.did import web_subject_did
 
 if TYPE_CHECKING:  # services.requests loads the Temporal client: only the commands import it
     from services.requests import Detail
+    from store.tables import Credential, Decision, RequestSubject, Subject
 
 
 def _at(value: datetime | None) -> str | None:
@@ -48,48 +49,8 @@ def detail_data(found: Detail, public_url: str) -> dict[str, Any]:
         "canceledAt": _at(req.canceled_at),
         "canceledBy": req.canceled_by,
         "workflowUrl": found.workflow_url,
-        "subjects": [
-            {
-                "id": s.id,
-                "did": web_subject_did(public_url, s.id),
-                "contact": s.contact,
-                "internalId": link.internal_id,
-                "identity": s.identity_status,
-                "code": _code(found.progress.get(s.id)),
-                "identityChecks": [
-                    {
-                        "provider": c.provider,
-                        "status": c.status,
-                        "startedAt": _at(c.created_at),
-                        "message": c.message,
-                    }
-                    for c in (found.progress[s.id].checks if s.id in found.progress else [])
-                ],
-            }
-            for link, s in bundle.subjects
-        ],
-        "credentials": [
-            {
-                "id": c.id,
-                "type": c.resource_type,
-                "name": c.name,
-                "status": c.status,
-                "internalId": c.internal_id,
-                "mandateId": c.mandate_id,
-                "decisions": [
-                    {
-                        "subjectId": s.id,
-                        "contact": s.contact,
-                        "accepted": d.accepted,
-                        "channel": d.channel,
-                        "surface": d.surface,
-                        "decidedAt": _at(d.decided_at),
-                    }
-                    for d, s in bundle.decisions.get(c.id, [])
-                ],
-            }
-            for c in bundle.credentials
-        ],
+        "subjects": [_subject(found, link, s, public_url) for link, s in bundle.subjects],
+        "credentials": [_credential(c, bundle.decisions.get(c.id, [])) for c in bundle.credentials],
         "webhookEvents": [
             {
                 "id": e.id,
@@ -105,6 +66,50 @@ def detail_data(found: Detail, public_url: str) -> dict[str, Any]:
         "auditRecords": [
             {"type": r.type, "at": _at(r.created_at), "actor": r.actor, "credentialId": r.credential_id}
             for r in found.records
+        ],
+    }
+
+
+def _subject(found: Detail, link: RequestSubject, s: Subject, public_url: str) -> dict[str, Any]:
+    """A subject of the request with their code's state and identity checks."""
+    return {
+        "id": s.id,
+        "did": web_subject_did(public_url, s.id),
+        "contact": s.contact,
+        "internalId": link.internal_id,
+        "identity": s.identity_status,
+        "code": _code(found.progress.get(s.id)),
+        "identityChecks": [
+            {
+                "provider": c.provider,
+                "status": c.status,
+                "startedAt": _at(c.created_at),
+                "message": c.message,
+            }
+            for c in (found.progress[s.id].checks if s.id in found.progress else [])
+        ],
+    }
+
+
+def _credential(c: Credential, decisions: list[tuple[Decision, Subject]]) -> dict[str, Any]:
+    """A credential of the request with its subjects' decisions."""
+    return {
+        "id": c.id,
+        "type": c.resource_type,
+        "name": c.name,
+        "status": c.status,
+        "internalId": c.internal_id,
+        "mandateId": c.mandate_id,
+        "decisions": [
+            {
+                "subjectId": s.id,
+                "contact": s.contact,
+                "accepted": d.accepted,
+                "channel": d.channel,
+                "surface": d.surface,
+                "decidedAt": _at(d.decided_at),
+            }
+            for d, s in decisions
         ],
     }
 

@@ -29,7 +29,6 @@ from cli.common import (
 from cli.request_view import detail_data, print_detail
 from services.context import Context
 from services.errors import ServiceError
-from store.request_queries import subject_id_from_did
 
 T = TypeVar("T")
 request_app = typer.Typer(
@@ -61,7 +60,9 @@ def _owner(ctx: Context, request_id: str) -> str:
 
 def _subject(raw: str) -> str:
     """The subject id ``--subject`` names: the id itself, or the one ending a subject DID."""
-    return (subject_id_from_did(raw) or raw) if raw.startswith("did:") else raw
+    from services import support
+
+    return support.subject_named(raw)
 
 
 @request_app.command("show")

@@ -27,7 +27,7 @@ from temporalio.client import Client
 
 from core.settings import Settings, browsable
 from orchestration.temporal import build_client
-from store.db import restrict
+from services.setup import restrict
 from workflows.ids import SEARCH_ATTRIBUTES
 
 BIN = Path(sys.executable).parent

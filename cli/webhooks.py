@@ -2,7 +2,7 @@
 event's attempts, retries and resends.
 
 State changes go through ``services.webhooks`` as the operator running the command, the same
-functions the API and the dashboard call; the listings read ``store.webhooks``. The commands that
+functions the API and the dashboard call, and so do the listings. The commands that
 start a delivery connect to Temporal first (``cli.common.with_temporal``).
 """
 
@@ -18,7 +18,6 @@ import typer
 from cli.common import (
     JsonOpt,
     ReasonOpt,
-    context,
     echo,
     emit,
     fail,
@@ -30,7 +29,6 @@ from cli.common import (
 )
 from services.context import Context
 from services.errors import Conflict, ServiceError
-from store import webhooks as store
 from store.tables import WebhookEvent
 
 webhook_app = typer.Typer(
@@ -91,8 +89,7 @@ def webhook_set(
 @webhook_app.command("show")
 def webhook_show(org: OrgOpt, as_json: JsonOpt = False) -> None:
     """The webhook's URL and when it was set; never its secrets."""
-    _, engine, _ = context()
-    row = store.config_row(engine, org)
+    row = _webhooks().settings_row(services_context(), org)
     if row is None:
         fail(f"organization {org} has no webhook (events are stored, their delivery skipped)")
     emit(
@@ -244,8 +241,7 @@ def webhook_list(
     as_json: JsonOpt = False,
 ) -> None:
     """The organization's events, newest first, with the outcome of their delivery."""
-    _, engine, _ = context()
-    events = store.list_events(engine, org, limit)
+    events = _webhooks().events(services_context(), org, limit)
     if as_json:
         typer.echo(json.dumps([_row(e) for e in events], indent=2, default=_json_value))
         return

@@ -11,6 +11,8 @@ from datetime import datetime
 from core.actors import Actor
 from services.context import Context
 from store import guards, orgs
+from store.guards import SignatureUse as SignatureUse  # a signature to remember against replays
+from store.orgs import ActiveKey as ActiveKey  # a live key as the signature middleware reads it
 
 
 def resolve_key(ctx: Context, api_key: str) -> orgs.ActiveKey | None:

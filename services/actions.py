@@ -5,6 +5,7 @@ The editor's checks of a draft and trials of its rules are ``services.action_dra
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
@@ -19,6 +20,9 @@ from services.action_text import text_problems
 from services.context import Context
 from services.errors import Conflict, Invalid, NotFound
 from store import actions as store
+from store.actions import ActionView as ActionView  # an action with its versions, oldest first
+from store.actions import content_fields as content_fields  # a version's content as the API shows it
+from store.actions import is_action_urn as is_action_urn
 from store.tables import Action, ActionVersion
 
 T = TypeVar("T")
@@ -240,3 +244,28 @@ def undeletable(credentials: int, mandates: int) -> str:
 
 def _count(n: int, thing: str) -> str:
     return f"{n} {thing}" + ("" if n == 1 else "s")
+
+
+# --- the API and the command line: reading -------------------------------------------------------
+
+
+async def published_actions(ctx: Context, org_id: str) -> list[ActionView]:
+    """The organization's actions with a published version, each with its published versions
+    (``GET /actions``; read on a thread)."""
+    return await asyncio.to_thread(store.list_actions, ctx.engine, org_id)
+
+
+async def published_action(ctx: Context, org_id: str, action_id: str) -> ActionView | None:
+    """One action of the organization with its published versions, None when it has none (or is
+    not the organization's); read on a thread."""
+    return await asyncio.to_thread(store.get_action, ctx.engine, org_id, action_id)
+
+
+def organizations_with_action(ctx: Context, action_id: str) -> list[str]:
+    """The organizations holding an action of that URN (``mandatum action`` without ``--org``)."""
+    return store.organizations_with_action(ctx.engine, action_id)
+
+
+def newest_draft(ctx: Context, org_id: str, action_id: str) -> ActionVersion | None:
+    """The action's newest draft version, None when it has none."""
+    return store.newest_draft(ctx.engine, org_id, action_id)

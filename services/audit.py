@@ -21,7 +21,10 @@ from core.text import unsafe_characters
 from services.context import Context
 from services.errors import Invalid, Unavailable
 from store import audit_queries, revocation
+from store.audit import RECORD_TYPES as RECORD_TYPES  # every type of record, in the API's words
 from store.audit import ChainCheck
+from store.audit import document_of as document_of  # a stored record as it was signed
+from store.audit_queries import ActivityFilter as ActivityFilter  # what ``activity`` lists
 from store.tables import AuditRecord
 
 

@@ -1,15 +1,18 @@
 """The explicit dependencies of every service function, made once per process.
 
 The API makes one in its lifespan, the ``mandatum`` command one per invocation (``temporal`` left
-``None`` until a command needs it), the worker one for its activities, tests their own. A service
-function takes the context, the actor and its arguments; nothing reaches for globals.
+``None`` until a command needs it), the worker one for its activities, tests their own
+(``services.setup.open_context`` opens the API's). A service function takes the context, the actor
+and its arguments; nothing reaches for globals. ``run_blocking`` calls a synchronous one from async
+code the way the context's database wants it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 from sqlalchemy import Engine
 
@@ -20,12 +23,16 @@ from core.settings import Settings
 from services.rule_pool import RulePool
 from store import requests as store_requests
 from store import verifications as store_verifications
-from store.db import is_sqlite
+from store.db import is_sqlite, run_db
+from store.db import utcnow as utcnow  # the services' clock (aware UTC), for the surfaces too
 from store.prepared import LoopReads
 from store.verifications import Pending
 
 if TYPE_CHECKING:  # the client is loaded by the processes that connect, not by every command
     from temporalio.client import Client
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 @dataclass
@@ -65,3 +72,10 @@ class Context:
             processes=self.settings.rule_processes,
             waiting_per_org=self.settings.rule_waiting_per_organization,
         )
+
+
+async def run_blocking(ctx: Context, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+    """A blocking service call (or a page built from several) from async code, the way the context's
+    database wants it (``store.db.run_db``): on the event loop with SQLite, on a thread with
+    PostgreSQL. How the API and the dashboard call the services' synchronous functions."""
+    return await run_db(ctx.engine, fn, *args, **kwargs)

@@ -9,6 +9,7 @@ records the subject or the organization as their actor.
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime
 from typing import TypeVar
 
@@ -24,11 +25,15 @@ from orchestration.updates import run_update
 from services.context import Context
 from services.errors import Invalid, NotFound, Unavailable
 from services.requests import refused
+from store import journey as journeys
 from store import kyc as kyc_store
+from store import orgs as orgs_store
 from store import otp as otp_store
 from store import request_queries as queries
+from store import webhooks as webhook_store
 from store.db import run_db, utcnow
-from store.tables import KycCheck
+from store.journey import Journey as Journey  # what the subject's pages show of a request
+from store.tables import KycCheck, WebhookEvent
 from wire.contacts import normalize_contact
 from workflows.messages import (
     DecisionInput,
@@ -43,6 +48,36 @@ from workflows.messages import (
 
 T = TypeVar("T")
 NOT_CONFIRMED = "The request did not confirm this step in time; try again"
+
+
+async def load(ctx: Context, request_id: str, subject_id: str) -> Journey | None:
+    """What the subject's page shows: the request, its organization, the subject and their
+    credentials and decisions; None when the subject is not one of the request's."""
+    return await run_db(ctx.engine, journeys.load_journey, ctx.engine, request_id, subject_id)
+
+
+async def decision_events(ctx: Context, decision_ids: list[str]) -> list[WebhookEvent]:
+    """The ``credential`` webhook events of the subject's decisions (each decision's credential,
+    as it stands after it), in the decisions' order; a decision whose event is not made yet has
+    none."""
+    events = await asyncio.gather(
+        *(
+            run_db(ctx.engine, webhook_store.event_by_fact, ctx.engine, f"credential:{d}")
+            for d in decision_ids
+        )
+    )
+    return [e for e in events if e is not None]
+
+
+async def frame_origins(ctx: Context, request_id: str) -> list[str]:
+    """The origins allowed to embed the approval page of the request's organization (none for a
+    request that does not exist)."""
+
+    def read() -> list[str]:
+        found = queries.organization_of(ctx.engine, request_id)
+        return orgs_store.get_organization(ctx.engine, found).frame_origins if found else []
+
+    return await run_db(ctx.engine, read)
 
 
 async def _update(ctx: Context, request_id: str, name: str, arg: object, result_type: type[T]) -> T:

@@ -25,11 +25,14 @@ from core.settings import Settings
 from core.text import quote_input, shown, text_problem, unsafe_characters
 from services.context import Context
 from services.errors import Conflict, Invalid, NotFound
-from store import audit_queries, keys, revocation, verifications
+from store import audit_queries, keys, pdfs, revocation, status_lists, verifications
 from store import mandates as store
 from store.audit import RecordCheck
 from store.db import run_db, utcnow
 from store.mandates import REVOCATION, Draft, IssuanceFailed, Issued, NotIssuable, Signed
+from store.revocation import CredentialFilter as CredentialFilter  # what ``find`` lists
+from store.revocation import CredentialRecord as CredentialRecord  # a credential with its request
+from store.revocation import ListedCredential as ListedCredential  # a credential as ``find`` lists it
 from store.tables import AuditRecord, Decision, Subject, Verification
 from trust import credentials as vc
 from trust import jcs, receipts
@@ -215,9 +218,7 @@ def credential_filter(
     return revocation.CredentialFilter(status or None, request_id, number - 1, page_size)
 
 
-async def find(
-    ctx: Context, org_id: str, filters: revocation.CredentialFilter
-) -> tuple[list[revocation.ListedCredential], int]:
+async def find(ctx: Context, org_id: str, filters: CredentialFilter) -> tuple[list[ListedCredential], int]:
     """A page of the organization's credentials (newest request first) and how many match in all."""
     return await asyncio.to_thread(revocation.list_credentials, ctx.engine, org_id, filters)
 
@@ -365,3 +366,26 @@ def _document_data(cred: Any, action_name: str | None) -> list[dict[str, Any]]:
 
 def _item(label: str, value: str) -> dict[str, Any]:
     return {"label": label, "type": "text", "value": value, "hidden": False, "fields": []}
+
+
+# --- a document's PDF, and the public status lists -------------------------------------------------
+
+
+def kept_pdf(ctx: Context, credential_id: str, content_digest: str) -> bytes | None:
+    """The PDF of a credential's sheet (``content_digest``) a process rendered and kept, shared by
+    every process (the API's renderer, ``api.pdf``, looks here first); None when none was."""
+    return pdfs.kept_pdf(ctx.engine, credential_id, content_digest)
+
+
+def keep_pdf(ctx: Context, credential_id: str, content_digest: str, pdf: bytes) -> None:
+    """Keep a credential's rendered PDF for every process (``kept_pdf``)."""
+    pdfs.keep_pdf(ctx.engine, credential_id, content_digest, pdf)
+
+
+STATUS_LIST_TTL_SECONDS = status_lists.TTL_SECONDS  # how long a verifier may cache a status list
+
+
+async def status_list(ctx: Context, list_id: str) -> status_lists.ServedList | None:
+    """The signed Bitstring Status List credential ``list_id`` as served (on a thread), None for
+    no such list."""
+    return await asyncio.to_thread(status_lists.served_list, ctx.engine, ctx.cipher, ctx.settings, list_id)

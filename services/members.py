@@ -1,13 +1,10 @@
 """Dashboard members (issue 14): invitations with a one-time link to set the first password,
-password reset links, server-side sessions with idle and absolute expiry, and the CSRF token of a
-session's forms. Logging in, and setting a password from a link, are ``services.logins``.
+password reset links, roles, disabling and enabling, the list of an organization's members, and
+who a member's actions are recorded as. Logging in, and setting a password from a link, are
+``services.logins``; sessions and their CSRF tokens ``services.member_sessions``.
 
-- Link and session tokens are 32 random bytes, URL-safe; the database keeps their SHA-256 only, so a
-  copy of the database opens no session and sets no password.
-- A session ends when idle for ``dashboard_idle``, ``dashboard_session_max`` after login, at logout,
-  or when the member's password is set again (every session of the member).
-- The CSRF token of a form is an HMAC of the session token under a key derived from the master key
-  (HKDF-SHA256, its own ``info``): nothing to store, and it changes with every session.
+- Link tokens are 32 random bytes, URL-safe; the database keeps their SHA-256 only (``digest``, the
+  sessions' too), so a copy of the database sets no password.
 - Owners invite members by e-mail (the link goes through the delivery path of the subjects'
   codes, at most once a minute per member), change roles, disable and enable members and end their
   sessions; an organization always keeps an enabled owner. Each change is an audit record.
@@ -22,17 +19,13 @@ session's forms. Logging in, and setting a password from a link, are ``services.
 from __future__ import annotations
 
 import hashlib
-import hmac
 import logging
 import secrets
 import smtplib
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import TypeVar
-
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 
 from core.actors import Actor
 from core.kinds import PLATFORM_ROLE, MemberRole, MemberTokenPurpose
@@ -44,7 +37,7 @@ from store import member_sessions as sessions
 from store import members as store
 from store import orgs as orgs_store
 from store.db import utcnow
-from store.tables import Member, MemberSession
+from store.tables import Member
 from wire.contacts import normalize_contact
 
 MIN_PASSWORD, MAX_PASSWORD = 12, 1024
@@ -246,28 +239,6 @@ def set_disabled(ctx: Context, actor: Actor, org_id: str | None, member_id: str,
     )
 
 
-def end_sessions(
-    ctx: Context, actor: Actor, org_id: str | None, member_id: str, keep: str | None = None
-) -> int:
-    """End a member's sessions (but ``keep``, the asking session's token); how many ended."""
-    keep_hash = digest(keep) if keep else None
-    return _changing(
-        lambda: store.end_member_sessions(
-            ctx.engine, org_id, member_id, utcnow(), actor=str(actor), keep=keep_hash
-        )
-    )
-
-
-def sessions_of(ctx: Context, member: Member) -> list[MemberSession]:
-    now = utcnow()
-    return sessions.live_sessions(ctx.engine, member.id, now, now - ctx.settings.dashboard_idle)
-
-
-def is_session(session: MemberSession, token: str) -> bool:
-    """Whether ``session`` is the one of the cookie ``token``."""
-    return hmac.compare_digest(session.token_hash, digest(token))
-
-
 def password_reset_link(ctx: Context, actor: Actor, email: str) -> str | None:
     """A one-time link to set a new password, for a member with that e-mail (None for anyone else:
     the page that asks says the same either way)."""
@@ -316,25 +287,6 @@ def send_password_reset(ctx: Context, actor: Actor, email: str) -> None:
 LINK_PURPOSES = (MemberTokenPurpose.SET_PASSWORD, MemberTokenPurpose.RESET_PASSWORD)
 
 
-def link_holder_has_factor(ctx: Context, token: str) -> bool:
-    """Whether the member of a live set-password or reset link has the second factor on (a new
-    password keeps it: their page says so)."""
-    holder = store.token_holder(ctx.engine, digest(token), LINK_PURPOSES, utcnow())
-    return holder is not None and holder.totp_enabled_at is not None
-
-
-def session_member(ctx: Context, session_token: str | None, now: datetime | None = None) -> Member | None:
-    """The member of a live session (its last use becomes now), None otherwise."""
-    if not session_token or len(session_token) > 200:
-        return None
-    now = now or utcnow()
-    return sessions.live_session(ctx.engine, digest(session_token), now, now - ctx.settings.dashboard_idle)
-
-
-def logout(ctx: Context, session_token: str) -> None:
-    sessions.end_session(ctx.engine, digest(session_token), utcnow())
-
-
 def actor_names(ctx: Context, org_id: str) -> dict[str, str]:
     """The recorded actor of each of the organization's members, to their e-mail: how pages show
     who did something."""
@@ -344,20 +296,3 @@ def actor_names(ctx: Context, org_id: str) -> dict[str, str]:
 def actor_of(member: Member) -> Actor:
     """Who a member's actions are recorded as: ``member:<id>``, or ``staff:<id>`` for platform staff."""
     return Actor.staff(member.id) if member.role == PLATFORM_ROLE else Actor.member(member.id)
-
-
-def _csrf_key(ctx: Context) -> bytes:
-    return HKDF(algorithm=hashes.SHA256(), length=32, salt=None, info=b"mandatum dashboard csrf v1").derive(
-        ctx.settings.master_key_bytes()
-    )
-
-
-def csrf_token(ctx: Context, session_token: str) -> str:
-    """The token every form of this session carries."""
-    return hmac.new(_csrf_key(ctx), digest(session_token).encode(), hashlib.sha256).hexdigest()
-
-
-def csrf_valid(ctx: Context, session_token: str | None, given: str | None) -> bool:
-    if not session_token or not given or len(given) != 64:
-        return False
-    return hmac.compare_digest(csrf_token(ctx, session_token), given)

@@ -21,7 +21,10 @@ from core.text import text_problem, unsafe_characters
 from services.context import Context
 from services.errors import Invalid, NotFound
 from store import keys, orgs, presentations
-from store.tables import ApiKey, Organization
+from store.keys import Rotation as Rotation  # a signing key's rotation: the new key, the retired
+from store.presentations import MAX_MINUTES as MAX_MINUTES  # a VP lifetime's bounds (CONTRACT 5)
+from store.presentations import MIN_MINUTES as MIN_MINUTES
+from store.tables import ApiKey, Organization, SigningKey
 from wire import versioning
 
 T = TypeVar("T")
@@ -69,6 +72,11 @@ def set_require_second_factor(ctx: Context, actor: Actor, org_id: str, required:
 
 def get_organization(ctx: Context, org_id: str) -> Organization:
     return _refusing(lambda: orgs.get_organization(ctx.engine, org_id))
+
+
+def list_organizations(ctx: Context) -> list[Organization]:
+    """Every organization of the installation (``mandatum org list``)."""
+    return orgs.list_organizations(ctx.engine)
 
 
 def check_frame_origins(ctx: Context, origins: list[str]) -> list[str]:
@@ -179,3 +187,8 @@ def rotate_service_signing_key(ctx: Context, actor: Actor) -> keys.Rotation:
 def rotate_organization_signing_key(ctx: Context, actor: Actor, org_id: str) -> keys.Rotation:
     """A new key for the organization's presentations; the retired one stays listed."""
     return _refusing(lambda: keys.rotate_organization_key(ctx.engine, ctx.cipher, ctx.settings, org_id))
+
+
+def signing_keys(ctx: Context, org_id: str | None = None) -> list[SigningKey]:
+    """The service's signing keys, or an organization's (public parts only), the active one first."""
+    return keys.list_signing_keys(ctx.engine, org_id or keys.SERVICE_OWNER)

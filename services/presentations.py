@@ -215,3 +215,6 @@ def _record_refusal(
             data={"mandateId": mandate_id, "reason": reason, "message": str(refused)},
         ),
     )
+
+
+CREDENTIAL_URN_RE = store.CREDENTIAL_URN_RE  # a mandate URN (the path of POST .../presentation)

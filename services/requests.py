@@ -516,3 +516,9 @@ def record_decision(engine: Engine, actor: Actor, decision: RecordDecisionInput)
         reason=decision.reason,
         actor=str(actor),
     )
+
+
+# --- the store's records the surfaces name (re-exported: they import no store module) ----------
+
+RequestBundle = store.RequestBundle  # a request with its subjects, credentials and decisions
+RequestFilter = queries.RequestFilter  # what ``request_filter`` makes of a ``RequestQuery``

@@ -32,11 +32,11 @@ from core.kinds import PLATFORM_ROLE, MemberRole
 from services import login_throttle, passwords, recovery_codes
 from services.context import Context
 from services.errors import Conflict, Forbidden, Invalid
-from services.members import actor_of, member_in
+from services.members import LINK_PURPOSES, actor_of, digest, member_in
 from store import orgs as orgs_store
 from store import second_factor as store
 from store.db import run_db, utcnow
-from store.members import get_member
+from store.members import get_member, token_holder
 from store.tables import Member
 
 TOTP_STEP = 30
@@ -266,3 +266,10 @@ def must_enrol(ctx: Context, member: Member) -> bool:
 
 def codes_left(ctx: Context, member: Member) -> int:
     return store.codes_left(ctx.engine, member.id)
+
+
+def link_holder_has_factor(ctx: Context, token: str) -> bool:
+    """Whether the member of a live set-password or reset link has the second factor on (a new
+    password keeps it: their page says so, ``services.members.FACTOR_STAYS``)."""
+    holder = token_holder(ctx.engine, digest(token), LINK_PURPOSES, utcnow())
+    return holder is not None and holder.totp_enabled_at is not None

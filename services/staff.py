@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -39,7 +40,16 @@ from store import orgs
 from store import timeline as store
 from store.db import utcnow
 from store.requests import RequestBundle
-from store.tables import Member
+from store.tables import (
+    AuditRecord,
+    KycCheck,
+    Member,
+    OtpChallenge,
+    Presentation,
+    Verification,
+    WebhookAttempt,
+    WebhookEvent,
+)
 from wire.contacts import normalize_contact
 
 log = logging.getLogger("mandatum.services.staff")
@@ -176,13 +186,11 @@ async def timeline(ctx: Context, actor: Actor, request_id: str) -> Timeline:
     bundle = await requests.get(ctx, org_id, request_id)
     org = await asyncio.to_thread(orgs.get_organization, ctx.engine, org_id)
     facts = await asyncio.to_thread(store.facts_of, ctx.engine, org_id, request_id)
-    workflow_url = requests.workflow_url(ctx, request_id)
-    found = Timeline(bundle, org.name, workflow_url)
+    found = Timeline(bundle, org.name, requests.workflow_url(ctx, request_id))
     label = {s.id: f"subject {link.position + 1} ({s.contact})" for link, s in bundle.subjects}
-    names = {c.id: c.name for c in bundle.credentials}
-    add = found.entries.append
     req = bundle.request
-    add(
+    entries = found.entries
+    entries.append(
         Entry(
             req.created_at,
             "request",
@@ -190,22 +198,45 @@ async def timeline(ctx: Context, actor: Actor, request_id: str) -> Timeline:
             f"{len(bundle.credentials)} credential(s), {req.security_level}",
         )
     )
+    sent, checked, found.history_error = await _history(ctx, request_id)
+    entries += [_sent_entry(s, label) for s in sent]
+    entries += [_checked_entry(c, label) for c in checked]
+    entries += _identity_entries(facts.checks, label)
+    entries += _decision_entries(bundle, label)
+    entries += _mandate_entries(bundle)
+    found.events = [(e.id, e.event_type, e.state) for e in facts.events]
+    entries += _webhook_entries(facts.events, facts.attempts)
+    entries += _presentation_entries(facts.presentations)
+    entries += _verification_entries(facts.verifications)
+    entries += [_audit_entry(record) for record in facts.records]
+    if req.canceled_at is not None:
+        entries.append(Entry(req.canceled_at, "request", "Request canceled", actor=req.canceled_by))
+    entries.sort(key=lambda e: e.at)
+    found.subjects = [_code_state(code, label) for code in facts.codes]
+    return found
+
+
+async def _history(ctx: Context, request_id: str) -> tuple[list[CodeSent], list[CodeChecked], str | None]:
+    """The codes sent and entered, from the workflow's history; none, with why, when Temporal is
+    unreachable or the history is gone (the database's part is still worth showing)."""
     try:
         sent, checked = await journey_of(ctx.client(), request_id)
-    except Exception as exc:  # the database's part is still worth showing
+    except Exception as exc:
         if not temporal_unavailable(exc) and "not found" not in str(exc).lower():
             raise
-        sent, checked = [], []
-        found.history_error = HISTORY_MISSING
-    for s in sent:
-        add(_sent_entry(s, label))
-    for c in checked:
-        add(_checked_entry(c, label))
-    for check in facts.checks:
+        return [], [], HISTORY_MISSING
+    return sent, checked, None
+
+
+def _identity_entries(checks: Sequence[KycCheck], label: dict[str, str]) -> list[Entry]:
+    entries = []
+    for check in checks:
         who = label.get(check.subject_id, check.subject_id)
-        add(Entry(check.created_at, "identity", f"Identity check started for {who} ({check.provider})"))
+        entries.append(
+            Entry(check.created_at, "identity", f"Identity check started for {who} ({check.provider})")
+        )
         if check.completed_at is not None:
-            add(
+            entries.append(
                 Entry(
                     check.completed_at,
                     "identity",
@@ -214,11 +245,17 @@ async def timeline(ctx: Context, actor: Actor, request_id: str) -> Timeline:
                     failed=check.status == "FAILED",
                 )
             )
+    return entries
+
+
+def _decision_entries(bundle: RequestBundle, label: dict[str, str]) -> list[Entry]:
+    names = {c.id: c.name for c in bundle.credentials}
+    entries = []
     for credential_id, decided in bundle.decisions.items():
         for decision, subject in decided:
             verb = "accepted" if decision.accepted else "rejected"
             how = " · ".join(filter(None, (decision.channel, decision.surface)))
-            add(
+            entries.append(
                 Entry(
                     decision.decided_at,
                     "decision",
@@ -226,11 +263,18 @@ async def timeline(ctx: Context, actor: Actor, request_id: str) -> Timeline:
                     detail=how or None,
                 )
             )
+    return entries
+
+
+def _mandate_entries(bundle: RequestBundle) -> list[Entry]:
+    entries = []
     for cred in bundle.credentials:
         if cred.issued_at is not None:
-            add(Entry(cred.issued_at, "mandate", f"Mandate issued for {cred.name}", detail=cred.mandate_id))
+            entries.append(
+                Entry(cred.issued_at, "mandate", f"Mandate issued for {cred.name}", detail=cred.mandate_id)
+            )
         if cred.revoked_at is not None:
-            add(
+            entries.append(
                 Entry(
                     cred.revoked_at,
                     "mandate",
@@ -238,9 +282,16 @@ async def timeline(ctx: Context, actor: Actor, request_id: str) -> Timeline:
                     detail=cred.revocation_reason,
                 )
             )
-    found.events = [(e.id, e.event_type, e.state) for e in facts.events]
-    for event in facts.events:
-        add(
+    return entries
+
+
+def _webhook_entries(
+    events: Sequence[WebhookEvent], attempts: dict[str, list[WebhookAttempt]]
+) -> list[Entry]:
+    """Each event's creation, then each attempt to deliver it."""
+    entries = []
+    for event in events:
+        entries.append(
             Entry(
                 event.created_at,
                 "webhook",
@@ -248,56 +299,65 @@ async def timeline(ctx: Context, actor: Actor, request_id: str) -> Timeline:
                 detail=event.id,
             )
         )
-        for attempt in facts.attempts.get(event.id, []):
-            answer = f"HTTP {attempt.status_code}" if attempt.status_code else (attempt.error or "no answer")
-            ok = attempt.status_code is not None and 200 <= attempt.status_code < 300
-            took = f", {attempt.duration_ms} ms" if attempt.duration_ms is not None else ""
-            add(
-                Entry(
-                    attempt.finished_at,
-                    "webhook",
-                    f"Webhook {event.event_type} attempt {attempt.number}: {answer}",
-                    detail=f"{_host(attempt.url)}{took} · {event.id}",
-                    failed=not ok,
-                )
-            )
-    for vp in facts.presentations:
-        add(
+        entries += [_attempt_entry(event, attempt) for attempt in attempts.get(event.id, [])]
+    return entries
+
+
+def _attempt_entry(event: WebhookEvent, attempt: WebhookAttempt) -> Entry:
+    answer = f"HTTP {attempt.status_code}" if attempt.status_code else (attempt.error or "no answer")
+    ok = attempt.status_code is not None and 200 <= attempt.status_code < 300
+    took = f", {attempt.duration_ms} ms" if attempt.duration_ms is not None else ""
+    return Entry(
+        attempt.finished_at,
+        "webhook",
+        f"Webhook {event.event_type} attempt {attempt.number}: {answer}",
+        detail=f"{_host(attempt.url)}{took} · {event.id}",
+        failed=not ok,
+    )
+
+
+def _presentation_entries(presentations: Sequence[Presentation]) -> list[Entry]:
+    entries = []
+    for vp in presentations:
+        entries.append(
             Entry(
                 vp.created_at, "vp", f"VP issued, expires {vp.expires_at:%Y-%m-%d %H:%M:%S} UTC", detail=vp.id
             )
         )
         if vp.used_at is not None:
-            add(Entry(vp.used_at, "vp", "VP used by a verification", detail=vp.id))
-    for v in facts.verifications:
-        add(
-            Entry(
-                v.created_at,
-                "verification",
-                f"Verification: {v.decision}" + (f" ({v.reason})" if v.reason else ""),
-                detail=v.presentation_id or v.mandate_id,
-                failed=v.decision != "allow",
-            )
+            entries.append(Entry(vp.used_at, "vp", "VP used by a verification", detail=vp.id))
+    return entries
+
+
+def _verification_entries(verifications: Sequence[Verification]) -> list[Entry]:
+    return [
+        Entry(
+            v.created_at,
+            "verification",
+            f"Verification: {v.decision}" + (f" ({v.reason})" if v.reason else ""),
+            detail=v.presentation_id or v.mandate_id,
+            failed=v.decision != "allow",
         )
-    for record in facts.records:
-        reason = record.data.get("reason") if isinstance(record.data, dict) else None
-        add(Entry(record.created_at, "audit", f"Audit: {record.type}", actor=record.actor, detail=reason))
-    if req.canceled_at is not None:
-        add(Entry(req.canceled_at, "request", "Request canceled", actor=req.canceled_by))
-    found.entries.sort(key=lambda e: e.at)
-    for code in facts.codes:
-        found.subjects.append(
-            {
-                "who": label.get(code.subject_id, code.subject_id),
-                "sends": code.sends,
-                "channel": code.channel,
-                "wrong": code.failures,
-                "locked": code.locked_at,
-                "confirmed": code.verified_at,
-                "undelivered": code.delivery_error,
-            }
-        )
-    return found
+        for v in verifications
+    ]
+
+
+def _audit_entry(record: AuditRecord) -> Entry:
+    reason = record.data.get("reason") if isinstance(record.data, dict) else None
+    return Entry(record.created_at, "audit", f"Audit: {record.type}", actor=record.actor, detail=reason)
+
+
+def _code_state(code: OtpChallenge, label: dict[str, str]) -> dict[str, Any]:
+    """A subject's current code, as the timeline's table of subjects shows it."""
+    return {
+        "who": label.get(code.subject_id, code.subject_id),
+        "sends": code.sends,
+        "channel": code.channel,
+        "wrong": code.failures,
+        "locked": code.locked_at,
+        "confirmed": code.verified_at,
+        "undelivered": code.delivery_error,
+    }
 
 
 def _sent_entry(s: CodeSent, label: dict[str, str]) -> Entry:

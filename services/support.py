@@ -42,6 +42,12 @@ def request_owner(ctx: Context, request_id: str) -> str:
     return org_id
 
 
+def subject_named(raw: str) -> str:
+    """The subject id a command's ``--subject`` names: the id itself, or the one ending one of this
+    service's subject DIDs."""
+    return (queries.subject_id_from_did(raw) or raw) if raw.startswith("did:") else raw
+
+
 def event(ctx: Context, event_id: str) -> WebhookEvent:
     """The webhook event, whoever's it is (``NotFound`` for none)."""
     try:

@@ -22,7 +22,7 @@ from services.context import Context
 from services.errors import Conflict, Invalid, NotFound
 from store import orgs
 from store import webhooks as store
-from store.tables import WebhookAttempt, WebhookEvent
+from store.tables import WebhookAttempt, WebhookConfig, WebhookEvent
 from wire.webhook_payloads import api_version_of, sample_event
 
 
@@ -73,6 +73,22 @@ def configure(
     except ValueError as exc:
         raise Invalid(str(exc)) from exc
     return generated
+
+
+def settings_row(ctx: Context, org_id: str) -> WebhookConfig | None:
+    """The organization's webhook as stored (its URL and when it was set; the secrets sealed),
+    None when it has none."""
+    return store.config_row(ctx.engine, org_id)
+
+
+def new_secrets() -> dict[str, str]:
+    """Fresh secrets for ``configure``, by its arguments' names: the signature secret, the
+    encryption secret and the salt."""
+    return {
+        "signature_secret": store.new_signature_secret(),
+        "encryption_secret": store.new_encryption_secret(),
+        "salt": store.new_salt(),
+    }
 
 
 def create_test_event(ctx: Context, actor: Actor, org_id: str) -> WebhookEvent:

@@ -6,7 +6,6 @@ command); drafts are never shown here, and an action with no published version i
 
 from __future__ import annotations
 
-import asyncio
 import math
 from typing import Annotated, Any
 
@@ -17,7 +16,7 @@ from api.deps import CallerDep, ServicesDep
 from api.errors import ApiError
 from api.responses import errors, path_param
 from api.versions import VersionedRoute
-from store import actions as store
+from services import actions
 from store.tables import ActionVersion
 from wire import patterns
 from wire.models import (
@@ -35,7 +34,7 @@ ActionId = Annotated[str, path_param(patterns.ACTION_URN, "The action URN (perce
 
 
 def _version_out(version: ActionVersion) -> ActionVersionOut:
-    content = store.content_fields(version)
+    content = actions.content_fields(version)
     assert version.digest_sri is not None and version.published_at is not None  # published
     return ActionVersionOut(
         id=version.id,
@@ -46,7 +45,7 @@ def _version_out(version: ActionVersion) -> ActionVersionOut:
     )
 
 
-def action_out(view: store.ActionView) -> ActionOut:
+def action_out(view: actions.ActionView) -> ActionOut:
     action = view.action
     return ActionOut(
         id=action.id,
@@ -82,7 +81,7 @@ async def list_actions(
 ) -> Any:
     """The organization's actions that have a published version, oldest first, each with its
     published versions in ascending number; `currentVersion` is the one `POST /request` pins."""
-    views = await asyncio.to_thread(store.list_actions, services.engine, caller.organization_id)
+    views = await actions.published_actions(services, caller.organization_id)
     if search:
         views = [v for v in views if search.casefold() in v.action.name.casefold()]
     if active is False:
@@ -96,10 +95,10 @@ async def list_actions(
     )
 
 
-async def _published(services: ServicesDep, caller: CallerDep, action_id: str) -> store.ActionView:
-    if not store.is_action_urn(action_id):
+async def _published(services: ServicesDep, caller: CallerDep, action_id: str) -> actions.ActionView:
+    if not actions.is_action_urn(action_id):
         raise ApiError(400, "actionId must be an action URN urn:via:action:<uuid>")
-    view = await asyncio.to_thread(store.get_action, services.engine, caller.organization_id, action_id)
+    view = await actions.published_action(services, caller.organization_id, action_id)
     if view is None:
         raise ApiError(404, f"Action {action_id} not found")
     return view

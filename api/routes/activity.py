@@ -19,9 +19,7 @@ from api.responses import errors
 from api.versions import VersionedRoute
 from core.ids import is_object_id
 from core.text import shown
-from services import audit as audit_service
-from store import audit
-from store.audit_queries import ActivityFilter
+from services import audit
 from wire.dates import day_range
 from wire.signed import SignedRecordProof
 
@@ -91,14 +89,14 @@ async def list_activity(
         date_from, date_to = day_range(dateFrom, dateTo)
     except ValueError as exc:
         raise ApiError(400, str(exc)) from None
-    where = ActivityFilter(
+    where = audit.ActivityFilter(
         types=tuple(dict.fromkeys(type or ())),
         request_id=requestId,
         credential_id=credentialId,
         date_from=date_from,
         date_to=date_to,
     )
-    rows, pages = await audit_service.activity(services, caller.organization_id, where, pageIndex, pageSize)
+    rows, pages = await audit.activity(services, caller.organization_id, where, pageIndex, pageSize)
     items = [{**audit.document_of(row), "hash": row.hash} for row in rows]
     return JSONResponse(
         {

@@ -24,8 +24,6 @@ from core.kinds import IdentityStatus
 from core.origins import header_origins
 from orchestration.delivery import outbox_of
 from services import journey
-from store import orgs, request_queries
-from store.db import run_db
 
 
 def _development_only(request: Request) -> None:
@@ -96,15 +94,10 @@ async def kyc_page(
         done=None if check.status == IdentityStatus.PENDING else check.status.lower(),
     )
     # shown inside the approval iframe too: the same origins may frame it
-    origins = await run_db(services.engine, _frame_origins, services, check.request_id)
+    origins = await journey.frame_origins(services, check.request_id)
     local = services.settings.allow_loopback_http
     allowed = header_origins(origins, local)  # checked again for the header
     return HTMLResponse(html, headers=page_headers(nonce, " ".join(allowed) or "'none'"))
-
-
-def _frame_origins(services: ServicesDep, request_id: str) -> list[str]:
-    found = request_queries.organization_of(services.engine, request_id)
-    return orgs.get_organization(services.engine, found).frame_origins if found else []
 
 
 PROVIDER = Actor(ActorKind.PROVIDER, "development")

@@ -14,7 +14,6 @@ version path, so it may be cached for a day.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Request, Response
@@ -26,7 +25,7 @@ from api.responses import errors, json_document_responses, path_param
 from api.versions import VersionedRoute
 from core.ids import is_object_id
 from core.text import shown
-from store import keys
+from services import did_documents
 from trust.context import CONTEXT_PATH, context_document
 from trust.did import UnknownVerificationMethod, did_key_document, web_organization_did, web_subject_did
 from wire import patterns
@@ -49,9 +48,7 @@ DID_DOCUMENT = json_document_responses(DID_MEDIA_TYPE, DidDocument)
     responses=DID_DOCUMENT,
 )
 async def service_did_document(request: Request, services: ServicesDep) -> Response:
-    document = await asyncio.to_thread(
-        keys.service_did_document, services.engine, services.cipher, services.settings
-    )
+    document = await did_documents.service_document(services)
     return json_document(request, document, DID_MEDIA_TYPE, DID_CACHE_CONTROL)
 
 
@@ -68,9 +65,7 @@ async def organization_did_document(
 ) -> Response:
     document = None
     if is_object_id(org_id):
-        document = await asyncio.to_thread(
-            keys.organization_did_document, services.engine, services.cipher, services.settings, org_id
-        )
+        document = await did_documents.organization_document(services, org_id)
     if document is None:
         raise ApiError(404, f"Organization {shown(org_id)} not found")
     return json_document(request, document, DID_MEDIA_TYPE, DID_CACHE_CONTROL)
@@ -88,9 +83,7 @@ async def subject_did_document(
     services: ServicesDep,
 ) -> Response:
     settings = services.settings
-    document = await asyncio.to_thread(
-        keys.did_document_for, services.engine, settings, web_subject_did(settings.public_url, subject_id)
-    )
+    document = await did_documents.document_of(services, web_subject_did(settings.public_url, subject_id))
     if document is None:
         raise ApiError(404, f"Subject {shown(subject_id)} not found")
     return json_document(request, document, DID_MEDIA_TYPE, DID_CACHE_CONTROL)
@@ -133,13 +126,10 @@ async def resolve_did(
         except UnknownVerificationMethod as exc:
             raise ApiError(400, str(exc)) from exc
     elif (org_id := _organization_of(services.settings.public_url, did)) is not None:
-        document = await asyncio.to_thread(  # as its own route: the key is made on first use
-            keys.organization_did_document, services.engine, services.cipher, services.settings, org_id
-        )
+        # as its own route: the key is made on first use
+        document = await did_documents.organization_document(services, org_id)
     else:
-        document = await asyncio.to_thread(
-            keys.did_document_for, services.engine, services.settings, did, True
-        )
+        document = await did_documents.document_of(services, did, fresh=True)
     if document is None:
         raise ApiError(
             404,

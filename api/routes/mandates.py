@@ -13,7 +13,6 @@ percent-encoded or not.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import uuid
 from functools import partial
@@ -31,9 +30,8 @@ from api.versions import VersionedRoute
 from core.settings import Settings
 from core.text import shown
 from services import mandates
-from store import pdfs, status_lists
-from store.audit import document_of
-from store.revocation import CredentialRecord
+from services.audit import document_of
+from services.mandates import CredentialRecord
 from trust.did import web_organization_did, web_service_did
 from wire import patterns
 from wire.mandates import (
@@ -259,8 +257,8 @@ async def get_credential(
         try:
             rendered = await pdf.RENDERER.pdf(
                 sheet_of(services.settings, record, entity),
-                partial(pdfs.kept_pdf, services.engine),
-                partial(pdfs.keep_pdf, services.engine),
+                partial(mandates.kept_pdf, services),
+                partial(mandates.keep_pdf, services),
             )
         except pdf.Busy as exc:
             raise ApiError(
@@ -298,15 +296,13 @@ async def status_list_credential(
     points to, signed by the service (eddsa-jcs-2022). Unsigned request; cacheable for 30 seconds."""
     served = None
     if _is_uuid(listId):
-        served = await asyncio.to_thread(
-            status_lists.served_list, services.engine, services.cipher, services.settings, listId
-        )
+        served = await mandates.status_list(services, listId)
     if served is None:
         raise ApiError(404, f"Status list {shown(listId)} not found")
     return json_document(
         request,
         served.document,
         STATUS_LIST_MEDIA_TYPE,
-        f"public, max-age={status_lists.TTL_SECONDS}",
+        f"public, max-age={mandates.STATUS_LIST_TTL_SECONDS}",
         etag=served.etag,
     )

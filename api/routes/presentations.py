@@ -18,8 +18,7 @@ from api.responses import answer, errors, path_param
 from api.versions import VersionedRoute
 from core.ids import colons_decoded
 from services import presentations, verification
-from store.db import run_db
-from store.presentations import CREDENTIAL_URN_RE
+from services.context import run_blocking
 from wire import patterns
 from wire.presentations import (
     PresentationDenied,
@@ -71,7 +70,7 @@ def _mandate_id(raw: str) -> str:
     """The mandate URN of the path, percent-encoded (its colons decoded once more if still encoded)
     or not."""
     value = colons_decoded(raw)
-    if not CREDENTIAL_URN_RE.fullmatch(value):
+    if not presentations.CREDENTIAL_URN_RE.fullmatch(value):
         raise ApiError(400, "mandateId must be a mandate URN urn:via:credential:<uuid>")
     return value
 
@@ -80,8 +79,8 @@ async def _present(
     mandate_id: str, body: PresentationIn | None, caller: CallerDep, services: ServicesDep
 ) -> Any:
     try:
-        issued = await run_db(
-            services.engine,
+        issued = await run_blocking(
+            services,
             presentations.issue_presentation,
             services.engine,
             services.cipher,

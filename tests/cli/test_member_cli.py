@@ -18,7 +18,7 @@ from core.actors import Actor
 from core.kinds import MemberRole
 from core.settings import Settings
 from orchestration.delivery import outbox_of
-from services import logins, members, second_factor, staff
+from services import logins, member_sessions, members, second_factor, staff
 from services.context import Context
 from store import audit
 from store import members as member_store
@@ -133,7 +133,7 @@ async def test_reset_factor_needs_a_reason_and_ends_the_sessions(
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == {"memberId": member.id, "secondFactor": False, "sessionsEnded": 1}
     assert _row(engine, member.id).totp_enabled_at is None and second_factor.codes_left(ctx, member) == 0
-    assert members.session_member(ctx, opened.session_token) is None
+    assert member_sessions.session_member(ctx, opened.session_token) is None
     (record,) = [r for r in chain(engine, org.organization_id) if r.type == audit.MEMBER_SECOND_FACTOR_OFF]
     assert (record.actor, record.data["reason"], record.data["sessionsEnded"], record.data["memberId"]) == (
         OPERATOR,

@@ -1,7 +1,7 @@
-"""services.members and services.logins: an invitation's one-time link, login, sessions that end
-when idle, at their absolute expiry, at logout or with a new password; CSRF tokens bound to a
-session; the second factor; and ``mandatum org create --owner-email``. The login's throttle is
-tests/services/test_logins.py."""
+"""services.members, services.member_sessions and services.logins: an invitation's one-time
+link, login, sessions that end when idle, at their absolute expiry, at logout or with a new
+password; CSRF tokens bound to a session; the second factor; and ``mandatum org create
+--owner-email``. The login's throttle is tests/services/test_logins.py."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from core.ids import new_object_id
 from core.kinds import MemberRole
 from core.secretbox import SecretCipher
 from core.settings import Settings
-from services import logins, members
+from services import logins, member_sessions, members
 from services.context import Context
 from services.errors import Conflict, Invalid
 from store.db import make_engine, read_session, utcnow, write_session
@@ -81,15 +81,15 @@ async def test_login_opens_a_session_and_a_wrong_password_reads_like_an_unknown_
 ) -> None:
     member, email = await _member(ctx, org)
     opened = await logins.login(ctx, email.upper(), PASSWORD, CLIENT)
-    assert members.session_member(ctx, opened.session_token).id == member.id  # type: ignore[union-attr]
+    assert member_sessions.session_member(ctx, opened.session_token).id == member.id  # type: ignore[union-attr]
     assert members.actor_of(member) == Actor.member(member.id)
     with pytest.raises(Invalid) as wrong:
         await logins.login(ctx, email, PASSWORD + "x", CLIENT)
     with pytest.raises(Invalid) as unknown:
         await logins.login(ctx, "nobody@example.com", PASSWORD, CLIENT)
     assert str(wrong.value) == str(unknown.value) == logins.WRONG_LOGIN
-    members.logout(ctx, opened.session_token)
-    assert members.session_member(ctx, opened.session_token) is None
+    member_sessions.logout(ctx, opened.session_token)
+    assert member_sessions.session_member(ctx, opened.session_token) is None
 
 
 async def test_sessions_end_when_idle_at_their_absolute_expiry_and_with_a_new_password(
@@ -99,21 +99,21 @@ async def test_sessions_end_when_idle_at_their_absolute_expiry_and_with_a_new_pa
     start = utcnow()
     opened = await logins.login(ctx, email, PASSWORD, CLIENT, start)
     still = start + settings.dashboard_idle - timedelta(seconds=5)
-    assert members.session_member(ctx, opened.session_token, still) is not None  # and it is used now
+    assert member_sessions.session_member(ctx, opened.session_token, still) is not None  # and it is used now
     assert (
-        members.session_member(
+        member_sessions.session_member(
             ctx, opened.session_token, still + settings.dashboard_idle + timedelta(seconds=1)
         )
         is None
     )
     second = await logins.login(ctx, email, PASSWORD, CLIENT, start)
     beyond = start + settings.dashboard_session_max
-    assert members.session_member(ctx, second.session_token, beyond) is None
+    assert member_sessions.session_member(ctx, second.session_token, beyond) is None
     third = await logins.login(ctx, email, PASSWORD, CLIENT)
     link = members.password_reset_link(ctx, Actor.member(member.id), email)
     assert link is not None and members.password_reset_link(ctx, OWNER, "nobody@example.com") is None
     await logins.set_password(ctx, _token(link), "another long password")
-    assert members.session_member(ctx, third.session_token) is None
+    assert member_sessions.session_member(ctx, third.session_token) is None
     with read_session(engine) as session:
         stored = [
             s.token_hash
@@ -128,12 +128,13 @@ async def test_a_csrf_token_belongs_to_its_session(ctx: Context, org: Credential
         await logins.login(ctx, email, PASSWORD, CLIENT),
         await logins.login(ctx, email, PASSWORD, CLIENT),
     )
-    token = members.csrf_token(ctx, one.session_token)
-    assert members.csrf_valid(ctx, one.session_token, token)
-    assert not members.csrf_valid(ctx, two.session_token, token)
-    assert not members.csrf_valid(ctx, one.session_token, token[:-1] + ("0" if token[-1] != "0" else "1"))
-    assert not members.csrf_valid(ctx, one.session_token, None)
-    assert not members.csrf_valid(ctx, None, token)
+    token = member_sessions.csrf_token(ctx, one.session_token)
+    assert member_sessions.csrf_valid(ctx, one.session_token, token)
+    assert not member_sessions.csrf_valid(ctx, two.session_token, token)
+    other = token[:-1] + ("0" if token[-1] != "0" else "1")
+    assert not member_sessions.csrf_valid(ctx, one.session_token, other)
+    assert not member_sessions.csrf_valid(ctx, one.session_token, None)
+    assert not member_sessions.csrf_valid(ctx, None, token)
 
 
 def test_org_create_invites_the_owner_with_a_one_time_link(cli: Cli) -> None:
@@ -173,7 +174,8 @@ async def test_one_code_opens_one_session_even_when_two_logins_race_with_it(
     member, email, totp = await _with_second_factor(ctx, org)
     waiting = [await logins.login(ctx, email, PASSWORD, CLIENT) for _ in range(4)]
     assert all(w.awaiting_code for w in waiting)
-    assert all(members.session_member(ctx, w.session_token) is None for w in waiting)  # nothing opens yet
+    # nothing opens yet
+    assert all(member_sessions.session_member(ctx, w.session_token) is None for w in waiting)
     code = totp.now()
     barrier = threading.Barrier(len(waiting))
 
@@ -187,7 +189,7 @@ async def test_one_code_opens_one_session_even_when_two_logins_race_with_it(
     with ThreadPoolExecutor(len(waiting)) as pool:
         opened = [t for t in pool.map(attempt, waiting) if t is not None]
     assert len(opened) == 1  # the code's time step is used once, whoever comes first
-    found = members.session_member(ctx, opened[0])
+    found = member_sessions.session_member(ctx, opened[0])
     assert found is not None and found.id == member.id
     assert opened[0] not in {w.session_token for w in waiting}  # a new token, not the waiting one's
 

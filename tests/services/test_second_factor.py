@@ -19,7 +19,7 @@ from core.actors import Actor
 from core.kinds import MemberRole
 from core.settings import Settings
 from orchestration.delivery import outbox_of
-from services import logins, member_admin, members, second_factor, staff
+from services import logins, member_admin, member_sessions, members, second_factor, staff
 from services.context import Context
 from services.errors import Conflict, Forbidden, Invalid, TooMany
 from services.second_factor import Proof
@@ -149,7 +149,7 @@ async def test_recovery_codes_are_keyed_hashes_each_used_once_in_place_of_a_code
     pending = await logins.login(ctx, member.email, PASSWORD, client, now)
     typed = " " + codes[3].lower().replace("-", " ") + " "  # any case, spaces for dashes
     opened = logins.second_factor(ctx, pending.session_token, typed, client, now)
-    assert opened.recovery_left == 9 and members.session_member(ctx, opened.session_token) is not None
+    assert opened.recovery_left == 9 and member_sessions.session_member(ctx, opened.session_token) is not None
     (used,) = _records(engine, org, audit.MEMBER_RECOVERY_CODE_USED, member)
     assert used.data["remaining"] == 9 and used.actor == f"member:{member.id}"
     assert not any(p in str(r.data) for r in chain(engine, org.organization_id) for p in plain | set(codes))
@@ -193,7 +193,7 @@ async def test_a_password_reset_keeps_the_factor_and_its_e_mail_says_so(
     assert "second factor" not in without.text  # said to a member who has one on
     assert "Your second factor stays on; you will need it to log in." in with_factor.text
     link = RESET_RE.search(with_factor.text)
-    assert link is not None and members.link_holder_has_factor(ctx, link.group(1))
+    assert link is not None and second_factor.link_holder_has_factor(ctx, link.group(1))
     await logins.set_password(ctx, link.group(1), "another long password")
     assert _row(ctx, member).totp_enabled_at is not None
     after = await logins.login(ctx, member.email, "another long password", client_address())
@@ -217,7 +217,7 @@ async def test_an_operator_turns_a_factor_off_with_a_reason_and_ends_the_session
         member_admin.reset_factor(ctx, OPERATOR, org.organization_id, "../" + member.id, "lost phone")
     assert _row(ctx, member).totp_enabled_at is not None
     ended = member_admin.reset_factor(ctx, OPERATOR, org.organization_id, member.id, "ticket 12: lost phone")
-    assert ended == 1 and members.session_member(ctx, opened.session_token) is None
+    assert ended == 1 and member_sessions.session_member(ctx, opened.session_token) is None
     assert _row(ctx, member).totp_enabled_at is None and second_factor.codes_left(ctx, member) == 0
     (off,) = _records(engine, org, audit.MEMBER_SECOND_FACTOR_OFF, member)
     assert (off.actor, off.data["reason"], off.data["sessionsEnded"]) == (

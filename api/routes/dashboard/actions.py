@@ -25,9 +25,8 @@ from api.routes.dashboard import actions_version
 from api.routes.dashboard.actions_form import ACTION_ROLES, action_id_of, form_value, key_of, posted, said
 from api.routes.dashboard.common import form_by, member_page, not_found, org_of, signed_in, when
 from services import actions, members
-from services.context import Context
+from services.context import Context, run_blocking
 from services.errors import Conflict, Invalid, NotFound
-from store.db import run_db
 from store.tables import Member
 
 router = APIRouter()
@@ -73,8 +72,8 @@ async def actions_page(request: Request, services: ServicesDep, notice: str | No
     if isinstance(found, Response):
         return found
     member, token = found
-    return await run_db(
-        services.engine, partial(_list_html, services, member, token, notice=NOTICES.get(notice or ""))
+    return await run_blocking(
+        services, partial(_list_html, services, member, token, notice=NOTICES.get(notice or ""))
     )
 
 
@@ -87,8 +86,8 @@ async def create_action(request: Request, services: ServicesDep) -> Response:
     member, token = found
     name, description = form_value(form, "name", 1000), form_value(form, "description", 10_000)
     try:
-        action, _ = await run_db(
-            services.engine,
+        action, _ = await run_blocking(
+            services,
             actions.new_action,
             services,
             members.actor_of(member),
@@ -97,8 +96,8 @@ async def create_action(request: Request, services: ServicesDep) -> Response:
             description,
         )
     except Invalid as exc:
-        return await run_db(
-            services.engine,
+        return await run_blocking(
+            services,
             partial(
                 _list_html,
                 services,
@@ -150,7 +149,7 @@ def _action_html(
 
 async def _action_page(ctx: Context, member: Member, token: str, action_id: str, **extra: Any) -> Response:
     try:
-        return await run_db(ctx.engine, partial(_action_html, ctx, member, token, action_id, **extra))
+        return await run_blocking(ctx, partial(_action_html, ctx, member, token, action_id, **extra))
     except NotFound:
         return not_found("No such action.")
 
@@ -198,8 +197,8 @@ async def rename_action(request: Request, services: ServicesDep, key: str) -> Re
     name, description = form_value(form, "name", 1000), form_value(form, "description", 10_000)
     actor = members.actor_of(member)
     try:
-        await run_db(
-            services.engine,
+        await run_blocking(
+            services,
             actions.update,
             services,
             actor,
@@ -223,7 +222,7 @@ async def add_version(request: Request, services: ServicesDep, key: str) -> Resp
     member, action_id = sent.member, sent.action_id
     actor = members.actor_of(member)
     try:
-        made = await run_db(services.engine, actions.new_version, services, actor, org_of(member), action_id)
+        made = await run_blocking(services, actions.new_version, services, actor, org_of(member), action_id)
     except NotFound:
         return not_found("No such action.")
     return RedirectResponse(f"/dashboard/actions/{key}/versions/{made.number}", status_code=303)
@@ -240,7 +239,7 @@ async def delete_action(request: Request, services: ServicesDep, key: str) -> Re
         return await _action_page(services, member, token, action_id, status=400, error=error)
     actor = members.actor_of(member)
     try:
-        await run_db(services.engine, actions.delete, services, actor, org_of(member), action_id)
+        await run_blocking(services, actions.delete, services, actor, org_of(member), action_id)
     except NotFound:
         return not_found("No such action.")
     except Conflict as exc:

@@ -8,9 +8,9 @@ form to ``.../check`` with the session's CSRF token in ``X-CSRF-Token`` and plac
 in the same spots (live regions, each named by its field's ``aria-describedby``). Both run
 ``services.action_drafts.check``, the checks publishing runs (a rule's cost at its params' bounds
 included), on a thread, as publishing itself: they estimate and sample the rules, which must never
-hold the event loop (``run_db`` runs on it with SQLite). "Try it" runs the rules as a verification
-runs them (``services.action_drafts.try_rules``): within the step budget of one verification,
-costly ones in an evaluation process in the organization's turn.
+hold the event loop (``services.context.run_blocking`` runs on it with SQLite). "Try it" runs the
+rules as a verification runs them (``services.action_drafts.try_rules``): within the step budget
+of one verification, costly ones in an evaluation process in the organization's turn.
 """
 
 from __future__ import annotations
@@ -47,9 +47,8 @@ from policy.params import (
 )
 from services import action_drafts as drafts
 from services import actions, members
-from services.context import Context
+from services.context import Context, run_blocking, utcnow
 from services.errors import Conflict, Invalid, NotFound, TooMany, Unavailable
-from store.db import run_db, utcnow
 from store.tables import Action, ActionVersion, Member
 
 router = APIRouter()
@@ -149,7 +148,7 @@ async def version_page(
     if isinstance(found, Response):
         return found
     member, token = found
-    located = await run_db(services.engine, _located, services, member, key, number)
+    located = await run_blocking(services, _located, services, member, key, number)
     if located is None:
         return not_found(NO_SUCH)
     action, version = located
@@ -160,7 +159,7 @@ async def version_page(
     page = partial(
         _version_html, services, member, token, action, version, checked=checked, notice=notice_text
     )
-    return await run_db(services.engine, page)
+    return await run_blocking(services, page)
 
 
 async def _checked(ctx: Context, member: Member, raw: dict[str, Any]) -> drafts.Checked:
@@ -175,46 +174,46 @@ async def edit_version(request: Request, services: ServicesDep, key: str, number
     if isinstance(found, Response):
         return found
     member, token = found
-    located = await run_db(services.engine, _located, services, member, key, number)
+    located = await run_blocking(services, _located, services, member, key, number)
     if located is None:
         return not_found(NO_SUCH)
     action, version = located
     page = partial(_version_html, services, member, token, action, version)
     if version.status == ActionVersionStatus.PUBLISHED:
-        return await run_db(services.engine, partial(page, status=409, error=IMMUTABLE))
+        return await run_blocking(services, partial(page, status=409, error=IMMUTABLE))
     actor = members.actor_of(member)
     draft = forms.read_form(form, action.name, action.description)
     checked = await _checked(services, member, draft.raw)
     page = partial(page, draft=draft, checked=checked)
     do = form.get("do", "check")
     if do not in ("try", "save", "publish"):
-        return await run_db(services.engine, page)
+        return await run_blocking(services, page)
     spec = checked.spec
     if draft.problems or spec is None:  # a draft that cannot be read: neither tried nor saved
         what = "The rules did not run" if do == "try" else "The draft is not saved"
         error = f"{what}: fix the problems shown beside each param or rule."
-        return await run_db(services.engine, partial(page, status=400, error=error))
+        return await run_blocking(services, partial(page, status=400, error=error))
     if do == "try":
         return await _try_page(services, member, version, spec, draft.tries, page)
     org_id = org_of(member)
     try:
-        await run_db(services.engine, actions.save_draft, services, actor, org_id, version.id, spec)
+        await run_blocking(services, actions.save_draft, services, actor, org_id, version.id, spec)
         if do == "publish":  # its checks estimate and sample the rules: on a thread
             await asyncio.to_thread(actions.publish, services, actor, version.id, org_id)
     except actions.PublishRefused as exc:
         error = "The version is not published: fix the problems shown beside each param or rule."
         refused = drafts.Checked(spec, drafts.placed(exc.problems, spec))
-        return await run_db(services.engine, partial(page, status=400, error=error, checked=refused))
+        return await run_blocking(services, partial(page, status=400, error=error, checked=refused))
     except Invalid as exc:
-        return await run_db(services.engine, partial(page, status=400, error=said(exc.message)))
+        return await run_blocking(services, partial(page, status=400, error=said(exc.message)))
     except Conflict:  # published meanwhile
-        return await run_db(services.engine, partial(page, status=409, error=IMMUTABLE))
+        return await run_blocking(services, partial(page, status=409, error=IMMUTABLE))
     except NotFound:
         return not_found(NO_SUCH)
     if do == "publish":
         path = VERSION_PATH.format(key=key, number=version.number)
         return RedirectResponse(f"{path}?notice=published", status_code=303)
-    return await run_db(services.engine, partial(page, notice="The draft is saved."))
+    return await run_blocking(services, partial(page, notice="The draft is saved."))
 
 
 async def _try_page(
@@ -231,14 +230,14 @@ async def _try_page(
     try:
         tried = await _tried(ctx, member, version, spec, tries)
     except ValueError as exc:  # the moment itself is refused (wire.dates): no rule ran
-        return await run_db(ctx.engine, partial(page, status=400, tried=drafts.Tried([], [str(exc)])))
+        return await run_blocking(ctx, partial(page, status=400, tried=drafts.Tried([], [str(exc)])))
     except (TooMany, Unavailable) as exc:
-        shown = await run_db(
-            ctx.engine, partial(page, status=service_error_status(exc), not_now=NOT_NOW[type(exc)])
+        shown = await run_blocking(
+            ctx, partial(page, status=service_error_status(exc), not_now=NOT_NOW[type(exc)])
         )
         shown.headers["Retry-After"] = str(exc.retry_after or 1)
         return shown
-    return await run_db(ctx.engine, partial(page, tried=tried))
+    return await run_blocking(ctx, partial(page, tried=tried))
 
 
 async def _tried(
@@ -274,7 +273,7 @@ async def check_as_you_type(request: Request, services: ServicesDep, key: str, n
     if isinstance(found, Response):
         return found
     member, _ = found
-    located = await run_db(services.engine, _located, services, member, key, number)
+    located = await run_blocking(services, _located, services, member, key, number)
     if located is None:
         return JSONResponse({"problems": {}, "general": [NO_SUCH], "publishable": False}, status_code=404)
     action, version = located

@@ -15,10 +15,9 @@ from api.deps import ServicesDep
 from api.routes.dashboard.common import EVERYONE, form_by, org_of, page_number, pager, show, signed_in, when
 from core.ids import is_object_id
 from services import audit, members
+from services.audit import RECORD_TYPES, ActivityFilter
 from services.context import Context
 from services.errors import Unavailable
-from store.audit import RECORD_TYPES
-from store.audit_queries import ActivityFilter
 from store.tables import Member
 from wire.dates import day_range
 

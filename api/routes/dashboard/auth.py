@@ -30,11 +30,10 @@ from api.routes.dashboard.common import (
     to_login,
 )
 from core.actors import SYSTEM
-from services import audit, logins, members
+from services import audit, logins, member_sessions, members, second_factor
+from services import orgs as organizations
+from services.context import run_blocking
 from services.errors import Conflict, Invalid, TooMany, Unavailable
-from store import orgs
-from store.audit_queries import ActivityFilter
-from store.db import run_db
 
 router = APIRouter()
 
@@ -121,7 +120,7 @@ async def check_code(
     pending = request.cookies.get(COOKIE)
     try:
         client = client_address(request)
-        done = await run_db(services.engine, logins.second_factor, services, pending, code, client)
+        done = await run_blocking(services, logins.second_factor, services, pending, code, client)
     except TooMany as exc:
         headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else None
         return _code_page(429, str(exc), headers)
@@ -141,17 +140,17 @@ async def overview(request: Request, services: ServicesDep) -> Response:
     member, token = found
     if member.organization_id is None:  # platform staff: the operators' area is theirs
         return RedirectResponse("/dashboard/operators", status_code=303)
-    org = await run_db(services.engine, orgs.get_organization, services.engine, org_of(member))
-    rows, _ = await audit.activity(services, org_of(member), ActivityFilter(), 0, RECENT)
+    org = await run_blocking(services, organizations.get_organization, services, org_of(member))
+    rows, _ = await audit.activity(services, org_of(member), audit.ActivityFilter(), 0, RECENT)
     return page(
         "dashboard/overview.html",
         title=f"{org.name} · Mandatum",
         org=org,
         member=member,
         records=[_record(r) for r in rows],
-        names=await run_db(services.engine, members.actor_names, services, org_of(member)),
+        names=await run_blocking(services, members.actor_names, services, org_of(member)),
         section="overview",
-        csrf=members.csrf_token(services, token),
+        csrf=member_sessions.csrf_token(services, token),
     )
 
 
@@ -172,7 +171,7 @@ async def logout(
     if isinstance(found, Response):
         return found
     _, token = found
-    await run_db(services.engine, members.logout, services, token)
+    await run_blocking(services, member_sessions.logout, services, token)
     answer = to_login("logged-out")
     answer.delete_cookie(COOKIE, path="/dashboard", httponly=True, samesite="lax", secure=secure(services))
     return answer
@@ -212,7 +211,7 @@ async def password_page(request: Request, services: ServicesDep, token: str) -> 
     kind = _kind(request)
     if not _link_token(kind, token):
         return not_found()
-    factor_on = await run_db(services.engine, members.link_holder_has_factor, services, token)
+    factor_on = await run_blocking(services, second_factor.link_holder_has_factor, services, token)
     return _password_form(kind, token, factor_on=factor_on)
 
 
@@ -230,7 +229,7 @@ async def set_password(
         return not_found()
     if not from_this_origin(request, services):
         return refused("This form can only be sent from the dashboard's own page.")
-    factor_on = await run_db(services.engine, members.link_holder_has_factor, services, token)
+    factor_on = await run_blocking(services, second_factor.link_holder_has_factor, services, token)
     form = partial(_password_form, kind, token, factor_on=factor_on)
     if password != again:
         return form(400, "The two passwords differ: type the same one twice.")
@@ -265,5 +264,5 @@ async def forgot_password(
     """The same answer whoever asks, member or not (``services.members.send_password_reset``)."""
     if not from_this_origin(request, services):
         return refused("This form can only be sent from the dashboard's own page.")
-    await run_db(services.engine, members.send_password_reset, services, SYSTEM, email)
+    await run_blocking(services, members.send_password_reset, services, SYSTEM, email)
     return page("dashboard/forgot.html", title="Forgot your password?", notice=RESET_SENT)

@@ -1,7 +1,7 @@
 """What every dashboard page shares: the session cookie, the member of a request, the origin and
 CSRF checks of a form, and the page renderer.
 
-- The session is a server-side row (``services.members``); the browser holds its token in the
+- The session is a server-side row (``services.member_sessions``); the browser holds its token in the
   cookie ``mandatum_dashboard``: HttpOnly, ``SameSite=Lax``, ``Path=/dashboard``, ``Secure`` when
   the service is served over https.
 - Every POST is refused (403) unless the browser says it comes from this origin: ``Sec-Fetch-Site``
@@ -29,11 +29,10 @@ from api.errors import service_error_status
 from api.pages import render_page
 from core.kinds import PLATFORM_ROLE, MemberRole
 from orchestration.temporal import temporal_unavailable
-from services import members, second_factor
-from services.context import Context
+from services import member_sessions, members, second_factor
+from services import orgs as organizations
+from services.context import Context, run_blocking
 from services.errors import ServiceError
-from store import orgs
-from store.db import run_db
 from store.tables import Member
 
 COOKIE = "mandatum_dashboard"
@@ -108,7 +107,7 @@ def to_login(notice: str | None = None) -> RedirectResponse:
 
 async def member_of(request: Request, ctx: Context) -> tuple[Member, str] | None:
     token = request.cookies.get(COOKIE)
-    member = await run_db(ctx.engine, members.session_member, ctx, token)
+    member = await run_blocking(ctx, member_sessions.session_member, ctx, token)
     return (member, token) if member is not None and token else None
 
 
@@ -125,7 +124,7 @@ async def signed_in(
     found = await member_of(request, ctx)
     if found is None:
         return to_login()
-    if not enrolling and await run_db(ctx.engine, second_factor.must_enrol, ctx, found[0]):
+    if not enrolling and await run_blocking(ctx, second_factor.must_enrol, ctx, found[0]):
         return RedirectResponse(ENROL, status_code=303)
     if roles is not None and found[0].role not in roles:
         return refused("Your role cannot use this page: ask your organization's owner.")
@@ -142,7 +141,7 @@ def org_of(member: Member) -> str:
 
 def posted_here(request: Request, ctx: Context, token: str, csrf: str) -> bool:
     """A logged-in form: sent from our own page, with this session's CSRF token."""
-    return from_this_origin(request, ctx) and members.csrf_valid(ctx, token, csrf)
+    return from_this_origin(request, ctx) and member_sessions.csrf_valid(ctx, token, csrf)
 
 
 STALE_FORM = "This form has expired or did not come from the dashboard: reload the page."
@@ -176,15 +175,16 @@ def member_page(
     ctx: Context, member: Member, token: str, template: str, section: str, *, status: int = 200, **extra: Any
 ) -> HTMLResponse:
     """A page of the member's organization with the header's needs (the organization, the member,
-    the section, the session's CSRF token). Reads the database: call it in a thread (``run_db``)."""
+    the section, the session's CSRF token). Reads the database: call it as ``show`` does
+    (``services.context.run_blocking``)."""
     org_id = member.organization_id  # None for platform staff (their account page)
     return page(
         template,
         status=status,
         member=member,
         enrol_only=second_factor.must_enrol(ctx, member),
-        org=orgs.get_organization(ctx.engine, org_id) if org_id else None,
-        csrf=members.csrf_token(ctx, token),
+        org=organizations.get_organization(ctx, org_id) if org_id else None,
+        csrf=member_sessions.csrf_token(ctx, token),
         section=section,
         names=members.actor_names(ctx, org_id) if org_id else {},
         **extra,
@@ -195,7 +195,7 @@ async def show(
     ctx: Context, member: Member, token: str, template: str, section: str, **extra: Any
 ) -> HTMLResponse:
     """``member_page`` in a thread (it reads the database)."""
-    return await run_db(ctx.engine, partial(member_page, ctx, member, token, template, section, **extra))
+    return await run_blocking(ctx, partial(member_page, ctx, member, token, template, section, **extra))
 
 
 MAX_PAGE = 100_000

@@ -23,12 +23,10 @@ from api.routes.dashboard.common import (
     signed_in,
     when,
 )
-from services import members
+from services import member_sessions, members
 from services import orgs as organizations
-from services.context import Context
+from services.context import Context, run_blocking, utcnow
 from services.errors import Invalid, NotFound
-from store import orgs
-from store.db import run_db, utcnow
 from store.tables import Member
 
 router = APIRouter()
@@ -55,7 +53,7 @@ def _key_status(key: Any, now: datetime) -> str:
 
 async def _keys_page(ctx: Context, member: Member, token: str, **extra: Any) -> HTMLResponse:
     """``_keys_html`` in a thread (it reads the database)."""
-    return await run_db(ctx.engine, partial(_keys_html, ctx, member, token, **extra))
+    return await run_blocking(ctx, partial(_keys_html, ctx, member, token, **extra))
 
 
 def _keys_html(ctx: Context, member: Member, token: str, *, status: int = 200, **extra: Any) -> HTMLResponse:
@@ -79,8 +77,8 @@ def _keys_html(ctx: Context, member: Member, token: str, *, status: int = 200, *
         status=status,
         title="API keys · Mandatum",
         member=member,
-        org=orgs.get_organization(ctx.engine, org_of(member)),
-        csrf=members.csrf_token(ctx, token),
+        org=organizations.get_organization(ctx, org_of(member)),
+        csrf=member_sessions.csrf_token(ctx, token),
         keys=keys,
         max_days=MAX_KEY_DAYS,
         max_name=organizations.MAX_KEY_NAME,
@@ -123,7 +121,7 @@ async def create_key(
     actor = members.actor_of(member)
     create = partial(organizations.create_key, name=name, description=description)
     try:
-        issued = await run_db(services.engine, create, services, actor, org_of(member), expires)
+        issued = await run_blocking(services, create, services, actor, org_of(member), expires)
     except Invalid as exc:
         return await _keys_page(services, member, token, status=400, error=str(exc), typed=typed)
     return await _keys_page(services, member, token, issued=issued, rotated=False)
@@ -148,7 +146,7 @@ async def edit_key(
     actor, org_id = members.actor_of(member), org_of(member)
     edit = partial(organizations.describe_key, org_id=org_id)
     try:
-        await run_db(services.engine, edit, services, actor, key_id, name, description)
+        await run_blocking(services, edit, services, actor, key_id, name, description)
     except NotFound:
         return not_found("No such API key.")
     except Invalid as exc:  # the key's form shown open again, as typed
@@ -175,12 +173,12 @@ async def change_key(
     actor, org_id = members.actor_of(member), org_of(member)
     try:
         if change == "rotate":
-            issued = await run_db(services.engine, organizations.rotate_key, services, actor, key_id, org_id)
+            issued = await run_blocking(services, organizations.rotate_key, services, actor, key_id, org_id)
             return await _keys_page(services, member, token, issued=issued, rotated=True)
         if confirm != "yes":
             error = "Tick the box to confirm: a revoked key can never be used again."
             return await _keys_page(services, member, token, status=400, error=error)
-        await run_db(services.engine, organizations.revoke_key, services, actor, key_id, org_id)
+        await run_blocking(services, organizations.revoke_key, services, actor, key_id, org_id)
     except NotFound:
         return not_found("No such API key.")
     except Invalid as exc:  # a rotation of a revoked key

@@ -34,8 +34,7 @@ from core.kinds import CredentialStatus
 from services import mandates, members
 from services.context import Context
 from services.errors import Conflict, Invalid, NotFound
-from store import pdfs
-from store.revocation import CredentialFilter, CredentialRecord, ListedCredential
+from services.mandates import CredentialFilter, CredentialRecord, ListedCredential
 from store.tables import Credential, Member, Verification
 from trust.did import web_subject_did
 
@@ -283,9 +282,7 @@ async def mandate_pdf(request: Request, services: ServicesDep, credential_id: st
 
 async def _rendered(ctx: Context, record: CredentialRecord) -> bytes:
     sheet = sheet_of(ctx.settings, record, entity_of(record))
-    return await pdf.RENDERER.pdf(
-        sheet, partial(pdfs.kept_pdf, ctx.engine), partial(pdfs.keep_pdf, ctx.engine)
-    )
+    return await pdf.RENDERER.pdf(sheet, partial(mandates.kept_pdf, ctx), partial(mandates.keep_pdf, ctx))
 
 
 # --- revoking -----------------------------------------------------------------------------------

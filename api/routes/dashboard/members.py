@@ -7,9 +7,10 @@
 - ``/dashboard/account`` (every member): the second factor's state (its changes are
   ``second_factor``'s page), the member's open sessions and "end every other session".
 
-Every change goes through ``services.members`` with the member as actor, so the audit trail says
-who; ids in paths are checked against the ObjectId form before anything reads them, and a member
-of another organization is "not found" like a made-up id.
+Every change goes through ``services.members`` (a member's sessions: ``services.member_sessions``)
+with the member as actor, so the audit trail says who; ids in paths are checked against the
+ObjectId form before anything reads them, and a member of another organization is "not found" like
+a made-up id.
 """
 
 from __future__ import annotations
@@ -23,10 +24,9 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from api.deps import ServicesDep
 from api.routes.dashboard.common import ANYONE, form_by, not_found, org_of, show, signed_in, when
 from core.kinds import MemberRole
-from services import members, second_factor
-from services.context import Context
+from services import member_sessions, members, second_factor
+from services.context import Context, run_blocking
 from services.errors import Conflict, Invalid, NotFound, TooMany
-from store.db import run_db
 from store.tables import Member
 
 router = APIRouter()
@@ -67,7 +67,7 @@ def _row(m: Member, sessions: int) -> dict[str, Any]:
 async def _members_page(
     ctx: Context, member: Member, token: str, *, status: int = 200, **extra: Any
 ) -> Response:
-    rows = [_row(m, n) for m, n in await run_db(ctx.engine, members.list_members, ctx, org_of(member))]
+    rows = [_row(m, n) for m, n in await run_blocking(ctx, members.list_members, ctx, org_of(member))]
     return await show(
         ctx,
         member,
@@ -108,8 +108,8 @@ async def invite(
             services, member, token, status=400, error=f"A role is one of {', '.join(ROLES)}.", form=email
         )
     try:
-        await run_db(
-            services.engine,
+        await run_blocking(
+            services,
             members.invite_by_email,
             services,
             members.actor_of(member),
@@ -159,11 +159,11 @@ async def change_member(
         if change in ("disable", "enable"):
             members.set_disabled(services, actor, org_id, member_id, change == "disable")
             return f"{change}d"
-        members.end_sessions(services, actor, org_id, member_id)
+        member_sessions.end_sessions(services, actor, org_id, member_id)
         return "ended"
 
     try:
-        notice = await run_db(services.engine, apply)
+        notice = await run_blocking(services, apply)
     except NotFound:
         return not_found("No such member in your organization.")
     except TooMany as exc:
@@ -191,13 +191,13 @@ async def _account_page(
             {
                 "started": when(s.created_at),
                 "seen": when(s.last_seen_at),
-                "this": members.is_session(s, token),
+                "this": member_sessions.is_session(s, token),
             }
-            for s in members.sessions_of(ctx, fresh)
+            for s in member_sessions.sessions_of(ctx, fresh)
         ]
         return fresh, sessions, second_factor.codes_left(ctx, fresh)
 
-    fresh, sessions, left = await run_db(ctx.engine, read)
+    fresh, sessions, left = await run_blocking(ctx, read)
     return await show(
         ctx,
         fresh,
@@ -233,5 +233,5 @@ async def end_other_sessions(
         return found
     member, token = found
     actor, org_id = members.actor_of(member), member.organization_id
-    await run_db(services.engine, members.end_sessions, services, actor, org_id, member.id, token)
+    await run_blocking(services, member_sessions.end_sessions, services, actor, org_id, member.id, token)
     return RedirectResponse("/dashboard/account?notice=ended", status_code=303)

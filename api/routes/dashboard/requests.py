@@ -38,7 +38,7 @@ from core.kinds import RequestStatus, SecurityLevel
 from services import members, requests
 from services.context import Context
 from services.errors import NotFound, ServiceError
-from store.request_queries import RequestFilter
+from services.requests import RequestFilter
 from store.tables import Member
 
 router = APIRouter()

@@ -34,10 +34,9 @@ from api.routes.dashboard.common import (
 )
 from core.kinds import MemberRole
 from services import members, second_factor
-from services.context import Context
+from services.context import Context, run_blocking
 from services.errors import NotFound
 from services.members import MAX_PASSWORD
-from store.db import run_db
 from store.tables import Member
 
 router = APIRouter()
@@ -66,7 +65,7 @@ async def _factor_page(
             "required": second_factor.required_of(ctx, fresh),
         }
 
-    state = await run_db(ctx.engine, read)
+    state = await run_blocking(ctx, read)
     fresh = state.pop("fresh")
     return await show(
         ctx,
@@ -156,8 +155,8 @@ async def confirm_factor(
     member, token = found
     was_on = member.totp_enabled_at is not None
     try:
-        codes = await run_db(
-            services.engine, second_factor.confirm, services, member, code, client_address(request)
+        codes = await run_blocking(
+            services, second_factor.confirm, services, member, code, client_address(request)
         )
     except Exception as exc:
         return await refusal_page(exc, _again(services, member, token), UNREACHABLE)
@@ -170,7 +169,7 @@ async def confirm_factor(
 async def _turn_off_page(
     ctx: Context, owner: Member, token: str, member_id: str, *, status: int = 200, **extra: Any
 ) -> HTMLResponse:
-    target = await run_db(ctx.engine, members.member_in, ctx, owner.organization_id, member_id)
+    target = await run_blocking(ctx, members.member_in, ctx, owner.organization_id, member_id)
     return await show(
         ctx,
         owner,

@@ -25,10 +25,9 @@ from api.routes.dashboard.common import (
 from core.kinds import MemberRole
 from services import members, second_factor
 from services import orgs as organizations
-from services.context import Context
+from services.context import Context, run_blocking
 from services.errors import Invalid
-from store.db import run_db
-from store.presentations import MAX_MINUTES, MIN_MINUTES
+from services.orgs import MAX_MINUTES, MIN_MINUTES
 from store.tables import Member
 from wire import versioning
 
@@ -102,7 +101,7 @@ async def save_settings(
             organizations.set_api_version(services, actor, org_id, version)
 
     try:
-        await run_db(services.engine, save)
+        await run_blocking(services, save)
     except Invalid as exc:
         form = {"origins": origins, "minutes": minutes, "version": version}
         return await _settings_page(services, member, token, status=400, error=str(exc), form=form)

@@ -27,10 +27,8 @@ from api.routes.dashboard.common import (
 from core.ids import is_object_id
 from orchestration.temporal import temporal_unavailable
 from services import members, webhooks
-from services.context import Context
+from services.context import Context, run_blocking
 from services.errors import Conflict, Invalid, NotFound
-from store import webhooks as webhook_store
-from store.db import run_db
 from store.tables import Member
 
 router = APIRouter()
@@ -44,14 +42,14 @@ WEBHOOK_NOTICES = {
 
 async def _webhook_page(ctx: Context, member: Member, token: str, **extra: Any) -> HTMLResponse:
     """``_webhook_html`` in a thread (it reads the database)."""
-    return await run_db(ctx.engine, partial(_webhook_html, ctx, member, token, **extra))
+    return await run_blocking(ctx, partial(_webhook_html, ctx, member, token, **extra))
 
 
 def _webhook_html(
     ctx: Context, member: Member, token: str, *, status: int = 200, **extra: Any
 ) -> HTMLResponse:
     org_id = org_of(member)
-    config = webhook_store.config_row(ctx.engine, org_id)
+    config = webhooks.settings_row(ctx, org_id)
     events = [event_row(e) for e in webhooks.events(ctx, org_id, EVENTS_SHOWN)]
     return member_page(
         ctx,
@@ -90,18 +88,10 @@ async def set_webhook(
     if isinstance(found, Response):
         return found
     member, token = found
-    fresh = (
-        {
-            "signature_secret": webhook_store.new_signature_secret(),
-            "encryption_secret": webhook_store.new_encryption_secret(),
-            "salt": webhook_store.new_salt(),
-        }
-        if new_secrets == "yes"
-        else {}
-    )
+    fresh = webhooks.new_secrets() if new_secrets == "yes" else {}
     try:
-        generated = await run_db(
-            services.engine,
+        generated = await run_blocking(
+            services,
             partial(
                 webhooks.configure,
                 services,
@@ -125,7 +115,7 @@ async def send_test_event(
     if isinstance(found, Response):
         return found
     member, token = found
-    if await run_db(services.engine, webhook_store.config_row, services.engine, org_of(member)) is None:
+    if await run_blocking(services, webhooks.settings_row, services, org_of(member)) is None:
         error = "Set the webhook's URL first: the test event is sent there."
         return await _webhook_page(services, member, token, status=409, error=error)
     actor = members.actor_of(member)
@@ -161,7 +151,7 @@ async def events_page(request: Request, services: ServicesDep, requestId: str | 
     if wanted is not None and not is_object_id(wanted):
         error = "The request id is 24 lower-case hexadecimal characters."
         return await render(status=400, error=error, events=[], request_id="")
-    rows = await run_db(services.engine, webhooks.events, services, org_of(member), EVENTS_LISTED, wanted)
+    rows = await run_blocking(services, webhooks.events, services, org_of(member), EVENTS_LISTED, wanted)
     return await render(events=[event_row(e) for e in rows], request_id=wanted or "")
 
 
@@ -172,7 +162,7 @@ async def _event_page(
     ctx: Context, member: Member, token: str, event_id: str, *, status: int = 200, **extra: Any
 ) -> HTMLResponse:
     try:
-        log = await run_db(ctx.engine, webhooks.event_log, ctx, org_of(member), event_id)
+        log = await run_blocking(ctx, webhooks.event_log, ctx, org_of(member), event_id)
     except NotFound:
         return not_found("No such event.")
     attempts = [
