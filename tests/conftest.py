@@ -38,8 +38,8 @@ from core.settings import Environment, Settings
 from services.context import Context
 from store import audit, orgs
 from store.db import make_engine, migrate
-from tests.support.helpers import Credentials, SignedClient
-from tests.support.journey_helpers import TEST_OUTBOX
+from tests.support.api_client import Credentials, SignedClient
+from tests.support.journey_messages import TEST_OUTBOX
 from tests.support.workflow import start_dev_server
 from trust.did import web_organization_did
 from worker import build_worker

@@ -17,7 +17,7 @@ from policy.actions import canonical_content
 from store import actions
 from tests.conftest import new_org
 from tests.support.actions import RENT, published, spec
-from tests.support.helpers import Credentials, SignedClient, assert_error_shape, policy_request
+from tests.support.api_client import Credentials, SignedClient, assert_error_shape, policy_request
 from tests.support.openapi import Oracle
 from trust.credentials import digest_sri
 

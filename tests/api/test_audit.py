@@ -20,8 +20,8 @@ from store.audit_queries import verify_chains
 from store.db import read_session, utcnow
 from store.keys import did_resolver
 from store.tables import AuditRecord, Presentation, Verification
-from tests.support.audit_helpers import chain, issued_mandate, new_request
-from tests.support.helpers import SignedClient, assert_error_shape
+from tests.support.api_client import SignedClient, assert_error_shape
+from tests.support.audit import chain, issued_mandate, new_request
 from trust.did import web_service_did
 from trust.eddsa_jcs import verify_document
 

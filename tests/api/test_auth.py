@@ -23,7 +23,7 @@ from store import orgs
 from store.db import utcnow
 from store.tables import ApiKey
 from tests.conftest import new_org
-from tests.support.helpers import (
+from tests.support.api_client import (
     Credentials,
     SignedClient,
     assert_error_shape,

@@ -24,8 +24,8 @@ from services import verification
 from store import actions
 from store.db import utcnow, write_session
 from store.tables import ActionVersion
-from tests.support.audit_helpers import chain
-from tests.support.helpers import SignedClient, assert_error_shape, policy_request
+from tests.support.api_client import SignedClient, assert_error_shape, policy_request
+from tests.support.audit import chain
 from tests.support.presentations import GOOD, checked, new_vp, verify
 from trust.credentials import digest_sri
 

@@ -23,9 +23,9 @@ from services.context import Context
 from store import actions as store
 from tests.conftest import new_org
 from tests.support.action_editor import create, problems_of, results_of
-from tests.support.audit_helpers import changes, issued_mandate, new_request
+from tests.support.api_client import Credentials
+from tests.support.audit import changes, issued_mandate, new_request
 from tests.support.dashboard import log_in_as, page_client
-from tests.support.helpers import Credentials
 
 pytestmark = pytest.mark.usefixtures("no_server_errors")
 STALE = "This form has expired or did not come from the dashboard: reload the page."

@@ -33,8 +33,8 @@ from services.context import Context
 from services.errors import Unavailable
 from store import actions as store
 from tests.support.action_editor import create, problems_of, results_of
+from tests.support.api_client import Credentials
 from tests.support.dashboard import log_in_as, page_client
-from tests.support.helpers import Credentials
 
 pytestmark = pytest.mark.usefixtures("no_server_errors")
 QUADRATIC = "executionParams.items.all(x, executionParams.items.exists_one(y, y == x))"

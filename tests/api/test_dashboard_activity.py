@@ -18,9 +18,9 @@ from services import orgs as organizations
 from services.context import Context
 from store.tables import AuditRecord
 from tests.conftest import new_org
-from tests.support.audit_helpers import chain, tamper
+from tests.support.api_client import Credentials
+from tests.support.audit import chain, tamper
 from tests.support.dashboard import log_in_as, page_client
-from tests.support.helpers import Credentials
 
 
 def _rows(page: str) -> list[tuple[str, str, str]]:

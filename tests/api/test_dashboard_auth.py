@@ -20,8 +20,8 @@ from orchestration.delivery import outbox_of
 from services.context import Context
 from store.db import write_session
 from store.tables import MemberSession
+from tests.support.api_client import Credentials
 from tests.support.dashboard import PASSWORD, csrf_of, invitation, page_client
-from tests.support.helpers import Credentials
 
 
 @pytest_asyncio.fixture

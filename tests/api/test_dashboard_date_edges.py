@@ -13,8 +13,8 @@ from fastapi import FastAPI
 
 from core.kinds import MemberRole
 from services.context import Context
+from tests.support.api_client import Credentials
 from tests.support.dashboard import log_in_as, page_client
-from tests.support.helpers import Credentials
 
 pytestmark = pytest.mark.usefixtures("no_server_errors")
 

@@ -27,9 +27,9 @@ from services.errors import Conflict
 from store import audit
 from store import webhooks as store
 from tests.conftest import new_org
-from tests.support.audit_helpers import chain
+from tests.support.api_client import Credentials
+from tests.support.audit import chain
 from tests.support.dashboard import log_in_as, page_client
-from tests.support.helpers import Credentials
 from tests.support.webhook_receiver import receiving
 
 pytestmark = pytest.mark.usefixtures("no_server_errors")

@@ -20,8 +20,8 @@ from core.settings import Settings
 from orchestration.delivery import outbox_of
 from services.context import Context
 from tests.conftest import new_org
+from tests.support.api_client import Credentials
 from tests.support.dashboard import PASSWORD, invitation, log_in_as, page_client
-from tests.support.helpers import Credentials
 
 LINK_RE = re.compile(r"https?://\S+/dashboard/set-password/[A-Za-z0-9_-]+")
 

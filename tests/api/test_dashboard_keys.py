@@ -25,9 +25,9 @@ from services import orgs as organizations
 from services import webhooks
 from services.context import Context
 from tests.conftest import new_org
-from tests.support.audit_helpers import chain
+from tests.support.api_client import Credentials, SignedClient
+from tests.support.audit import chain
 from tests.support.dashboard import log_in_as, page_client
-from tests.support.helpers import Credentials, SignedClient
 
 
 def _shown(page: str, element: str) -> str:

@@ -23,8 +23,8 @@ from fastapi import FastAPI
 from api.app import create_app
 from core.settings import Settings
 from services.context import Context
+from tests.support.api_client import Credentials
 from tests.support.dashboard import PASSWORD, invitation, page_client
-from tests.support.helpers import Credentials
 
 WRONG = PASSWORD + " not"
 NONCE_RE = re.compile(r'nonce="[^"]*"')

@@ -30,11 +30,11 @@ from services import mandates
 from services.context import Context
 from store import audit
 from tests.conftest import new_org
-from tests.support.audit_helpers import chain, issued_mandate, new_request
+from tests.support.api_client import Credentials, SignedClient
+from tests.support.audit import chain, issued_mandate, new_request
 from tests.support.dashboard import log_in_as, page_client
 from tests.support.documents import LEASE, pdf_text
-from tests.support.helpers import Credentials, SignedClient
-from tests.support.mandate_helpers import issued_mandate as accepted_over_the_api
+from tests.support.mandates import issued_mandate as accepted_over_the_api
 from tests.support.presentations import GOOD, checked, presented, verify
 
 pytestmark = pytest.mark.usefixtures("no_server_errors")

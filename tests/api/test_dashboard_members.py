@@ -25,9 +25,9 @@ from store import members as member_store
 from store.db import utcnow, write_session
 from store.tables import AuditRecord, Member, MemberSession, MemberToken
 from tests.conftest import new_org
-from tests.support.audit_helpers import chain
+from tests.support.api_client import Credentials
+from tests.support.audit import chain
 from tests.support.dashboard import PASSWORD, log_in_as, page_client
-from tests.support.helpers import Credentials
 from tests.support.second_factor import factor_on_by_pages, fresh_code
 
 LINK_RE = re.compile(r"https?://\S+/dashboard/set-password/([A-Za-z0-9_-]+)")

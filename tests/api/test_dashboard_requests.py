@@ -25,10 +25,10 @@ from core.settings import Settings
 from services.context import Context
 from store import audit
 from tests.conftest import new_org
-from tests.support.audit_helpers import chain
+from tests.support.api_client import Credentials, SignedClient
+from tests.support.audit import chain
 from tests.support.dashboard import log_in_as, page_client
-from tests.support.helpers import Credentials, SignedClient
-from tests.support.journey_helpers import message_for
+from tests.support.journey_messages import message_for
 from tests.support.operators import create_request, ts_app
 from tests.support.workflow import executor, ts_queue  # noqa: F401 (fixtures)
 

@@ -28,9 +28,9 @@ from services.context import Context
 from store import audit
 from store import members as member_store
 from store.tables import Member
-from tests.support.audit_helpers import chain
+from tests.support.api_client import Credentials
+from tests.support.audit import chain
 from tests.support.dashboard import PASSWORD, client_address, csrf_of, log_in_as, page_client
-from tests.support.helpers import Credentials
 from tests.support.second_factor import CODES_RE, ENROL, SECRET_RE, factor_on_by_pages, fresh_code
 
 RESET_RE = re.compile(r"https?://\S+(/dashboard/reset-password/[A-Za-z0-9_-]+)")

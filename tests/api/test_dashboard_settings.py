@@ -12,9 +12,9 @@ from sqlalchemy import Engine
 from core.kinds import MemberRole
 from services.context import Context
 from store import audit, orgs
-from tests.support.audit_helpers import chain
+from tests.support.api_client import Credentials
+from tests.support.audit import chain
 from tests.support.dashboard import log_in_as, page_client
-from tests.support.helpers import Credentials
 from wire.versioning import VERSIONS
 
 

@@ -24,8 +24,8 @@ from services import audit as audit_service
 from services import passwords
 from services.context import Context
 from store import audit
+from tests.support.api_client import Credentials
 from tests.support.dashboard import PASSWORD, invitation, log_in_as, page_client
-from tests.support.helpers import Credentials
 from tests.support.loop_probe import loop_probe
 
 

@@ -27,9 +27,9 @@ from store import orgs
 from store import webhooks as webhook_store
 from store.tables import ActionVersion, Credential
 from tests.support.actions import RENT, published
-from tests.support.audit_helpers import issued_mandate
+from tests.support.api_client import Credentials
+from tests.support.audit import issued_mandate
 from tests.support.dashboard import log_in_as, page_client
-from tests.support.helpers import Credentials
 
 pytestmark = pytest.mark.usefixtures("no_server_errors")
 

@@ -19,9 +19,9 @@ from core.secretbox import SecretCipher
 from core.settings import Settings
 from services.context import Context
 from store import webhooks as store
-from tests.support.audit_helpers import changes
+from tests.support.api_client import Credentials
+from tests.support.audit import changes
 from tests.support.dashboard import log_in_as, page_client
-from tests.support.helpers import Credentials
 from tests.support.webhook_receiver import receiving
 
 SECRET_NAMES = ("signature-secret", "encryption-secret", "salt")

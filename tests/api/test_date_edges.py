@@ -21,7 +21,7 @@ from sqlalchemy import Engine, func, select
 from sqlmodel import col
 
 from store.tables import CredentialRequest
-from tests.support.helpers import SignedClient, assert_error_shape, policy_request
+from tests.support.api_client import SignedClient, assert_error_shape, policy_request
 from wire.versioning import VERSIONS
 
 pytestmark = pytest.mark.usefixtures("worker", "no_server_errors")

@@ -13,9 +13,9 @@ from temporalio.client import Client
 from api.app import create_app
 from core.settings import Environment, Settings
 from orchestration.delivery import Message, outbox_of
+from tests.support.api_client import SignedClient, policy_request
 from tests.support.development import development_client
-from tests.support.helpers import SignedClient, policy_request
-from tests.support.journey_helpers import message_for
+from tests.support.journey_messages import message_for
 
 DEV_PATHS = ("/dev/outbox", "/dev/outbox.json", "/dev/kyc/00000000-0000-4000-8000-000000000000")
 

@@ -17,7 +17,7 @@ from api.errors import ApiError, describe_validation_error, error_body
 from core.secretbox import SecretCipher
 from core.settings import Settings
 from tests.conftest import new_org
-from tests.support.helpers import Credentials, SignedClient, assert_error_shape, policy_request
+from tests.support.api_client import Credentials, SignedClient, assert_error_shape, policy_request
 
 MIB = 1024 * 1024
 

@@ -16,9 +16,9 @@ from core.settings import Settings
 from store.keys import did_resolver
 from store.orgs import get_organization
 from tests.conftest import new_org
+from tests.support.api_client import SignedClient, assert_error_shape
 from tests.support.documents import LEASE, SECRET, pdf_text
-from tests.support.helpers import SignedClient, assert_error_shape
-from tests.support.mandate_helpers import accept_all, create_request
+from tests.support.mandates import accept_all, create_request
 from trust.credentials import verify_document_credential
 from trust.did import web_service_did
 

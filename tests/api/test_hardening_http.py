@@ -22,8 +22,8 @@ from cli.stack import Stack, api_command, child_env
 from core.settings import Environment, Settings
 from store.db import migrate
 from tests.conftest import MASTER_KEY
+from tests.support.api_client import SignedClient
 from tests.support.cli import run_cli
-from tests.support.helpers import SignedClient
 from tests.support.live_stack import free_port
 
 PROJECT = Path(__file__).resolve().parents[2]

@@ -24,7 +24,7 @@ from core.settings import Settings
 from store.db import utcnow, write_session
 from store.tables import CredentialRequest, IdempotencyRecord
 from tests.conftest import new_org
-from tests.support.helpers import SignedClient, assert_error_shape, policy_request
+from tests.support.api_client import SignedClient, assert_error_shape, policy_request
 
 _last_ts = 0
 

@@ -22,7 +22,7 @@ from core.settings import Settings
 from store import keys
 from store.db import utcnow, write_session
 from store.tables import Subject
-from tests.support.helpers import Credentials, assert_error_shape
+from tests.support.api_client import Credentials, assert_error_shape
 from trust.context import CONTEXT_PATH, context_document
 from trust.did import DID_CONTEXT, MULTIKEY_CONTEXT, web_subject_did
 

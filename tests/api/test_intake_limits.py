@@ -14,8 +14,8 @@ from temporalio.client import Client
 
 from orchestration.delivery import Outbox
 from store.tables import CredentialRequest
-from tests.support.helpers import SignedClient, assert_error_shape, policy_request
-from tests.support.journey_helpers import TEST_OUTBOX
+from tests.support.api_client import SignedClient, assert_error_shape, policy_request
+from tests.support.journey_messages import TEST_OUTBOX
 
 pytestmark = pytest.mark.usefixtures("worker", "no_server_errors")
 

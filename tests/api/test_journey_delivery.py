@@ -15,8 +15,8 @@ from store import orgs
 from store import otp as otp_store
 from store.db import read_session
 from store.tables import WebhookEvent
-from tests.support.helpers import assert_error_shape, policy_request
-from tests.support.journey_helpers import code_in
+from tests.support.api_client import assert_error_shape, policy_request
+from tests.support.journey_messages import code_in
 from tests.support.live_stack import LiveStack, SmsProvider
 from tests.support.smtp_server import text_of
 

@@ -33,9 +33,9 @@ from store import audit
 from store import kyc as kyc_store
 from store.db import read_session
 from store.tables import AuditRecord, KycCheck, Subject, WebhookEvent
+from tests.support.api_client import SignedClient, assert_error_shape, policy_request
 from tests.support.development import development_client
-from tests.support.helpers import SignedClient, assert_error_shape, policy_request
-from tests.support.journey_helpers import LINK_RE, SESSION_RE, code_in, message_for
+from tests.support.journey_messages import LINK_RE, SESSION_RE, code_in, message_for
 from tests.support.workflow import refused
 from workflows.ids import (
     SA_EVENT_TYPE,

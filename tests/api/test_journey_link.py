@@ -9,9 +9,9 @@ import httpx
 from sqlalchemy import Engine
 
 from store import orgs
+from tests.support.api_client import SignedClient, assert_error_shape, policy_request
 from tests.support.documents import LEASE, SECRET
-from tests.support.helpers import SignedClient, assert_error_shape, policy_request
-from tests.support.journey_helpers import _spellings_of, message_for
+from tests.support.journey_messages import _spellings_of, message_for
 
 
 async def test_the_link_is_the_one_in_the_message(

@@ -17,10 +17,10 @@ from core.origins import BadOrigin, check_url
 from store import orgs
 from store.db import write_session
 from store.tables import CredentialRequest, Organization
+from tests.support.api_client import SignedClient, assert_error_shape, policy_request
 from tests.support.cli import Cli, cli  # noqa: F401 (the fixture)
 from tests.support.documents import LEASE, SECRET
-from tests.support.helpers import SignedClient, assert_error_shape, policy_request
-from tests.support.journey_helpers import code_in, message_for
+from tests.support.journey_messages import code_in, message_for
 
 HOSTILE_ORIGINS = [
     "https://*",

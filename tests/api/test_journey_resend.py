@@ -10,8 +10,8 @@ from typing import Any
 from temporalio.testing import WorkflowEnvironment
 
 from orchestration.temporal import request_handle
-from tests.support.helpers import SignedClient, assert_error_shape, policy_request
-from tests.support.journey_helpers import code_in, journey_secrets, message_for
+from tests.support.api_client import SignedClient, assert_error_shape, policy_request
+from tests.support.journey_messages import code_in, journey_secrets, message_for
 from tests.support.workflow import executor, sends_returned, ts_queue  # noqa: F401 (fixtures)
 from workflows.messages import RequestStatusView, SubjectProgressView, VerifyOtpInput, VerifyOtpResult
 

@@ -12,8 +12,8 @@ import pytest
 from sqlalchemy import text
 
 from orchestration.temporal import request_handle
-from tests.support.helpers import policy_request
-from tests.support.journey_helpers import LINK_RE, SESSION_RE, code_in
+from tests.support.api_client import policy_request
+from tests.support.journey_messages import LINK_RE, SESSION_RE, code_in
 from tests.support.live_stack import LiveStack
 from tests.support.smtp_server import text_of
 

@@ -14,7 +14,7 @@ from core.otp import SESSION_LIFETIME_SECONDS, JourneySecrets, mask_contact
 from core.settings import Settings
 from orchestration.delivery import Message, Outbox, Undeliverable, transport_for
 from store.orgs import check_frame_origin
-from tests.support.journey_helpers import _spellings_of
+from tests.support.journey_messages import _spellings_of
 
 SECRETS = JourneySecrets(b"k" * 32)
 REQUEST, SUBJECT = "6b03d9f084ec72fed9b96715", "4e487b20-6a5a-4e0d-9d73-c172efcb2ce9"

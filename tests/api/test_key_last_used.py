@@ -23,8 +23,8 @@ from core.settings import Settings
 from store import orgs
 from store.db import write_connection
 from store.tables import ApiKey
+from tests.support.api_client import Credentials, SignedClient
 from tests.support.dashboard import page_client
-from tests.support.helpers import Credentials, SignedClient
 
 T0 = datetime(2026, 11, 24, 18, 41, 37, 250_000, tzinfo=UTC)
 MINUTE = datetime(2026, 11, 24, 18, 41, tzinfo=UTC)

@@ -12,7 +12,7 @@ from api.app import create_app
 from core.secretbox import SecretCipher
 from core.settings import Settings
 from tests.conftest import new_org
-from tests.support.helpers import Credentials, SignedClient, assert_error_shape
+from tests.support.api_client import Credentials, SignedClient, assert_error_shape
 from wire import versioning
 
 

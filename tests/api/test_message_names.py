@@ -12,8 +12,8 @@ from activities.journey import code_message
 from core.secretbox import SecretCipher
 from core.settings import Settings
 from store import orgs
-from tests.support.helpers import Credentials, SignedClient, assert_error_shape, policy_request
-from tests.support.journey_helpers import message_for
+from tests.support.api_client import Credentials, SignedClient, assert_error_shape, policy_request
+from tests.support.journey_messages import message_for
 from tests.support.workflow import subject_uuid
 from trust.did import web_organization_did
 

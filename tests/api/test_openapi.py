@@ -14,7 +14,7 @@ from openapi_spec_validator import validate
 from api.auth import PUBLIC_PREFIXES
 from services.verification import MESSAGES
 from store.actions import is_action_urn, is_version_urn
-from tests.support.helpers import SignedClient, policy_request
+from tests.support.api_client import SignedClient, policy_request
 from tests.support.openapi import Oracle
 from trust.context import RECEIPT_TYPES
 from wire import versioning

@@ -26,7 +26,7 @@ from api.signing import sign
 from core.settings import Settings
 from orchestration.temporal import request_handle
 from store.keys import did_resolver
-from tests.support.helpers import Credentials, policy_request
+from tests.support.api_client import Credentials, policy_request
 from tests.support.presentations import GOOD
 from tests.support.workflow import decide, subject_uuid
 from trust.did import web_service_did

@@ -13,9 +13,9 @@ import pytest
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
-from tests.support.helpers import Credentials, SignedClient, policy_request
-from tests.support.journey_helpers import message_for
-from tests.support.mandate_helpers import accept_all
+from tests.support.api_client import Credentials, SignedClient, policy_request
+from tests.support.journey_messages import message_for
+from tests.support.mandates import accept_all
 from tests.support.openapi import Oracle, Recorder
 from tests.support.presentations import GOOD
 from tests.support.workflow import executor, ts_queue  # noqa: F401 (fixtures)

@@ -38,7 +38,7 @@ from api.app import create_app
 from api.auth import PUBLIC_PREFIXES
 from api.signing import sign
 from core.settings import Settings
-from tests.support.helpers import Credentials
+from tests.support.api_client import Credentials
 from wire import versioning
 
 MAX_EXAMPLES = 15  # per operation and mode: about 20 s per database on two cores

@@ -17,7 +17,7 @@ import pytest
 from fastapi import FastAPI
 
 from core.secretbox import SecretCipher
-from tests.support.helpers import Credentials
+from tests.support.api_client import Credentials
 from tests.support.live_stack import LiveStack
 from tests.support.openapi import Oracle, write_examples
 from tests.support.sdk import (
@@ -30,8 +30,8 @@ from tests.support.sdk import (
     until,
     wait_for_event,
 )
-from tests.support.webhook_helpers import configure, create_test_event, deliver
 from tests.support.webhook_receiver import Delivery, Receiver, receiving
+from tests.support.webhooks import configure, create_test_event, deliver
 from wire import versioning
 from wire.webhook_models import EVENTS, OTP_FAILURES
 

@@ -28,9 +28,9 @@ from services.errors import Forbidden
 from store.db import write_session
 from store.tables import Subject
 from tests.conftest import new_org
+from tests.support.api_client import Credentials
 from tests.support.dashboard import log_in_as, page_client
-from tests.support.helpers import Credentials
-from tests.support.journey_helpers import code_in, journey_secrets, message_for
+from tests.support.journey_messages import code_in, journey_secrets, message_for
 from tests.support.operators import api_of, create_request, log_in_as_staff, ts_app
 from tests.support.presentations import GOOD, presented, verify
 from tests.support.workflow import decide, executor, subject_uuid, ts_queue  # noqa: F401 (fixtures)

@@ -24,10 +24,10 @@ from services import webhooks
 from services.context import Context
 from store import audit
 from store import webhooks as webhook_store
-from tests.support.audit_helpers import chain
+from tests.support.api_client import Credentials
+from tests.support.audit import chain
 from tests.support.dashboard import page_client
-from tests.support.helpers import Credentials
-from tests.support.journey_helpers import message_for
+from tests.support.journey_messages import message_for
 from tests.support.operators import create_request, log_in_as_staff, ts_app
 from tests.support.webhook_receiver import ENCRYPTION_SECRET, SALT, SIGNATURE_SECRET, receiving
 from tests.support.workflow import decide, executor, subject_uuid, ts_queue  # noqa: F401 (fixtures)

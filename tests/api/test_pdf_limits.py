@@ -24,9 +24,9 @@ from core.settings import Settings
 from store.pdfs import kept_pdf
 from store.tables import CredentialPdf
 from tests.conftest import new_org
+from tests.support.api_client import SignedClient, assert_error_shape, policy_request
 from tests.support.documents import LEASE, pdf_text
-from tests.support.helpers import SignedClient, assert_error_shape, policy_request
-from tests.support.mandate_helpers import accept_all, create_request
+from tests.support.mandates import accept_all, create_request
 
 pytestmark = pytest.mark.usefixtures("worker", "no_server_errors")
 

@@ -19,9 +19,9 @@ from store.db import read_session
 from store.keys import did_resolver
 from store.tables import Presentation
 from tests.conftest import new_org
-from tests.support.audit_helpers import chain
-from tests.support.helpers import SignedClient, assert_error_shape
-from tests.support.mandate_helpers import issued_mandate
+from tests.support.api_client import SignedClient, assert_error_shape
+from tests.support.audit import chain
+from tests.support.mandates import issued_mandate
 from tests.support.presentations import path_of, present, presented, revoke_in_db
 from trust import credentials as vc
 from trust.did import web_service_did

@@ -17,7 +17,7 @@ from sqlalchemy import Engine
 from core.secretbox import SecretCipher
 from core.settings import Settings
 from tests.conftest import new_org
-from tests.support.helpers import SignedClient, assert_error_shape, policy_request
+from tests.support.api_client import SignedClient, assert_error_shape, policy_request
 
 HOST = "mandatum.test"
 OBJECT_ID = re.compile(r"^[0-9a-f]{24}$")

@@ -23,8 +23,8 @@ from store.db import read_session
 from store.keys import did_resolver
 from store.tables import Credential
 from tests.conftest import new_org
-from tests.support.helpers import SignedClient, assert_error_shape
-from tests.support.mandate_helpers import create_request, issued_mandate
+from tests.support.api_client import SignedClient, assert_error_shape
+from tests.support.mandates import create_request, issued_mandate
 from trust.credentials import verify_document_credential, verify_mandate
 from trust.did import web_service_did
 from trust.receipts import verify_receipt

@@ -18,9 +18,9 @@ from core.secretbox import SecretCipher
 from core.settings import Settings
 from store.tables import AuditRecord
 from tests.conftest import new_org
-from tests.support.audit_helpers import tamper
-from tests.support.helpers import SignedClient, assert_error_shape, policy_request
-from tests.support.mandate_helpers import issued_mandate
+from tests.support.api_client import SignedClient, assert_error_shape, policy_request
+from tests.support.audit import tamper
+from tests.support.mandates import issued_mandate
 from tests.support.presentations import presented, verify
 from trust.did import web_organization_did
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.support.helpers import SignedClient, assert_error_shape, policy_request
+from tests.support.api_client import SignedClient, assert_error_shape, policy_request
 
 
 async def test_create_list_get_cancel(api: SignedClient) -> None:

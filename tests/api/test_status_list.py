@@ -19,8 +19,8 @@ from sqlmodel import col, select
 from store.db import read_session
 from store.keys import did_resolver
 from store.tables import Credential
-from tests.support.helpers import SignedClient, assert_error_shape
-from tests.support.mandate_helpers import issued_mandate
+from tests.support.api_client import SignedClient, assert_error_shape
+from tests.support.mandates import issued_mandate
 from trust import status_list as bsl
 from trust.context import context_url, contexts
 from trust.credentials import to_standard

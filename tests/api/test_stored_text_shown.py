@@ -33,10 +33,10 @@ from services.context import Context
 from store import pdfs
 from store.db import write_session
 from store.tables import Credential
+from tests.support.api_client import Credentials, SignedClient, policy_request
 from tests.support.dashboard import log_in_as, page_client
 from tests.support.documents import LEASE, pdf_text
-from tests.support.helpers import Credentials, SignedClient, policy_request
-from tests.support.mandate_helpers import issued_mandate
+from tests.support.mandates import issued_mandate
 from tests.support.operators import log_in_as_staff
 from tests.support.presentations import presented, verify
 

@@ -19,8 +19,8 @@ from sqlmodel import col
 from core.secretbox import SecretCipher
 from core.settings import Settings
 from store.tables import AuditRecord, Credential, CredentialRequest
-from tests.support.audit_helpers import issued_mandate
-from tests.support.helpers import SignedClient, assert_error_shape, policy_request
+from tests.support.api_client import SignedClient, assert_error_shape, policy_request
+from tests.support.audit import issued_mandate
 from wire.versioning import VERSIONS
 
 pytestmark = pytest.mark.usefixtures("worker", "no_server_errors")

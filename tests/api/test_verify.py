@@ -14,7 +14,7 @@ from core.settings import Settings
 from store import actions
 from store.db import read_session
 from store.tables import Presentation, Verification
-from tests.support.helpers import SignedClient, assert_error_shape, policy_request
+from tests.support.api_client import SignedClient, assert_error_shape, policy_request
 from tests.support.presentations import GOOD, checked, new_vp, stored, verify
 
 pytestmark = pytest.mark.usefixtures("worker", "no_server_errors")
@@ -225,7 +225,7 @@ async def test_a_replayed_verification_is_refused_and_writes_nothing(
     """The verify route records its signature in the verification's own transaction
     (api.auth.DEFERRED_SIGNATURE): the same signed request sent again is 401, with no second
     verification and no audit record."""
-    from tests.support.audit_helpers import chain
+    from tests.support.audit import chain
 
     _, vp = await new_vp(api, temporal)
     raw = json.dumps({"presentation": vp, "executionParams": GOOD}, separators=(",", ":")).encode()

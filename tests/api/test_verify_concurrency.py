@@ -22,7 +22,7 @@ from store import verifications as stored_verifications
 from store.db import read_session
 from store.keys import did_resolver
 from store.tables import Presentation, Verification
-from tests.support.helpers import SignedClient
+from tests.support.api_client import SignedClient
 from tests.support.presentations import GOOD, checked, new_vp, verify
 from trust.did import web_service_did
 from trust.receipts import verify_receipt

@@ -18,8 +18,8 @@ from store import keys
 from store.db import read_session, utcnow
 from store.tables import Presentation
 from tests.conftest import new_org
-from tests.support.audit_helpers import chain
-from tests.support.helpers import SignedClient
+from tests.support.api_client import SignedClient
+from tests.support.audit import chain
 from tests.support.presentations import GOOD, checked, new_vp, revoke_in_db, stored, verify
 from trust import credentials as vc
 from trust.did import key_id

@@ -13,7 +13,7 @@ from core.settings import Settings
 from store import orgs
 from store.tables import Organization
 from tests.conftest import new_org
-from tests.support.helpers import Credentials, SignedClient, assert_error_shape, policy_request
+from tests.support.api_client import Credentials, SignedClient, assert_error_shape, policy_request
 from wire import versioning
 from wire.versioning import VersionChange
 

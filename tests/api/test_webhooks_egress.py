@@ -32,9 +32,9 @@ from core.egress import EgressPolicy, describe_failure, pinned_request, post_pin
 from core.secretbox import SecretCipher
 from core.settings import Environment, Settings
 from store import webhooks as store
-from tests.support.helpers import Credentials
-from tests.support.webhook_helpers import LOCAL, create_test_event
+from tests.support.api_client import Credentials
 from tests.support.webhook_receiver import ENCRYPTION_SECRET, SALT, SIGNATURE_SECRET, receiving
+from tests.support.webhooks import LOCAL, create_test_event
 from workflows.webhook_messages import DeliverWebhookInput
 
 PUBLIC = "93.184.215.14"  # a global address (never connected to here)

@@ -13,9 +13,9 @@ from playwright.async_api import Page, expect
 from core.actors import Actor
 from services import orgs as organizations
 from tests.support.a11y import assert_accessible
+from tests.support.api_client import Credentials, assert_error_shape, policy_request
 from tests.support.dashboard import PASSWORD
 from tests.support.dashboard_browser import fits, invite, live_context, log_in_by_keyboard, shot
-from tests.support.helpers import Credentials, assert_error_shape, policy_request
 from tests.support.live_stack import LiveStack
 from tests.support.webhook_receiver import receiving
 

@@ -13,9 +13,9 @@ from playwright.async_api import Page, expect
 from core.kinds import MemberRole
 from store import audit
 from tests.support.a11y import assert_accessible
-from tests.support.audit_helpers import chain, issued_mandate
+from tests.support.api_client import Credentials
+from tests.support.audit import chain, issued_mandate
 from tests.support.dashboard_browser import fits, live_context, set_password_and_log_in, shot
-from tests.support.helpers import Credentials
 from tests.support.live_stack import LiveStack
 from tests.support.presentations import GOOD, presented, verify
 

@@ -17,7 +17,7 @@ from core.kinds import MemberRole
 from store import audit
 from store.db import utcnow
 from tests.support.a11y import assert_accessible
-from tests.support.audit_helpers import chain
+from tests.support.audit import chain
 from tests.support.dashboard import PASSWORD
 from tests.support.dashboard_browser import fits, log_in_by_keyboard, set_password_and_log_in, shot
 from tests.support.live_stack import LiveStack

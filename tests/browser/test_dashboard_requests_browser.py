@@ -15,9 +15,9 @@ from playwright.async_api import Page, expect
 
 from core.kinds import MemberRole
 from tests.support.a11y import assert_accessible
-from tests.support.audit_helpers import chain
+from tests.support.api_client import policy_request
+from tests.support.audit import chain
 from tests.support.dashboard_browser import fits, set_password_and_log_in, shot
-from tests.support.helpers import policy_request
 from tests.support.live_stack import LiveStack
 
 

@@ -21,9 +21,9 @@ from store import orgs
 from store.audit import OTP_LOCKED
 from store.db import read_session
 from store.tables import AuditRecord, Decision, WebhookEvent
-from tests.support.helpers import policy_request
+from tests.support.api_client import policy_request
 from tests.support.journey_fixtures import CHROMIUM
-from tests.support.journey_helpers import LINK_RE, code_in
+from tests.support.journey_messages import LINK_RE, code_in
 from tests.support.live_stack import LiveStack, free_port
 from tests.support.smtp_server import text_of
 

@@ -14,10 +14,10 @@ from playwright.async_api import Page, expect
 from core.actors import Actor
 from services import staff
 from tests.support.a11y import assert_accessible
-from tests.support.audit_helpers import chain
+from tests.support.api_client import policy_request
+from tests.support.audit import chain
 from tests.support.dashboard import PASSWORD
 from tests.support.dashboard_browser import fits, live_context, log_in_by_keyboard, shot
-from tests.support.helpers import policy_request
 from tests.support.live_stack import LiveStack
 
 

@@ -16,7 +16,7 @@ from store import audit
 from store.audit_queries import verify_chains
 from store.db import write_connection
 from tests.conftest import MASTER_KEY, new_org
-from tests.support.audit_helpers import new_request
+from tests.support.audit import new_request
 from tests.support.cli import run_cli
 from trust.did import web_service_did
 from trust.keys import Ed25519KeyPair

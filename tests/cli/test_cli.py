@@ -15,8 +15,8 @@ from temporalio.client import Client
 
 from api.app import create_app
 from core.settings import Environment, Settings
+from tests.support.api_client import Credentials, SignedClient, assert_error_shape
 from tests.support.cli import ENTRY_POINT, MASTER_KEY, PUBLIC_URL, Cli, cli_env
-from tests.support.helpers import Credentials, SignedClient, assert_error_shape
 
 DID_PREFIX = "did:web:cli.mandatum.test%3A8443:orgs:"
 

@@ -25,10 +25,10 @@ from store import members as member_store
 from store.db import utcnow
 from store.tables import Member
 from tests.conftest import MASTER_KEY
-from tests.support.audit_helpers import chain
+from tests.support.api_client import Credentials
+from tests.support.audit import chain
 from tests.support.cli import clean_env, run_cli
 from tests.support.dashboard import PASSWORD, client_address
-from tests.support.helpers import Credentials
 from tests.support.second_factor import factor_on
 
 OPERATOR = "operator:desk-olga"  # LOGNAME of the commands run here

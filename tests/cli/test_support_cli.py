@@ -34,10 +34,10 @@ from store import webhooks as webhook_store
 from store.db import utcnow
 from store.tables import AuditRecord, WebhookEvent
 from tests.conftest import MASTER_KEY, new_org
-from tests.support.audit_helpers import chain, issued_mandate
+from tests.support.api_client import policy_request
+from tests.support.audit import chain, issued_mandate
 from tests.support.cli import clean_env, run_cli
-from tests.support.helpers import policy_request
-from tests.support.journey_helpers import journey_secrets, message_for
+from tests.support.journey_messages import journey_secrets, message_for
 from tests.support.workflow import executor, insert_request, ts_queue  # noqa: F401 (fixtures)
 from wire.models import CreateRequestIn
 

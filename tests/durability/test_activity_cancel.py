@@ -29,7 +29,7 @@ from services import webhooks
 from services.context import Context
 from store import webhooks as store
 from store.tables import WebhookEvent
-from tests.support.helpers import Credentials
+from tests.support.api_client import Credentials
 from worker import worker_activities
 from workflows.webhook_messages import RecordWebhookFailureInput
 

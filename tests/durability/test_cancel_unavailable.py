@@ -14,7 +14,7 @@ from core.secretbox import SecretCipher
 from core.settings import Settings
 from orchestration import updates
 from tests.conftest import new_org
-from tests.support.helpers import SignedClient, assert_error_shape, policy_request
+from tests.support.api_client import SignedClient, assert_error_shape, policy_request
 
 
 async def test_cancel_without_worker_is_503_and_changes_nothing(

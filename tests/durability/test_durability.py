@@ -27,8 +27,8 @@ from temporalio.service import RPCError, RPCStatusCode
 from orchestration.temporal import reconcile_once, request_handle
 from store import request_queries as queries
 from store import requests as store
+from tests.support.api_client import Credentials, SignedClient, policy_request
 from tests.support.durability import MASTER_KEY, ROOT, Stack, WorkerProcess
-from tests.support.helpers import Credentials, SignedClient, policy_request
 from tests.support.workflow import cancel, db_request, insert_request, result_of, status_of
 from worker import build_worker
 from workflows.ids import SA_INTERNAL_ID, SA_ORGANIZATION, SA_SECURITY_LEVEL, SA_STATUS, request_workflow_id

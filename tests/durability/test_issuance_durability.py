@@ -33,6 +33,7 @@ from store import actions, keys
 from store import requests as store
 from store.db import read_session
 from store.tables import Credential, Decision
+from tests.support.api_client import Credentials
 from tests.support.durability import (
     MASTER_KEY,
     IssuingWorker,
@@ -41,8 +42,7 @@ from tests.support.durability import (
     retry_now,
     worker_settings,
 )
-from tests.support.helpers import Credentials
-from tests.support.journey_helpers import journey_secrets
+from tests.support.journey_messages import journey_secrets
 from tests.support.workflow import (
     Gate,
     activities_with,

@@ -26,9 +26,9 @@ from core.settings import Settings
 from orchestration.temporal import connect_with_backoff
 from store import request_queries as queries
 from tests.conftest import new_org
-from tests.support.audit_helpers import issued_mandate
-from tests.support.helpers import SignedClient, assert_error_shape, policy_request
-from tests.support.journey_helpers import journey_secrets
+from tests.support.api_client import SignedClient, assert_error_shape, policy_request
+from tests.support.audit import issued_mandate
+from tests.support.journey_messages import journey_secrets
 from tests.support.live_stack import free_port
 from tests.support.workflow import start_dev_server
 

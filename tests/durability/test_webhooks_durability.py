@@ -18,8 +18,8 @@ import pytest
 from core.secretbox import SecretCipher
 from store import webhooks as store
 from tests.support.durability import MASTER_KEY, IssuingWorker, Stack, retry_now, worker_settings
-from tests.support.webhook_helpers import configure, create_test_event, deliver
 from tests.support.webhook_receiver import receiving
+from tests.support.webhooks import configure, create_test_event, deliver
 from workflows.ids import ActivityNames
 from workflows.webhook_messages import DeliveryResult
 

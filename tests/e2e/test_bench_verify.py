@@ -18,7 +18,7 @@ from api.signing import signature_matches
 from bench import verify_load as load
 from bench import verify_setup as setup
 from core.settings import Settings
-from tests.support.helpers import Credentials
+from tests.support.api_client import Credentials
 from wire import versioning
 
 OK_BODY = b'{"decision":"allow"}'

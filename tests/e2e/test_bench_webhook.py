@@ -23,8 +23,8 @@ from bench.webhook_receiver import Receiver, WebhookSecrets, parse_head
 from bench.webhook_timeline import medians, milestones, show
 from cli.stack import Stack
 from core.settings import Settings
+from tests.support.api_client import Credentials
 from tests.support.development import development_client
-from tests.support.helpers import Credentials
 from trust.webhook_envelope import delivery_headers, encrypt_event
 
 KEYS = WebhookSecrets.generate()

@@ -26,7 +26,7 @@ from temporalio.client import Client, WorkflowExecutionStatus
 
 from core.settings import Settings
 from orchestration.temporal import build_client
-from tests.support.helpers import Credentials, SignedClient, assert_error_shape, policy_request
+from tests.support.api_client import Credentials, SignedClient, assert_error_shape, policy_request
 from workflows.ids import SA_ORGANIZATION, SA_STATUS, request_workflow_id
 from workflows.messages import RequestStatusView
 

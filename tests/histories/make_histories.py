@@ -51,7 +51,7 @@ from store import audit, orgs
 from store import requests as store
 from store.db import make_engine, migrate, write_session
 from store.tables import Credential
-from tests.support.journey_helpers import code_in, message_for
+from tests.support.journey_messages import code_in, message_for
 from tests.support.workflow import start_dev_server
 from worker import build_worker
 from workflows.messages import (

@@ -26,12 +26,12 @@ from prometheus_client.parser import text_string_to_metric_families
 from core.observe import metrics
 from core.secretbox import SecretCipher
 from tests.observability.conftest import Captured
-from tests.support.helpers import policy_request
-from tests.support.journey_helpers import LINK_RE, SESSION_RE, TEST_MASTER_KEY, code_in
+from tests.support.api_client import policy_request
+from tests.support.journey_messages import LINK_RE, SESSION_RE, TEST_MASTER_KEY, code_in
 from tests.support.live_stack import LiveStack, SmsProvider
 from tests.support.smtp_server import text_of
-from tests.support.webhook_helpers import configure
 from tests.support.webhook_receiver import ENCRYPTION_SECRET, SALT, SIGNATURE_SECRET, receiving
+from tests.support.webhooks import configure
 from wire.contacts import normalize_contact
 from workflows.ids import request_workflow_id
 

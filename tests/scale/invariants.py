@@ -23,12 +23,12 @@ from services.context import Context
 from store import keys
 from store.db import read_session
 from store.tables import Credential, CredentialRequest, Decision, Presentation, Verification, WebhookEvent
+from tests.support.api_client import Credentials
 from tests.support.durability import allocated
-from tests.support.helpers import Credentials
 from tests.support.presentations import checked
 from tests.support.scaled_stack import DEADLINE
-from tests.support.webhook_helpers import wait_for
 from tests.support.webhook_receiver import Receiver
+from tests.support.webhooks import wait_for
 from tests.support.workflow import result_of
 from trust import credentials as vc
 from workflows.ids import SA_ORGANIZATION, SA_STATUS

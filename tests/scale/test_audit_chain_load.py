@@ -27,7 +27,7 @@ from core.settings import Settings
 from store import audit
 from tests.conftest import new_org
 from tests.scale.invariants import assert_audit_chains_verify
-from tests.support.audit_helpers import chain
+from tests.support.audit import chain
 from tests.support.scaled_stack import Router, ScaledStack
 
 pytestmark = pytest.mark.e2e

@@ -41,12 +41,12 @@ from tests.scale.invariants import (
     assert_one_mandate_per_acceptance,
     assert_requests_agree_with_workflows,
 )
-from tests.support.helpers import Credentials, policy_request
-from tests.support.journey_helpers import LINK_RE, SESSION_RE, code_in, journey_secrets, message_for
+from tests.support.api_client import Credentials, policy_request
+from tests.support.journey_messages import LINK_RE, SESSION_RE, code_in, journey_secrets, message_for
 from tests.support.presentations import GOOD, path_of
 from tests.support.scaled_stack import DEADLINE, DeadWorkerSweeper, Router, ScaledStack
-from tests.support.webhook_helpers import configure
 from tests.support.webhook_receiver import receiving
+from tests.support.webhooks import configure
 from tests.support.workflow import subject_uuid
 
 pytestmark = pytest.mark.e2e

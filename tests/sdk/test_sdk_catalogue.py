@@ -12,7 +12,7 @@ import pytest_asyncio
 from cli.devstack import EXAMPLE_ACTION, EXAMPLE_ACTION_ID
 from store import actions as action_store
 from tests.support.actions import RENT, published, spec
-from tests.support.helpers import Credentials
+from tests.support.api_client import Credentials
 from tests.support.live_stack import LiveStack
 from tests.support.sdk import Sdk, new_org, raw
 from trust.did import web_service_did

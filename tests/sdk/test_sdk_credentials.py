@@ -17,7 +17,7 @@ from urllib.parse import quote
 import pytest
 import pytest_asyncio
 
-from tests.support.helpers import Credentials
+from tests.support.api_client import Credentials
 from tests.support.live_stack import LiveStack
 from tests.support.sdk import (
     RELEASE_105,

@@ -12,7 +12,7 @@ import pytest
 import pytest_asyncio
 
 from cli.devstack import EXAMPLE_ACTION_ID
-from tests.support.helpers import Credentials
+from tests.support.api_client import Credentials
 from tests.support.live_stack import LiveStack
 from tests.support.sdk import (
     RELEASE_105,

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import pytest
 import pytest_asyncio
 
-from tests.support.helpers import Credentials
+from tests.support.api_client import Credentials
 from tests.support.live_stack import LiveStack
 from tests.support.sdk import (
     RELEASES,

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from core.secretbox import SecretCipher
-from tests.support.helpers import Credentials
+from tests.support.api_client import Credentials
 from tests.support.live_stack import LiveStack
 from tests.support.sdk import (
     RELEASE_105,
@@ -28,8 +28,8 @@ from tests.support.sdk import (
     typed_event,
     wait_for_event,
 )
-from tests.support.webhook_helpers import configure, create_test_event, deliver
 from tests.support.webhook_receiver import Receiver, receiving
+from tests.support.webhooks import configure, create_test_event, deliver
 from trust.did import web_service_did
 
 

@@ -19,8 +19,8 @@ from services import actions
 from services.context import Context
 from services.errors import Conflict, Invalid, NotFound
 from tests.conftest import new_org
-from tests.support.audit_helpers import issued_mandate
-from tests.support.helpers import Credentials
+from tests.support.api_client import Credentials
+from tests.support.audit import issued_mandate
 
 BOB = Actor.operator("bob")
 SPEC: dict[str, Any] = {

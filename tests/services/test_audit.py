@@ -11,8 +11,8 @@ from core.settings import Settings
 from services import audit, mandates
 from services.context import Context
 from store.audit_queries import ActivityFilter
-from tests.support.audit_helpers import issued_mandate
-from tests.support.helpers import Credentials
+from tests.support.api_client import Credentials
+from tests.support.audit import issued_mandate
 
 
 async def test_the_trail_names_each_actor_and_its_chain_checks(

@@ -26,7 +26,7 @@ from services.errors import Invalid
 from store import orgs
 from store.audit_queries import ActivityFilter
 from store.tables import AuditRecord
-from tests.support.helpers import Credentials
+from tests.support.api_client import Credentials
 
 MIA = Actor.member("mia")
 

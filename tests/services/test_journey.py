@@ -19,9 +19,9 @@ from services.errors import Invalid, NotFound, Refused
 from store import audit
 from store import otp as otp_store
 from store.db import utcnow
-from tests.support.audit_helpers import chain, new_request
-from tests.support.helpers import Credentials, policy_request
-from tests.support.journey_helpers import code_in, message_for
+from tests.support.api_client import Credentials, policy_request
+from tests.support.audit import chain, new_request
+from tests.support.journey_messages import code_in, message_for
 from wire.models import CreateRequestIn
 
 pytestmark = pytest.mark.usefixtures("worker", "no_server_errors")

@@ -32,8 +32,8 @@ from store import members as member_store
 from store import throttle
 from store.db import make_engine, read_session, utcnow
 from store.tables import LoginThrottle
+from tests.support.api_client import Credentials
 from tests.support.dashboard import client_address
-from tests.support.helpers import Credentials
 from tests.support.second_factor import factor_on
 
 PASSWORD = "correct horse battery staple"

@@ -26,8 +26,8 @@ from store import audit, guards, verifications
 from store.revocation import CredentialFilter
 from store.verifications import Pending, record_batch
 from tests.conftest import new_org
-from tests.support.audit_helpers import chain, issued_mandate, new_request
-from tests.support.helpers import Credentials, SignedClient, assert_error_shape
+from tests.support.api_client import Credentials, SignedClient, assert_error_shape
+from tests.support.audit import chain, issued_mandate, new_request
 
 pytestmark = pytest.mark.usefixtures("no_server_errors")
 GOOD = {"amount": 100, "payee": "Bob"}

@@ -28,9 +28,9 @@ from services.errors import Conflict, Invalid
 from store.db import make_engine, read_session, utcnow, write_session
 from store.tables import Member, MemberSession, MemberToken
 from tests.conftest import new_org
+from tests.support.api_client import Credentials
 from tests.support.cli import Cli
 from tests.support.dashboard import client_address
-from tests.support.helpers import Credentials
 from tests.support.second_factor import factor_on
 
 OWNER = Actor.operator("olga")

@@ -18,7 +18,7 @@ from services import orgs as organizations
 from services.context import Context
 from services.errors import Invalid, NotFound
 from store import orgs
-from tests.support.helpers import Credentials
+from tests.support.api_client import Credentials
 
 ALICE = Actor.operator("alice")
 

@@ -16,9 +16,9 @@ from services.context import Context
 from services.errors import Conflict, Invalid, NotFound, Refused
 from store import audit
 from tests.conftest import new_org
-from tests.support.audit_helpers import chain
-from tests.support.helpers import Credentials, SignedClient, assert_error_shape, policy_request
-from tests.support.journey_helpers import message_for
+from tests.support.api_client import Credentials, SignedClient, assert_error_shape, policy_request
+from tests.support.audit import chain
+from tests.support.journey_messages import message_for
 from wire.models import CreateRequestIn
 
 pytestmark = pytest.mark.usefixtures("worker", "no_server_errors")

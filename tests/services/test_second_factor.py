@@ -27,9 +27,9 @@ from store import audit
 from store import members as member_store
 from store.db import read_session, utcnow
 from store.tables import AuditRecord, Member, MemberRecoveryCode
-from tests.support.audit_helpers import chain
+from tests.support.api_client import Credentials
+from tests.support.audit import chain
 from tests.support.dashboard import PASSWORD, client_address
-from tests.support.helpers import Credentials
 from tests.support.second_factor import factor_on
 
 OPERATOR = Actor.operator("olga")

@@ -16,7 +16,7 @@ from services import webhooks
 from services.context import Context
 from services.errors import Conflict, Invalid, NotFound
 from store import webhooks as store
-from tests.support.helpers import Credentials
+from tests.support.api_client import Credentials
 from tests.support.webhook_receiver import ENCRYPTION_SECRET, SALT, SIGNATURE_SECRET, receiving
 from workflows.ids import SA_EVENT_TYPE, SA_ORGANIZATION, SA_REQUEST
 

@@ -19,7 +19,7 @@ from store import actions
 from store.db import write_connection
 from tests.conftest import new_org
 from tests.support.actions import RENT, published, spec
-from tests.support.helpers import Credentials
+from tests.support.api_client import Credentials
 from trust.credentials import digest_sri
 
 UUID4 = r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"

@@ -21,9 +21,9 @@ from store.audit_queries import verify_chains
 from store.db import write_connection
 from store.tables import AuditHead, AuditRecord
 from tests.conftest import MASTER_KEY, new_org
-from tests.support.audit_helpers import chain, new_request, tamper
+from tests.support.api_client import Credentials
+from tests.support.audit import chain, new_request, tamper
 from tests.support.cli import run_cli
-from tests.support.helpers import Credentials
 
 WRITERS = 20
 

@@ -11,7 +11,7 @@ from sqlalchemy import Engine
 from core.secretbox import SecretCipher
 from core.settings import Settings
 from store import orgs
-from tests.support.helpers import Credentials
+from tests.support.api_client import Credentials
 
 NOON = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
 

@@ -28,8 +28,8 @@ from store.db import make_engine, migrate, utcnow, write_session
 from store.orgs import NotFound
 from store.tables import SigningKey, Subject
 from tests.conftest import MASTER_KEY, PG_AVAILABLE, _postgres_database
+from tests.support.api_client import Credentials
 from tests.support.cli import run_cli
-from tests.support.helpers import Credentials
 from trust.did import UnknownVerificationMethod, web_organization_did, web_service_did, web_subject_did
 from trust.keys import Ed25519KeyPair, verify_signature
 

@@ -13,7 +13,7 @@ from core.kinds import MemberRole
 from services import members
 from services.context import Context
 from store.tables import Member
-from tests.support.helpers import Credentials
+from tests.support.api_client import Credentials
 
 PASSWORD = "correct horse battery staple"
 

@@ -34,7 +34,7 @@ from core.settings import Environment, Settings
 from store import audit, orgs
 from store.db import make_engine, migrate, read_session
 from store.tables import StatusList
-from tests.support.helpers import Credentials
+from tests.support.api_client import Credentials
 from workflows.ids import (
     ActivityNames,
 )

@@ -27,7 +27,7 @@ from temporalio.client import Client
 from api.app import create_app
 from core.secretbox import SecretCipher
 from core.settings import Environment, Settings
-from tests.support.helpers import Credentials, SignedClient
+from tests.support.api_client import Credentials, SignedClient
 from tests.support.smtp_server import SmtpServer
 from worker import build_worker
 

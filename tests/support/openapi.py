@@ -15,7 +15,7 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 from api.openapi import EXAMPLES_FILE
-from tests.support.helpers import SignedClient
+from tests.support.api_client import SignedClient
 
 DOCUMENT_URI = "urn:mandatum:openapi"
 JSON_MEDIA = ("application/json", "application/did+json", "application/ld+json", "application/vc")

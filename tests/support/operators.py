@@ -21,8 +21,8 @@ from core.settings import Settings
 from orchestration.temporal import request_handle
 from services import staff
 from services.context import Context
+from tests.support.api_client import Credentials, SignedClient, policy_request
 from tests.support.dashboard import PASSWORD, csrf_of
-from tests.support.helpers import Credentials, SignedClient, policy_request
 from tests.support.second_factor import ENROL, factor_on_by_pages
 
 

@@ -13,8 +13,8 @@ from core.settings import Settings
 from store.db import read_session, utcnow, write_session
 from store.keys import did_resolver
 from store.tables import Credential, Verification
-from tests.support.helpers import SignedClient, assert_error_shape
-from tests.support.mandate_helpers import issued_mandate
+from tests.support.api_client import SignedClient, assert_error_shape
+from tests.support.mandates import issued_mandate
 from trust.did import web_service_did
 from trust.receipts import verify_receipt
 

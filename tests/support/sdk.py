@@ -42,8 +42,8 @@ import pytest
 
 from cli.devstack import EXAMPLE_ACTION_ID
 from store import orgs
-from tests.support.helpers import Credentials
-from tests.support.journey_helpers import CODE_RE, LINK_RE, SESSION_RE
+from tests.support.api_client import Credentials
+from tests.support.journey_messages import CODE_RE, LINK_RE, SESSION_RE
 from tests.support.live_stack import LiveStack
 from tests.support.smtp_server import text_of
 from tests.support.webhook_receiver import ENCRYPTION_SECRET, SALT, SIGNATURE_SECRET, Delivery, Receiver

@@ -40,8 +40,8 @@ from core.secretbox import SecretCipher
 from core.settings import Settings
 from store import request_queries as queries
 from store import requests as store
-from tests.support.helpers import SignedClient, policy_request
-from tests.support.journey_helpers import TEST_OUTBOX, pass_otp
+from tests.support.api_client import SignedClient, policy_request
+from tests.support.journey_messages import TEST_OUTBOX, pass_otp
 from worker import WORKFLOWS, build_worker
 from workflows.ids import SEARCH_ATTRIBUTE_KEYS, ActivityNames
 from workflows.messages import (

@@ -14,10 +14,10 @@ from urllib.parse import quote
 import pytest
 
 from store.keys import did_resolver
-from tests.support.helpers import SignedClient
+from tests.support.api_client import SignedClient
 from tests.support.interop import Job, _assert_rejected, _assert_verified, _tampered, js_verify
 from tests.support.interop import interop_node as interop_node  # the fixture
-from tests.support.mandate_helpers import issued_mandate
+from tests.support.mandates import issued_mandate
 from trust.context import CONTEXT_PATH, context_url
 from trust.credentials import to_standard, verify_document_credential, verify_mandate
 from trust.did import web_organization_did, web_service_did

@@ -19,10 +19,10 @@ from sqlmodel import col, select
 
 from store.db import read_session
 from store.tables import Credential
-from tests.support.helpers import SignedClient
+from tests.support.api_client import SignedClient
 from tests.support.interop import INTEROP, _assert_rejected, _assert_verified, js_verify
 from tests.support.interop import interop_node as interop_node  # the fixture
-from tests.support.mandate_helpers import issued_mandate
+from tests.support.mandates import issued_mandate
 from trust import status_list as bsl
 from trust.context import CONTEXT_PATH, context_url
 from trust.did import web_service_did

@@ -378,7 +378,7 @@ def member_names(value: Any, json_literals: frozenset[str] = frozenset({"userPar
 
 
 def test_every_member_our_documents_use_is_defined_by_v2_or_our_context(parties: Parties) -> None:
-    from tests.support.trust import OUR_MEMBERS, V2_TERMS, denied
+    from tests.support.receipts import OUR_MEMBERS, V2_TERMS, denied
 
     used = member_names([vp(parties), document(parties), denied(parties.service)])
     assert used - {"@context"} <= OUR_MEMBERS | V2_TERMS

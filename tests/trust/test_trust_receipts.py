@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from tests.support.trust import EVALUATIONS, NOW, OUR_MEMBERS, V2_TERMS, denied
+from tests.support.receipts import EVALUATIONS, NOW, OUR_MEMBERS, V2_TERMS, denied
 from trust.context import CONTEXT_PATH, CREDENTIALS_V2, VOCAB, context_document, context_url
 from trust.credentials import WrongSigner, digest_sri
 from trust.did import Resolver, did_document, key_id

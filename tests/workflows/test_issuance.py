@@ -17,8 +17,8 @@ from services import mandates
 from store import keys
 from store.db import read_session
 from store.tables import Credential
-from tests.support.helpers import SignedClient
-from tests.support.mandate_helpers import create_request as create
+from tests.support.api_client import SignedClient
+from tests.support.mandates import create_request as create
 from tests.support.workflow import decide, subject_uuid
 from trust import credentials as vc
 from trust.did import web_service_did

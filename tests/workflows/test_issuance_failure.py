@@ -20,10 +20,10 @@ from services import mandates
 from store import audit
 from store.db import write_session
 from store.tables import Credential
-from tests.support.audit_helpers import chain
-from tests.support.helpers import Credentials, SignedClient
-from tests.support.mandate_helpers import create_request as create
-from tests.support.webhook_helpers import events_of_request
+from tests.support.api_client import Credentials, SignedClient
+from tests.support.audit import chain
+from tests.support.mandates import create_request as create
+from tests.support.webhooks import events_of_request
 from tests.support.workflow import activity_runs, db_request, decide, result_of, subject_uuid
 from workflows.ids import SA_STATUS, ActivityNames
 

@@ -28,11 +28,11 @@ from services import mandates
 from store import actions, keys
 from store.db import read_session
 from store.tables import ActionVersion, Credential
+from tests.support.api_client import SignedClient
 from tests.support.durability import allocated
-from tests.support.helpers import SignedClient
 from tests.support.histories import HISTORIES, load
 from tests.support.issuance import local_activities, patch_and_issuance
-from tests.support.mandate_helpers import accept_all, create_request, issued_mandate
+from tests.support.mandates import accept_all, create_request, issued_mandate
 from tests.support.workflow import activity_runs, decide, subject_uuid
 from trust import credentials as vc
 from workflows.credential_request import ISSUANCE_PATCH, LOCAL_DECISION_PATCH, CredentialRequestWorkflow

@@ -23,9 +23,9 @@ from core.secretbox import SecretCipher
 from core.settings import Settings
 from orchestration.temporal import request_handle, start_request_workflow
 from orchestration.updates import Refused, run_update
-from tests.support.helpers import Credentials
-from tests.support.journey_helpers import pass_otp
-from tests.support.webhook_helpers import events_of_request
+from tests.support.api_client import Credentials
+from tests.support.journey_messages import pass_otp
+from tests.support.webhooks import events_of_request
 from tests.support.workflow import (
     UPDATE_TIMEOUT,
     activities_with,

@@ -33,10 +33,10 @@ from store import audit
 from store.db import utcnow, write_session
 from store.requests import RequestBundle
 from store.tables import CredentialRequest
-from tests.support.audit_helpers import chain
-from tests.support.helpers import Credentials, SignedClient, assert_error_shape
-from tests.support.journey_helpers import message_for
-from tests.support.webhook_helpers import events_of_request, wait_for
+from tests.support.api_client import Credentials, SignedClient, assert_error_shape
+from tests.support.audit import chain
+from tests.support.journey_messages import message_for
+from tests.support.webhooks import events_of_request, wait_for
 from tests.support.workflow import (
     UPDATE_TIMEOUT,
     Gate,

@@ -20,11 +20,11 @@ from core.secretbox import SecretCipher
 from core.settings import Settings
 from store import webhooks as store
 from tests.conftest import MASTER_KEY
+from tests.support.api_client import Credentials
 from tests.support.cli import run_cli
-from tests.support.helpers import Credentials
 from tests.support.sandboxed_delivery import SandboxedDelivery
-from tests.support.webhook_helpers import LOCAL, configure, create_test_event, deliver
 from tests.support.webhook_receiver import ENCRYPTION_SECRET, SALT, SIGNATURE_SECRET, receiving
+from tests.support.webhooks import LOCAL, configure, create_test_event, deliver
 from workflows.webhook_delivery import WebhookDeliveryWorkflow
 from workflows.webhook_messages import DeliveryResult
 

@@ -13,10 +13,10 @@ from activities.webhooks import WebhookActivities
 from core.secretbox import SecretCipher
 from core.settings import Settings
 from orchestration.temporal import request_handle, start_request_workflow
-from tests.support.helpers import Credentials
+from tests.support.api_client import Credentials
 from tests.support.issuance import patch_and_issuance
-from tests.support.webhook_helpers import configure, events_of_request, wait_for
 from tests.support.webhook_receiver import receiving
+from tests.support.webhooks import configure, events_of_request, wait_for
 from tests.support.workflow import decide, insert_request, result_of
 from trust.did import web_service_did, web_subject_did
 from wire import versioning

@@ -19,9 +19,9 @@ from temporalio.testing import WorkflowEnvironment
 from core.secretbox import SecretCipher
 from core.settings import Settings
 from store import webhooks as store
-from tests.support.helpers import Credentials
-from tests.support.webhook_helpers import configure, create_test_event, deliver
+from tests.support.api_client import Credentials
 from tests.support.webhook_receiver import receiving
+from tests.support.webhooks import configure, create_test_event, deliver
 from worker import build_worker
 from workflows.webhook_delivery import DELIVERY_RETRY
 from workflows.webhook_messages import DeliveryResult, retry_delay

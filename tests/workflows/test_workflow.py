@@ -25,7 +25,7 @@ from api.app import create_app
 from core.settings import Settings
 from orchestration.temporal import request_handle, start_request_workflow
 from store.db import utcnow
-from tests.support.helpers import Credentials, SignedClient, assert_error_shape, policy_request
+from tests.support.api_client import Credentials, SignedClient, assert_error_shape, policy_request
 from tests.support.workflow import (
     UPDATE_TIMEOUT,
     Gate,

@@ -1,4 +1,5 @@
-"""Walking the subject's journey in tests: the code from the outbox, then ``verify_otp``."""
+"""The subject's messages in tests: the outbox the session's workers write to, the code, link and
+page session read from a message, and the code step passed with them (``verify_otp``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Test-side client of the API, written from CONTRACT section 1 (not the server's code)."""
+"""Test-side client of the API, written from CONTRACT sections 1 and 2 (not the server's code): an
+organization's credentials, calls signed the way an integrator's SDK signs them, a valid
+``POST /request`` body, and the error shape every non-2xx answer has."""
 
 from __future__ import annotations
 

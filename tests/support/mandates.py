@@ -8,7 +8,7 @@ from typing import Any
 from temporalio.client import Client
 
 from orchestration.temporal import request_handle
-from tests.support.helpers import SignedClient, policy_request
+from tests.support.api_client import SignedClient, policy_request
 from tests.support.workflow import decide, subject_uuid
 
 

@@ -1,4 +1,5 @@
-"""What the trust tests share: receipts' members and terms, a denied receipt."""
+"""Receipts and our JSON-LD context in the trust tests: a denied receipt (its time and evaluations),
+the members our context defines, and the W3C credentials v2 terms it may not redefine."""
 
 from __future__ import annotations
 
