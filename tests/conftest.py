@@ -78,7 +78,7 @@ def cheap_password_hashes() -> Iterator[None]:
     """Argon2id at argon2-cffi's cheapest parameters in this process: a dashboard test hashes a
     password two or three times, at 0.1 s of CPU each with the service's own (64 MiB, 3 passes),
     a minute of the suite's CPU in all. Nothing a test checks depends on the cost: where the hash
-    runs (threads of its own, tests/api/test_dashboard_slow_work.py), what the stored hash is (an
+    runs (threads of its own, tests/api/dashboard/test_slow_work.py), what the stored hash is (an
     Argon2id one, tests/services/test_passwords.py checks the service's parameters), and the
     processes the live-stack and browser tests start hash as the service does."""
     from argon2 import PasswordHasher, profiles

@@ -3,7 +3,7 @@ internal id, reads its subject's progress, is told when a fresh code can be sent
 subject's link and cancels the request, by keyboard where a person would; at desktop and phone
 width, accessible, with screenshots. A fresh code asked for within CONTRACT 4's minute is refused
 with how long to wait (its sending once the minute has passed is tested over HTTP on the
-time-skipping server, ``tests/api/test_dashboard_requests.py``, rather than waited here in real
+time-skipping server, ``tests/api/dashboard/test_requests.py``, rather than waited here in real
 time), and each of the support member's actions is an audit record naming them."""
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ restored after), a fresh ``get_settings()``, and the process umask it had before
 its own, as the real process does). ``os._exit`` becomes ``SystemExit`` for the call, so a command
 that leaves that way gives its exit status instead of ending the test run. An exception the
 command does not handle shows as the interpreter would show it: a traceback on stderr, status 1.
-The one real subprocess run of the installed entry point is ``tests/cli/test_cli.py``'s smoke test.
+The one real subprocess run of the installed entry point is ``tests/cli/test_main.py``'s smoke test.
 """
 
 from __future__ import annotations

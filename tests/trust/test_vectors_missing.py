@@ -13,7 +13,7 @@ import pytest
 from tests.support.vectors import PROJECT, VECTORS, load_vector, vector_names, vector_params, vector_path
 
 # the modules that read vectors while collecting or in pure tests (test_interop skips the same way)
-USERS = ["test_trust_base.py", "test_trust_eddsa_jcs.py", "test_webhooks_envelope.py"]
+USERS = ["test_multikey.py", "test_eddsa_jcs.py", "test_webhook_envelope.py"]
 
 
 def test_the_path_is_the_shared_checkout_beside_the_project() -> None:

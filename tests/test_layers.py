@@ -13,7 +13,7 @@ from core.actors import ORGANIZATION, SYSTEM, TEMPORAL, Actor, ActorKind
 from core.kinds import IDENTITY_SOURCES, IdentitySource, RequestStatus, SecurityLevel, UpdateRefusal
 from wire.models import CreateRequestIn
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_importing_the_worker_loads_no_web_framework() -> None:

@@ -81,7 +81,7 @@ async def test_attempts_spread_over_three_days_then_failed_then_retried(
 
     # The schedule, in Temporal's (skipped) time. The time-skipping server stamps a retry's
     # scheduled time when it schedules it (at the previous failure), the real server when it is due
-    # (test_webhooks_delivery checks that one against arrival times): here the wait before attempt
+    # (test_webhook_delivery checks that one against arrival times): here the wait before attempt
     # n + 1 is the gap from row n to row n + 1, whose first one is attempt 1's own duration.
     times = [a.scheduled_at for a in attempts]
     waits = [(b - a).total_seconds() for a, b in pairwise(times[1:])]

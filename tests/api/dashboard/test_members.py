@@ -3,7 +3,7 @@ outbox, never onto the page), sends an invitation again at most once a minute, c
 disables and enables members and ends their sessions, each recorded as theirs; the organization
 keeps an owner; only owners reach the page, by URL and by form; another organization's member is
 not found. The TOTP second factor asked for at login (a wrong code throttled like a wrong password,
-a code used once; its lifecycle is tests/api/test_dashboard_second_factor.py); sessions listed and
+a code used once; its lifecycle is tests/api/dashboard/test_second_factor.py); sessions listed and
 the others ended."""
 
 from __future__ import annotations
