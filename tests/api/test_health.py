@@ -5,25 +5,20 @@ every call checks anew, so a recovery shows at once. ``/healthz`` stays the bare
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 from alembic import command
 from alembic.script import ScriptDirectory
 from fastapi import FastAPI
-from sqlalchemy import create_engine
-from sqlalchemy.exc import OperationalError
 from temporalio.client import Client
 
 from api.app import create_app
 from core.settings import Environment, Settings
 from orchestration import health
-from orchestration.health import NotReady, check_all, in_own_thread, short_reason
 from orchestration.temporal import build_client
 from store.db import alembic_config, migrate
 from tests.conftest import MASTER_KEY, _postgres_database
@@ -144,73 +139,3 @@ async def test_a_database_that_refuses_is_named_without_its_password(
         assert len(checks[name]) <= len("unreachable: ") + health.REASON_LIMIT
     for leak in (PASSWORD, encoded, "s3cr", "Pa55", "sqlalche.me", "Traceback", "SELECT"):
         assert leak not in answer.text
-
-
-# --- the reason and the bounds, unit ------------------------------------------------------------
-
-
-def test_a_reason_is_one_short_line_without_credentials() -> None:
-    url = f"postgresql+psycopg://leaky_user:{PASSWORD}@db.example:5432/mandatum"
-    reason = short_reason(RuntimeError(f"cannot reach {url}\n  at line 2\nTraceback (most recent call last)"))
-    assert reason == "RuntimeError: cannot reach postgresql+psycopg://***@db.example:5432/mandatum"
-    conninfo = short_reason(ValueError("host=db user=u password=hunter2 dbname=x token: 'abc def'"))
-    assert "hunter2" not in conninfo and "abc" not in conninfo and conninfo.startswith("ValueError: host=db")
-    named = short_reason(RuntimeError(f"auth failed for {PASSWORD} (sent as s3cr%3Dt%2FPa55)"), [PASSWORD])
-    assert named == "RuntimeError: auth failed for *** (sent as ***)"
-    long = short_reason(RuntimeError("x" * 500))
-    assert len(long) == health.REASON_LIMIT and long.endswith("\u2026")
-    assert short_reason(TimeoutError()) == "TimeoutError"
-
-
-def test_a_database_error_speaks_through_its_driver() -> None:
-    engine = create_engine(f"postgresql+psycopg://leaky_user:{PASSWORD}@127.0.0.1:1/nowhere")
-    try:
-        with pytest.raises(OperationalError) as raised:
-            engine.connect()
-    finally:
-        engine.dispose()
-    reason = short_reason(raised.value, [PASSWORD])
-    assert reason.startswith("OperationalError: connection failed"), reason
-    assert "psycopg" not in reason and "sqlalche.me" not in reason and PASSWORD not in reason
-
-
-async def test_each_check_is_bounded_and_hung_ones_start_no_more_threads() -> None:
-    release = threading.Event()
-
-    async def hangs() -> None:
-        await asyncio.Event().wait()
-
-    async def blocks() -> None:
-        await in_own_thread(release.wait)
-
-    async def refuses() -> None:
-        raise NotReady("not serving: said so")
-
-    async def fine() -> None:
-        return None
-
-    try:
-        outcome = await check_all(
-            {"hangs": hangs, "blocks": blocks, "refuses": refuses, "fine": fine}, within=0.05
-        )
-        assert outcome.checks == {
-            "hangs": "unreachable: no answer within 0.05 s",
-            "blocks": "unreachable: no answer within 0.05 s",
-            "refuses": "not serving: said so",
-            "fine": "ok",
-        }
-        assert not outcome.ready and outcome.body()["status"] == "not ready"
-        # one thread still blocked: at most MAX_WAITING run at once, the others wait for a slot
-        # (and here time out) without starting a thread
-        more = await check_all({f"b{i}": blocks for i in range(health.MAX_WAITING + 2)}, within=0.05)
-        assert set(more.checks.values()) == {"unreachable: no answer within 0.05 s"}
-        assert len(_readiness_threads()) == health.MAX_WAITING
-    finally:
-        release.set()
-        for thread in _readiness_threads():
-            thread.join(5)
-    assert (await check_all({"blocks": blocks}, within=1)).ready  # the slots are free again
-
-
-def _readiness_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name == "mandatum-readiness" and t.is_alive()]

@@ -1,19 +1,12 @@
-"""The journey's pure parts: codes, hashes, links and page sessions (core.otp); the texts of the
-four languages (core.i18n); the development outbox (orchestration.delivery); allowed iframe origins."""
+"""core.otp, the journey's secrets: a subject's codes and their keyed hashes, the approval link's
+token (one spelling only), the page sessions, and the contact as the page masks it."""
 
 from __future__ import annotations
 
 import re
 import string
-from pathlib import Path
 
-import pytest
-
-from core import i18n
 from core.otp import SESSION_LIFETIME_SECONDS, JourneySecrets, mask_contact
-from core.settings import Settings
-from orchestration.delivery import Message, Outbox, Undeliverable, transport_for
-from store.orgs import check_frame_origin
 from tests.support.journey_messages import _spellings_of
 
 SECRETS = JourneySecrets(b"k" * 32)
@@ -87,71 +80,3 @@ def test_page_sessions_expire_and_belong_to_one_link() -> None:
 def test_contacts_are_masked_on_the_page() -> None:
     assert mask_contact("ana@example.com") == "a\u2022\u2022\u2022@example.com"
     assert mask_contact("+351912345678").endswith("5678") and "91234" not in mask_contact("+351912345678")
-
-
-def test_every_language_has_every_text_with_the_same_placeholders() -> None:
-    fields = re.compile(r"{(\w+)}")
-    english = i18n.CATALOG["ENG"]
-    assert set(i18n.CATALOG) == set(i18n.LANGUAGES)
-    for language, texts in i18n.CATALOG.items():
-        assert set(texts) == set(english), language
-        for key, value in texts.items():
-            assert set(fields.findall(value)) == set(fields.findall(english[key])), (language, key)
-            if language != "ENG" and key not in ("action", "document_heading"):
-                assert value != english[key], f"{language}.{key} is not translated"
-    assert i18n.text("XXX", "continue") == "Continue"  # unknown languages fall back to ENG
-
-
-def test_the_outbox_lists_newest_first_and_filters(tmp_path: Path) -> None:
-    box = Outbox(tmp_path / "outbox")
-    assert box.entries() == []
-    box.send(Message("email", "ana@example.com", "First", "one"))
-    box.send(Message("sms", "+351912345678", "", "two"))
-    box.send(Message("email", "ana@example.com", "Third", "three"))
-    assert [e.text for e in box.entries()] == ["three", "two", "one"]
-    assert [e.text for e in box.entries("ANA@example.com")] == ["three", "one"]
-    assert [e.text for e in box.entries(limit=1)] == ["three"]
-    (tmp_path / "outbox" / "garbage.json").write_text("{not json")
-    assert len(box.entries()) == 3  # a broken file is skipped, not fatal
-    assert not list((tmp_path / "outbox").glob(".*.tmp"))  # written atomically
-
-
-def test_a_channel_the_service_does_not_offer_is_undeliverable(tmp_path: Path) -> None:
-    settings = Settings(var_dir=tmp_path, sms_transport="none")
-    with pytest.raises(Undeliverable) as refused:
-        transport_for(settings, "sms").send(Message("sms", "+351912345678", "", "123456"))
-    assert refused.value.code == "UNDELIVERABLE"
-    assert isinstance(transport_for(settings, "email"), Outbox)
-
-
-@pytest.mark.parametrize(
-    ("origin", "loopback", "expected"),
-    [
-        ("https://app.example.com", False, "https://app.example.com"),
-        ("HTTPS://App.Example.com:8443/", False, "https://app.example.com:8443"),
-        ("http://localhost:5173", True, "http://localhost:5173"),
-        ("http://127.0.0.1:8080", True, "http://127.0.0.1:8080"),
-    ],
-)
-def test_allowed_frame_origins(origin: str, loopback: bool, expected: str) -> None:
-    assert check_frame_origin(origin, loopback) == expected
-
-
-@pytest.mark.parametrize(
-    "origin",
-    [
-        "http://app.example.com",
-        "http://localhost:5173",
-        "https://app.example.com/path",
-        "app.example.com",
-        "https://user@app.example.com",
-        "https://app.example.com?x=1",
-        "javascript:alert(1)",
-        "https://",
-        "https://app.example.com:99999",
-        "*",
-    ],
-)
-def test_refused_frame_origins(origin: str) -> None:
-    with pytest.raises(ValueError):
-        check_frame_origin(origin, allow_loopback_http=False)

@@ -1,16 +1,19 @@
-"""API keys' names, descriptions and last use in the store: stored with the key, read back with it
+"""store.orgs: API keys' names, descriptions and last use, stored with the key, read back with it
 when a signed call resolves it, and ``record_key_use`` moving each key's last use forward only, for
-several keys in one write, whatever order the writes of several API processes land in."""
+several keys in one write, whatever order the writes of several API processes land in; the origins
+an organization may allow to frame the approval page."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from sqlalchemy import Engine
 
 from core.secretbox import SecretCipher
 from core.settings import Settings
 from store import orgs
+from store.orgs import check_frame_origin
 from tests.support.api_client import Credentials
 
 NOON = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
@@ -59,3 +62,36 @@ def test_last_use_moves_forward_only(
     assert _last_used(engine, org.organization_id)[org.key_id] == NOON + timedelta(minutes=1)
     resolved = orgs.resolve_api_key(engine, cipher, org.api_key, settings.rotation_grace)
     assert resolved is not None and resolved.last_used_at == NOON + timedelta(minutes=1)
+
+
+@pytest.mark.parametrize(
+    ("origin", "loopback", "expected"),
+    [
+        ("https://app.example.com", False, "https://app.example.com"),
+        ("HTTPS://App.Example.com:8443/", False, "https://app.example.com:8443"),
+        ("http://localhost:5173", True, "http://localhost:5173"),
+        ("http://127.0.0.1:8080", True, "http://127.0.0.1:8080"),
+    ],
+)
+def test_allowed_frame_origins(origin: str, loopback: bool, expected: str) -> None:
+    assert check_frame_origin(origin, loopback) == expected
+
+
+@pytest.mark.parametrize(
+    "origin",
+    [
+        "http://app.example.com",
+        "http://localhost:5173",
+        "https://app.example.com/path",
+        "app.example.com",
+        "https://user@app.example.com",
+        "https://app.example.com?x=1",
+        "javascript:alert(1)",
+        "https://",
+        "https://app.example.com:99999",
+        "*",
+    ],
+)
+def test_refused_frame_origins(origin: str) -> None:
+    with pytest.raises(ValueError):
+        check_frame_origin(origin, allow_loopback_http=False)
