@@ -13,6 +13,9 @@ from typing import Any
 
 import httpx
 
+# the example action every test organization has published (cli.devstack.publish_example_action)
+ACTION_ID = "urn:via:action:0b1e4c1a-7f1d-4a7e-9a55-1f2b3c4d5e6f"
+
 
 @dataclass
 class Credentials:
@@ -27,8 +30,9 @@ def hmac_hex(secret: str, content: bytes) -> str:
     return hmac.new(secret.encode("utf-8"), content, hashlib.sha256).hexdigest()
 
 
-def now_ms() -> str:
-    return str(int(time.time() * 1000))
+def now_ms(offset_ms: int = 0) -> str:
+    """An ``X-Timestamp``: now, or ``offset_ms`` from now, in milliseconds."""
+    return str(int(time.time() * 1000) + offset_ms)
 
 
 class SignedClient:
@@ -98,7 +102,7 @@ def policy_request(**overrides: Any) -> dict[str, Any]:
                 "name": "Rent payments",
                 "scope": "payments",
                 "action": {
-                    "id": "urn:via:action:0b1e4c1a-7f1d-4a7e-9a55-1f2b3c4d5e6f",
+                    "id": ACTION_ID,
                     "userParams": {"maxAmount": 1200},
                 },
             }
@@ -115,3 +119,16 @@ def assert_error_shape(resp: httpx.Response, status: int) -> dict[str, Any]:
     assert isinstance(body["message"], str | list)
     assert isinstance(body["error"], str) and body["error"]
     return dict(body)
+
+
+def error_messages(resp: httpx.Response, status: int = 400) -> list[str]:
+    """The message lines of an error answer (``message`` is a string or a list of them)."""
+    body = assert_error_shape(resp, status)
+    msg = body["message"]
+    return [msg] if isinstance(msg, str) else list(msg)
+
+
+def assert_message(resp: httpx.Response, *fragments: str) -> None:
+    """A 400 with a message line containing every fragment (it names the field / contact)."""
+    lines = error_messages(resp)
+    assert any(all(f in line for f in fragments) for line in lines), (fragments, lines)

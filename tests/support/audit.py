@@ -100,3 +100,8 @@ def changes(engine: Engine, org_id: str) -> list[AuditRecord]:
     """The organization's records in chain order but the ``MEMBER_INVITED`` of members a test
     invites to log in with: what the test's own actions wrote."""
     return [r for r in chain(engine, org_id) if r.type != "MEMBER_INVITED"]
+
+
+def actors(engine: Engine, org_id: str, kind: str) -> list[str | None]:
+    """The actor of each of the organization's records of type ``kind``, in chain order."""
+    return [r.actor for r in chain(engine, org_id) if r.type == kind]

@@ -13,7 +13,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -236,6 +236,11 @@ async def ts_queue(
     queue = fresh_queue()
     async with build_worker(ts_env.client, engine, queue, executor, settings):
         yield queue
+
+
+def parse_time(value: str) -> datetime:
+    """A time as the API renders it."""
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
 
 
 async def create(api: SignedClient, **overrides: Any) -> dict[str, Any]:
