@@ -47,7 +47,7 @@ def context() -> tuple[Settings, Engine, SecretCipher]:
     return settings, engine, cipher
 
 
-def services_context() -> Context:
+def command_context() -> Context:
     """The service layer's context for this command (no Temporal client until one is needed)."""
     settings, engine, cipher = context()
     return Context(settings, engine, cipher)

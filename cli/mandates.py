@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from cli.common import JsonOpt, ReasonOpt, emit, fail, operator, reason_of, services_context
+from cli.common import JsonOpt, ReasonOpt, command_context, emit, fail, operator, reason_of
 from services.errors import ServiceError
 
 mandate_app = typer.Typer(help="Mandates: revoke one.", no_args_is_help=True)
@@ -27,7 +27,7 @@ def mandate_revoke(
     from services import mandates, support  # with the signing code: loaded only here
 
     why = reason_of(reason)
-    ctx = services_context()
+    ctx = command_context()
     try:
         org_id = support.mandate_owner(ctx, urn)
         revoked = asyncio.run(mandates.revoke(ctx, operator(), org_id, urn, why))

@@ -18,12 +18,12 @@ import typer
 from cli.common import (
     JsonOpt,
     ReasonOpt,
+    command_context,
     emit,
     fail,
     finish,
     operator,
     reason_of,
-    services_context,
     with_temporal,
 )
 from cli.request_view import detail_data, print_detail
@@ -73,7 +73,7 @@ def request_show(request_id: RequestArg, as_json: JsonOpt = False) -> None:
     audit records."""
     from services import requests
 
-    ctx = services_context()
+    ctx = command_context()
     org_id = _owner(ctx, request_id)
     data = detail_data(_refusing(requests.detail(ctx, org_id, request_id)), ctx.settings.public_url)
     if as_json:
@@ -108,7 +108,7 @@ def request_find(
             "an internalId or a contact is looked up in one organization: give --org ORG_ID "
             "(request ids, mandate URNs and webhook event ids are found in every one)"
         )
-    ctx = services_context()
+    ctx = command_context()
     matches = _refusing(support.find_requests(ctx, query, org))
     rows = [
         {
@@ -142,7 +142,7 @@ def request_cancel(request_id: RequestArg, reason: ReasonOpt = None, as_json: Js
     from services import requests
 
     why = reason_of(reason)
-    ctx = services_context()
+    ctx = command_context()
     org_id = _owner(ctx, request_id)
 
     async def cancel(ctx: Context) -> dict[str, object]:
@@ -169,7 +169,7 @@ def request_resend(
     from services import requests
 
     why = reason_of(reason)
-    ctx = services_context()
+    ctx = command_context()
     org_id, subject_id = _owner(ctx, request_id), _subject(subject)
 
     async def resend(ctx: Context) -> dict[str, object]:
@@ -199,7 +199,7 @@ def request_link(
     from services import requests
 
     why = reason_of(reason)
-    ctx = services_context()
+    ctx = command_context()
     org_id, subject_id = _owner(ctx, request_id), _subject(subject)
     link = _refusing(requests.hand_out_link(ctx, operator(), org_id, request_id, subject_id, why))
     if as_json:

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from cli.common import JsonOpt, ReasonOpt, emit, fail, operator, reason_of, services_context
+from cli.common import JsonOpt, ReasonOpt, command_context, emit, fail, operator, reason_of
 from services.errors import ServiceError
 
 staff_app = typer.Typer(help="Platform staff: the operators' area of the dashboard.", no_args_is_help=True)
@@ -22,7 +22,7 @@ def staff_create(email: EmailArg, as_json: JsonOpt = False) -> None:
     /dashboard/login and land in the operators' area)."""
     from services import staff  # with the password hasher: loaded only here
 
-    ctx = services_context()
+    ctx = command_context()
     try:
         invitation = staff.create(ctx, operator(), email)
     except ServiceError as exc:
@@ -43,7 +43,7 @@ def staff_list(as_json: JsonOpt = False) -> None:
     """Every staff member, oldest first."""
     from services import staff
 
-    ctx = services_context()
+    ctx = command_context()
     rows = [
         {
             "memberId": m.id,
@@ -67,7 +67,7 @@ def staff_list(as_json: JsonOpt = False) -> None:
 def _set_disabled(email: str, disabled: bool, as_json: bool) -> None:
     from services import staff
 
-    ctx = services_context()
+    ctx = command_context()
     try:
         member = staff.set_disabled(ctx, operator(), email, disabled)
     except ServiceError as exc:
@@ -100,7 +100,7 @@ def staff_reset_factor(email: EmailArg, reason: ReasonOpt = None, as_json: JsonO
 
     why = reason_of(reason)
     try:
-        ended = member_admin.reset_staff_factor(services_context(), operator(), email, why)
+        ended = member_admin.reset_staff_factor(command_context(), operator(), email, why)
     except ServiceError as exc:
         fail(str(exc))
     emit(

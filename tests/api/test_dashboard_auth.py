@@ -31,7 +31,7 @@ async def browser(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
     app = create_app(settings)
     async with page_client(app) as client:
         yield client
-    app.state.services.engine.dispose()
+    app.state.ctx.engine.dispose()
 
 
 def _invite(ctx: Context, org: Credentials, email: str) -> str:

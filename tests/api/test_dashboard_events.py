@@ -39,7 +39,7 @@ pytestmark = pytest.mark.usefixtures("no_server_errors")
 async def app(settings: Settings, temporal: Client, worker: None) -> AsyncIterator[FastAPI]:
     made = create_app(settings, temporal=temporal)
     yield made
-    made.state.services.engine.dispose()
+    made.state.ctx.engine.dispose()
 
 
 @pytest.fixture

@@ -30,7 +30,7 @@ LINK_RE = re.compile(r"https?://\S+/dashboard/set-password/[A-Za-z0-9_-]+")
 async def app(settings: Settings) -> AsyncIterator[FastAPI]:
     made = create_app(settings)
     yield made
-    made.state.services.engine.dispose()
+    made.state.ctx.engine.dispose()
 
 
 def _row(page: str, email: str) -> str:

@@ -237,7 +237,7 @@ async def test_a_documents_pdf_downloads_for_its_organization_only(
             logged_out = await api_http.get(f"/dashboard/mandates/{cred_id}/pdf")
             assert (logged_out.status_code, logged_out.headers["location"]) == (303, "/dashboard/login")
     finally:
-        app.state.services.engine.dispose()
+        app.state.ctx.engine.dispose()
 
 
 async def test_a_support_member_revokes_a_mandate_with_a_reason(

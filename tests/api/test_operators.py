@@ -57,7 +57,7 @@ async def test_from_a_contact_alone_to_the_requests_timeline(
     theirs = await create_request(app, other, contacts=["fred@example.com"])
     unrelated = await create_request(app, org, contacts=["ana@example.com"])
     request_id, subject = mine["id"], subject_uuid(mine["subjects"][0]["id"])
-    handle = request_handle(app.state.services.client(), request_id)
+    handle = request_handle(app.state.ctx.client(), request_id)
     # the subject types a wrong code, then the right one, and accepts: a mandate is issued
     secrets = journey_secrets()
     message = await message_for(request_id, subject)
@@ -132,7 +132,7 @@ async def test_an_organizations_member_is_refused_all_of_it_and_staff_the_organi
         for path in forms:
             form = {"csrf": csrf, "reason": "because", "subject": subject}
             assert (await browser.post(path, data=form)).status_code == 403, path
-    member, services = Actor.member("0" * 24), app.state.services
+    member, services = Actor.member("0" * 24), app.state.ctx
     for call in (
         staff.find(ctx, member, "ivy@example.com"),
         staff.timeline(services, member, request_id),
@@ -145,7 +145,7 @@ async def test_an_organizations_member_is_refused_all_of_it_and_staff_the_organi
         with pytest.raises(Forbidden):
             await call
     assert (
-        await request_handle(app.state.services.client(), request_id).describe()
+        await request_handle(app.state.ctx.client(), request_id).describe()
     ).status is not None  # still open
     async with page_client(app) as browser:
         _, csrf = await log_in_as_staff(browser, ctx, "outsider")

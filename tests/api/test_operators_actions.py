@@ -59,7 +59,7 @@ async def test_staff_actions_each_record_the_staff_member_and_the_reason(
             SALT,
         )
         accepted = await create_request(app, org, contacts=["gus@example.com"])
-        handle = request_handle(app.state.services.client(), accepted["id"])
+        handle = request_handle(app.state.ctx.client(), accepted["id"])
         decided = await decide(
             handle, subject_uuid(accepted["subjects"][0]["id"]), accepted["credentials"][0]["id"]
         )

@@ -108,7 +108,7 @@ async def test_a_stored_reason_is_escaped_on_every_page_and_in_the_pdf(
             assert timeline.status_code == 200 and ON_PAGE in timeline.text
             no_raw(timeline.text)
     finally:
-        app.state.services.engine.dispose()
+        app.state.ctx.engine.dispose()
 
 
 async def test_execution_params_sent_at_verify_are_recorded_as_sent_and_shown_escaped(
@@ -138,7 +138,7 @@ async def test_execution_params_sent_at_verify_are_recorded_as_sent_and_shown_es
             for path in (f"/dashboard/requests/{mandate['requestId']}", "/dashboard/activity"):
                 no_raw((await member.get(path)).text)
     finally:
-        app.state.services.engine.dispose()
+        app.state.ctx.engine.dispose()
 
 
 async def test_what_the_subject_reads_is_escaped_when_it_was_stored_before_the_rule(

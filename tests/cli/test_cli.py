@@ -168,7 +168,7 @@ async def cli_http(cli: Cli, temporal: Client) -> AsyncIterator[httpx.AsyncClien
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
     async with httpx.AsyncClient(transport=transport, base_url=PUBLIC_URL) as client:
         yield client
-    app.state.services.engine.dispose()
+    app.state.ctx.engine.dispose()
 
 
 def _client(

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from api.deps import ServicesDep
+from api.deps import ContextDep
 from api.errors import service_error_status
 from api.routes.dashboard.common import (
     STAFF,
@@ -44,19 +44,19 @@ UNREACHABLE = "Temporal is not answering: nothing was done. Try again in a few s
 
 
 @router.get("/dashboard/operators", response_class=HTMLResponse)
-async def search(request: Request, services: ServicesDep, q: str | None = None) -> Response:
-    found = await signed_in(request, services, STAFF)
+async def search(request: Request, ctx: ContextDep, q: str | None = None) -> Response:
+    found = await signed_in(request, ctx, STAFF)
     if isinstance(found, Response):
         return found
     member, token = found
     query = (q or "").strip()
     if not query:
-        return await show(services, member, token, "dashboard/operators.html", "operators", title=TITLE, q="")
+        return await show(ctx, member, token, "dashboard/operators.html", "operators", title=TITLE, q="")
     try:
-        matches = await staff.find(services, members.actor_of(member), query)
+        matches = await staff.find(ctx, members.actor_of(member), query)
     except ServiceError as exc:
         return await show(
-            services,
+            ctx,
             member,
             token,
             "dashboard/operators.html",
@@ -78,7 +78,7 @@ async def search(request: Request, services: ServicesDep, q: str | None = None) 
         for m in matches
     ]
     return await show(
-        services, member, token, "dashboard/operators.html", "operators", title=TITLE, q=query, rows=rows
+        ctx, member, token, "dashboard/operators.html", "operators", title=TITLE, q=query, rows=rows
     )
 
 
@@ -139,21 +139,21 @@ async def _timeline_page(
 
 @router.get("/dashboard/operators/requests/{request_id}", response_class=HTMLResponse)
 async def request_timeline(
-    request: Request, services: ServicesDep, request_id: str, notice: str | None = None
+    request: Request, ctx: ContextDep, request_id: str, notice: str | None = None
 ) -> Response:
-    found = await signed_in(request, services, STAFF)
+    found = await signed_in(request, ctx, STAFF)
     if isinstance(found, Response):
         return found
     if not is_object_id(request_id):
         return not_found("No such request.")
     member, token = found
-    return await _timeline_page(services, member, token, request_id, notice=NOTICES.get(notice or ""))
+    return await _timeline_page(ctx, member, token, request_id, notice=NOTICES.get(notice or ""))
 
 
 @router.post("/dashboard/operators/requests/{request_id}/{action}", response_class=HTMLResponse)
 async def act(
     request: Request,
-    services: ServicesDep,
+    ctx: ContextDep,
     request_id: str,
     action: str,
     csrf: Annotated[str, Form(max_length=100)] = "",
@@ -163,7 +163,7 @@ async def act(
     mandate: Annotated[str, Form(max_length=100)] = "",
 ) -> Response:
     """One support action on the request, with the reason the staff member typed."""
-    found = await form_by(request, services, csrf, STAFF)
+    found = await form_by(request, ctx, csrf, STAFF)
     if isinstance(found, Response):
         return found
     if action not in ACTIONS or not is_object_id(request_id):
@@ -174,18 +174,16 @@ async def act(
     actor = members.actor_of(member)
     try:
         if action == "cancel":
-            await staff.cancel(services, actor, request_id, reason)
+            await staff.cancel(ctx, actor, request_id, reason)
         elif action == "resend":
-            await staff.resend_code(services, actor, request_id, subject, reason)
+            await staff.resend_code(ctx, actor, request_id, subject, reason)
         elif action == "link":
-            url = await staff.hand_out_link(services, actor, request_id, subject, reason)
-            return await _timeline_page(services, member, token, request_id, link=url)
+            url = await staff.hand_out_link(ctx, actor, request_id, subject, reason)
+            return await _timeline_page(ctx, member, token, request_id, link=url)
         elif action == "webhook":
-            await staff.redeliver(services, actor, event, reason)
+            await staff.redeliver(ctx, actor, event, reason)
         else:
-            await staff.revoke(services, actor, mandate, reason)
+            await staff.revoke(ctx, actor, mandate, reason)
     except Exception as exc:
-        return await refusal_page(
-            exc, partial(_timeline_page, services, member, token, request_id), UNREACHABLE
-        )
+        return await refusal_page(exc, partial(_timeline_page, ctx, member, token, request_id), UNREACHABLE)
     return RedirectResponse(f"/dashboard/operators/requests/{request_id}?notice={action}", status_code=303)
