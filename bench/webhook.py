@@ -69,7 +69,7 @@ def configure_webhook(settings: Settings, org_id: str, url: str, keys: WebhookSe
     try:
         ctx = Context(settings, engine, cipher)
         webhooks.configure(
-            ctx, Actor.operator("bench"), org_id, url, keys.signature, keys.encryption, keys.salt
+            ctx, Actor.shell_operator("bench"), org_id, url, keys.signature, keys.encryption, keys.salt
         )
     finally:
         engine.dispose()

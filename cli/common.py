@@ -57,9 +57,9 @@ def operator() -> Actor:
     """Who a command is done by: ``operator:<the user running it>`` (``operator:unknown`` when the
     user name cannot be an actor id)."""
     try:
-        return Actor.operator(getpass.getuser())
+        return Actor.shell_operator(getpass.getuser())
     except (ValueError, OSError, KeyError):
-        return Actor.operator("unknown")
+        return Actor.shell_operator("unknown")
 
 
 def emit(data: dict[str, object], as_json: bool, title: str) -> None:

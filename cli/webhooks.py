@@ -46,10 +46,10 @@ def _webhooks() -> ModuleType:
 
 
 def _support() -> ModuleType:
-    """``services.support`` (finding an event's organization), imported on first use likewise."""
-    import services.support
+    """``services.operator_search`` (finding an event's organization), imported on first use likewise."""
+    import services.operator_search
 
-    return services.support
+    return services.operator_search
 
 
 OrgOpt = Annotated[str, typer.Option("--org", help="Organization id.")]

@@ -114,7 +114,7 @@ class Subject(SQLModel, table=True):
     contact: str = Field(max_length=320)
     contact_kind: str = Field(max_length=8)
     # HMAC-SHA256 of the normalized contact under a key derived from the master key
-    # (``JourneySecrets.contact_hash``): how platform staff find a person's requests in every
+    # (``JourneySecrets.contact_hash``): how operators find a person's requests in every
     # organization; None only for a subject from before migration 0014 until the first search by
     # contact fills it (store.timeline.fill_contact_hashes)
     contact_hash: str | None = Field(default=None, index=True, max_length=64)

@@ -1,4 +1,4 @@
-"""The dashboard's tables: its members (an organization's, or platform staff), their one-time
+"""The dashboard's tables: its members (an organization's, or operators), their one-time
 tokens, recovery codes and sessions, and the counts that throttle failed logins. Re-exported by
 ``store.tables``, where every table is imported from. Every schema change comes with an Alembic
 revision in migrations/versions."""
@@ -13,7 +13,7 @@ from sqlmodel import Field, SQLModel
 
 class Member(SQLModel, table=True):
     """A person who uses the dashboard for one organization (issue 14; migration 0011), or platform
-    staff, of no organization (role ``platform``, the operators' area; migration 0014). An address
+    operators, of no organization (role ``platform``, the operators' area; migration 0014). An address
     is a member of an organization once, and has a password in one place at most (migration 0016):
     invitations to an address that signs in elsewhere wait like any other, and cannot be taken up
     (docs/adr/0003-one-address-one-dashboard.md). The password is an Argon2id hash

@@ -62,7 +62,7 @@ async def test_the_list_is_newest_first_filtered_and_paged(
     first = issued_mandate(engine, cipher, settings, org.organization_id)
     second = issued_mandate(engine, cipher, settings, org.organization_id)
     pending = new_request(engine, org.organization_id, ("bea@example.com",))
-    await mandates.revoke(ctx, Actor.operator("tests"), org.organization_id, first.mandate_id, "lost")
+    await mandates.revoke(ctx, Actor.shell_operator("tests"), org.organization_id, first.mandate_id, "lost")
     others = issued_mandate(engine, cipher, settings, new_org(engine, cipher, settings).organization_id)
     async with page_client(app) as browser:
         await log_in_as(browser, ctx, org, MemberRole.SUPPORT, "support")

@@ -103,9 +103,9 @@ def test_generated_and_tool_directories_are_not_walked(tmp_path: Path) -> None:
 def test_known_exceptions_are_allowed_and_reported_once_gone(tmp_path: Path) -> None:
     write(tmp_path, "api/big.py", module(501))
     write(tmp_path, "api/app.py", function("create_app", 61))
-    known = frozenset({"api/big.py", "api/app.py::create_app", "services/staff.py::timeline"})
+    known = frozenset({"api/big.py", "api/app.py::create_app", "services/operators.py::timeline"})
     report = sizes.check(tmp_path, known)
     assert report.ok
     assert sorted(o.key for o in report.excepted) == ["api/app.py::create_app", "api/big.py"]
-    assert report.stale == ["services/staff.py::timeline"]
-    assert "KNOWN_EXCEPTIONS names services/staff.py::timeline" in sizes.render(report)
+    assert report.stale == ["services/operators.py::timeline"]
+    assert "KNOWN_EXCEPTIONS names services/operators.py::timeline" in sizes.render(report)

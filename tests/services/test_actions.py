@@ -22,7 +22,7 @@ from tests.conftest import new_org
 from tests.support.audit_helpers import issued_mandate
 from tests.support.helpers import Credentials
 
-BOB = Actor.operator("bob")
+BOB = Actor.shell_operator("bob")
 SPEC: dict[str, Any] = {
     "name": "Pay",
     "userParams": [{"name": "max", "type": "number"}],

@@ -138,7 +138,7 @@ async def overview(request: Request, ctx: ContextDep) -> Response:
     if isinstance(found, Response):
         return found
     member, token = found
-    if member.organization_id is None:  # platform staff: the operators' area is theirs
+    if member.organization_id is None:  # operators: the operators' area is theirs
         return RedirectResponse("/dashboard/operators", status_code=303)
     org = await run_blocking(ctx, organizations.get_organization, ctx, org_of(member))
     rows, _ = await audit.activity(ctx, org_of(member), audit.ActivityFilter(), 0, RECENT)
