@@ -54,7 +54,7 @@ lint: $(STAMP)
 	$(PY) -m devtools.sizes
 
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy api workflows activities services orchestration wire store core cli trust policy worker bench devtools tests
+	$(VENV)/bin/mypy api workflows activities services orchestration adapters wire store core cli trust policy worker bench devtools tests
 
 # The browser tests drive Debian's chromium (Playwright's own browser downloads are never used).
 CHROMIUM := /usr/bin/chromium

@@ -15,7 +15,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from activities.definition import defn
-from core.egress import EgressPolicy, UrlNotAllowed, describe_failure, post_pinned
+from adapters.egress import EgressPolicy, UrlNotAllowed, describe_failure, post_pinned
 from core.faults import crash_point
 from core.observe import events
 from core.secretbox import SecretCipher
@@ -170,7 +170,7 @@ class WebhookActivities:
         policy. Every attempt's outcome is written before the activity answers.
 
         The URL's host is resolved and every address checked on each attempt, and the POST goes
-        to a checked address (``core.egress``); an address that is not allowed is an attempt that
+        to a checked address (``adapters.egress``); an address that is not allowed is an attempt that
         failed with "address not allowed", nothing sent. The stored error is a fixed phrase per
         kind of failure, never what the other end answered."""
         event = store.get_event(self._engine, inp.event_id)

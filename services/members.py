@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TypeVar
 
+from adapters.delivery import Message, Undeliverable, transport_for
 from core.actors import Actor
 from core.kinds import PLATFORM_ROLE, MemberRole, MemberTokenPurpose
 from core.text import one_line
-from orchestration.delivery import Message, Undeliverable, transport_for
 from services.context import Context
 from services.errors import Conflict, Invalid, NotFound, TooMany
 from store import member_sessions as sessions

@@ -398,7 +398,7 @@ class OtpChallenge(SQLModel, table=True):
 
 
 class KycCheck(SQLModel, table=True):
-    """One platform identity check (KYC) of a subject in a request, by a provider (``orchestration.kyc``).
+    """One platform identity check (KYC) of a subject in a request, by a provider (``adapters.kyc``).
     The id is random and unguessable: the provider's page is reached by it."""
 
     __tablename__ = "kyc_check"

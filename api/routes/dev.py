@@ -2,7 +2,7 @@
 ``make run`` uses; never in test or production): the outbox of messages the worker wrote instead
 of sending them (``MANDATUM_EMAIL_TRANSPORT=outbox``, the default outside production), so a
 newcomer can finish a flow on one machine, and the development identity provider
-(``orchestration.kyc.DevelopmentProvider``), whose page simulates a document and a selfie check."""
+(``adapters.kyc.DevelopmentProvider``), whose page simulates a document and a selfie check."""
 
 from __future__ import annotations
 
@@ -16,13 +16,13 @@ from urllib.parse import parse_qs, urlsplit
 from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
+from adapters.delivery import outbox_of
 from api.deps import ContextDep, TemporalDep
 from api.errors import ApiError
 from api.pages import TEMPLATES, page_headers
 from core.actors import Actor, ActorKind
 from core.kinds import IdentityStatus
 from core.origins import header_origins
-from orchestration.delivery import outbox_of
 from services import journey
 
 

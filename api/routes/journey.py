@@ -27,6 +27,7 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
+from adapters.kyc import provider_for
 from api.deps import ContextDep, TemporalDep
 from api.routes.journey_pages import (
     HOSTED,
@@ -44,7 +45,6 @@ from api.routes.journey_pages import (
 )
 from core.kinds import UpdateRefusal
 from core.otp import KYC_RETURN_SECONDS, JourneySecrets
-from orchestration.kyc import provider_for
 from services import journey
 from services.context import utcnow
 from services.errors import Refused, Unavailable

@@ -14,6 +14,7 @@ from urllib.parse import urlencode
 from fastapi.responses import HTMLResponse
 from temporalio.service import RPCError
 
+from adapters.kyc import provider_for
 from api.deps import ContextDep
 from api.errors import TEMPORAL_RETRY_AFTER
 from api.pages import TEMPLATES, page_headers
@@ -22,7 +23,6 @@ from core.actors import Actor
 from core.kinds import IDENTITY_SOURCES, IdentityStatus, RequestStatus, Surface
 from core.origins import header_origins, origin_of_url, safe_url
 from core.otp import mask_contact
-from orchestration.kyc import provider_for
 from orchestration.temporal import temporal_unavailable
 from services import journey
 from services.journey import Journey

@@ -13,11 +13,11 @@ import pytest_asyncio
 from fastapi import FastAPI
 from sqlalchemy import Engine
 
+from adapters.delivery import outbox_of
 from api.app import create_app
 from core.kinds import MemberRole
 from core.secretbox import SecretCipher
 from core.settings import Settings
-from orchestration.delivery import outbox_of
 from services.context import Context
 from tests.conftest import new_org
 from tests.support.dashboard import PASSWORD, invitation, log_in_as, page_client

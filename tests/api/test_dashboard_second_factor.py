@@ -18,11 +18,11 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy import Engine
 
+from adapters.delivery import outbox_of
 from api.routes import dashboard as dashboard_routes
 from core.actors import Actor
 from core.kinds import MemberRole
 from core.settings import Settings
-from orchestration.delivery import outbox_of
 from services import operators
 from services.context import Context
 from store import audit

@@ -159,7 +159,7 @@ def test_the_api_makes_its_files_owner_only(tmp_path: Path) -> None:
         import os, sys
         os.umask(0o022)
         from api.app import create_app
-        from orchestration.delivery import Message, outbox_of
+        from adapters.delivery import Message, outbox_of
         from core.settings import Environment, Settings
         from store.db import migrate
         settings = Settings(environment=Environment.TEST, var_dir=sys.argv[1], master_key=sys.argv[2])

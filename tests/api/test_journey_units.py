@@ -1,5 +1,5 @@
 """The journey's pure parts: codes, hashes, links and page sessions (core.otp); the texts of the
-four languages (core.i18n); the development outbox (orchestration.delivery); allowed iframe origins."""
+four languages (core.i18n); the development outbox (adapters.delivery); allowed iframe origins."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from adapters.delivery import Message, Outbox, Undeliverable, transport_for
 from core import i18n
 from core.otp import SESSION_LIFETIME_SECONDS, JourneySecrets, mask_contact
 from core.settings import Settings
-from orchestration.delivery import Message, Outbox, Undeliverable, transport_for
 from store.orgs import check_frame_origin
 from tests.support.journey_helpers import _spellings_of
 

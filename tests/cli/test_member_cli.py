@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
+from adapters.delivery import outbox_of
 from core.actors import Actor
 from core.kinds import MemberRole
 from core.settings import Settings
-from orchestration.delivery import outbox_of
 from services import logins, member_sessions, members, operators, second_factor
 from services.context import Context
 from store import audit

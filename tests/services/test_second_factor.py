@@ -15,10 +15,10 @@ import pytest
 from sqlalchemy import Engine
 from sqlmodel import select
 
+from adapters.delivery import outbox_of
 from core.actors import Actor
 from core.kinds import MemberRole
 from core.settings import Settings
-from orchestration.delivery import outbox_of
 from services import logins, member_admin, member_sessions, members, operators, second_factor
 from services.context import Context
 from services.errors import Conflict, Forbidden, Invalid, TooMany

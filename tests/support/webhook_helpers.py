@@ -9,8 +9,8 @@ from typing import Any
 from sqlalchemy import Engine
 from temporalio.client import Client, WorkflowHandle
 
+from adapters.egress import EgressPolicy
 from core.actors import Actor
-from core.egress import EgressPolicy
 from core.secretbox import SecretCipher
 from core.settings import Settings
 from orchestration.webhooks import start_delivery
