@@ -16,6 +16,7 @@ COPY workflows ./workflows
 COPY activities ./activities
 COPY services ./services
 COPY orchestration ./orchestration
+COPY adapters ./adapters
 COPY wire ./wire
 COPY store ./store
 COPY core ./core

@@ -51,9 +51,10 @@ lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/lint-imports
+	$(PY) -m devtools.sizes
 
 typecheck: $(STAMP)
-	$(VENV)/bin/mypy api workflows activities services orchestration wire store core cli trust policy worker bench tests
+	$(VENV)/bin/mypy api workflows activities services orchestration adapters wire store core cli trust policy worker bench devtools tests
 
 # The browser tests drive Debian's chromium (Playwright's own browser downloads are never used).
 CHROMIUM := /usr/bin/chromium

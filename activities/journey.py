@@ -19,13 +19,13 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
 from activities.definition import defn
+from adapters.delivery import Message, Undeliverable, transport_for
 from core import i18n
 from core.actors import Actor
 from core.observe import events
 from core.otp import JourneySecrets, approval_url
 from core.settings import Settings
 from core.text import one_line
-from orchestration.delivery import Message, Undeliverable, transport_for
 from services import journey as journey_service
 from store import journey as journeys
 from store import otp as otp_store

@@ -5,8 +5,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NoReturn
 
 import httpx
 from sqlalchemy import Engine
@@ -14,7 +15,7 @@ from temporalio import activity
 from temporalio.exceptions import ApplicationError, ApplicationErrorCategory
 
 from activities.definition import defn
-from core.egress import EgressPolicy, UrlNotAllowed, describe_failure, post_pinned
+from adapters.egress import EgressPolicy, UrlNotAllowed, describe_failure, post_pinned
 from core.faults import crash_point
 from core.observe import events
 from core.secretbox import SecretCipher
@@ -25,6 +26,7 @@ from store import request_queries as queries
 from store import webhooks as store
 from store.db import utcnow
 from store.requests import RequestBundle
+from store.tables import WebhookEvent
 from trust.webhook_envelope import delivery_headers, encrypt_event
 from wire.webhook_payloads import (
     api_version_of,
@@ -47,6 +49,20 @@ from workflows.webhook_messages import (
 
 log = logging.getLogger("mandatum.activities.webhooks")
 EXCERPT = 120  # characters of a failing receiver's answer in the log line
+
+
+@dataclass
+class Post:
+    """One delivery POST: the receiver's status code, the stored error (None: delivered), and an
+    excerpt of a failing receiver's answer, for the log line only (never stored)."""
+
+    status: int | None = None
+    error: str | None = None
+    excerpt: str = ""
+
+    @property
+    def delivered(self) -> bool:
+        return self.error is None
 
 
 def _since(moment: datetime) -> float:
@@ -154,7 +170,7 @@ class WebhookActivities:
         policy. Every attempt's outcome is written before the activity answers.
 
         The URL's host is resolved and every address checked on each attempt, and the POST goes
-        to a checked address (``core.egress``); an address that is not allowed is an attempt that
+        to a checked address (``adapters.egress``); an address that is not allowed is an attempt that
         failed with "address not allowed", nothing sent. The stored error is a fixed phrase per
         kind of failure, never what the other end answered."""
         event = store.get_event(self._engine, inp.event_id)
@@ -163,59 +179,71 @@ class WebhookActivities:
         first_success = event.delivered_at is None  # not a resend of a delivered event
         config = store.get_config(self._engine, self._cipher, event.organization_id)
         if config is None:
-            store.mark_skipped(self._engine, event.id)
-            if event.state != store.SKIPPED:
-                events.webhook_skipped(
-                    organization_id=event.organization_id,
-                    request_id=event.request_id,
-                    workflow_id=activity.info().workflow_id,
-                    event_id=event.id,
-                )
-            return DeliveryResult(event_id=event.id, state=store.SKIPPED)
+            return self._skipped(event)
         body = encrypt_event(event.payload, config.encryption_secret, config.salt)
         headers = delivery_headers(event.id, config.signature_secret, body, int(time.time() * 1000))
         crash_point("webhook:before-post")
-        status: int | None = None
-        error: str | None = None
-        excerpt = ""  # of the receiver's answer, for the log line only (never stored)
         began = time.monotonic()
-        try:
-            url, addresses = self._egress.resolve_checked(config.url)
-            response = post_pinned(url, addresses, body, headers, HTTP_TIMEOUT.total_seconds())
-            status = response.status_code
-            if not 200 <= status < 300:
-                error = f"HTTP {status}"
-                excerpt = one_line(response.content[:EXCERPT].decode("utf-8", "replace"), EXCERPT)
-        except UrlNotAllowed as exc:
-            error = str(exc)
-        except httpx.HTTPError as exc:
-            error = describe_failure(exc)
+        post = self._post(config.url, body, headers)
         crash_point("webhook:after-post")
         duration_ms = round((time.monotonic() - began) * 1000)
-        delivered = error is None
         info = activity.info()
         store.record_attempt(
             self._engine,
             event.id,
             info.current_attempt_scheduled_time,
-            status,
-            error,
-            delivered,
-            None if delivered or status == 410 else self._next_attempt(info),
+            post.status,
+            post.error,
+            post.delivered,
+            None if post.delivered or post.status == 410 else self._next_attempt(info),
             url=config.url,
             duration_ms=duration_ms,
         )
-        if delivered:
-            events.webhook_delivered(
+        if not post.delivered:
+            self._not_delivered(event, config.url, post, info)
+        events.webhook_delivered(
+            organization_id=event.organization_id,
+            request_id=event.request_id,
+            workflow_id=info.workflow_id,
+            event_id=event.id,
+            event_type=event.event_type,
+            attempt=info.attempt,
+            latency_seconds=_since(event.created_at) if first_success else None,
+        )
+        return DeliveryResult(event_id=event.id, state=store.DELIVERED, status_code=post.status)
+
+    def _skipped(self, event: WebhookEvent) -> DeliveryResult:
+        """The organization has no webhook: the event is skipped (reported the first time)."""
+        store.mark_skipped(self._engine, event.id)
+        if event.state != store.SKIPPED:
+            events.webhook_skipped(
                 organization_id=event.organization_id,
                 request_id=event.request_id,
-                workflow_id=info.workflow_id,
+                workflow_id=activity.info().workflow_id,
                 event_id=event.id,
-                event_type=event.event_type,
-                attempt=info.attempt,
-                latency_seconds=_since(event.created_at) if first_success else None,
             )
-            return DeliveryResult(event_id=event.id, state=store.DELIVERED, status_code=status)
+        return DeliveryResult(event_id=event.id, state=store.SKIPPED)
+
+    def _post(self, configured_url: str, body: bytes, headers: dict[str, str]) -> Post:
+        """The POST to a checked address of the receiver's host, and how it went."""
+        post = Post()
+        try:
+            url, addresses = self._egress.resolve_checked(configured_url)
+            response = post_pinned(url, addresses, body, headers, HTTP_TIMEOUT.total_seconds())
+            post.status = response.status_code
+            if not 200 <= post.status < 300:
+                post.error = f"HTTP {post.status}"
+                post.excerpt = one_line(response.content[:EXCERPT].decode("utf-8", "replace"), EXCERPT)
+        except UrlNotAllowed as exc:
+            post.error = str(exc)
+        except httpx.HTTPError as exc:
+            post.error = describe_failure(exc)
+        return post
+
+    @staticmethod
+    def _not_delivered(event: WebhookEvent, configured_url: str, post: Post, info: activity.Info) -> NoReturn:
+        """Report the failed attempt and fail the activity: for good on a 410, else for the retry
+        policy to try again."""
         # a receiver that fails is routine, not a fault of ours: one line for the operator (the
         # SDK logs a BENIGN failure at DEBUG, without the stack trace)
         events.webhook_attempt_failed(
@@ -226,11 +254,11 @@ class WebhookActivities:
             event_id=event.id,
             event_type=event.event_type,
             attempt=info.attempt,
-            error=error or "",
-            host=httpx.URL(config.url).host,
-            excerpt=excerpt,
+            error=post.error or "",
+            host=httpx.URL(configured_url).host,
+            excerpt=post.excerpt,
         )
-        if status == 410:
+        if post.status == 410:
             raise ApplicationError(
                 "the receiver answered 410 Gone",
                 type="gone",
@@ -238,7 +266,7 @@ class WebhookActivities:
                 category=ApplicationErrorCategory.BENIGN,
             )
         raise ApplicationError(
-            f"not delivered: {error}", type="not_delivered", category=ApplicationErrorCategory.BENIGN
+            f"not delivered: {post.error}", type="not_delivered", category=ApplicationErrorCategory.BENIGN
         )
 
     @staticmethod

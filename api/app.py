@@ -17,7 +17,6 @@ from fastapi.responses import JSONResponse
 from temporalio.client import Client
 
 from api.auth import Authenticator, SignedRequestMiddleware
-from api.deps import Services
 from api.docs_ui import install_docs
 from api.errors import install_error_handlers
 from api.headers import SecurityHeadersMiddleware
@@ -46,6 +45,7 @@ from core.observe.logs import configure_logging
 from core.settings import Environment, Settings, get_settings
 from orchestration.temporal import build_client
 from services import access
+from services.context import Context
 from services.setup import open_context
 
 log = logging.getLogger("mandatum.api")
@@ -64,49 +64,49 @@ def freeze_startup_objects() -> None:
 def create_app(settings: Settings | None = None, temporal: Client | None = None) -> FastAPI:
     """The app; ``temporal`` may be given (tests), otherwise it connects in the lifespan."""
     settings = settings or get_settings()
-    services = open_context(settings, observed_client(temporal) if temporal is not None else None)
-    key_use = KeyUse(partial(access.record_key_use, services))
+    ctx = open_context(settings, observed_client(temporal) if temporal is not None else None)
+    key_use = KeyUse(partial(access.record_key_use, ctx))
     production = settings.environment is Environment.PRODUCTION
     app = ObservedFastAPI(
         title="Mandatum",
         version="0.1.0",
         description=DESCRIPTION,
-        lifespan=_lifespan(services, key_use),
+        lifespan=_lifespan(ctx, key_use),
         docs_url=None,
         redoc_url=None,
         generate_unique_id_function=operation_id,
         telemetry=telemetry_config(),  # spans only when tracing is on (core.observe.tracing)
     )
-    app.state.services = services
-    app.state.authenticator = Authenticator(services, key_use)
+    app.state.ctx = ctx
+    app.state.authenticator = Authenticator(ctx, key_use)
     install_error_handlers(app, hsts=production)
     app.add_middleware(JsonDepthMiddleware)  # inside the signature check: it runs second
     app.add_middleware(SignedRequestMiddleware)
     app.add_middleware(SecurityHeadersMiddleware, hsts=production)  # outermost: every answer
     install_openapi(app)
     install_docs(app)
-    _include_routes(app, services)
+    _include_routes(app, ctx)
     return app
 
 
-def _lifespan(services: Services, key_use: KeyUse) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+def _lifespan(ctx: Context, key_use: KeyUse) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
     """What the app does as it starts (Temporal's client, the metrics server, the startup objects
     frozen) and as it stops (the keys' last use written, the rules' processes and the database's
     connections closed)."""
-    settings = services.settings
+    settings = ctx.settings
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        if services.temporal is None:
+        if ctx.temporal is None:
             # lazy: the API starts (and serves what needs no Temporal) while Temporal is down, and
             # connects on the first call that needs it; until then those calls answer 503
-            services.temporal = observed_client(await build_client(settings, lazy=True))
+            ctx.temporal = observed_client(await build_client(settings, lazy=True))
         metrics_server = metrics.serve(settings.api_metrics_host, settings.api_metrics_port, "API")
         freeze_startup_objects()
         log.info(
             "API ready: Temporal at %s (connected on first use), database %s",
             settings.temporal_address,
-            services.engine.url.render_as_string(hide_password=True),
+            ctx.engine.url.render_as_string(hide_password=True),
         )
         try:
             yield
@@ -114,13 +114,13 @@ def _lifespan(services: Services, key_use: KeyUse) -> Callable[[FastAPI], Abstra
             if metrics_server is not None:
                 await asyncio.to_thread(metrics_server.close)
         await key_use.flush()  # the keys' last use not written yet
-        await services.rules.close()  # the rules' evaluation processes
-        services.engine.dispose()
+        await ctx.rules.close()  # the rules' evaluation processes
+        ctx.engine.dispose()
 
     return lifespan
 
 
-def _include_routes(app: FastAPI, services: Services) -> None:
+def _include_routes(app: FastAPI, ctx: Context) -> None:
     """The routers, in the order they match, then the health checks."""
     app.include_router(requests.router)
     app.include_router(actions.router)
@@ -141,7 +141,7 @@ def _include_routes(app: FastAPI, services: Services) -> None:
 
     @app.get("/readyz", include_in_schema=False)
     async def readyz() -> JSONResponse:
-        return await readiness_answer(services)
+        return await readiness_answer(ctx)
 
 
 def serve_app() -> FastAPI:

@@ -15,13 +15,13 @@ from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
-from api.deps import Caller, Services
+from api.deps import Caller
 from api.errors import ApiError, error_response
 from api.key_use import KeyUse
 from api.signing import signature_matches
 from core.actors import Actor
 from services import access
-from services.context import run_blocking
+from services.context import Context, run_blocking
 from wire import versioning
 
 Scope = MutableMapping[str, Any]
@@ -32,10 +32,10 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 # The identity documents (api/routes/identity.py) and the status list credentials
 # (api/routes/mandates.py) are public too: verifiers fetch them unsigned. "/orgs/", "/subjects/"
-# and "/credentials/status/" hold only those documents; tests/test_identity_routes.py fails if a
+# and "/credentials/status/" hold only those documents; tests/api/test_identity_routes.py fails if a
 # route of any other kind appears under a public prefix. "/r/" holds the subject's approval pages
 # (the unguessable link is their credential), "/dev/" the development outbox (development only) and
-# "/dashboard" the members' pages (their session cookie is their credential: api/routes/dashboard.py).
+# "/dashboard" the members' pages (their session cookie is their credential: api/routes/dashboard/).
 PUBLIC_PREFIXES = (
     "/docs",
     "/redoc",
@@ -90,8 +90,8 @@ class Authenticator:
     """Resolves API keys (with a short in-process cache), checks signatures, and notes each
     accepted call's key in ``key_use``."""
 
-    def __init__(self, services: Services, key_use: KeyUse) -> None:
-        self._s = services
+    def __init__(self, ctx: Context, key_use: KeyUse) -> None:
+        self._s = ctx
         self._cache: dict[str, tuple[float, access.ActiveKey | None]] = {}
         self.key_use = key_use
 
@@ -187,11 +187,11 @@ class SignedRequestMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        services: Services = scope["app"].state.services
+        ctx: Context = scope["app"].state.ctx
         try:
-            body = await read_body(scope, receive, services.settings.max_body_bytes)
+            body = await read_body(scope, receive, ctx.settings.max_body_bytes)
         except BodyTooLarge:
-            limit = services.settings.max_body_bytes
+            limit = ctx.settings.max_body_bytes
             await error_response(413, f"Body larger than {limit} bytes")(scope, receive, send)
             return
         replay = replay_body(body, receive)

@@ -16,9 +16,6 @@ from services.context import Context
 from services.requests import RequestBundle
 from wire import patterns
 
-# the API's name for the service context (services.context.Context)
-Services = Context
-
 
 @dataclass(frozen=True)
 class Caller:
@@ -40,9 +37,9 @@ class Caller:
         return Actor.api_key(self.key.key_id)
 
 
-async def get_services(request: Request) -> Services:
-    services: Services = request.app.state.services
-    return services
+async def get_context(request: Request) -> Context:
+    ctx: Context = request.app.state.ctx
+    return ctx
 
 
 async def get_caller(request: Request) -> Caller:
@@ -51,14 +48,14 @@ async def get_caller(request: Request) -> Caller:
 
 
 async def get_temporal(request: Request) -> Client:
-    client = (await get_services(request)).temporal
+    client = (await get_context(request)).temporal
     if client is None:  # pragma: no cover - the lifespan always connects
         raise RuntimeError("Temporal client not connected")
     return client
 
 
 # The dependencies are async so FastAPI calls them inline instead of through a thread pool.
-ServicesDep = Annotated[Services, Depends(get_services)]
+ContextDep = Annotated[Context, Depends(get_context)]
 CallerDep = Annotated[Caller, Depends(get_caller)]
 TemporalDep = Annotated[Client, Depends(get_temporal)]
 
@@ -66,9 +63,9 @@ TemporalDep = Annotated[Client, Depends(get_temporal)]
 RequestId = Annotated[str, path_param(patterns.OBJECT_ID, "The request id: 24 lower-case hex characters")]
 
 
-async def get_request_bundle(requestId: RequestId, caller: CallerDep, services: ServicesDep) -> RequestBundle:
+async def get_request_bundle(requestId: RequestId, caller: CallerDep, ctx: ContextDep) -> RequestBundle:
     """The caller's request named in the path: 400 for a malformed id, 404 for none of theirs."""
-    return await request_service.get(services, caller.organization_id, requestId)
+    return await request_service.get(ctx, caller.organization_id, requestId)
 
 
 RequestDep = Annotated[RequestBundle, Depends(get_request_bundle)]

@@ -14,17 +14,17 @@ from functools import partial
 
 from fastapi.responses import JSONResponse
 
-from api.deps import Services
 from orchestration.health import check_all, database_answers, migrations_current, temporal_serving
+from services.context import Context
 
 
-async def readiness_answer(services: Services) -> JSONResponse:
+async def readiness_answer(ctx: Context) -> JSONResponse:
     """200 ``{"status": "ready", "checks": {...}}``, or 503 naming what failed and why, briefly."""
-    engine = services.engine
+    engine = ctx.engine
     readiness = await check_all(
         {
             "database": partial(database_answers, engine),
-            "temporal": partial(temporal_serving, services.temporal),
+            "temporal": partial(temporal_serving, ctx.temporal),
             "migrations": partial(migrations_current, engine),
         },
         secrets=[engine.url.password or ""],

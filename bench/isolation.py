@@ -32,6 +32,7 @@ import httpx
 from bench import verify_setup as setup
 from bench.intake import add_postgres_option, local_stack_settings, run_in_temp_dir, run_on_stack
 from bench.verify import Load
+from bench.verify_load import Outcome
 from bench.verify_setup import Series, verdicts
 from cli.stack import Stack
 from core.actors import SYSTEM
@@ -126,6 +127,28 @@ def evaluation_cpu(api_pid: int) -> float:
 
 async def run_bench(stack: Stack, args: argparse.Namespace, tmp: Path, load_before: float) -> dict[str, Any]:
     max_items = costliest_items()
+    victim, attacker, steps = await parties(stack, args, max_items)
+    load = {
+        "victim": Load(stack, args.victim_clients, tmp / "victim"),
+        "attacker": Load(stack, args.attacker_clients, tmp / "attacker"),
+        "healthz": Load(stack, 16, tmp / "healthz"),
+    }
+    for each in load.values():
+        each.tmp.mkdir(exist_ok=True)
+    round_s = args.duration / args.rounds
+    victim_n = math.ceil(round_s * args.max_rate) * args.rounds * 2
+    attacker_n = math.ceil(round_s * args.attacker_max_rate) * args.rounds
+    victim_reqs = await victim.verifications(load["victim"], victim_n)
+    attacker_reqs = await attacker.verifications(load["attacker"], attacker_n)
+    rounds = Rounds(stack, args, load, victim_reqs, attacker_reqs)
+    for r in range(args.rounds * 2):
+        await rounds.run(attacked=r % 2 == 1)
+    return report(rounds.series, rounds.attacker_seen, rounds.pool_cpu, steps, max_items, args, load_before)
+
+
+async def parties(stack: Stack, args: argparse.Namespace, max_items: int) -> tuple[Party, Party, int]:
+    """The victim and the attacker (its costly action installed), each with its mandates issued;
+    the estimated steps of the attacker's rule at its largest input."""
     victim_caller = setup.create_organization(stack.settings, "Isolation victim")
     attacker_caller = setup.create_organization(stack.settings, "Isolation attacker")
     action_id = install_costly_action(stack.settings, attacker_caller.organization_id, max_items)
@@ -140,68 +163,77 @@ async def run_bench(stack: Stack, args: argparse.Namespace, tmp: Path, load_befo
     steps = cost.estimate(cel.parse(COSTLY_RULE), cost.value_roots({"items": items}, {}))
     print(f"attacker: maxItems {max_items}, {ITEM_LENGTH}-character items, estimate {steps:,} steps")
     await asyncio.gather(victim.issue(stack, args.mandates), attacker.issue(stack, args.mandates))
-    load = {
-        "victim": Load(stack, args.victim_clients, tmp / "victim"),
-        "attacker": Load(stack, args.attacker_clients, tmp / "attacker"),
-        "healthz": Load(stack, 16, tmp / "healthz"),
-    }
-    for each in load.values():
-        each.tmp.mkdir(exist_ok=True)
-    round_s = args.duration / args.rounds
-    victim_n = math.ceil(round_s * args.max_rate) * args.rounds * 2
-    attacker_n = math.ceil(round_s * args.attacker_max_rate) * args.rounds
-    victim_reqs = await victim.verifications(load["victim"], victim_n)
-    attacker_reqs = await attacker.verifications(load["attacker"], attacker_n)
-    series = {
-        name: Series(name)
-        for name in (
-            "victim alone",
-            "victim under attack",
-            "healthz alone",
-            "healthz under attack",
-            "attacker",
-        )
-    }
-    attacker_seen: dict[str, int] = {}
-    api = next(c for c in stack.children if c.name == "api")
-    pool_cpu, at_v, at_a = 0.0, 0, 0
-    host = f"127.0.0.1:{stack.settings.api_port}"
-    for r in range(args.rounds * 2):
-        attacked = r % 2 == 1
+    return victim, attacker, steps
+
+
+class Rounds:
+    """The rounds, alternating the victim alone and the victim under attack (each with the
+    ``/healthz`` prober), and what they measured."""
+
+    def __init__(
+        self,
+        stack: Stack,
+        args: argparse.Namespace,
+        load: dict[str, Load],
+        victim_reqs: list[bytes],
+        attacker_reqs: list[bytes],
+    ) -> None:
+        self.args, self.load = args, load
+        self.victim_reqs, self.attacker_reqs = victim_reqs, attacker_reqs
+        self.round_s = args.duration / args.rounds
+        self.host = f"127.0.0.1:{stack.settings.api_port}"
+        self.api = next(c for c in stack.children if c.name == "api")
+        names = ("victim alone", "victim under attack", "healthz alone", "healthz under attack", "attacker")
+        self.series = {name: Series(name) for name in names}
+        self.attacker_seen: dict[str, int] = {}
+        self.pool_cpu, self.at_v, self.at_a = 0.0, 0, 0
+
+    async def run(self, attacked: bool) -> None:
+        """One round: the victim's share of its requests and the prober, and the attacker's share
+        when ``attacked``; the evaluation processes' CPU meanwhile."""
+        args, load, round_s = self.args, self.load, self.round_s
         label = "under attack" if attacked else "alone"
         per = math.ceil(round_s * args.max_rate)
         jobs = [
-            load["victim"].run(victim_reqs[at_v : at_v + per], seconds=round_s, label=f"victim {label}"),
+            load["victim"].run(
+                self.victim_reqs[self.at_v : self.at_v + per], seconds=round_s, label=f"victim {label}"
+            ),
             load["healthz"].run(
-                healthz(host, math.ceil(round_s * args.healthz_rate)),
+                healthz(self.host, math.ceil(round_s * args.healthz_rate)),
                 rate=args.healthz_rate,
                 label=f"healthz {label}",
             ),
         ]
-        at_v += per
+        self.at_v += per
         if attacked:
             share = math.ceil(round_s * args.attacker_max_rate)
             jobs.append(
-                load["attacker"].run(attacker_reqs[at_a : at_a + share], seconds=round_s, label="attacker")
+                load["attacker"].run(
+                    self.attacker_reqs[self.at_a : self.at_a + share], seconds=round_s, label="attacker"
+                )
             )
-            at_a += share
-        before = evaluation_cpu(api.proc.pid)
+            self.at_a += share
+        before = evaluation_cpu(self.api.proc.pid)
         results = await asyncio.gather(*jobs)
-        pool_cpu += evaluation_cpu(api.proc.pid) - before
+        self.pool_cpu += evaluation_cpu(self.api.proc.pid) - before
+        self.record(label, per, results, attacked)
+
+    def record(
+        self, label: str, per: int, results: list[tuple[Outcome, dict[str, float]]], attacked: bool
+    ) -> None:
         (v_out, v_cpu), (h_out, h_cpu) = results[0], results[1]
-        series[f"victim {label}"].add(
+        self.series[f"victim {label}"].add(
             v_out,
             v_cpu,
             sum(n for k, n in verdicts(v_out.statuses, v_out.bodies).items() if k != "allow"),
             per,
         )
-        series[f"healthz {label}"].add(h_out, h_cpu, sum(s != 200 for s in h_out.statuses.values()), -1)
+        self.series[f"healthz {label}"].add(h_out, h_cpu, sum(s != 200 for s in h_out.statuses.values()), -1)
         if attacked:
             a_out, a_cpu = results[2]
-            series["attacker"].add(a_out, a_cpu, 0, -1)
+            self.series["attacker"].add(a_out, a_cpu, 0, -1)
             for k, n in verdicts(a_out.statuses, a_out.bodies).items():
-                attacker_seen[k] = attacker_seen.get(k, 0) + n
-    return report(series, attacker_seen, pool_cpu, steps, max_items, args, load_before)
+                self.attacker_seen[k] = self.attacker_seen.get(k, 0) + n
 
 
 def report(

@@ -17,6 +17,7 @@ import platform
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -61,39 +62,9 @@ def operations() -> dict[str, Callable[[], Any]]:
         digest_sri({"rules": ["executionParams.amount <= userParams.maxAmount"]}),
         {"maxAmount": 250, "currencies": ["EUR", "USD"]},
     )
-
-    def sign_vc() -> dict[str, Any]:
-        return mandate_credential(
-            credential_id="urn:via:credential:2f0c6a1e-8c4b-4d2e-9f3a-6b7c8d9e0f12",
-            issuer_key=service,
-            context_url="https://mandatum.test/ns/v1",
-            organization_did=ORG,
-            grantors=["did:web:mandatum.test:subjects:0b8f3f3e-3e0c-4b7e-9a57-0d8f5c0c1a11"],
-            scope="payments",
-            authorized_dids=[ORG, "did:web:verifier.example"],
-            valid_from=NOW,
-            valid_until=NOW + timedelta(days=30),
-            created=NOW,
-            action=action,
-            evidences=[
-                evidence_entry("urn:via:evidence:1", b"%PDF-1.7 ...", "https://mandatum.test/evidence/1")
-            ],
-        )
-
+    sign_vc = partial(sign_mandate, service, action)
     vc = sign_vc()
-
-    def make_vp() -> dict[str, Any]:
-        return presentation(
-            vc,
-            org,
-            holder_did=ORG,
-            presentation_id="urn:via:presentation:9a1b",
-            challenge="c1f4e0d2a9b84f3e",
-            domain="did:web:verifier.example",
-            created=NOW,
-            expires=NOW + timedelta(minutes=5),
-        )
-
+    make_vp = partial(make_presentation, vc, org)
     vp = make_vp()
     raw_key = SigningKey.generate()
     raw_verify_key = raw_key.verify_key
@@ -109,6 +80,38 @@ def operations() -> dict[str, Callable[[], Any]]:
             vp, resolver, challenge="c1f4e0d2a9b84f3e", domain="did:web:verifier.example", now=NOW
         ),
     }
+
+
+def sign_mandate(service: Ed25519KeyPair, action: dict[str, Any]) -> dict[str, Any]:
+    """The measured mandate VC, signed by the service's key."""
+    return mandate_credential(
+        credential_id="urn:via:credential:2f0c6a1e-8c4b-4d2e-9f3a-6b7c8d9e0f12",
+        issuer_key=service,
+        context_url="https://mandatum.test/ns/v1",
+        organization_did=ORG,
+        grantors=["did:web:mandatum.test:subjects:0b8f3f3e-3e0c-4b7e-9a57-0d8f5c0c1a11"],
+        scope="payments",
+        authorized_dids=[ORG, "did:web:verifier.example"],
+        valid_from=NOW,
+        valid_until=NOW + timedelta(days=30),
+        created=NOW,
+        action=action,
+        evidences=[evidence_entry("urn:via:evidence:1", b"%PDF-1.7 ...", "https://mandatum.test/evidence/1")],
+    )
+
+
+def make_presentation(vc: dict[str, Any], org: Ed25519KeyPair) -> dict[str, Any]:
+    """The measured VP of ``vc``, signed by the organization's key, bound to a verifier."""
+    return presentation(
+        vc,
+        org,
+        holder_did=ORG,
+        presentation_id="urn:via:presentation:9a1b",
+        challenge="c1f4e0d2a9b84f3e",
+        domain="did:web:verifier.example",
+        created=NOW,
+        expires=NOW + timedelta(minutes=5),
+    )
 
 
 def measure(ops: dict[str, Callable[[], Any]], iterations: int) -> dict[str, list[float]]:

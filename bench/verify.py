@@ -55,6 +55,7 @@ from bench.intake import (
     run_in_temp_dir,
     run_on_stack,
 )
+from bench.measure import Measurement
 from bench.profile import cpu_seconds, own_cpu_seconds, summarize
 from bench.verify_load import Job, Outcome
 from bench.verify_setup import Series, children_cpu, machine_cpu_seconds, not_allowed
@@ -202,36 +203,15 @@ def summarize_run(
     me, verify, presented = me_s.result(), verify_s.result(), presenting.result()
     paced = paced_s.result() if paced_s.latencies else None
     rows = [m for m in (me, verify, paced, presented) if m is not None]
-    print(f"\n  {'':<40}{'calls/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}")
-    for m in rows:
-        print(f"  {m.name:<40}{m.rate_per_second:>9.1f}{m.p50_ms:>9.1f}{m.p99_ms:>9.1f}{m.errors:>8}")
-    ratio = verify.rate_per_second / me.rate_per_second
-    print(
-        f"  {'ratio verify / GET /me (throughput)':<40}{ratio:>9.2f}   (p50 {verify.p50_ms / me.p50_ms:.1f}x)"
-    )
-    checks = {
-        f"verify >= {TARGET_RATE:g}/s": verify.rate_per_second >= TARGET_RATE,
-        f"verify p99 < {TARGET_P99_MS:g} ms at {args.concurrency} clients": verify.p99_ms < TARGET_P99_MS,
-        "every verification allowed": verify.errors == 0 and (paced is None or paced.errors == 0),
-    }
-    if paced is not None:
-        checks[f"verify p99 < {TARGET_P99_MS:g} ms at {args.rate:g}/s"] = paced.p99_ms < TARGET_P99_MS
+    ratio = print_rates(rows, me, verify)
+    checks = target_checks(args, verify, paced)
     for name, ok in checks.items():
         print(f"  {'meets' if ok else 'MISSES':>6}  {name}")
     for reason, n in others.items():
         print(f"  not allowed: {n} x {reason}")
     if me_s.exhausted or verify_s.exhausted:
         print("  note: some rounds used up their prepared requests early; raise --max-rate")
-    names = list(verify.cpu_ms_per_op)
-    print(f"\n  CPU ms per call{'':<25}{''.join(f'{k:>14}' for k in names)}")
-    for m in rows:
-        print(f"  {m.name:<40}{''.join(f'{m.cpu_ms_per_op.get(k, 0):>14.3f}' for k in names)}")
-    cores = {
-        who: {m.name: round(m.cpu_ms_per_op.get(who, 0) * m.rate_per_second / 1000, 2) for m in rows}
-        for who in ("bench client", "other work")
-    }
-    for who, used in cores.items():
-        print(f"  cores used by {who:<13} " + ", ".join(f"{v:.2f} in {k}" for k, v in used.items()))
+    cores = print_cpu(rows, list(verify.cpu_ms_per_op))
     cpus, load_after = os.cpu_count() or 1, os.getloadavg()[0]
     print(f"\n  {cpus} CPUs; load average {load_before:.1f} before, {load_after:.1f} after")
     if load_before > cpus:
@@ -239,21 +219,7 @@ def summarize_run(
     if profile is not None and profile.exists():
         print(f"\nprofile of the API during verify ({profile}):\n{summarize(profile, top=25)}")
     return {
-        "config": {
-            "duration": args.duration,
-            "rounds": args.rounds,
-            "warmup": args.warmup,
-            "concurrency": args.concurrency,
-            "api_workers": args.api_workers,
-            "mandates": args.mandates,
-            "max_rate": args.max_rate,
-            "paced": args.paced,
-            "database": "postgresql" if stack.settings.database_url else "sqlite",
-            "cpus": cpus,
-            "load_average": [load_before, load_after],
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-        },
+        "config": run_config(args, stack, cpus, [load_before, load_after]),
         "me": asdict(me),
         "verify": asdict(verify),
         "verify_at_target_rate": paced and asdict(paced),
@@ -263,6 +229,66 @@ def summarize_run(
         "cores_used": cores,
         "targets": {"rate": TARGET_RATE, "p99_ms": TARGET_P99_MS},
         "checks": checks,
+    }
+
+
+def print_rates(rows: list[Measurement], me: Measurement, verify: Measurement) -> float:
+    """The table of rates and latencies; the ratio of verify's throughput to GET /me's."""
+    print(f"\n  {'':<40}{'calls/s':>9}{'p50 ms':>9}{'p99 ms':>9}{'errors':>8}")
+    for m in rows:
+        print(f"  {m.name:<40}{m.rate_per_second:>9.1f}{m.p50_ms:>9.1f}{m.p99_ms:>9.1f}{m.errors:>8}")
+    ratio = verify.rate_per_second / me.rate_per_second
+    print(
+        f"  {'ratio verify / GET /me (throughput)':<40}{ratio:>9.2f}   (p50 {verify.p50_ms / me.p50_ms:.1f}x)"
+    )
+    return ratio
+
+
+def target_checks(
+    args: argparse.Namespace, verify: Measurement, paced: Measurement | None
+) -> dict[str, bool]:
+    checks = {
+        f"verify >= {TARGET_RATE:g}/s": verify.rate_per_second >= TARGET_RATE,
+        f"verify p99 < {TARGET_P99_MS:g} ms at {args.concurrency} clients": verify.p99_ms < TARGET_P99_MS,
+        "every verification allowed": verify.errors == 0 and (paced is None or paced.errors == 0),
+    }
+    if paced is not None:
+        checks[f"verify p99 < {TARGET_P99_MS:g} ms at {args.rate:g}/s"] = paced.p99_ms < TARGET_P99_MS
+    return checks
+
+
+def print_cpu(rows: list[Measurement], names: list[str]) -> dict[str, dict[str, float]]:
+    """The CPU per call of each process in each series; the cores the bench client and other work
+    used in each."""
+    print(f"\n  CPU ms per call{'':<25}{''.join(f'{k:>14}' for k in names)}")
+    for m in rows:
+        print(f"  {m.name:<40}{''.join(f'{m.cpu_ms_per_op.get(k, 0):>14.3f}' for k in names)}")
+    cores = {
+        who: {m.name: round(m.cpu_ms_per_op.get(who, 0) * m.rate_per_second / 1000, 2) for m in rows}
+        for who in ("bench client", "other work")
+    }
+    for who, used in cores.items():
+        print(f"  cores used by {who:<13} " + ", ".join(f"{v:.2f} in {k}" for k, v in used.items()))
+    return cores
+
+
+def run_config(
+    args: argparse.Namespace, stack: Stack, cpus: int, load_average: list[float]
+) -> dict[str, Any]:
+    return {
+        "duration": args.duration,
+        "rounds": args.rounds,
+        "warmup": args.warmup,
+        "concurrency": args.concurrency,
+        "api_workers": args.api_workers,
+        "mandates": args.mandates,
+        "max_rate": args.max_rate,
+        "paced": args.paced,
+        "database": "postgresql" if stack.settings.database_url else "sqlite",
+        "cpus": cpus,
+        "load_average": load_average,
+        "python": platform.python_version(),
+        "platform": platform.platform(),
     }
 
 

@@ -69,7 +69,7 @@ def configure_webhook(settings: Settings, org_id: str, url: str, keys: WebhookSe
     try:
         ctx = Context(settings, engine, cipher)
         webhooks.configure(
-            ctx, Actor.operator("bench"), org_id, url, keys.signature, keys.encryption, keys.salt
+            ctx, Actor.shell_operator("bench"), org_id, url, keys.signature, keys.encryption, keys.salt
         )
     finally:
         engine.dispose()
@@ -246,7 +246,7 @@ def summarize_run(
 
 
 async def main_async(args: argparse.Namespace, var_dir: Path, database_url: str) -> int:
-    # the stack's processes inherit it: the receiver is http on 127.0.0.1 (core.egress allows it
+    # the stack's processes inherit it: the receiver is http on 127.0.0.1 (adapters.egress allows it
     # outside production unless this says false; say so whatever the caller's environment says)
     os.environ["MANDATUM_WEBHOOK_ALLOW_LOOPBACK"] = "true"
     settings = local_stack_settings(var_dir, database_url)

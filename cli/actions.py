@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 import yaml
 
-from cli.common import JsonOpt, echo, emit, fail, operator, services_context
+from cli.common import JsonOpt, command_context, echo, emit, fail, operator
 from services import orgs as organizations
 from services.context import Context
 from services.errors import ServiceError
@@ -135,7 +135,7 @@ def action_create(
     as_json: JsonOpt = False,
 ) -> None:
     """Create an action from a file, as draft version 1."""
-    ctx = services_context()
+    ctx = command_context()
     spec = _read_spec(file)
     if publish:
         _checked_for_publish(spec, file)
@@ -157,7 +157,7 @@ def action_add_version(
     as_json: JsonOpt = False,
 ) -> None:
     """Add the next numbered draft version of an action from a file."""
-    ctx = services_context()
+    ctx = command_context()
     spec = _read_spec(file)
     if publish:
         _checked_for_publish(spec, file)
@@ -181,7 +181,7 @@ def action_publish(
     as_json: JsonOpt = False,
 ) -> None:
     """Publish a draft: the publish checks run, its digestSRI is fixed, and it becomes immutable."""
-    ctx = services_context()
+    ctx = command_context()
     if (version_id is None) == (action_id is None):
         fail("give exactly one of --version or --action")
     if action_id is not None:
@@ -200,7 +200,7 @@ def action_list(
     org: Annotated[str, typer.Option("--org", help="Organization id.")], as_json: JsonOpt = False
 ) -> None:
     """List an organization's actions with all their versions, drafts included."""
-    ctx = services_context()
+    ctx = command_context()
     try:
         organizations.get_organization(ctx, org)
     except ServiceError as exc:

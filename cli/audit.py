@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from cli.common import JsonOpt, emit, operator, services_context
+from cli.common import JsonOpt, command_context, emit, operator
 from services import audit
 
 audit_app = typer.Typer(help="The audit trail.", no_args_is_help=True)
@@ -19,7 +19,7 @@ def audit_verify(
 ) -> None:
     """Walk each organization's chain: every seq, prevHash, hash and signature, and the chain's
     end. Names the first broken record and exits 1 when a chain does not check."""
-    checks = audit.verify_chains(services_context(), operator(), org)
+    checks = audit.verify_chains(command_context(), operator(), org)
     broken = [c.broken for c in checks if c.broken is not None]
     if as_json:
         emit(

@@ -47,7 +47,7 @@ def context() -> tuple[Settings, Engine, SecretCipher]:
     return settings, engine, cipher
 
 
-def services_context() -> Context:
+def command_context() -> Context:
     """The service layer's context for this command (no Temporal client until one is needed)."""
     settings, engine, cipher = context()
     return Context(settings, engine, cipher)
@@ -57,9 +57,9 @@ def operator() -> Actor:
     """Who a command is done by: ``operator:<the user running it>`` (``operator:unknown`` when the
     user name cannot be an actor id)."""
     try:
-        return Actor.operator(getpass.getuser())
+        return Actor.shell_operator(getpass.getuser())
     except (ValueError, OSError, KeyError):
-        return Actor.operator("unknown")
+        return Actor.shell_operator("unknown")
 
 
 def emit(data: dict[str, object], as_json: bool, title: str) -> None:

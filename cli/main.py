@@ -1,5 +1,5 @@
 """The ``mandatum`` command: organizations, API keys, signing keys, actions, the database schema,
-platform staff, an organization's dashboard members, and support from a shell (requests, webhook
+operators, an organization's dashboard members, and support from a shell (requests, webhook
 events, mandates)."""
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ import typer
 
 from cli.actions import action_app
 from cli.audit import audit_app
-from cli.common import JsonOpt, echo, emit, fail, operator, services_context
+from cli.common import JsonOpt, command_context, echo, emit, fail, operator
 from cli.mandates import mandate_app
 from cli.members import member_app
+from cli.operators import operator_app
 from cli.org_settings import register_org_settings
 from cli.requests import request_app
-from cli.staff import staff_app
 from cli.webhooks import webhook_app
 from core.kinds import MemberRole
 from core.settings import get_settings
@@ -45,7 +45,9 @@ app.add_typer(webhook_app, name="webhook")
 app.add_typer(audit_app, name="audit")
 app.add_typer(request_app, name="request")
 app.add_typer(mandate_app, name="mandate")
-app.add_typer(staff_app, name="staff")
+app.add_typer(operator_app, name="operator")
+# the command's first name, kept for scripts written before issue 33 (not listed in --help)
+app.add_typer(operator_app, name="staff", hidden=True)
 app.add_typer(member_app, name="member")
 register_org_settings(org_app)
 
@@ -85,7 +87,7 @@ def org_create(
     as_json: JsonOpt = False,
 ) -> None:
     """Create an organization with its first API key (the secret is shown only now)."""
-    ctx = services_context()
+    ctx = command_context()
     settings = ctx.settings
     if owner_email is not None:
         from services import members  # with the password hasher: loaded only here
@@ -121,7 +123,7 @@ def org_create(
 @org_app.command("list")
 def org_list(as_json: JsonOpt = False) -> None:
     """List organizations."""
-    ctx = services_context()
+    ctx = command_context()
     settings = ctx.settings
     rows = [
         {
@@ -146,7 +148,7 @@ def org_set_rate(
 ) -> None:
     """Set how many requests per minute the organization may create."""
     try:
-        organizations.set_request_rate(services_context(), operator(), org, rate)
+        organizations.set_request_rate(command_context(), operator(), org, rate)
     except ServiceError as exc:
         fail(str(exc))
     typer.echo(f"organization {org} may create {rate} requests per minute")
@@ -171,7 +173,7 @@ def key_create(
     as_json: JsonOpt = False,
 ) -> None:
     """Add an API key to an organization (unnamed without --name)."""
-    ctx = services_context()
+    ctx = command_context()
     try:
         expires = parse_iso("--expires-at", expires_at) if expires_at is not None else None
     except ValueError as exc:
@@ -200,7 +202,7 @@ def key_create(
 @key_app.command("rotate")
 def key_rotate(key: Annotated[str, typer.Option("--key", help="Key id.")], as_json: JsonOpt = False) -> None:
     """New signature secret for a key; the old one keeps working for 24 hours."""
-    ctx = services_context()
+    ctx = command_context()
     settings = ctx.settings
     try:
         issued = organizations.rotate_key(ctx, operator(), key)
@@ -223,7 +225,7 @@ def key_rotate(key: Annotated[str, typer.Option("--key", help="Key id.")], as_js
 def key_revoke(key: Annotated[str, typer.Option("--key", help="Key id.")], as_json: JsonOpt = False) -> None:
     """Revoke a key at once."""
     try:
-        at = organizations.revoke_key(services_context(), operator(), key)
+        at = organizations.revoke_key(command_context(), operator(), key)
     except ServiceError as exc:
         fail(str(exc))
     emit({"keyId": key, "revokedAt": at.isoformat()}, as_json, "API key revoked.")
@@ -234,7 +236,7 @@ def key_list(
     org: Annotated[str, typer.Option("--org", help="Organization id.")], as_json: JsonOpt = False
 ) -> None:
     """List an organization's keys (never their secrets)."""
-    ctx = services_context()
+    ctx = command_context()
     try:
         organizations.get_organization(ctx, org)
     except ServiceError as exc:
@@ -260,7 +262,7 @@ def key_list(
 
 
 def _signing_context() -> Context:
-    ctx = services_context()
+    ctx = command_context()
     if not has_table(ctx.engine, "signing_key"):
         fail("the database schema is out of date: run `mandatum db upgrade` first")
     return ctx

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from cli.common import JsonOpt, ReasonOpt, emit, fail, operator, reason_of, services_context
+from cli.common import JsonOpt, ReasonOpt, command_context, emit, fail, operator, reason_of
 from services.errors import ServiceError
 
 mandate_app = typer.Typer(help="Mandates: revoke one.", no_args_is_help=True)
@@ -24,12 +24,12 @@ def mandate_revoke(
 
     Its receipt, the REVOKE item of its document form and MANDATE_REVOKED naming you, with the
     reason (in the receipt too)."""
-    from services import mandates, support  # with the signing code: loaded only here
+    from services import mandates, operator_search  # with the signing code: loaded only here
 
     why = reason_of(reason)
-    ctx = services_context()
+    ctx = command_context()
     try:
-        org_id = support.mandate_owner(ctx, urn)
+        org_id = operator_search.mandate_owner(ctx, urn)
         revoked = asyncio.run(mandates.revoke(ctx, operator(), org_id, urn, why))
     except ServiceError as exc:
         fail(str(exc))

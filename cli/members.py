@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from cli.common import JsonOpt, ReasonOpt, echo, emit, fail, operator, reason_of, services_context
+from cli.common import JsonOpt, ReasonOpt, command_context, echo, emit, fail, operator, reason_of
 from core.ids import is_object_id
 from services.errors import ServiceError
 
@@ -35,7 +35,7 @@ def member_list(org: OrgOpt, as_json: JsonOpt = False) -> None:
 
     org_id = _object_id("--org", org)
     try:
-        listed = member_admin.list_members(services_context(), operator(), org_id)
+        listed = member_admin.list_members(command_context(), operator(), org_id)
     except ServiceError as exc:
         fail(str(exc))
     rows = [
@@ -73,7 +73,7 @@ def member_reset_factor(
 
     org_id, member_id, why = _object_id("--org", org), _object_id("--member", member), reason_of(reason)
     try:
-        ended = member_admin.reset_factor(services_context(), operator(), org_id, member_id, why)
+        ended = member_admin.reset_factor(command_context(), operator(), org_id, member_id, why)
     except ServiceError as exc:
         fail(str(exc))
     emit(
@@ -91,7 +91,7 @@ def member_add_owner(
     An address that is a member anywhere is refused. MEMBER_INVITED names you, with the reason."""
     from services import member_admin, members
 
-    org_id, why, ctx = _object_id("--org", org), reason_of(reason), services_context()
+    org_id, why, ctx = _object_id("--org", org), reason_of(reason), command_context()
     try:
         members.check_new_email(ctx, email)
     except ServiceError as exc:

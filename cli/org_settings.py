@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from cli.common import fail, operator, services_context
+from cli.common import command_context, fail, operator
 from core.ids import is_object_id
 from services import orgs as organizations
 from services.errors import ServiceError
@@ -26,7 +26,7 @@ def org_set_presentation_minutes(
 ) -> None:
     """Set how long the presentations (VPs) of the organization's mandates stay valid."""
     try:
-        organizations.set_presentation_minutes(services_context(), operator(), org, minutes)
+        organizations.set_presentation_minutes(command_context(), operator(), org, minutes)
     except ServiceError as exc:
         fail(str(exc))
     typer.echo(f"presentations of organization {org} are valid for {minutes} minutes")
@@ -41,7 +41,7 @@ def org_set_frame_origins(
 ) -> None:
     """Set the origins whose pages may embed the organization's approval page in an iframe."""
     try:
-        saved = organizations.set_frame_origins(services_context(), operator(), org, origins or [])
+        saved = organizations.set_frame_origins(command_context(), operator(), org, origins or [])
     except ServiceError as exc:
         fail(str(exc))
     typer.echo(f"organization {org} may be embedded by: {' '.join(saved) or '(no origin)'}")
@@ -62,7 +62,7 @@ def org_set_second_factor(
     if not is_object_id(org):
         fail("--org: an id is 24 lowercase hexadecimal characters")
     try:
-        organizations.set_require_second_factor(services_context(), operator(), org, required)
+        organizations.set_require_second_factor(command_context(), operator(), org, required)
     except ServiceError as exc:
         fail(str(exc))
     said = (

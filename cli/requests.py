@@ -2,7 +2,7 @@
 dashboard's support actions on it (``cancel``, ``resend`` a code, a subject's ``link``).
 
 Each calls the function the dashboard calls (``services.requests``) with the operator running the
-command as actor, for the organization that holds the request (``services.support``); each action
+command as actor, for the organization that holds the request (``services.operator_search``); each action
 requires ``--reason``, recorded in the audit record it writes. ``cancel`` and ``resend`` go through
 the request's workflow: Temporal is connected first, so when it does not answer nothing is done.
 """
@@ -18,12 +18,12 @@ import typer
 from cli.common import (
     JsonOpt,
     ReasonOpt,
+    command_context,
     emit,
     fail,
     finish,
     operator,
     reason_of,
-    services_context,
     with_temporal,
 )
 from cli.request_view import detail_data, print_detail
@@ -50,19 +50,19 @@ def _refusing(work: Coroutine[Any, Any, T]) -> T:
 
 
 def _owner(ctx: Context, request_id: str) -> str:
-    from services import support
+    from services import operator_search
 
     try:
-        return support.request_owner(ctx, request_id)
+        return operator_search.request_owner(ctx, request_id)
     except ServiceError as exc:
         fail(str(exc))
 
 
 def _subject(raw: str) -> str:
     """The subject id ``--subject`` names: the id itself, or the one ending a subject DID."""
-    from services import support
+    from services import operator_search
 
-    return support.subject_named(raw)
+    return operator_search.subject_named(raw)
 
 
 @request_app.command("show")
@@ -73,7 +73,7 @@ def request_show(request_id: RequestArg, as_json: JsonOpt = False) -> None:
     audit records."""
     from services import requests
 
-    ctx = services_context()
+    ctx = command_context()
     org_id = _owner(ctx, request_id)
     data = detail_data(_refusing(requests.detail(ctx, org_id, request_id)), ctx.settings.public_url)
     if as_json:
@@ -101,15 +101,15 @@ def request_find(
     as_json: JsonOpt = False,
 ) -> None:
     """The requests a key names: by id or URN, then by internalId and contact (newest first)."""
-    from services import support
+    from services import operator_search
 
-    if org is None and support.global_key(query.strip()) is None:
+    if org is None and operator_search.global_key(query.strip()) is None:
         fail(
             "an internalId or a contact is looked up in one organization: give --org ORG_ID "
             "(request ids, mandate URNs and webhook event ids are found in every one)"
         )
-    ctx = services_context()
-    matches = _refusing(support.find_requests(ctx, query, org))
+    ctx = command_context()
+    matches = _refusing(operator_search.find_requests(ctx, query, org))
     rows = [
         {
             "requestId": m.bundle.request.id,
@@ -142,7 +142,7 @@ def request_cancel(request_id: RequestArg, reason: ReasonOpt = None, as_json: Js
     from services import requests
 
     why = reason_of(reason)
-    ctx = services_context()
+    ctx = command_context()
     org_id = _owner(ctx, request_id)
 
     async def cancel(ctx: Context) -> dict[str, object]:
@@ -169,7 +169,7 @@ def request_resend(
     from services import requests
 
     why = reason_of(reason)
-    ctx = services_context()
+    ctx = command_context()
     org_id, subject_id = _owner(ctx, request_id), _subject(subject)
 
     async def resend(ctx: Context) -> dict[str, object]:
@@ -199,7 +199,7 @@ def request_link(
     from services import requests
 
     why = reason_of(reason)
-    ctx = services_context()
+    ctx = command_context()
     org_id, subject_id = _owner(ctx, request_id), _subject(subject)
     link = _refusing(requests.hand_out_link(ctx, operator(), org_id, request_id, subject_id, why))
     if as_json:

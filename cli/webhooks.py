@@ -18,13 +18,13 @@ import typer
 from cli.common import (
     JsonOpt,
     ReasonOpt,
+    command_context,
     echo,
     emit,
     fail,
     finish,
     operator,
     reason_of,
-    services_context,
     with_temporal,
 )
 from services.context import Context
@@ -46,10 +46,10 @@ def _webhooks() -> ModuleType:
 
 
 def _support() -> ModuleType:
-    """``services.support`` (finding an event's organization), imported on first use likewise."""
-    import services.support
+    """``services.operator_search`` (finding an event's organization), imported on first use likewise."""
+    import services.operator_search
 
-    return services.support
+    return services.operator_search
 
 
 OrgOpt = Annotated[str, typer.Option("--org", help="Organization id.")]
@@ -77,7 +77,7 @@ def webhook_set(
     and printed once (they are never shown again)."""
     try:
         generated = _webhooks().configure(
-            services_context(), operator(), org, url, signature_secret, encryption_secret, salt
+            command_context(), operator(), org, url, signature_secret, encryption_secret, salt
         )
     except ServiceError as exc:
         fail(str(exc))
@@ -89,7 +89,7 @@ def webhook_set(
 @webhook_app.command("show")
 def webhook_show(org: OrgOpt, as_json: JsonOpt = False) -> None:
     """The webhook's URL and when it was set; never its secrets."""
-    row = _webhooks().settings_row(services_context(), org)
+    row = _webhooks().settings_row(command_context(), org)
     if row is None:
         fail(f"organization {org} has no webhook (events are stored, their delivery skipped)")
     emit(
@@ -110,7 +110,7 @@ def webhook_test(org: OrgOpt) -> None:
         sent: tuple[WebhookEvent, str] = await _webhooks().send_test_event(ctx, operator(), org)
         return sent
 
-    event, workflow_id = with_temporal(services_context(), send, f"send a test event to organization {org}")
+    event, workflow_id = with_temporal(command_context(), send, f"send a test event to organization {org}")
     typer.echo(f"test event {event.id}: delivery started ({workflow_id})")
     finish()
 
@@ -121,7 +121,7 @@ EventArg = Annotated[str, typer.Argument(help="The event id (urn:via:event:…).
 @webhook_app.command("retry")
 def webhook_retry(event_id: EventArg) -> None:
     """Deliver a failed event again, with a fresh 3-day schedule."""
-    ctx = services_context()
+    ctx = command_context()
     try:
         event = _webhooks().retryable(ctx, operator(), event_id)
     except ServiceError as exc:
@@ -152,7 +152,7 @@ def webhook_resend(event_id: EventArg, reason: ReasonOpt = None, as_json: JsonOp
     WEBHOOK_REDELIVERY names you, with the reason; when Temporal does not take the delivery, the
     event keeps the state it had."""
     why = reason_of(reason)
-    ctx = services_context()
+    ctx = command_context()
     try:
         event = _support().event(ctx, event_id)
         kind = _webhooks().redelivery_kind(event)
@@ -185,7 +185,7 @@ def webhook_attempts(event_id: EventArg, as_json: JsonOpt = False) -> None:
 
     When, the HTTP status or error, how long it took, and the URL it went to (without its query,
     where a receiver's token may sit)."""
-    ctx = services_context()
+    ctx = command_context()
     try:
         log = _webhooks().event_log(ctx, _support().event(ctx, event_id).organization_id, event_id)
     except ServiceError as exc:
@@ -241,7 +241,7 @@ def webhook_list(
     as_json: JsonOpt = False,
 ) -> None:
     """The organization's events, newest first, with the outcome of their delivery."""
-    events = _webhooks().events(services_context(), org, limit)
+    events = _webhooks().events(command_context(), org, limit)
     if as_json:
         typer.echo(json.dumps([_row(e) for e in events], indent=2, default=_json_value))
         return

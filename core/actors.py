@@ -12,8 +12,10 @@ from enum import StrEnum
 class ActorKind(StrEnum):
     API_KEY = "apiKey"  # an integrator's signed call
     MEMBER = "member"  # a member of the organization, in the dashboard
-    STAFF = "staff"  # platform staff, in the operators' area
-    OPERATOR = "operator"  # someone with a shell on the server: the ``mandatum`` command
+    # an operator (the platform's own people) in the dashboard's operators' area; stored as
+    # ``staff:<memberId>`` in records already signed, so the value keeps its first name
+    DASHBOARD_OPERATOR = "staff"
+    SHELL_OPERATOR = "operator"  # an operator with a shell on the server: the ``mandatum`` command
     SUBJECT = "subject"  # the person asked, on the approval pages
     ORGANIZATION = "organization"  # the organization's own identity report
     PROVIDER = "provider"  # an identity provider reporting a check (``provider:development``)
@@ -24,8 +26,8 @@ class ActorKind(StrEnum):
 _NEEDS_ID = {
     ActorKind.API_KEY,
     ActorKind.MEMBER,
-    ActorKind.STAFF,
-    ActorKind.OPERATOR,
+    ActorKind.DASHBOARD_OPERATOR,
+    ActorKind.SHELL_OPERATOR,
     ActorKind.SUBJECT,
     ActorKind.PROVIDER,
 }
@@ -56,16 +58,16 @@ class Actor:
         return cls(ActorKind.MEMBER, member_id)
 
     @classmethod
-    def staff(cls, member_id: str) -> Actor:
-        return cls(ActorKind.STAFF, member_id)
+    def dashboard_operator(cls, member_id: str) -> Actor:
+        return cls(ActorKind.DASHBOARD_OPERATOR, member_id)
 
     @classmethod
     def subject(cls, subject_id: str) -> Actor:
         return cls(ActorKind.SUBJECT, subject_id)
 
     @classmethod
-    def operator(cls, name: str) -> Actor:
-        return cls(ActorKind.OPERATOR, name)
+    def shell_operator(cls, name: str) -> Actor:
+        return cls(ActorKind.SHELL_OPERATOR, name)
 
     @classmethod
     def parse(cls, text: str) -> Actor:

@@ -161,8 +161,8 @@ class UpdateRefusal(StrEnum):
 
 
 PLATFORM_ROLE = "platform"
-"""The role of platform staff: the people running the installation, members of no organization,
-who use the operators' area (``mandatum staff``); never one of an organization's roles."""
+"""The role of operators: the people running the installation, members of no organization,
+who use the operators' area (``mandatum operator``); never one of an organization's roles."""
 
 
 class MemberRole(StrEnum):

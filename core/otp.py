@@ -105,7 +105,7 @@ class JourneySecrets:
 
     def contact_hash(self, contact: str) -> str:
         """The keyed hash of a normalized contact (``wire.contacts.normalize_contact``): how platform
-        staff find a person's requests in every organization without a new clear copy of the
+        operators find a person's requests in every organization without a new clear copy of the
         contact (``Subject.contact_hash``). Hex, 64 characters."""
         return hmac.new(self._contact_key, contact.encode(), hashlib.sha256).hexdigest()
 

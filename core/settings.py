@@ -99,7 +99,7 @@ class Settings(BaseSettings):
     reconcile_interval: timedelta = timedelta(seconds=5)
     reconcile_grace: timedelta = timedelta(seconds=10)
     auth_cache_seconds: float = 2.0
-    # delivering codes (orchestration.delivery): "outbox" writes them under var/outbox (development and
+    # delivering codes (adapters.delivery): "outbox" writes them under var/outbox (development and
     # tests only), "smtp" and "http" send them
     email_transport: Literal["outbox", "smtp"] = "outbox"
     outbox_dir: Path | None = None  # default var/outbox
@@ -114,7 +114,7 @@ class Settings(BaseSettings):
     sms_url: str = ""
     sms_token: SecretStr | None = None
     sms_timeout_seconds: float = 10.0
-    # platform identity checks (orchestration.kyc): "development" simulates them on a page of our own
+    # platform identity checks (adapters.kyc): "development" simulates them on a page of our own
     # (refused in production); "none" offers no platform KYC
     kyc_provider: Literal["none", "development"] = "development"
 
@@ -224,7 +224,7 @@ class Settings(BaseSettings):
             )
         return _decode_master_key(path.read_text().strip(), source=str(path))
 
-    # webhook receivers on loopback addresses (core.egress): allowed outside production unless
+    # webhook receivers on loopback addresses (adapters.egress): allowed outside production unless
     # false; production never allows them (only https to global addresses)
     webhook_allow_loopback: bool | None = None
 

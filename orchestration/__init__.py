@@ -1,2 +1,3 @@
-"""Orchestration: the Temporal client, workflow starts and updates, the reconciler, identity hand-off
-and message delivery. Above `store`, below `services`."""
+"""Orchestration: Temporal alone. The client, workflow starts and updates, the reconciler, the
+identity hand-off to the workflow and reading histories. Above `store`, below `services`; the
+adapters to the outside world are in `adapters` (ADR 0017)."""

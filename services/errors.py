@@ -30,7 +30,7 @@ class Replayed(ServiceError):
 
 class Forbidden(ServiceError):
     """The actor may not do this at all (403): the operators' operations for anyone but platform
-    staff and operators."""
+    operators, in the dashboard or from a shell."""
 
 
 class NotFound(ServiceError):

@@ -1,10 +1,10 @@
-"""What an operator does to dashboard members from a shell (``mandatum member``, ``mandatum staff
+"""What an operator does to dashboard members from a shell (``mandatum member``, ``mandatum operator
 reset-factor``; issue 30, item 7), acting for any organization: list an organization's members
 with their roles, second factor and last login; turn a member's second factor off and end their
 sessions (a lost phone and lost recovery codes); invite an owner (the owners are gone). Every
 change takes a reason (``services.audit.checked_reason``), recorded with the operator in the
-organization's trail (a log line for platform staff), and every function refuses any actor but
-operators and staff (``services.staff.require_staff``)."""
+organization's trail (a log line for operators), and every function refuses any actor but
+operators, in the dashboard or from a shell (``services.operators.require_operator``)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from services import members
 from services.audit import checked_reason
 from services.context import Context
 from services.errors import Invalid, NotFound
-from services.staff import require_staff
+from services.operators import require_operator
 from store import member_sessions as sessions
 from store import members as members_store
 from store import orgs as orgs_store
@@ -45,17 +45,17 @@ def _organization(ctx: Context, org_id: str) -> str:
 
 def list_members(ctx: Context, actor: Actor, org_id: str) -> list[Listed]:
     """The organization's members, oldest first, each with their last login when known."""
-    require_staff(actor)
+    require_operator(actor)
     _organization(ctx, org_id)
     last = sessions.last_logins(ctx.engine, org_id)
     return [Listed(m, last.get(m.id)) for m in members_store.members_of(ctx.engine, org_id)]
 
 
 def reset_factor(ctx: Context, actor: Actor, org_id: str | None, member_id: str, reason: str) -> int:
-    """Turn the member's second factor off and end every session of theirs (platform staff for
+    """Turn the member's second factor off and end every session of theirs (operators for
     ``org_id`` None), recorded as ``MEMBER_SECOND_FACTOR_OFF`` with the operator, the reason and
     the sessions ended; how many ended. They log in with their password and set a factor up again."""
-    require_staff(actor)
+    require_operator(actor)
     why = checked_reason(reason)
     if org_id is not None:
         _organization(ctx, org_id)
@@ -70,12 +70,12 @@ def reset_factor(ctx: Context, actor: Actor, org_id: str | None, member_id: str,
     return ended
 
 
-def reset_staff_factor(ctx: Context, actor: Actor, email: str, reason: str) -> int:
-    """``reset_factor`` of the staff member with that e-mail address."""
-    require_staff(actor)
-    found = members_store.staff_by_email(ctx.engine, members.email_address(email))
+def reset_operator_factor(ctx: Context, actor: Actor, email: str, reason: str) -> int:
+    """``reset_factor`` of the operator with that e-mail address."""
+    require_operator(actor)
+    found = members_store.operator_by_email(ctx.engine, members.email_address(email))
     if found is None:
-        raise NotFound(f"no staff member {email.strip()[:320]}")
+        raise NotFound(f"no operator {email.strip()[:320]}")
     return reset_factor(ctx, actor, None, found.id, reason)
 
 
@@ -85,7 +85,7 @@ def add_owner(ctx: Context, actor: Actor, org_id: str, email: str, reason: str) 
     --owner-email``, an address that is a member anywhere is refused (docs/adr/0003).
     ``members.NotSent`` when the e-mail could not go: the owner is invited, an owner's members
     page sends it again."""
-    require_staff(actor)
+    require_operator(actor)
     why = checked_reason(reason)
     _organization(ctx, org_id)
     address = members.check_new_email(ctx, email)

@@ -27,10 +27,10 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import TypeVar
 
+from adapters.delivery import Message, Undeliverable, transport_for
 from core.actors import Actor
 from core.kinds import PLATFORM_ROLE, MemberRole, MemberTokenPurpose
 from core.text import one_line
-from orchestration.delivery import Message, Undeliverable, transport_for
 from services.context import Context
 from services.errors import Conflict, Invalid, NotFound, TooMany
 from store import member_sessions as sessions
@@ -174,7 +174,7 @@ def _mail_invitation(ctx: Context, member: Member, link: str) -> None:
     place = (
         orgs_store.get_organization(ctx.engine, member.organization_id).name
         if member.organization_id
-        else "this installation (platform staff)"
+        else "this installation (operators)"
     )
     shown = None if store.signs_in_elsewhere(ctx.engine, member) else link
     _send(ctx, member.email, INVITATION_SUBJECT, _invitation_text(ctx, place, member.role, shown))
@@ -232,7 +232,7 @@ def change_role(ctx: Context, actor: Actor, org_id: str, member_id: str, role: s
 def set_disabled(ctx: Context, actor: Actor, org_id: str | None, member_id: str, disabled: bool) -> Member:
     """Disable a member (their sessions end at once) or enable them again. Nobody disables
     themselves, and the last enabled owner is not disabled (``Conflict``)."""
-    if disabled and str(actor) in (str(Actor.member(member_id)), str(Actor.staff(member_id))):
+    if disabled and str(actor) in (str(Actor.member(member_id)), str(Actor.dashboard_operator(member_id))):
         raise Conflict("You cannot disable yourself: another owner can")
     return _changing(
         lambda: store.set_disabled(ctx.engine, org_id, member_id, disabled, utcnow(), actor=str(actor))
@@ -252,7 +252,7 @@ RESET_EVERY = timedelta(minutes=1)
 FACTOR_STAYS = "Your second factor stays on; you will need it to log in."
 FACTOR_STAYS_TEXT = (
     f"\n{FACTOR_STAYS} If you lost it, log in with one of your recovery codes, or ask an owner of "
-    "your organization (platform staff: an operator) to turn it off.\n"
+    "your organization (operators: an operator) to turn it off.\n"
 )
 
 
@@ -294,5 +294,5 @@ def actor_names(ctx: Context, org_id: str) -> dict[str, str]:
 
 
 def actor_of(member: Member) -> Actor:
-    """Who a member's actions are recorded as: ``member:<id>``, or ``staff:<id>`` for platform staff."""
-    return Actor.staff(member.id) if member.role == PLATFORM_ROLE else Actor.member(member.id)
+    """Who a member's actions are recorded as: ``member:<id>``, or ``staff:<id>`` for operators."""
+    return Actor.dashboard_operator(member.id) if member.role == PLATFORM_ROLE else Actor.member(member.id)

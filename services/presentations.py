@@ -87,6 +87,17 @@ class IssuedPresentation:
     receipt: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class _NewPresentation:
+    """A VP being issued: its id and challenge, its window, and the verifier it is bound to."""
+
+    presentation_id: str
+    challenge: str
+    created: datetime
+    expires: datetime
+    domain: str | None  # targetVerifier, as the proof's domain
+
+
 # --- the VP lifetime setting -------------------------------------------------------------------
 
 
@@ -135,41 +146,69 @@ def issue_presentation(
         _record_refusal(engine, service, actor, caller_org_id, mandate_id, found, refused)
         raise
     created = (now or utcnow()).replace(microsecond=0)  # proofs carry whole seconds
-    expires = created + timedelta(minutes=mandate.minutes)
-    presentation_id = urn("presentation")
-    challenge = secrets.token_urlsafe(CHALLENGE_BYTES)
+    new = _NewPresentation(
+        presentation_id=urn("presentation"),
+        challenge=secrets.token_urlsafe(CHALLENGE_BYTES),
+        created=created,
+        expires=created + timedelta(minutes=mandate.minutes),
+        domain=target_verifier,
+    )
     vp = vc.presentation(
         mandate.w3c,
         organization_key(engine, cipher, settings, mandate.organization_id),
         holder_did=owner_did,
-        presentation_id=presentation_id,
-        challenge=challenge,
-        created=created,
-        expires=expires,
-        domain=target_verifier,
+        presentation_id=new.presentation_id,
+        challenge=new.challenge,
+        created=new.created,
+        expires=new.expires,
+        domain=new.domain,
     )
-    receipt = receipts.receipt(
-        key=service,
+    receipt = _issued_receipt(service, settings, mandate, mandate_id, new)
+    _save(engine, service, actor, caller_org_id, mandate, mandate_id, vp, receipt, new)
+    return IssuedPresentation(vp, receipt)
+
+
+def _issued_receipt(
+    key: Ed25519KeyPair, settings: Settings, mandate: store.Mandate, mandate_id: str, new: _NewPresentation
+) -> dict[str, Any]:
+    """The VP's ``PRESENTATION_ISSUED`` receipt, signed by the service."""
+    return receipts.receipt(
+        key=key,
         context_url=context_url(settings.public_url),
         receipt_id=urn("receipt"),
         type=receipts.PRESENTATION_ISSUED,
-        timestamp=created,
+        timestamp=new.created,
         credential_id=mandate_id,
         request_id=mandate.request_id,
-        presentation_id=presentation_id,
-        verifier=target_verifier,
+        presentation_id=new.presentation_id,
+        verifier=new.domain,
     )
+
+
+def _save(
+    engine: Engine,
+    key: Ed25519KeyPair,
+    actor: Actor,
+    caller_org_id: str,
+    mandate: store.Mandate,
+    mandate_id: str,
+    vp: dict[str, Any],
+    receipt: dict[str, Any],
+    new: _NewPresentation,
+) -> None:
+    """The VP's row (unused, for the caller's organization) with its ``VP_ISSUED`` record naming
+    ``actor``."""
     store.save_presentation(
         engine,
-        service,
+        key,
         {
-            "id": presentation_id,
+            "id": new.presentation_id,
             "credential_id": mandate.credential_id,
             "organization_id": caller_org_id,
-            "challenge": challenge,
-            "domain": target_verifier,
-            "created_at": created,
-            "expires_at": expires,
+            "challenge": new.challenge,
+            "domain": new.domain,
+            "created_at": new.created,
+            "expires_at": new.expires,
             "receipt": receipt,
             "used_at": None,
             "used_by": None,
@@ -183,13 +222,12 @@ def issue_presentation(
             data={
                 "mandateId": mandate_id,
                 "presentation": vp,
-                "targetVerifier": target_verifier,
+                "targetVerifier": new.domain,
                 "receipt": receipt,
             },
         ),
-        created,
+        new.created,
     )
-    return IssuedPresentation(vp, receipt)
 
 
 def _record_refusal(

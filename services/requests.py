@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -20,7 +20,7 @@ from core import faults
 from core.actors import Actor
 from core.ids import is_object_id
 from core.kinds import RequestStatus, UpdateRefusal
-from core.origins import BadOrigin, check_origin, check_url, header_origins
+from core.origins import BadOrigin, check_origin, header_origins
 from core.otp import approval_url
 from core.text import quote_input
 from orchestration.temporal import start_request_workflow, temporal_unavailable
@@ -30,14 +30,14 @@ from orchestration.updates import run_update
 from services.audit import optional_reason
 from services.context import Context
 from services.errors import Conflict, Invalid, NotFound, Refused, TooMany, Unavailable
-from store import actions as action_store
+from services.request_validation import validated
 from store import audit_queries, guards, orgs
 from store import request_queries as queries
 from store import requests as store
 from store import webhooks as webhook_store
 from store.db import run_db
 from store.tables import AuditRecord, WebhookEvent
-from trust.did import web_organization_did, web_subject_did
+from trust.did import web_subject_did
 from wire.contacts import normalize_contact
 from wire.dates import day_range
 from wire.models import CreateRequestIn
@@ -215,85 +215,6 @@ def subject_of(
 # --- creating -----------------------------------------------------------------------------------
 
 
-def _to_new_request(
-    body: CreateRequestIn,
-    organization_did: str,
-    contacts: list[tuple[str, str, str | None]],
-    pinned_actions: dict[int, dict[str, Any]],
-    contact_hash: Callable[[str], str],
-) -> store.NewRequest:
-    """The request to store; ``pinned_actions`` replaces the ``action`` of POLICY credentials (by
-    position) with the pinned version and the filled userParams."""
-    # the organization's DID is always authorized and listed first (CONTRACT 3): store the others once
-    extra_dids = list(dict.fromkeys(d for d in body.authorizedDIDs if d != organization_did))
-    return store.NewRequest(
-        security_level=body.securityLevel.value,
-        contacts=[store.NewContact(c, kind, internal, contact_hash(c)) for c, kind, internal in contacts],
-        credentials=[
-            store.NewCredential(
-                resource_type=c.type,
-                name=c.name,
-                description=c.description,
-                internal_id=c.internalId,
-                scope=c.scope,
-                tags=c.tags,
-                action=pinned_actions.get(i, c.action.model_dump() if c.action else None),
-                data=[d.model_dump() for d in c.data] if c.data else None,
-                valid_from=c.validFrom,
-                valid_until=c.validUntil,
-            )
-            for i, c in enumerate(body.credentials)
-        ],
-        name=body.name,
-        language=body.language.value,
-        redirect_url=body.redirectUrl,
-        internal_id=body.internalId,
-        authorized_dids=extra_dids,
-    )
-
-
-def _pin_actions(
-    ctx: Context, org_id: str, body: CreateRequestIn
-) -> tuple[dict[int, dict[str, Any]], list[str]]:
-    """Each POLICY credential's action checked against the organization's newest published version
-    of it (CONTRACT 6); by credential position, with one message per problem."""
-    pinned: dict[int, dict[str, Any]] = {}
-    problems: list[str] = []
-    for i, cred in enumerate(body.credentials):
-        if cred.action is None:
-            continue
-        pin, found = action_store.pin_for_request(
-            ctx.engine, org_id, cred.action.id, cred.action.userParams, where=f"credentials.{i}.action"
-        )
-        problems += found
-        if pin is not None:
-            pinned[i] = pin
-    return pinned, problems
-
-
-async def _validated(ctx: Context, org_id: str, body: CreateRequestIn) -> store.NewRequest:
-    """The request to store, or ``Invalid`` listing every contact and action problem at once."""
-    contacts, problems = body.normalized_contacts()
-    if body.redirectUrl is not None and not ctx.settings.allow_loopback_http:
-        try:  # the model checked its shape; production also refuses http on a local host
-            check_url(body.redirectUrl, allow_loopback_http=False)
-        except BadOrigin as exc:
-            problems.append(f"redirectUrl: {exc}")
-    pinned: dict[int, dict[str, Any]] = {}
-    action_problems: list[str] = []
-    if any(c.action is not None for c in body.credentials):
-        pinned, action_problems = await asyncio.to_thread(_pin_actions, ctx, org_id, body)
-    if problems or action_problems:
-        raise Invalid(problems + action_problems)
-    return _to_new_request(
-        body,
-        web_organization_did(ctx.settings.public_url, org_id),
-        contacts,
-        pinned,
-        ctx.journey.contact_hash,
-    )
-
-
 async def create(
     ctx: Context,
     actor: Actor,
@@ -306,7 +227,7 @@ async def create(
     """Validate, store (one transaction: idempotency, rate limit, rows, ``REQUEST_CREATED`` naming
     ``actor``), start the workflow and mark it started. A failed start is left to the reconciler."""
     settings = ctx.settings
-    new = await _validated(ctx, org_id, body)
+    new = await validated(ctx, org_id, body)
     idem = None
     if idempotency_key is not None and "\x00" in idempotency_key:
         raise Invalid("Idempotency-Key must not contain NUL characters")

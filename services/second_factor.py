@@ -12,7 +12,7 @@
 - **A new secret** waits apart from the one in use (``totp_pending_ciphertext``) until its first
   code, which is counted too; it is shown in the answer that made it and never again. Confirming
   it turns the factor on (or replaces the old one) and makes ten recovery codes, shown once.
-- **Who must have one**: platform staff always, an organization's members when the organization
+- **Who must have one**: operators always, an organization's members when the organization
   requires it (``must_enrol``); such a member, after the password, can only set it up.
 - Secrets are sealed under the master key's cipher; a code's time step is used once (a
   conditional UPDATE in the transaction that uses it, ``store.second_factor``).
@@ -251,7 +251,7 @@ async def set_required(
 
 
 def required_of(ctx: Context, member: Member) -> bool:
-    """Whether the member must have the second factor on: platform staff always, an organization's
+    """Whether the member must have the second factor on: operators always, an organization's
     members when it requires it."""
     if member.role == PLATFORM_ROLE or member.organization_id is None:
         return True

@@ -9,7 +9,8 @@ The API's ``verify_grouped`` writes the verifications of one event-loop turn tog
 alone and in order, its rows locked in one order so that concurrent batches never deadlock; when
 that transaction fails, each is written alone and only the one that fails again fails
 (``store.verifications.record_batch``). Nothing here calls Temporal; the reads and the write are
-``store.verifications``.
+``store.verifications``; what a verification answers (its receipt, the messages, the ``Verdict``)
+is ``services.verdicts``.
 
 The checks run in CONTRACT 5's order and stop at the first failure: (1) the VP's structure and
 proof, by its holder with the challenge we put in it (``vp_proof_invalid``,
@@ -52,18 +53,17 @@ from typing import Any
 from sqlalchemy import Engine
 
 from core.actors import Actor
-from core.ids import urn
 from core.kinds import CredentialStatus
-from core.observe import events
 from core.secretbox import SecretCipher
 from core.settings import Settings
 from policy import ActionSpec, validate_values
 from policy.cost import RULE_BUDGET
 from policy.jobs import RulesJob
 from policy.rules import RulesRun
-from services.access import SIGNATURE_USED
 from services.context import Context
-from services.errors import Replayed
+from services.verdicts import MESSAGES as MESSAGES
+from services.verdicts import Verdict as Verdict
+from services.verdicts import signed_receipt, verdict
 from store import actions as action_store
 from store.db import WouldBlock, database_allowed, on_the_loop, run_db, utcnow
 from store.guards import SignatureUse
@@ -76,44 +76,10 @@ from store.presentations import (
     claimed_credential_id,
     matching,
 )
-from store.verifications import ALLOW, DENY, Outcome, Pending, load, load_on_loop, record_batch
+from store.verifications import Outcome, Pending, load, load_on_loop, record_batch
 from trust import credentials as vc
-from trust import receipts
-from trust.context import context_url
 from trust.did import web_organization_did, web_service_did
 from trust.eddsa_jcs import MalformedProof, ProofError, parse_datetime
-from trust.keys import Ed25519KeyPair
-from workflows.ids import request_workflow_id
-
-MESSAGES = {
-    "vp_proof_invalid": "The presentation or its proof is malformed",
-    "vp_signature_invalid": "The presentation's signature does not verify",
-    "vp_signer_unknown": "The presentation is not signed by a known key of its holder",
-    "credential_signature_invalid": "The presented credential's signature does not verify",
-    "credential_not_found": "The presentation or its credential was not issued by this service",
-    "not_yet_valid": "The mandate is not valid yet",
-    "expired": "The mandate or the presentation has expired",
-    "credential_revoked": "The mandate is revoked",
-    "verifier_not_authorized": "Your organization is not among the mandate's authorizedDIDs",
-    "vp_domain_mismatch": "The presentation is bound to another verifier",
-    "vp_already_used": "The presentation has already been used",
-    "execution_params_invalid": "executionParams do not match the action",
-    "rule_failed": "The action's rules deny this execution",
-    "rule_limit_exceeded": "The action's rules took more steps than one verification may take",
-}
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """What POST /credential/verify answers: the decision, and for a deny its reason."""
-
-    decision: str
-    credential_id: str
-    evaluations: list[dict[str, Any]]
-    receipt: dict[str, Any]
-    reason: str | None = None
-    message: str = ""
-
 
 _specs: dict[str, ActionSpec] = {}
 _specs_lock = threading.Lock()
@@ -257,25 +223,6 @@ def _apply_run(out: Outcome, run: RulesRun) -> Outcome:
     return out
 
 
-def _receipt(
-    out: Outcome, key: Ed25519KeyPair, settings: Settings, verifier_did: str, now: datetime
-) -> dict[str, Any]:
-    return receipts.receipt(
-        key=key,
-        context_url=context_url(settings.public_url),
-        receipt_id=urn("receipt"),
-        type=receipts.VERIFICATION_DENIED if out.reason else receipts.VERIFICATION_APPROVED,
-        timestamp=now,
-        credential_id=out.credential_id,
-        request_id=out.request_id,
-        presentation_id=out.presentation_id,
-        decision=DENY if out.reason else ALLOW,
-        reason=out.reason,
-        verifier=verifier_did,
-        evaluations=out.evaluations,
-    )
-
-
 @dataclass(frozen=True)
 class Assessed:
     """Steps 1 to 8 done: the outcome so far, and the rules still to run (step 9), if any."""
@@ -323,7 +270,7 @@ def conclude(
     verifier_did = web_organization_did(settings.public_url, verifier_org_id)
     # the key is fetched before the write transaction: never a second connection inside it
     key = service_key(engine, cipher, settings)
-    sign = partial(_receipt, key=key, settings=settings, verifier_did=verifier_did, now=now)
+    sign = partial(signed_receipt, key=key, settings=settings, verifier_did=verifier_did, now=now)
     receipt = sign(out)  # the likely outcome, signed outside the write lock
     pending = Pending(
         out, receipt, sign, key, verifier_org_id, presentation, execution_params, now, str(actor), signature
@@ -366,36 +313,6 @@ def decide(
         presentation=presentation,
         execution_params=execution_params,
         signature=signature,
-    )
-
-
-def verdict(pending: Pending) -> Verdict:
-    """What the written verification answers; ``Replayed`` (401) when its signature was used, or
-    what failed its own transaction."""
-    if pending.failed is not None:
-        raise pending.failed
-    if pending.replayed:
-        raise Replayed(SIGNATURE_USED)
-    out = pending.out
-    events.verification_decided(  # recorded: once per call, with its receipt
-        organization_id=pending.verifier_org_id,
-        request_id=out.request_id,
-        workflow_id=request_workflow_id(out.request_id) if out.request_id else None,
-        credential_id=out.credential_id or None,
-        decision=DENY if out.reason else ALLOW,
-        reason=out.reason,
-        reasons=MESSAGES,
-    )
-    message = MESSAGES[out.reason] if out.reason else "Allowed"
-    if out.detail:
-        message = f"{message}: {out.detail}"
-    return Verdict(
-        DENY if out.reason else ALLOW,
-        out.credential_id,
-        out.evaluations,
-        pending.receipt,
-        out.reason,
-        message,
     )
 
 

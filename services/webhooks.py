@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
+from adapters.egress import EgressPolicy
 from core.actors import Actor
-from core.egress import EgressPolicy
 from orchestration import webhooks as deliveries
 from services.audit import optional_reason
 from services.context import Context
@@ -36,7 +36,7 @@ def configure(
     salt: str | None = None,
 ) -> dict[str, str]:
     """Set the webhook. Omitted secrets keep their current value, or are generated for a new
-    webhook: those are returned (to be shown once) by name. The URL passes ``core.egress``'s checks."""
+    webhook: those are returned (to be shown once) by name. The URL passes ``adapters.egress``'s checks."""
     current = store.get_config(ctx.engine, ctx.cipher, org_id)
     generated: dict[str, str] = {}
 

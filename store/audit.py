@@ -75,7 +75,7 @@ SETTINGS_CHANGED = "ORGANIZATION_SETTINGS_CHANGED"
 ACTION_PUBLISHED = "ACTION_PUBLISHED"
 ACTION_DELETED = "ACTION_DELETED"
 WEBHOOK_REDELIVERY = "WEBHOOK_REDELIVERY"  # a failed event retried or a delivered one resent, by whom
-SUBJECT_LINK_SHOWN = "SUBJECT_LINK_SHOWN"  # a member or staff shown a subject's approval link
+SUBJECT_LINK_SHOWN = "SUBJECT_LINK_SHOWN"  # a member or an operator shown a subject's approval link
 # the organization's dashboard members (store.members): who invited, changed, disabled whom
 MEMBER_INVITED = "MEMBER_INVITED"
 MEMBER_ROLE_CHANGED = "MEMBER_ROLE_CHANGED"

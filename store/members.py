@@ -38,7 +38,7 @@ class EmailTaken(ValueError):
 
 
 class AddressTaken(ValueError):
-    """The address has a password elsewhere already (another organization's, or platform staff's)."""
+    """The address has a password elsewhere already (another organization's, or operators's)."""
 
 
 class LastOwner(ValueError):
@@ -49,11 +49,11 @@ def record_change(
     session: Session, key: Ed25519KeyPair, kind: str, member: Member, actor: str, **extra: Any
 ) -> None:
     """The audit record of a change to ``member`` in the change's transaction (a log line for
-    platform staff, who belong to no organization's trail)."""
+    operators, who belong to no organization's trail)."""
     session.flush()
     if member.organization_id is None:
-        # platform staff belong to no organization's trail: their account changes are logged
-        log.info("staff member %s: %s by %s", member.id, kind, actor)
+        # operators belong to no organization's trail: their account changes are logged
+        log.info("operator %s: %s by %s", member.id, kind, actor)
         return
     data = {"memberId": member.id, "email": member.email, "role": member.role, **extra}
     audit.append(session.connection(), key, audit.Entry(kind, member.organization_id, actor=actor, data=data))
@@ -100,8 +100,8 @@ def add_member(
         raise EmailTaken(f"{email} is already a member") from exc
 
 
-def add_staff(engine: Engine, email: str, now: datetime) -> Member:
-    """A new platform staff member (role ``platform``, no organization), without a password yet."""
+def add_operator(engine: Engine, email: str, now: datetime) -> Member:
+    """A new operator (role ``platform``, no organization), without a password yet."""
     with write_session(engine) as session:
         if session.exec(select(Member.id).where(Member.email == email)).first() is not None:
             raise EmailTaken(f"{email} is already a member")
@@ -112,8 +112,8 @@ def add_staff(engine: Engine, email: str, now: datetime) -> Member:
         return detached(session, member)
 
 
-def staff_members(engine: Engine) -> list[Member]:
-    """Every platform staff member, oldest first."""
+def operator_members(engine: Engine) -> list[Member]:
+    """Every operator, oldest first."""
     with read_session(engine) as session:
         return list(
             session.exec(select(Member).where(Member.role == PLATFORM_ROLE).order_by(col(Member.created_at)))
@@ -121,7 +121,7 @@ def staff_members(engine: Engine) -> list[Member]:
 
 
 def member_for_change(session: Session, org_id: str | None, member_id: str) -> Member:
-    """The organization's member (platform staff for ``org_id`` None), locked for the change;
+    """The organization's member (operators for ``org_id`` None), locked for the change;
     NotFound for anyone else's, alike."""
     member = session.get(Member, member_id, with_for_update=True)
     if member is None or member.organization_id != org_id:
@@ -221,7 +221,7 @@ def _elsewhere(session: Session, member: Member) -> str | None:
     return session.exec(stmt).first()
 
 
-def staff_by_email(engine: Engine, email: str) -> Member | None:
+def operator_by_email(engine: Engine, email: str) -> Member | None:
     with read_session(engine) as session:
         return session.exec(select(Member).where(Member.email == email, Member.role == PLATFORM_ROLE)).first()
 

@@ -1,4 +1,5 @@
-"""Credential requests: creation, queries, and the state changes the request workflow records.
+"""Credential requests: creation, queries, and the state changes the request workflow records
+(``store.request_records``, re-exported here).
 
 Creation is one transaction: rate limit, idempotency record, subjects, request and credentials.
 The workflow is started afterwards (see orchestration.temporal); a row whose workflow has not been marked
@@ -8,19 +9,29 @@ started is picked up by the worker's reconciler, so a crash between the two neve
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Engine, update
+from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, col, func, select
+from sqlmodel import Session, func, select
 
-from core.actors import TEMPORAL
 from core.ids import new_object_id, new_subject_uuid
-from core.kinds import OPEN_CREDENTIAL_STATUSES, CredentialStatus, RequestStatus, SubjectIdentity, SubjectKyc
+from core.kinds import CredentialStatus, RequestStatus, SubjectIdentity, SubjectKyc
 from store import audit
 from store.db import read_session, upsert_insert, utcnow, write_session
 from store.guards import StoredResponse, find_idempotent, requests_created_since, save_idempotent
+
+# what the workflow and the reconciler record, importable from here as they always were
+from store.request_records import OPEN_CREDENTIAL_STATES as OPEN_CREDENTIAL_STATES
+from store.request_records import TEMPORAL_ACTOR as TEMPORAL_ACTOR
+from store.request_records import mark_workflow_started as mark_workflow_started
+from store.request_records import mark_workflows_started as mark_workflows_started
+from store.request_records import record_cancellation as record_cancellation
+from store.request_records import record_decision as record_decision
+from store.request_records import record_expiry as record_expiry
+from store.request_records import record_link_shown as record_link_shown
+from store.request_records import repair_closed_workflow as repair_closed_workflow
 from store.tables import (
     Credential,
     CredentialRequest,
@@ -29,8 +40,7 @@ from store.tables import (
     RequestSubject,
     Subject,
 )
-
-OPEN_CREDENTIAL_STATES = OPEN_CREDENTIAL_STATUSES
+from trust.keys import Ed25519KeyPair
 
 
 @dataclass(frozen=True)
@@ -212,64 +222,8 @@ def _insert_request(
         recent = requests_created_since(session, org_id, now - timedelta(minutes=1))
         if recent >= rate_per_minute:
             raise RateLimited(retry_after=_retry_after(session, org_id, now))
-        req = CredentialRequest(
-            id=new_object_id(),
-            organization_id=org_id,
-            security_level=new.security_level,
-            name=new.name,
-            language=new.language,
-            redirect_url=new.redirect_url,
-            internal_id=new.internal_id,
-            authorized_dids=new.authorized_dids,
-            status=RequestStatus.PENDING,
-            created_at=now,
-            expires_at=now + expiry,
-        )
-        _insert_rows(session, [req])  # before the links that reference it
-        subjects = _ensure_subjects(session, org_id, new.contacts)
-        links = [
-            RequestSubject(request_id=req.id, subject_id=s.id, position=i, internal_id=c.internal_id)
-            for i, (s, c) in enumerate(zip(subjects, new.contacts, strict=True))
-        ]
-        creds = [
-            Credential(
-                id=new_object_id(),
-                request_id=req.id,
-                position=i,
-                resource_type=c.resource_type,
-                status=CredentialStatus.DRAFT,
-                name=c.name,
-                description=c.description,
-                internal_id=c.internal_id,
-                scope=c.scope,
-                tags=c.tags,
-                action=c.action,
-                data=c.data,
-                valid_from=c.valid_from,
-                valid_until=c.valid_until,
-            )
-            for i, c in enumerate(new.credentials)
-        ]
-        _insert_rows(session, links)
-        _insert_rows(session, creds)
-        bundle = RequestBundle(req, list(zip(links, subjects, strict=True)), creds, {})
-        audit.append(
-            session.connection(),
-            key,
-            audit.Entry(
-                audit.REQUEST_CREATED,
-                org_id,
-                request_id=req.id,
-                actor=actor,
-                data={
-                    "name": req.name,
-                    "securityLevel": req.security_level,
-                    "subjects": [s.id for s in subjects],
-                    "credentials": [c.id for c in creds],
-                },
-            ),
-            now,
-        )
+        bundle = _insert_rows_of(session, org_id, new, now, now + expiry)
+        _record_creation(session, key, bundle, actor, now)
         if idempotency is not None:
             save_idempotent(
                 session,
@@ -283,6 +237,79 @@ def _insert_request(
     return bundle
 
 
+def _insert_rows_of(
+    session: Session, org_id: str, new: NewRequest, now: datetime, expires_at: datetime
+) -> RequestBundle:
+    """The request's rows: the request, its subjects (created when new), their links to it and its
+    credentials."""
+    req = CredentialRequest(
+        id=new_object_id(),
+        organization_id=org_id,
+        security_level=new.security_level,
+        name=new.name,
+        language=new.language,
+        redirect_url=new.redirect_url,
+        internal_id=new.internal_id,
+        authorized_dids=new.authorized_dids,
+        status=RequestStatus.PENDING,
+        created_at=now,
+        expires_at=expires_at,
+    )
+    _insert_rows(session, [req])  # before the links that reference it
+    subjects = _ensure_subjects(session, org_id, new.contacts)
+    links = [
+        RequestSubject(request_id=req.id, subject_id=s.id, position=i, internal_id=c.internal_id)
+        for i, (s, c) in enumerate(zip(subjects, new.contacts, strict=True))
+    ]
+    creds = [_new_credential(req.id, i, c) for i, c in enumerate(new.credentials)]
+    _insert_rows(session, links)
+    _insert_rows(session, creds)
+    return RequestBundle(req, list(zip(links, subjects, strict=True)), creds, {})
+
+
+def _new_credential(request_id: str, position: int, c: NewCredential) -> Credential:
+    return Credential(
+        id=new_object_id(),
+        request_id=request_id,
+        position=position,
+        resource_type=c.resource_type,
+        status=CredentialStatus.DRAFT,
+        name=c.name,
+        description=c.description,
+        internal_id=c.internal_id,
+        scope=c.scope,
+        tags=c.tags,
+        action=c.action,
+        data=c.data,
+        valid_from=c.valid_from,
+        valid_until=c.valid_until,
+    )
+
+
+def _record_creation(
+    session: Session, key: Ed25519KeyPair, bundle: RequestBundle, actor: str | None, now: datetime
+) -> None:
+    """The request's ``REQUEST_CREATED`` record, naming ``actor``."""
+    req = bundle.request
+    audit.append(
+        session.connection(),
+        key,
+        audit.Entry(
+            audit.REQUEST_CREATED,
+            req.organization_id,
+            request_id=req.id,
+            actor=actor,
+            data={
+                "name": req.name,
+                "securityLevel": req.security_level,
+                "subjects": [s.id for _, s in bundle.subjects],
+                "credentials": [c.id for c in bundle.credentials],
+            },
+        ),
+        now,
+    )
+
+
 def _retry_after(session: Session, org_id: str, now: datetime) -> int:
     """Seconds until the oldest creation of the last minute leaves the window."""
     oldest = session.exec(
@@ -294,203 +321,3 @@ def _retry_after(session: Session, org_id: str, now: datetime) -> int:
     if oldest is None:
         return 1
     return max(1, int((oldest + timedelta(minutes=1) - now).total_seconds()) + 1)
-
-
-# --- what the workflow and the reconciler record ------------------------------------------------
-
-
-def mark_workflow_started(engine: Engine, request_id: str) -> None:
-    mark_workflows_started(engine, [request_id])
-
-
-def mark_workflows_started(engine: Engine, request_ids: list[str]) -> None:
-    """Record that these requests' workflows exist (one statement for a whole batch)."""
-    with write_session(engine) as session:
-        session.execute(
-            update(CredentialRequest)
-            .where(
-                col(CredentialRequest.id).in_(request_ids),
-                col(CredentialRequest.workflow_started_at).is_(None),
-            )
-            .values(workflow_started_at=utcnow())
-        )
-
-
-def _close_open_credentials(session: Session, request_id: str, status: str) -> None:
-    session.execute(
-        update(Credential)
-        .where(col(Credential.request_id) == request_id, col(Credential.status).in_(OPEN_CREDENTIAL_STATES))
-        .values(status=status)
-    )
-
-
-def record_cancellation(
-    engine: Engine, request_id: str, at: datetime, by: str, reason: str | None = None
-) -> datetime:
-    """Idempotent: a retried call keeps the first cancellation time (and its one audit record, with
-    the ``reason`` the canceler gave, if any)."""
-    key = audit.signer(engine)
-    with write_session(engine) as session:
-        req = session.get(CredentialRequest, request_id)
-        if req is None:
-            raise LookupError(f"request {request_id} not found")
-        if req.canceled_at is None:
-            req.canceled_at, req.canceled_by, req.status = at, by, RequestStatus.CANCELED
-            _close_open_credentials(session, request_id, CredentialStatus.CANCELED)
-            audit.append(
-                session.connection(),
-                key,
-                audit.Entry(
-                    audit.MANDATE_CANCELED,
-                    req.organization_id,
-                    request_id=request_id,
-                    actor=by,
-                    data={
-                        "requestId": request_id,
-                        "canceledBy": by,
-                        "canceledAt": at.isoformat(),
-                        **({"reason": reason} if reason else {}),
-                    },
-                ),
-            )
-        return req.canceled_at
-
-
-def record_expiry(engine: Engine, request_id: str) -> None:
-    with write_session(engine) as session:
-        req = session.get(CredentialRequest, request_id)
-        if req is None:
-            raise LookupError(f"request {request_id} not found")
-        if req.status == RequestStatus.PENDING:
-            req.status = RequestStatus.EXPIRED
-            _close_open_credentials(session, request_id, CredentialStatus.EXPIRED)
-
-
-def record_decision(
-    engine: Engine,
-    decision_id: str,
-    request_id: str,
-    credential_id: str,
-    subject_id: str,
-    accepted: bool,
-    channel: str | None,
-    surface: str | None,
-    at: datetime,
-    completes: bool,
-    reason: str | None = None,
-    actor: str | None = None,
-) -> None:
-    """Store a subject's decision once (the decision id is the idempotency key), with its audit
-    record ("human decision: accept / reject", with the OTP channel and the UI surface)."""
-    key = audit.signer(engine)
-    with write_session(engine) as session:
-        if session.get(Decision, decision_id) is not None:
-            return
-        session.add(
-            Decision(
-                id=decision_id,
-                credential_id=credential_id,
-                subject_id=subject_id,
-                accepted=accepted,
-                channel=channel,
-                surface=surface,
-                decided_at=at,
-            )
-        )
-        cred = session.get(Credential, credential_id)
-        if cred is not None and not accepted and cred.status in OPEN_CREDENTIAL_STATES:
-            cred.status = CredentialStatus.REJECTED
-        req = session.get(CredentialRequest, request_id)
-        if req is None:
-            raise LookupError(f"request {request_id} not found")
-        if completes and req.status == RequestStatus.PENDING:
-            req.status = RequestStatus.COMPLETED
-        subject = session.get(Subject, subject_id)
-        session.flush()  # the decision row first, then its record
-        audit.append(
-            session.connection(),
-            key,
-            audit.Entry(
-                audit.DECISION_ACCEPT if accepted else audit.DECISION_REJECT,
-                req.organization_id,
-                request_id=request_id,
-                credential_id=credential_id,
-                actor=actor or f"subject:{subject_id}",
-                data={
-                    "decisionId": decision_id,
-                    "subjectId": subject_id,
-                    "contact": subject.contact if subject else None,
-                    "credentialId": credential_id,
-                    "accepted": accepted,
-                    "channel": channel,
-                    "surface": surface,
-                    "decidedAt": at.isoformat(),
-                    **({"reason": reason} if reason else {}),
-                },
-            ),
-        )
-
-
-TEMPORAL_ACTOR = str(TEMPORAL)
-
-
-def repair_closed_workflow(
-    engine: Engine, request_id: str, closed_at: datetime, workflow_status: str
-) -> str | None:
-    """Close a request whose workflow ended without recording an outcome (terminated, timed out,
-    failed, or canceled by a version that did not record it): EXPIRED when its expiry has passed
-    at ``closed_at``, else CANCELED at ``closed_at``, with an audit record by ``temporal``. Returns
-    the new status; None when the row no longer says PENDING (repaired already, or recorded)."""
-    key = audit.signer(engine)
-    with write_session(engine) as session:
-        req = session.get(CredentialRequest, request_id, with_for_update=True)
-        if req is None or req.status != RequestStatus.PENDING:
-            return None
-        data = {
-            "requestId": request_id,
-            "workflowStatus": workflow_status,
-            "workflowClosedAt": closed_at.isoformat(),
-        }
-        expires_at = req.expires_at if req.expires_at.tzinfo else req.expires_at.replace(tzinfo=UTC)
-        if closed_at >= expires_at:
-            req.status = RequestStatus.EXPIRED
-            _close_open_credentials(session, request_id, CredentialStatus.EXPIRED)
-            entry = audit.Entry(
-                audit.REQUEST_EXPIRED,
-                req.organization_id,
-                request_id=request_id,
-                actor=TEMPORAL_ACTOR,
-                data=data,
-            )
-        else:
-            req.canceled_at, req.canceled_by = closed_at, TEMPORAL_ACTOR
-            req.status = RequestStatus.CANCELED
-            _close_open_credentials(session, request_id, CredentialStatus.CANCELED)
-            entry = audit.Entry(
-                audit.MANDATE_CANCELED,
-                req.organization_id,
-                request_id=request_id,
-                actor=TEMPORAL_ACTOR,
-                data={**data, "canceledBy": TEMPORAL_ACTOR, "canceledAt": closed_at.isoformat()},
-            )
-        session.flush()
-        audit.append(session.connection(), key, entry)
-        return req.status
-
-
-def record_link_shown(
-    engine: Engine, org_id: str, request_id: str, subject_id: str, actor: str, reason: str | None = None
-) -> None:
-    """``SUBJECT_LINK_SHOWN``: someone was shown a subject's approval link to hand it out (who may
-    act as that subject on the request is worth knowing later), with the ``reason`` they gave, if
-    any. The link itself is not recorded."""
-    key = audit.signer(engine)
-    with write_session(engine) as session:
-        entry = audit.Entry(
-            audit.SUBJECT_LINK_SHOWN,
-            org_id,
-            request_id=request_id,
-            actor=actor,
-            data={"subjectId": subject_id, **({"reason": reason} if reason else {})},
-        )
-        audit.append(session.connection(), key, entry)

@@ -7,7 +7,6 @@ from typing import Any
 
 from sqlalchemy import (
     JSON,
-    BigInteger,
     Column,
     ForeignKeyConstraint,
     Index,
@@ -18,6 +17,14 @@ from sqlalchemy import (
 from sqlmodel import Field, SQLModel
 
 from core.kinds import SubjectIdentity, SubjectKyc
+
+# the dashboard's tables (members, their tokens, codes and sessions, login throttling), importable
+# from here as they always were
+from store.tables_members import LoginThrottle as LoginThrottle
+from store.tables_members import Member as Member
+from store.tables_members import MemberRecoveryCode as MemberRecoveryCode
+from store.tables_members import MemberSession as MemberSession
+from store.tables_members import MemberToken as MemberToken
 
 
 class Organization(SQLModel, table=True):
@@ -107,7 +114,7 @@ class Subject(SQLModel, table=True):
     contact: str = Field(max_length=320)
     contact_kind: str = Field(max_length=8)
     # HMAC-SHA256 of the normalized contact under a key derived from the master key
-    # (``JourneySecrets.contact_hash``): how platform staff find a person's requests in every
+    # (``JourneySecrets.contact_hash``): how operators find a person's requests in every
     # organization; None only for a subject from before migration 0014 until the first search by
     # contact fills it (store.timeline.fill_contact_hashes)
     contact_hash: str | None = Field(default=None, index=True, max_length=64)
@@ -391,7 +398,7 @@ class OtpChallenge(SQLModel, table=True):
 
 
 class KycCheck(SQLModel, table=True):
-    """One platform identity check (KYC) of a subject in a request, by a provider (``orchestration.kyc``).
+    """One platform identity check (KYC) of a subject in a request, by a provider (``adapters.kyc``).
     The id is random and unguessable: the provider's page is reached by it."""
 
     __tablename__ = "kyc_check"
@@ -420,95 +427,3 @@ class CredentialPdf(SQLModel, table=True):
     content_digest: str = Field(max_length=64)
     pdf: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
     rendered_at: datetime
-
-
-class Member(SQLModel, table=True):
-    """A person who uses the dashboard for one organization (issue 14; migration 0011), or platform
-    staff, of no organization (role ``platform``, the operators' area; migration 0014). An address
-    is a member of an organization once, and has a password in one place at most (migration 0016):
-    invitations to an address that signs in elsewhere wait like any other, and cannot be taken up
-    (docs/adr/0003-one-address-one-dashboard.md). The password is an Argon2id hash
-    (``services.passwords``), absent until the member sets one from their link."""
-
-    __tablename__ = "member"
-    __table_args__ = (
-        UniqueConstraint("organization_id", "email", name="uq_member_org_email"),
-        Index(
-            "uq_member_email_with_password",
-            "email",
-            unique=True,
-            sqlite_where=text("password_hash IS NOT NULL"),
-            postgresql_where=text("password_hash IS NOT NULL"),
-        ),
-    )
-    id: str = Field(primary_key=True, max_length=24)
-    organization_id: str | None = Field(
-        default=None, foreign_key="organization.id", index=True, max_length=24
-    )
-    email: str = Field(index=True, max_length=320)
-    # owner | developer | support (core.kinds.MemberRole), or platform (core.kinds.PLATFORM_ROLE)
-    role: str = Field(max_length=16)
-    password_hash: str | None = Field(default=None, max_length=255)
-    created_at: datetime
-    disabled_at: datetime | None = None
-    # the TOTP second factor (RFC 6238): its secret sealed under the master key while it is on, when
-    # it was turned on, and the last time step used (no code twice); a new secret waiting for its
-    # first code (turning the factor on, or replacing it) is kept apart until then (migration 0017)
-    totp_secret_ciphertext: bytes | None = Field(default=None, sa_column=Column(LargeBinary, nullable=True))
-    totp_enabled_at: datetime | None = None
-    totp_last_step: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
-    totp_pending_ciphertext: bytes | None = Field(default=None, sa_column=Column(LargeBinary, nullable=True))
-
-
-class MemberToken(SQLModel, table=True):
-    """A one-time link token of a member (set the first password, reset it), kept as its SHA-256."""
-
-    __tablename__ = "member_token"
-    token_hash: str = Field(primary_key=True, max_length=64)
-    member_id: str = Field(foreign_key="member.id", index=True, max_length=24)
-    purpose: str = Field(max_length=16)  # set_password | reset_password
-    created_at: datetime
-    expires_at: datetime
-    used_at: datetime | None = None
-
-
-class MemberRecoveryCode(SQLModel, table=True):
-    """One of a member's ten one-time recovery codes (issue 30, item 7; migration 0017), kept as
-    HMAC-SHA256 of the member's id and the code under a sub-key of the master key
-    (``services.second_factor``); ``used_at`` once it stood in for a code at a login or a change."""
-
-    __tablename__ = "member_recovery_code"
-    code_hash: str = Field(primary_key=True, max_length=64)
-    member_id: str = Field(foreign_key="member.id", index=True, max_length=24)
-    created_at: datetime
-    used_at: datetime | None = None
-
-
-class MemberSession(SQLModel, table=True):
-    """A dashboard session, server-side: the cookie holds a random token, the row its SHA-256.
-    Ends when idle too long, at its absolute expiry, or when revoked (logout, password change)."""
-
-    __tablename__ = "member_session"
-    token_hash: str = Field(primary_key=True, max_length=64)
-    member_id: str = Field(foreign_key="member.id", index=True, max_length=24)
-    created_at: datetime
-    last_seen_at: datetime
-    expires_at: datetime
-    revoked_at: datetime | None = None
-    # True between a right password and the second factor's code: such a session opens no page
-    awaiting_code: bool = Field(default=False)
-
-
-class LoginThrottle(SQLModel, table=True):
-    """Failed dashboard logins counted per key (issue 30; migration 0015): an address with a client
-    address (``login:<address key>:<client>``), and a client address alone (``client:<client>``).
-    A login counts before its password is checked and gives its count back when it was right, so
-    a burst never checks more passwords than allowed (``store.throttle``). ``address`` is the keyed
-    hash of the e-mail address a row is about (never the address), so a new password forgets it."""
-
-    __tablename__ = "login_throttle"
-    key: str = Field(primary_key=True, max_length=160)
-    address: str | None = Field(default=None, index=True, max_length=64)
-    failures: int = Field(default=0)
-    last_failure_at: datetime = Field(index=True)
-    locked_until: datetime | None = None

@@ -1,4 +1,4 @@
-"""What the database knows of one request, for the operators' timeline (``services.staff``):
+"""What the database knows of one request, for the operators' timeline (``services.operators``):
 everything that happened to it in one read, each family ordered by time. The caller has found the
 request (its organization is the request's own).
 

@@ -14,20 +14,27 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
-from core.egress import EgressPolicy
 from core.ids import urn
 from core.secretbox import SecretCipher
 from store import audit
 from store.db import read_session, utcnow, write_session
 from store.errors import NotFound
 from store.tables import Organization, WebhookAttempt, WebhookConfig, WebhookEvent
+
+
+class UrlPolicy(Protocol):
+    """What a webhook URL is checked against before it is stored (``adapters.egress.EgressPolicy``,
+    passed in by ``services.webhooks``: the store does not reach the network itself)."""
+
+    def check_url(self, url: str) -> str: ...
+
 
 PENDING, DELIVERED, FAILED, SKIPPED = "pending", "delivered", "failed", "skipped"
 ERROR_MAX = 500  # the column's length
@@ -53,7 +60,7 @@ def new_salt() -> str:
     return secrets.token_hex(16)
 
 
-def _check(settings: WebhookSettings, policy: EgressPolicy) -> None:
+def _check(settings: WebhookSettings, policy: UrlPolicy) -> None:
     policy.check_url(settings.url)  # UrlNotAllowed is a ValueError
     if not settings.signature_secret:
         raise ValueError("the signature secret must not be empty")
@@ -71,11 +78,11 @@ def set_config(
     cipher: SecretCipher,
     org_id: str,
     settings: WebhookSettings,
-    policy: EgressPolicy,
+    policy: UrlPolicy,
     *,
     actor: str,
 ) -> None:
-    """Store the webhook; ValueError for a URL ``policy`` refuses (``core.egress``: shape, scheme,
+    """Store the webhook; ValueError for a URL ``policy`` refuses (``adapters.egress``: shape, scheme,
     and the addresses it leads to) or secrets of the wrong form. The ``WEBHOOK_CONFIGURED`` record
     names the URL without its query and which secrets changed, never a secret."""
     _check(settings, policy)

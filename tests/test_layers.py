@@ -51,10 +51,10 @@ def test_the_import_contracts_are_kept() -> None:
     [
         (Actor.api_key("6650f0c1a2b3c4d5e6f70812"), "apiKey:6650f0c1a2b3c4d5e6f70812"),
         (Actor.subject("s-1"), "subject:s-1"),
-        (Actor.operator("alice"), "operator:alice"),
+        (Actor.shell_operator("alice"), "operator:alice"),
         (Actor(ActorKind.PROVIDER, "development"), "provider:development"),
         (Actor(ActorKind.MEMBER, "m1"), "member:m1"),
-        (Actor(ActorKind.STAFF, "st1"), "staff:st1"),
+        (Actor(ActorKind.DASHBOARD_OPERATOR, "st1"), "staff:st1"),
         (TEMPORAL, "temporal"),
         (SYSTEM, "system"),
         (ORGANIZATION, "organization"),
@@ -69,11 +69,11 @@ def test_an_actor_is_stored_as_one_spelling_and_read_back(actor: Actor, spelled:
     ("kind", "ident"),
     [
         (ActorKind.API_KEY, None),  # a key actor names its key
-        (ActorKind.OPERATOR, ""),
+        (ActorKind.SHELL_OPERATOR, ""),
         (ActorKind.TEMPORAL, "x"),  # the service's own actors name nobody
         (ActorKind.SUBJECT, "a:b"),  # ':' would make the spelling ambiguous
         (ActorKind.MEMBER, "x\n"),
-        (ActorKind.STAFF, "y" * 201),
+        (ActorKind.DASHBOARD_OPERATOR, "y" * 201),
     ],
 )
 def test_an_actor_that_cannot_be_spelled_unambiguously_is_refused(kind: ActorKind, ident: str | None) -> None:

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 
-from api.deps import CallerDep, ServicesDep
+from api.deps import CallerDep, ContextDep
 from api.errors import ApiError
 from api.responses import errors, path_param
 from api.versions import VersionedRoute
@@ -70,7 +70,7 @@ def _render(action: ActionOut, version: str) -> dict[str, Any]:
 @router.get("/actions", response_model=ActionList, responses=errors(400, 401))
 async def list_actions(
     caller: CallerDep,
-    services: ServicesDep,
+    ctx: ContextDep,
     pageIndex: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
     pageSize: Annotated[int, Query(ge=5, le=100)] = 100,
     search: Annotated[str | None, Query(max_length=100, description="In the name, any case")] = None,
@@ -81,7 +81,7 @@ async def list_actions(
 ) -> Any:
     """The organization's actions that have a published version, oldest first, each with its
     published versions in ascending number; `currentVersion` is the one `POST /request` pins."""
-    views = await actions.published_actions(services, caller.organization_id)
+    views = await actions.published_actions(ctx, caller.organization_id)
     if search:
         views = [v for v in views if search.casefold() in v.action.name.casefold()]
     if active is False:
@@ -95,19 +95,19 @@ async def list_actions(
     )
 
 
-async def _published(services: ServicesDep, caller: CallerDep, action_id: str) -> actions.ActionView:
+async def _published(ctx: ContextDep, caller: CallerDep, action_id: str) -> actions.ActionView:
     if not actions.is_action_urn(action_id):
         raise ApiError(400, "actionId must be an action URN urn:via:action:<uuid>")
-    view = await actions.published_action(services, caller.organization_id, action_id)
+    view = await actions.published_action(ctx, caller.organization_id, action_id)
     if view is None:
         raise ApiError(404, f"Action {action_id} not found")
     return view
 
 
 @router.get("/actions/{actionId}", response_model=ActionEnvelope, responses=ONE_ACTION)
-async def get_action(actionId: ActionId, caller: CallerDep, services: ServicesDep) -> Any:
+async def get_action(actionId: ActionId, caller: CallerDep, ctx: ContextDep) -> Any:
     """One action with its published versions (`actionId` may be percent-encoded)."""
-    view = await _published(services, caller, actionId)
+    view = await _published(ctx, caller, actionId)
     return JSONResponse({"data": _render(action_out(view), caller.api_version)})
 
 
@@ -115,13 +115,13 @@ async def get_action(actionId: ActionId, caller: CallerDep, services: ServicesDe
 async def list_action_versions(
     actionId: ActionId,
     caller: CallerDep,
-    services: ServicesDep,
+    ctx: ContextDep,
     pageIndex: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
     pageSize: Annotated[int, Query(ge=5, le=100)] = 100,
 ) -> Any:
     """A page of an action's published versions in ascending number, each naming its action
     (`actionId`)."""
-    view = await _published(services, caller, actionId)
+    view = await _published(ctx, caller, actionId)
     versions = _render(action_out(view), caller.api_version)["versions"]
     page = versions[pageIndex * pageSize : (pageIndex + 1) * pageSize]
     return JSONResponse(

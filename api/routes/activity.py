@@ -13,7 +13,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from pydantic.json_schema import SkipJsonSchema
 
-from api.deps import CallerDep, ServicesDep
+from api.deps import CallerDep, ContextDep
 from api.errors import ApiError
 from api.responses import errors
 from api.versions import VersionedRoute
@@ -55,7 +55,7 @@ class ActivityPage(BaseModel):
 @router.get("/activity", response_model=ActivityPage, responses=errors(400, 401))
 async def list_activity(
     caller: CallerDep,
-    services: ServicesDep,
+    ctx: ContextDep,
     pageIndex: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
     pageSize: Annotated[int, Query(ge=5, le=100)] = 10,
     type: Annotated[list[str] | None, Query(description="One record type, or several repeated")] = None,
@@ -96,7 +96,7 @@ async def list_activity(
         date_from=date_from,
         date_to=date_to,
     )
-    rows, pages = await audit.activity(services, caller.organization_id, where, pageIndex, pageSize)
+    rows, pages = await audit.activity(ctx, caller.organization_id, where, pageIndex, pageSize)
     items = [{**audit.document_of(row), "hash": row.hash} for row in rows]
     return JSONResponse(
         {

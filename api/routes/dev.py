@@ -2,7 +2,7 @@
 ``make run`` uses; never in test or production): the outbox of messages the worker wrote instead
 of sending them (``MANDATUM_EMAIL_TRANSPORT=outbox``, the default outside production), so a
 newcomer can finish a flow on one machine, and the development identity provider
-(``orchestration.kyc.DevelopmentProvider``), whose page simulates a document and a selfie check."""
+(``adapters.kyc.DevelopmentProvider``), whose page simulates a document and a selfie check."""
 
 from __future__ import annotations
 
@@ -16,20 +16,20 @@ from urllib.parse import parse_qs, urlsplit
 from fastapi import APIRouter, Depends, Form, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
-from api.deps import ServicesDep, TemporalDep
+from adapters.delivery import outbox_of
+from api.deps import ContextDep, TemporalDep
 from api.errors import ApiError
 from api.pages import TEMPLATES, page_headers
 from core.actors import Actor, ActorKind
 from core.kinds import IdentityStatus
 from core.origins import header_origins
-from orchestration.delivery import outbox_of
 from services import journey
 
 
 def _development_only(request: Request) -> None:
     """Every route here: 404 outside development (in test and in production), as if it did not
     exist."""
-    if not request.app.state.services.settings.dev_pages:
+    if not request.app.state.ctx.settings.dev_pages:
         raise ApiError(404, "Not found")
 
 
@@ -43,14 +43,14 @@ def _parts(text: str) -> list[dict[str, Any]]:
 
 
 @router.get("/dev/outbox.json")
-async def outbox_json(services: ServicesDep, to: str | None = None) -> JSONResponse:
-    entries = await asyncio.to_thread(outbox_of(services.settings).entries, to)
+async def outbox_json(ctx: ContextDep, to: str | None = None) -> JSONResponse:
+    entries = await asyncio.to_thread(outbox_of(ctx.settings).entries, to)
     return JSONResponse({"data": [asdict(e) for e in entries]}, headers={"Cache-Control": "no-store"})
 
 
 @router.get("/dev/outbox", response_class=HTMLResponse)
-async def outbox_page(services: ServicesDep, to: str | None = None) -> HTMLResponse:
-    entries = await asyncio.to_thread(outbox_of(services.settings).entries, to)
+async def outbox_page(ctx: ContextDep, to: str | None = None) -> HTMLResponse:
+    entries = await asyncio.to_thread(outbox_of(ctx.settings).entries, to)
     nonce = secrets.token_urlsafe(16)
     html = TEMPLATES.get_template("outbox.html").render(
         html_lang="en",
@@ -64,9 +64,9 @@ async def outbox_page(services: ServicesDep, to: str | None = None) -> HTMLRespo
 RETURN_PATH_RE = re.compile(r"/r/[A-Za-z0-9_-]{1,64}/kyc/return")
 
 
-def _safe_return(services: ServicesDep, url: str, check_id: str) -> str:
+def _safe_return(ctx: ContextDep, url: str, check_id: str) -> str:
     """Only back to the return of this check on one of our approval pages (never an open redirect)."""
-    public = urlsplit(services.settings.public_url)
+    public = urlsplit(ctx.settings.public_url)
     parts = urlsplit(url)
     query = parse_qs(parts.query)
     if (
@@ -81,21 +81,21 @@ def _safe_return(services: ServicesDep, url: str, check_id: str) -> str:
 
 @router.get("/dev/kyc/{check_id}", response_class=HTMLResponse)
 async def kyc_page(
-    check_id: str, services: ServicesDep, return_: Annotated[str, Query(alias="return")] = ""
+    check_id: str, ctx: ContextDep, return_: Annotated[str, Query(alias="return")] = ""
 ) -> HTMLResponse:
-    check = await journey.identity_check(services, check_id)
+    check = await journey.identity_check(ctx, check_id)
     nonce = secrets.token_urlsafe(16)
     html = TEMPLATES.get_template("dev_kyc.html").render(
         html_lang="en",
         title="Identity check (development)",
         nonce=nonce,
         check_id=check.id,
-        return_url=_safe_return(services, return_, check.id) if return_ else "",
+        return_url=_safe_return(ctx, return_, check.id) if return_ else "",
         done=None if check.status == IdentityStatus.PENDING else check.status.lower(),
     )
     # shown inside the approval iframe too: the same origins may frame it
-    origins = await journey.frame_origins(services, check.request_id)
-    local = services.settings.allow_loopback_http
+    origins = await journey.frame_origins(ctx, check.request_id)
+    local = ctx.settings.allow_loopback_http
     allowed = header_origins(origins, local)  # checked again for the header
     return HTMLResponse(html, headers=page_headers(nonce, " ".join(allowed) or "'none'"))
 
@@ -106,7 +106,7 @@ PROVIDER = Actor(ActorKind.PROVIDER, "development")
 @router.post("/dev/kyc/{check_id}")
 async def kyc_result(
     check_id: str,
-    services: ServicesDep,
+    ctx: ContextDep,
     temporal: TemporalDep,
     document: str = Form("pass"),
     selfie: str = Form("pass"),
@@ -115,10 +115,10 @@ async def kyc_result(
     failed = [name for name, value in (("document", document), ("selfie", selfie)) if value != "pass"]
     message = f"The {' and '.join(failed)} check failed" if failed else "Document and selfie verified"
     # the development provider's page stands in for a provider reporting its result
-    check = await journey.complete_identity_check(services, PROVIDER, check_id, not failed, message)
+    check = await journey.complete_identity_check(ctx, PROVIDER, check_id, not failed, message)
     if return_:
         return RedirectResponse(
-            _safe_return(services, return_, check_id),
+            _safe_return(ctx, return_, check_id),
             status_code=303,
             headers={"Referrer-Policy": "no-referrer"},
         )

@@ -19,7 +19,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Request, Response
 
 from api.conditional import json_document
-from api.deps import ServicesDep
+from api.deps import ContextDep
 from api.errors import ApiError
 from api.responses import errors, json_document_responses, path_param
 from api.versions import VersionedRoute
@@ -47,8 +47,8 @@ DID_DOCUMENT = json_document_responses(DID_MEDIA_TYPE, DidDocument)
     response_class=Response,
     responses=DID_DOCUMENT,
 )
-async def service_did_document(request: Request, services: ServicesDep) -> Response:
-    document = await did_documents.service_document(services)
+async def service_did_document(request: Request, ctx: ContextDep) -> Response:
+    document = await did_documents.service_document(ctx)
     return json_document(request, document, DID_MEDIA_TYPE, DID_CACHE_CONTROL)
 
 
@@ -61,11 +61,11 @@ async def service_did_document(request: Request, services: ServicesDep) -> Respo
 async def organization_did_document(
     org_id: Annotated[str, path_param(patterns.OBJECT_ID, "The organization id")],
     request: Request,
-    services: ServicesDep,
+    ctx: ContextDep,
 ) -> Response:
     document = None
     if is_object_id(org_id):
-        document = await did_documents.organization_document(services, org_id)
+        document = await did_documents.organization_document(ctx, org_id)
     if document is None:
         raise ApiError(404, f"Organization {shown(org_id)} not found")
     return json_document(request, document, DID_MEDIA_TYPE, DID_CACHE_CONTROL)
@@ -80,10 +80,10 @@ async def organization_did_document(
 async def subject_did_document(
     subject_id: Annotated[str, path_param(patterns.CANONICAL_UUID, "The subject's UUID")],
     request: Request,
-    services: ServicesDep,
+    ctx: ContextDep,
 ) -> Response:
-    settings = services.settings
-    document = await did_documents.document_of(services, web_subject_did(settings.public_url, subject_id))
+    settings = ctx.settings
+    document = await did_documents.document_of(ctx, web_subject_did(settings.public_url, subject_id))
     if document is None:
         raise ApiError(404, f"Subject {shown(subject_id)} not found")
     return json_document(request, document, DID_MEDIA_TYPE, DID_CACHE_CONTROL)
@@ -113,7 +113,7 @@ def _organization_of(public_url: str, did: str) -> str | None:
 async def resolve_did(
     did: Annotated[str, path_param(patterns.DID, "The DID, percent-encoded or not", patterns.MAX_DID_LENGTH)],
     request: Request,
-    services: ServicesDep,
+    ctx: ContextDep,
 ) -> Response:
     """The DID document, as each DID's own route serves it. Another DID method or host is a 404
     naming what this service resolves: it never fetches a document from elsewhere."""
@@ -125,11 +125,11 @@ async def resolve_did(
             document = did_key_document(did)
         except UnknownVerificationMethod as exc:
             raise ApiError(400, str(exc)) from exc
-    elif (org_id := _organization_of(services.settings.public_url, did)) is not None:
+    elif (org_id := _organization_of(ctx.settings.public_url, did)) is not None:
         # as its own route: the key is made on first use
-        document = await did_documents.organization_document(services, org_id)
+        document = await did_documents.organization_document(ctx, org_id)
     else:
-        document = await did_documents.document_of(services, did, fresh=True)
+        document = await did_documents.document_of(ctx, did, fresh=True)
     if document is None:
         raise ApiError(
             404,

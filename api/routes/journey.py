@@ -27,7 +27,8 @@ from urllib.parse import urlencode
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from api.deps import ServicesDep, TemporalDep
+from adapters.kyc import provider_for
+from api.deps import ContextDep, TemporalDep
 from api.routes.journey_pages import (
     HOSTED,
     IFRAME,
@@ -44,7 +45,6 @@ from api.routes.journey_pages import (
 )
 from core.kinds import UpdateRefusal
 from core.otp import KYC_RETURN_SECONDS, JourneySecrets
-from orchestration.kyc import provider_for
 from services import journey
 from services.context import utcnow
 from services.errors import Refused, Unavailable
@@ -65,12 +65,12 @@ SurfaceForm = Annotated[str, Form()]
 @router.get("/r/{token}", response_class=HTMLResponse)
 async def approval_page(
     token: str,
-    services: ServicesDep,
+    ctx: ContextDep,
     lang: str | None = None,
     surface: str | None = None,
     parent: str | None = None,
 ) -> Response:
-    page = await load_page(services, token, lang, surface, parent)
+    page = await load_page(ctx, token, lang, surface, parent)
     if isinstance(page, HTMLResponse):
         return page
     if not page.journey.open_credentials:
@@ -81,14 +81,14 @@ async def approval_page(
 @router.post("/r/{token}/otp", response_class=HTMLResponse)
 async def submit_code(
     token: str,
-    services: ServicesDep,
+    ctx: ContextDep,
     temporal: TemporalDep,
     code: Annotated[str, Form()] = "",
     surface: SurfaceForm = HOSTED,
     lang: Annotated[str | None, Form()] = None,
     parent: Annotated[str | None, Form()] = None,
 ) -> Response:
-    page = await load_page(services, token, lang, surface, parent)
+    page = await load_page(ctx, token, lang, surface, parent)
     if isinstance(page, HTMLResponse):
         return page
     digits = "".join(ch for ch in code if ch.isdigit())
@@ -96,13 +96,13 @@ async def submit_code(
         return render("otp", page=page, status=400, error=page.t("otp_format"))
     j = page.journey
     try:
-        checked = await journey.confirm_code(services, subject_of(page), j.request.id, j.subject.id, digits)
+        checked = await journey.confirm_code(ctx, subject_of(page), j.request.id, j.subject.id, digits)
     except Refused:
         return render("ended", page=page, status=410)
     except Unavailable:
         return unavailable(page)
     if checked.outcome == OTP_PASSED:
-        return after_code(page, checked.identity, services.journey.session_for(token))
+        return after_code(page, checked.identity, ctx.journey.session_for(token))
     error = {
         OTP_WRONG: page.t("otp_wrong", left=checked.attempts_left),
         OTP_EXPIRED: page.t("otp_expired"),
@@ -116,7 +116,7 @@ async def submit_code(
 @router.post("/r/{token}/continue", response_class=HTMLResponse)
 async def continue_journey(
     token: str,
-    services: ServicesDep,
+    ctx: ContextDep,
     temporal: TemporalDep,
     session: Annotated[str, Form()] = "",
     surface: SurfaceForm = HOSTED,
@@ -124,8 +124,8 @@ async def continue_journey(
     parent: Annotated[str | None, Form()] = None,
 ) -> Response:
     """Checking again where the subject stands (the page session in the form, never in a URL)."""
-    page = await with_session(services, token, session, lang, surface, parent)
-    return page if isinstance(page, HTMLResponse) else await continue_page(page, services, session)
+    page = await with_session(ctx, token, session, lang, surface, parent)
+    return page if isinstance(page, HTMLResponse) else await continue_page(page, ctx, session)
 
 
 # --- the identity check: out to the provider and back ----------------------------------------------
@@ -166,43 +166,43 @@ def kyc_cookie(token: str, value: str, surface: str, secure: bool, max_age: int)
     return "; ".join(attributes)
 
 
-def _secure_cookies(services: ServicesDep) -> bool:
+def _secure_cookies(ctx: ContextDep) -> bool:
     """Secure cookies wherever the service is served over https (always in production)."""
-    return services.settings.public_url.startswith("https://")
+    return ctx.settings.public_url.startswith("https://")
 
 
 @router.post("/r/{token}/kyc", response_class=HTMLResponse)
 async def start_identity_check(
     token: str,
-    services: ServicesDep,
+    ctx: ContextDep,
     session: Annotated[str, Form()] = "",
     surface: SurfaceForm = HOSTED,
     lang: Annotated[str | None, Form()] = None,
     parent: Annotated[str | None, Form()] = None,
 ) -> Response:
     """Start a platform identity check and send the subject to the provider."""
-    page = await with_session(services, token, session, lang, surface, parent)
+    page = await with_session(ctx, token, session, lang, surface, parent)
     if isinstance(page, HTMLResponse):
         return page
     j = page.journey
-    provider = provider_for(services.settings)
+    provider = provider_for(ctx.settings)
     if not journey.platform_check_possible(j.request.security_level) or provider is None:
         return render("kyc", page=page, status=503, session=session, error=page.t("kyc_unavailable"))
     secret = JourneySecrets.kyc_browser_secret()
     check = await journey.start_identity_check(
-        services, subject_of(page), j.request.id, j.subject.id, provider.name, secret
+        ctx, subject_of(page), j.request.id, j.subject.id, provider.name, secret
     )
     back: dict[str, str] = {"check": check.id, "lang": page.lang}
     if page.surface == IFRAME and page.parent:
         back.update(surface=IFRAME, parent=page.parent)
-    return_url = f"{services.settings.public_url.rstrip('/')}{page.base}/kyc/return?{urlencode(back)}"
+    return_url = f"{ctx.settings.public_url.rstrip('/')}{page.base}/kyc/return?{urlencode(back)}"
     response = RedirectResponse(
         provider.start_url(check, return_url, page.lang),
         status_code=303,
         headers={"Referrer-Policy": "no-referrer", "Cache-Control": "no-store"},
     )
     response.headers.append(
-        "Set-Cookie", kyc_cookie(token, secret, page.surface, _secure_cookies(services), KYC_RETURN_SECONDS)
+        "Set-Cookie", kyc_cookie(token, secret, page.surface, _secure_cookies(ctx), KYC_RETURN_SECONDS)
     )
     return response
 
@@ -211,7 +211,7 @@ async def start_identity_check(
 async def return_from_identity_check(
     token: str,
     request: Request,
-    services: ServicesDep,
+    ctx: ContextDep,
     temporal: TemporalDep,
     check: str = "",
     lang: str | None = None,
@@ -220,7 +220,7 @@ async def return_from_identity_check(
 ) -> Response:
     """Back from the provider: where the subject stands, with a new page session, only in the
     browser that started this check and only once; anyone else gets the code step again."""
-    page = await load_page(services, token, lang, surface, parent)
+    page = await load_page(ctx, token, lang, surface, parent)
     if isinstance(page, HTMLResponse):
         return page
     secret = request.cookies.get(KYC_COOKIE)
@@ -229,7 +229,7 @@ async def return_from_identity_check(
         CHECK_ID_RE.fullmatch(check) is not None
         and JourneySecrets.kyc_browser_secret_wellformed(secret)
         and await journey.take_identity_return(
-            services,
+            ctx,
             subject_of(page),
             check,
             page.journey.request.id,
@@ -240,31 +240,29 @@ async def return_from_identity_check(
         )
     )
     if taken:
-        response = await continue_page(page, services, services.journey.session_for(token))
+        response = await continue_page(page, ctx, ctx.journey.session_for(token))
     else:
         response = render("otp", page=page, status=403, error=page.t("kyc_return_elsewhere"))
     if secret is not None:  # used or useless here: cleared either way
-        response.headers.append(
-            "Set-Cookie", kyc_cookie(token, "", page.surface, _secure_cookies(services), 0)
-        )
+        response.headers.append("Set-Cookie", kyc_cookie(token, "", page.surface, _secure_cookies(ctx), 0))
     return response
 
 
 @router.post("/r/{token}/resend", response_class=HTMLResponse)
 async def resend_code(
     token: str,
-    services: ServicesDep,
+    ctx: ContextDep,
     temporal: TemporalDep,
     surface: SurfaceForm = HOSTED,
     lang: Annotated[str | None, Form()] = None,
     parent: Annotated[str | None, Form()] = None,
 ) -> Response:
-    page = await load_page(services, token, lang, surface, parent)
+    page = await load_page(ctx, token, lang, surface, parent)
     if isinstance(page, HTMLResponse):
         return page
     j = page.journey
     try:
-        sent = await journey.resend_code(services, subject_of(page), j.request.id, j.subject.id)
+        sent = await journey.resend_code(ctx, subject_of(page), j.request.id, j.subject.id)
     except Refused as exc:
         if exc.refusal == UpdateRefusal.TOO_SOON:
             seconds = exc.retry_after
@@ -283,31 +281,31 @@ async def resend_code(
 async def decide(
     token: str,
     request: Request,
-    services: ServicesDep,
+    ctx: ContextDep,
     temporal: TemporalDep,
     session: Annotated[str, Form()] = "",
     surface: SurfaceForm = HOSTED,
     lang: Annotated[str | None, Form()] = None,
     parent: Annotated[str | None, Form()] = None,
 ) -> Response:
-    page = await with_session(services, token, session, lang, surface, parent)
+    page = await with_session(ctx, token, session, lang, surface, parent)
     if isinstance(page, HTMLResponse):
         return page
     choices = _choices(page, await request.form())
     if choices is None:
         return render("review", page=page, status=400, session=session, error=page.t("decide_missing"))
-    decided = await _decide_each(page, services, session, choices)
+    decided = await _decide_each(page, ctx, session, choices)
     if isinstance(decided, HTMLResponse):
         return decided
     j = page.journey
-    page.journey = await journey.load(services, j.request.id, j.subject.id) or j
+    page.journey = await journey.load(ctx, j.request.id, j.subject.id) or j
     if page.redirect_url:
         return RedirectResponse(
             page.redirect_url,
             status_code=303,
             headers={"Referrer-Policy": "no-referrer", "Cache-Control": "no-store"},
         )
-    events = await journey.decision_events(services, decided)
+    events = await journey.decision_events(ctx, decided)
     return done_page(page, [for_the_browser(e.payload) for e in events])
 
 
@@ -323,7 +321,7 @@ def _choices(page: Page, form: Mapping[str, Any]) -> dict[str, bool] | None:
 
 
 async def _decide_each(
-    page: Page, services: ServicesDep, session: str, choices: dict[str, bool]
+    page: Page, ctx: ContextDep, session: str, choices: dict[str, bool]
 ) -> list[str] | HTMLResponse:
     """Each choice given to the request's workflow in turn: the ids of the decisions made (one
     decided already, by a second submit of the same form, is passed over), or the page that says
@@ -333,7 +331,7 @@ async def _decide_each(
     for credential_id, accept in choices.items():
         try:
             result = await journey.decide(
-                services,
+                ctx,
                 subject_of(page),
                 j.request.id,
                 j.subject.id,
@@ -348,7 +346,7 @@ async def _decide_each(
             if exc.refusal == UpdateRefusal.OTP_REQUIRED:
                 return render("otp", page=page, status=403, error=page.t("session_expired"))
             if exc.refusal in (UpdateRefusal.IDENTITY_REQUIRED, UpdateRefusal.IDENTITY_FAILED):
-                return await continue_page(page, services, session)
+                return await continue_page(page, ctx, session)
             return render("ended", page=page, status=410)
         except Unavailable:
             return unavailable(page)

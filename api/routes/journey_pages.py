@@ -14,7 +14,8 @@ from urllib.parse import urlencode
 from fastapi.responses import HTMLResponse
 from temporalio.service import RPCError
 
-from api.deps import ServicesDep
+from adapters.kyc import provider_for
+from api.deps import ContextDep
 from api.errors import TEMPORAL_RETRY_AFTER
 from api.pages import TEMPLATES, page_headers
 from core import i18n
@@ -22,7 +23,6 @@ from core.actors import Actor
 from core.kinds import IDENTITY_SOURCES, IdentityStatus, RequestStatus, Surface
 from core.origins import header_origins, origin_of_url, safe_url
 from core.otp import mask_contact
-from orchestration.kyc import provider_for
 from orchestration.temporal import temporal_unavailable
 from services import journey
 from services.journey import Journey
@@ -107,19 +107,19 @@ def language_links(page: Page) -> list[tuple[str, str, str]]:
 
 
 async def load_page(
-    services: ServicesDep, token: str, lang: str | None, surface: str | None, parent: str | None
+    ctx: ContextDep, token: str, lang: str | None, surface: str | None, parent: str | None
 ) -> Page | HTMLResponse:
     """The page's subject and request, or the answer for a bad link, an ended request or an
     iframe parent that is not allowed."""
-    target = services.journey.parse_link_token(token)
+    target = ctx.journey.parse_link_token(token)
     if target is None:
         return render("invalid", lang=lang or i18n.DEFAULT_LANGUAGE, status=404)
-    found = await journey.load(services, target.request_id, target.subject_id)
+    found = await journey.load(ctx, target.request_id, target.subject_id)
     if found is None:
         return render("invalid", lang=lang or i18n.DEFAULT_LANGUAGE, status=404)
     language = i18n.language_of(lang if lang in i18n.CATALOG else found.request.language)
     kind = IFRAME if surface == IFRAME else HOSTED
-    local = services.settings.allow_loopback_http  # http on a loopback host is allowed outside production
+    local = ctx.settings.allow_loopback_http  # http on a loopback host is allowed outside production
     allowed = header_origins(found.organization.frame_origins, local)  # checked again for the header
     if kind == IFRAME and (not parent or parent not in allowed):
         # the browser refuses to show it anyway (frame-ancestors 'none'); say why to a direct visit
@@ -127,7 +127,7 @@ async def load_page(
     redirect = safe_url(found.request.redirect_url, local) if kind == HOSTED else None  # the parent leads
     targets = [
         origin_of_url(redirect, local),
-        (provider := provider_for(services.settings)) and provider.origin,
+        (provider := provider_for(ctx.settings)) and provider.origin,
     ]
     page = Page(
         token,
@@ -146,13 +146,13 @@ async def load_page(
 
 
 async def with_session(
-    services: ServicesDep, token: str, session: str, lang: str | None, surface: str | None, parent: str | None
+    ctx: ContextDep, token: str, session: str, lang: str | None, surface: str | None, parent: str | None
 ) -> Page | HTMLResponse:
     """The page of a step after the code: its session must be valid, else back to the code."""
-    page = await load_page(services, token, lang, surface, parent)
+    page = await load_page(ctx, token, lang, surface, parent)
     if isinstance(page, HTMLResponse):
         return page
-    if not services.journey.session_valid(token, session):
+    if not ctx.journey.session_valid(token, session):
         return render("otp", page=page, status=403, error=page.t("session_expired"))
     return page
 
@@ -199,11 +199,11 @@ def after_code(page: Page, identity: str, session: str, error: str | None = None
     return render("review", page=page, session=session)
 
 
-async def continue_page(page: Page, services: ServicesDep, session: str) -> HTMLResponse:
+async def continue_page(page: Page, ctx: ContextDep, session: str) -> HTMLResponse:
     """Where the subject stands now (after an identity check, or checking again)."""
     j = page.journey
     try:
-        status = await journey.standing(services, j.request.id)
+        status = await journey.standing(ctx, j.request.id)
     except (RPCError, RuntimeError) as exc:
         if temporal_unavailable(exc):
             return unavailable(page)

@@ -23,7 +23,7 @@ from fastapi.responses import JSONResponse
 
 from api import pdf
 from api.conditional import json_document
-from api.deps import CallerDep, ServicesDep
+from api.deps import CallerDep, ContextDep
 from api.errors import ApiError
 from api.responses import answer, errors, json_document_responses, path_param
 from api.versions import VersionedRoute
@@ -62,30 +62,28 @@ CredentialId = Annotated[
 ]
 
 
-async def _revoke(services: ServicesDep, caller: CallerDep, raw_id: str, reason: str | None) -> Any:
-    done = await mandates.revoke(services, caller.actor, caller.organization_id, raw_id, reason)
+async def _revoke(ctx: ContextDep, caller: CallerDep, raw_id: str, reason: str | None) -> Any:
+    done = await mandates.revoke(ctx, caller.actor, caller.organization_id, raw_id, reason)
     body = RevokeOut(credentialId=done.credential_id, revokedAt=done.revoked_at, receipt=done.receipt)
     return JSONResponse(body.model_dump(mode="json"))
 
 
 @router.post("/credential/{mandateId}/revoke", response_model=RevokeOut, responses=REVOKE_ANSWERS)
-async def revoke_mandate(
-    mandateId: CredentialId, body: RevokeIn, caller: CallerDep, services: ServicesDep
-) -> Any:
+async def revoke_mandate(mandateId: CredentialId, body: RevokeIn, caller: CallerDep, ctx: ContextDep) -> Any:
     """Revoke an ACTIVE mandate of the caller's organization (final). The answer carries the
     signed `MANDATE_REVOKED` receipt; the mandate's status list bit is set at once."""
-    return await _revoke(services, caller, mandateId, body.reason)
+    return await _revoke(ctx, caller, mandateId, body.reason)
 
 
 @router.delete("/credential/revoke/{mandateId}", response_model=RevokeOut, responses=REVOKE_ANSWERS)
 async def revoke_mandate_alias(
     mandateId: CredentialId,
     caller: CallerDep,
-    services: ServicesDep,
+    ctx: ContextDep,
     body: Annotated[RevokeAliasIn | None, Body()] = None,
 ) -> Any:
     """Alias of `POST /credential/{mandateId}/revoke`; the body `{reason}` is optional."""
-    return await _revoke(services, caller, mandateId, body.reason if body else None)
+    return await _revoke(ctx, caller, mandateId, body.reason if body else None)
 
 
 # --- reading a credential -----------------------------------------------------------------------
@@ -170,12 +168,12 @@ async def credential_evidence(
         str, path_param(patterns.DECISION_URN, "The evidence id: a decision URN urn:via:decision:<uuid>")
     ],
     caller: CallerDep,
-    services: ServicesDep,
+    ctx: ContextDep,
 ) -> Response:
     """An evidence item of a mandate, by its id (a decision URN): the exact text its `digestSRI`
     covers, the JCS form of the subject's acceptance. Served as text, byte for byte: a client
     that parsed and re-serialized the JSON would no longer match the digest."""
-    text = await mandates.evidence(services, caller.organization_id, evidenceId)
+    text = await mandates.evidence(ctx, caller.organization_id, evidenceId)
     return Response(text, media_type="text/plain; charset=utf-8")
 
 
@@ -184,11 +182,11 @@ async def credential_evidence(
     response_model=CredentialEventsOut,
     responses=errors(400, 401, 404, s404=NO_CREDENTIAL),
 )
-async def credential_events(credentialId: CredentialId, caller: CallerDep, services: ServicesDep) -> Any:
+async def credential_events(credentialId: CredentialId, caller: CallerDep, ctx: ContextDep) -> Any:
     """The credential's audit records (issuance, revocation, VPs, verifications) in chain order,
     each checked as `mandatum audit verify` checks it: its content against its hash, its signature,
     and its link to the record before it in the organization's chain."""
-    record, found = await mandates.credential_events(services, caller.organization_id, credentialId)
+    record, found = await mandates.credential_events(ctx, caller.organization_id, credentialId)
     events = [
         CredentialEventOut(
             id=row.id,
@@ -239,7 +237,7 @@ async def credential_events(credentialId: CredentialId, caller: CallerDep, servi
 async def get_credential(
     credentialId: CredentialId,
     caller: CallerDep,
-    services: ServicesDep,
+    ctx: ContextDep,
     includePdf: Annotated[
         QueryBool, Query(description="`true` or `false`: include a base64 PDF (DOCUMENT credentials)")
     ] = False,
@@ -247,7 +245,7 @@ async def get_credential(
     """A credential of the caller's organization, by its id (24 hex characters) or mandate URN,
     with the document form in its most updated version and, on request, a PDF rendering (503 with
     `Retry-After` while the service's PDF renderers are all busy)."""
-    record = await mandates.credential_detail(services, caller.organization_id, credentialId)
+    record = await mandates.credential_detail(ctx, caller.organization_id, credentialId)
     entity = entity_of(record)
     body: dict[str, Any] = {
         "credential": entity.model_dump(mode="json"),
@@ -256,9 +254,9 @@ async def get_credential(
     if includePdf and record.credential.resource_type == "DOCUMENT":
         try:
             rendered = await pdf.RENDERER.pdf(
-                sheet_of(services.settings, record, entity),
-                partial(mandates.kept_pdf, services),
-                partial(mandates.keep_pdf, services),
+                sheet_of(ctx.settings, record, entity),
+                partial(mandates.kept_pdf, ctx),
+                partial(mandates.keep_pdf, ctx),
             )
         except pdf.Busy as exc:
             raise ApiError(
@@ -290,13 +288,13 @@ def _is_uuid(value: str) -> bool:
 async def status_list_credential(
     listId: Annotated[str, path_param(patterns.CANONICAL_UUID, "The status list's UUID")],
     request: Request,
-    services: ServicesDep,
+    ctx: ContextDep,
 ) -> Response:
     """The W3C Bitstring Status List credential (purpose revocation) that mandates' `credentialStatus`
     points to, signed by the service (eddsa-jcs-2022). Unsigned request; cacheable for 30 seconds."""
     served = None
     if _is_uuid(listId):
-        served = await mandates.status_list(services, listId)
+        served = await mandates.status_list(ctx, listId)
     if served is None:
         raise ApiError(404, f"Status list {shown(listId)} not found")
     return json_document(

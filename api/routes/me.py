@@ -10,7 +10,7 @@ from __future__ import annotations
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from api.deps import CallerDep, ServicesDep
+from api.deps import CallerDep, ContextDep
 from api.responses import errors
 from api.versions import VersionedRoute
 from trust.did import web_organization_did
@@ -30,12 +30,12 @@ class MeOut(BaseModel):
     responses=errors(400, 401),
     summary="The calling organization (checks a signing set-up)",
 )
-async def me(caller: CallerDep, services: ServicesDep) -> MeOut:
+async def me(caller: CallerDep, ctx: ContextDep) -> MeOut:
     """The organization behind the API key, its DID, and the API version this call is served in
     (the `API-Version` header if sent, else the organization's pinned version)."""
     org_id = caller.organization_id
     return MeOut(
         organizationId=org_id,
-        did=web_organization_did(services.settings.public_url, org_id),
+        did=web_organization_did(ctx.settings.public_url, org_id),
         apiVersion=caller.api_version,
     )

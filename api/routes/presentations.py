@@ -12,7 +12,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from api.deps import CallerDep, ServicesDep
+from api.deps import CallerDep, ContextDep
 from api.errors import ApiError, error_body
 from api.responses import answer, errors, path_param
 from api.versions import VersionedRoute
@@ -75,16 +75,14 @@ def _mandate_id(raw: str) -> str:
     return value
 
 
-async def _present(
-    mandate_id: str, body: PresentationIn | None, caller: CallerDep, services: ServicesDep
-) -> Any:
+async def _present(mandate_id: str, body: PresentationIn | None, caller: CallerDep, ctx: ContextDep) -> Any:
     try:
         issued = await run_blocking(
-            services,
+            ctx,
             presentations.issue_presentation,
-            services.engine,
-            services.cipher,
-            services.settings,
+            ctx.engine,
+            ctx.cipher,
+            ctx.settings,
             actor=caller.actor,
             caller_org_id=caller.organization_id,
             mandate_id=_mandate_id(mandate_id),
@@ -103,7 +101,7 @@ async def _present(
     "/credential/{mandateId}/presentation", response_model=PresentationEnvelope, responses=PRESENTATION_ERRORS
 )
 async def create_presentation(
-    mandateId: MandateId, caller: CallerDep, services: ServicesDep, body: PresentationIn | None = None
+    mandateId: MandateId, caller: CallerDep, ctx: ContextDep, body: PresentationIn | None = None
 ) -> Any:
     """A fresh, short-lived, single-use VP of a mandate, with its `PRESENTATION_ISSUED` receipt.
 
@@ -116,21 +114,19 @@ async def create_presentation(
     verifier (`proof.domain`). The VP
     lives for the mandate organization's presentation lifetime (5 minutes unless set, 1 to 60).
     """
-    return await _present(mandateId, body, caller, services)
+    return await _present(mandateId, body, caller, ctx)
 
 
 @router.post("/credential/vp/{mandateId}", response_model=PresentationEnvelope, responses=PRESENTATION_ERRORS)
 async def create_presentation_alias(
-    mandateId: MandateId, caller: CallerDep, services: ServicesDep, body: PresentationIn | None = None
+    mandateId: MandateId, caller: CallerDep, ctx: ContextDep, body: PresentationIn | None = None
 ) -> Any:
     """The same as `POST /credential/{mandateId}/presentation`."""
-    return await _present(mandateId, body, caller, services)
+    return await _present(mandateId, body, caller, ctx)
 
 
 @router.post("/credential/verify", response_model=VerifyAllowed, responses=VERIFY_ERRORS)
-async def verify_presentation(
-    body: VerifyIn, request: Request, caller: CallerDep, services: ServicesDep
-) -> Any:
+async def verify_presentation(body: VerifyIn, request: Request, caller: CallerDep, ctx: ContextDep) -> Any:
     """Decide whether the caller (the verifier) may act on a VP with these `executionParams`.
 
     200 `allow` or 403 `deny` with a `reason`, both with the per-rule `evaluations` and a signed
@@ -141,7 +137,7 @@ async def verify_presentation(
     `presentation` object is a 400.
     """
     verdict = await verification.verify_grouped(
-        services,
+        ctx,
         actor=caller.actor,
         verifier_org_id=caller.organization_id,
         presentation=body.presentation,

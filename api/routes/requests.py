@@ -9,7 +9,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Header, Query
 from fastapi.responses import JSONResponse
 
-from api.deps import CallerDep, RequestDep, RequestId, ServicesDep, TemporalDep
+from api.deps import CallerDep, ContextDep, RequestDep, RequestId, TemporalDep
 from api.errors import ApiError
 from api.responses import answer, errors, retry_after_header
 from api.versions import VersionedRoute
@@ -49,13 +49,13 @@ SubjectRef = Annotated[str | None, Query(description="The subject's internalId i
 async def create_request(
     body: CreateRequestIn,
     caller: CallerDep,
-    services: ServicesDep,
+    ctx: ContextDep,
     temporal: TemporalDep,
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key", max_length=255)] = None,
 ) -> Any:
     """Create a credential request; its workflow starts at once and waits for decisions."""
     created = await requests.create(
-        services,
+        ctx,
         caller.actor,
         caller.organization_id,
         body,
@@ -68,7 +68,7 @@ async def create_request(
 @router.get("/request", response_model=RequestPage, responses=errors(400, 401))
 async def list_requests(
     caller: CallerDep,
-    services: ServicesDep,
+    ctx: ContextDep,
     pageIndex: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
     pageSize: Annotated[int, Query(ge=5, le=100)] = 10,
     search: Annotated[str | None, Query(max_length=100)] = None,
@@ -108,11 +108,11 @@ async def list_requests(
         date_from=dateFrom,
         date_to=dateTo,
     )
-    filters = requests.request_filter(services, query)
+    filters = requests.request_filter(ctx, query)
     if filters is None:
         return JSONResponse({"data": [], "totalPages": 0})
-    bundles, total = await requests.find(services, caller.organization_id, filters)
-    items: list[RequestListItem] = [request_list_item(services.settings, b) for b in bundles]
+    bundles, total = await requests.find(ctx, caller.organization_id, filters)
+    items: list[RequestListItem] = [request_list_item(ctx.settings, b) for b in bundles]
     # JSONResponse: the body is in the caller's version's shape, not re-validated as the newest
     return JSONResponse(
         {
@@ -125,10 +125,10 @@ async def list_requests(
 @router.get(
     "/request/{requestId}", response_model=RequestOut, responses=errors(400, 401, 404, s404=NO_REQUEST)
 )
-async def get_request(bundle: RequestDep, caller: CallerDep, services: ServicesDep) -> Any:
+async def get_request(bundle: RequestDep, caller: CallerDep, ctx: ContextDep) -> Any:
     """A request with its subjects, credentials and decisions: the record itself (SPEC.md), not
     wrapped in `data` as `POST /request` wraps it."""
-    return JSONResponse(request_out(services.settings, bundle).model_dump(mode="json"))
+    return JSONResponse(request_out(ctx.settings, bundle).model_dump(mode="json"))
 
 
 @router.delete(
@@ -145,10 +145,10 @@ async def get_request(bundle: RequestDep, caller: CallerDep, services: ServicesD
     },
 )
 async def cancel_request(
-    requestId: RequestId, caller: CallerDep, services: ServicesDep, temporal: TemporalDep
+    requestId: RequestId, caller: CallerDep, ctx: ContextDep, temporal: TemporalDep
 ) -> Any:
     """Cancel a request before any subject decided; its workflow ends and `canceledAt` is set."""
-    await requests.cancel(services, caller.actor, caller.organization_id, requestId)
+    await requests.cancel(ctx, caller.actor, caller.organization_id, requestId)
     return Success()
 
 
@@ -171,7 +171,7 @@ async def cancel_request(
 async def resend_code(
     bundle: RequestDep,
     caller: CallerDep,
-    services: ServicesDep,
+    ctx: ContextDep,
     temporal: TemporalDep,
     contact: Contact = None,
     id: SubjectDid = None,
@@ -182,7 +182,7 @@ async def resend_code(
     subject confirms the new code before deciding. 422 when the contact cannot receive it (an
     `otp.failed` event reports it too); 409 when the request is closed or the subject has decided."""
     subject_id = requests.subject_of(bundle, contact, id, internalId)
-    sent = await requests.resend_to(services, caller.actor, bundle, subject_id)
+    sent = await requests.resend_to(ctx, caller.actor, bundle, subject_id)
     if not sent.delivered:
         raise ApiError(
             422,
@@ -200,7 +200,7 @@ async def resend_code(
 async def approval_link(
     bundle: RequestDep,
     caller: CallerDep,
-    services: ServicesDep,
+    ctx: ContextDep,
     contact: Contact = None,
     id: SubjectDid = None,
     internalId: SubjectRef = None,
@@ -214,6 +214,6 @@ async def approval_link(
     the subject still confirms the code sent to them."""
     subject_id = requests.subject_of(bundle, contact, id, internalId)
     link = await requests.subject_link(
-        services, caller.actor, caller.organization_id, bundle.request.id, subject_id, parent
+        ctx, caller.actor, caller.organization_id, bundle.request.id, subject_id, parent
     )
     return JSONResponse({"data": link})  # iframeUrl absent without a parent, never null

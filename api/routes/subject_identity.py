@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
-from api.deps import CallerDep, ServicesDep, TemporalDep
+from api.deps import CallerDep, ContextDep, TemporalDep
 from api.responses import answer, errors
 from api.versions import VersionedRoute
 from core.actors import ORGANIZATION
@@ -44,11 +44,11 @@ class IdentityReportOut(BaseModel):
     },
 )
 async def report_identity(
-    body: IdentityReportIn, caller: CallerDep, services: ServicesDep, temporal: TemporalDep
+    body: IdentityReportIn, caller: CallerDep, ctx: ContextDep, temporal: TemporalDep
 ) -> Any:
     """Report the organization's own identity check of a subject, named by `contact` or `id`."""
     applied = await journey.report_organization_check(
-        services,
+        ctx,
         ORGANIZATION,
         caller.organization_id,
         contact=body.contact,

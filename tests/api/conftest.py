@@ -17,5 +17,5 @@ from core.settings import Settings
 async def app(settings: Settings) -> AsyncIterator[FastAPI]:
     made = create_app(settings)
     yield made
-    await made.state.services.rules.close()  # the evaluation processes a test started (no lifespan)
-    made.state.services.engine.dispose()
+    await made.state.ctx.rules.close()  # the evaluation processes a test started (no lifespan)
+    made.state.ctx.engine.dispose()

@@ -27,7 +27,7 @@ from trust.eddsa_jcs import verify_document
 
 pytestmark = pytest.mark.usefixtures("no_server_errors")
 GOOD = {"amount": 100, "payee": "Bob"}
-VERIFIER = Actor.operator("verifier")
+VERIFIER = Actor.shell_operator("verifier")
 
 
 async def _vp(api: SignedClient, mandate_id: str) -> dict[str, Any]:

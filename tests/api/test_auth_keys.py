@@ -185,7 +185,7 @@ async def cached_http(settings: Settings, temporal: Client) -> AsyncIterator[htt
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
     async with httpx.AsyncClient(transport=transport, base_url="https://mandatum.test") as client:
         yield client
-    app.state.services.engine.dispose()
+    app.state.ctx.engine.dispose()
 
 
 async def test_rotated_secret_works_at_once_despite_the_cache(

@@ -89,7 +89,7 @@ class Probe:
 
 
 def the_pool(http: Any) -> Any:
-    return http._transport.app.state.services.rules
+    return http._transport.app.state.ctx.rules
 
 
 async def test_a_costly_rule_is_stopped_at_the_budget_in_another_process_and_denied(

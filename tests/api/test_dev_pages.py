@@ -2,7 +2,7 @@
 simulated identity provider. They are served only in development (``make run``): a test or
 staging installation (``MANDATUM_ENVIRONMENT=test``) holds real people's codes and reset links in
 its outbox too, and the simulated provider approves anyone. Tests read the outbox directory
-itself (``orchestration.delivery.outbox_of``), never through a route."""
+itself (``adapters.delivery.outbox_of``), never through a route."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import httpx
 import pytest
 from temporalio.client import Client
 
+from adapters.delivery import Message, outbox_of
 from api.app import create_app
 from core.settings import Environment, Settings
-from orchestration.delivery import Message, outbox_of
 from tests.support.api_client import SignedClient, policy_request
 from tests.support.development import development_client
 from tests.support.journey_messages import message_for

@@ -159,13 +159,13 @@ def test_the_api_makes_its_files_owner_only(tmp_path: Path) -> None:
         import os, sys
         os.umask(0o022)
         from api.app import create_app
-        from orchestration.delivery import Message, outbox_of
+        from adapters.delivery import Message, outbox_of
         from core.settings import Environment, Settings
         from store.db import migrate
         settings = Settings(environment=Environment.TEST, var_dir=sys.argv[1], master_key=sys.argv[2])
         migrate(settings.sqlalchemy_url)
         app = create_app(settings)
-        with app.state.services.engine.connect() as conn:  # the WAL and -shm exist while open
+        with app.state.ctx.engine.connect() as conn:  # the WAL and -shm exist while open
             conn.exec_driver_sql("SELECT count(*) FROM organization").all()
             outbox_of(settings).send(Message("email", "a@example.com", "code", "123456"))
             print("ready", flush=True)

@@ -37,7 +37,7 @@ async def _client_of(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
         async with httpx.AsyncClient(transport=transport, base_url="https://mandatum.test") as http:
             yield http
     finally:
-        app.state.services.engine.dispose()
+        app.state.ctx.engine.dispose()
 
 
 async def _ready(http: httpx.AsyncClient, status: int) -> dict[str, Any]:

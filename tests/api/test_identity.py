@@ -38,7 +38,7 @@ async def public(settings: Settings) -> AsyncIterator[tuple[httpx.AsyncClient, F
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="https://mandatum.test") as client:
         yield client, app
-    app.state.services.engine.dispose()
+    app.state.ctx.engine.dispose()
 
 
 def _assert_did_document(resp: httpx.Response, did: str) -> list[str]:
@@ -66,7 +66,7 @@ async def test_service_document_lists_every_key_active_first(
     public: tuple[httpx.AsyncClient, FastAPI], settings: Settings, cipher: SecretCipher
 ) -> None:
     client, app = public
-    engine: Engine = app.state.services.engine
+    engine: Engine = app.state.ctx.engine
     resp = await client.get("/.well-known/did.json")  # no Authorization, no signature
     before = _assert_did_document(resp, "did:web:mandatum.test")
     assert before[0] == keys.service_signing_key(engine, cipher, settings).public_multikey
@@ -95,7 +95,7 @@ async def test_document_ids_follow_the_public_url_not_the_request_host(settings:
         async with httpx.AsyncClient(transport=transport, base_url="http://attacker.example") as client:
             resp = await client.get("/.well-known/did.json")
     finally:
-        app.state.services.engine.dispose()
+        app.state.ctx.engine.dispose()
     _assert_did_document(resp, "did:web:127.0.0.1%3A8000")
     assert "attacker" not in resp.text
 
@@ -107,7 +107,7 @@ async def test_organization_document(
     resp = await client.get(f"/orgs/{org.organization_id}/did.json")
     assert org.did == f"did:web:mandatum.test:orgs:{org.organization_id}"
     multikeys = _assert_did_document(resp, org.did)
-    own = keys.organization_signing_key(app.state.services.engine, cipher, settings, org.organization_id)
+    own = keys.organization_signing_key(app.state.ctx.engine, cipher, settings, org.organization_id)
     assert multikeys == [own.public_multikey]  # made by the first fetch, and the one that signs
     again = await client.get(f"/orgs/{org.organization_id}/did.json")
     assert again.json() == resp.json() and again.headers["etag"] == resp.headers["etag"]
@@ -174,7 +174,7 @@ async def test_signed_routes_are_not_under_public_prefixes(settings: Settings) -
         assert identity_paths <= under_public
         assert under_public - identity_paths <= {"/healthz", "/readyz"}, "a route under a public prefix"
     finally:
-        app.state.services.engine.dispose()
+        app.state.ctx.engine.dispose()
 
 
 async def test_signed_routes_still_need_a_signature(public: tuple[httpx.AsyncClient, FastAPI]) -> None:

@@ -12,7 +12,7 @@ from sqlalchemy import Engine, func, select
 from sqlmodel import col
 from temporalio.client import Client
 
-from orchestration.delivery import Outbox
+from adapters.delivery import Outbox
 from store.tables import CredentialRequest
 from tests.support.api_client import SignedClient, assert_error_shape, policy_request
 from tests.support.journey_messages import TEST_OUTBOX

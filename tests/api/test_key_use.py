@@ -52,7 +52,7 @@ def key_use(app: FastAPI, monkeypatch: pytest.MonkeyPatch) -> tuple[KeyUse, Cloc
 def updates(app: FastAPI) -> Iterator[list[str]]:
     """Every statement that writes ``api_key.last_used_at`` on the app's engine."""
     seen: list[str] = []
-    engine = app.state.services.engine
+    engine = app.state.ctx.engine
 
     def spy(_conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
         if statement.lstrip().upper().startswith("UPDATE API_KEY") and "last_used_at" in statement:

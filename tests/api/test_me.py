@@ -23,7 +23,7 @@ async def http(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="https://mandatum.test") as client:
         yield client
-    app.state.services.engine.dispose()
+    app.state.ctx.engine.dispose()
 
 
 def _signed(http: httpx.AsyncClient, org: Credentials) -> SignedClient:

@@ -50,7 +50,7 @@ def generated(tmp_path_factory: pytest.TempPathFactory, settings: Settings) -> I
     where = tmp_path_factory.mktemp("generated")
     app = create_app(settings)
     (where / "openapi.json").write_text(json.dumps(app.openapi()))
-    app.state.services.engine.dispose()
+    app.state.ctx.engine.dispose()
     (where / "config.json").write_text(json.dumps(CONFIG))
     done = subprocess.run(
         [
@@ -194,4 +194,4 @@ async def test_a_generated_client_runs_the_mandate_flow(
         assert refused.status_code == 400 and refused.parsed.reason == "credential_revoked"
     finally:
         await client.get_async_httpx_client().aclose()
-        app.state.services.engine.dispose()
+        app.state.ctx.engine.dispose()

@@ -165,6 +165,6 @@ async def test_generated_calls_answer_as_documented(
                 for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE)
             ]
     finally:
-        app.state.services.engine.dispose()
+        app.state.ctx.engine.dispose()
     found = [f for f in failures if f is not None]
     assert not found, "\n\n".join(found)

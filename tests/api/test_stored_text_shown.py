@@ -37,7 +37,7 @@ from tests.support.api_client import Credentials, SignedClient, policy_request
 from tests.support.dashboard import log_in_as, page_client
 from tests.support.documents import LEASE, pdf_text
 from tests.support.mandates import issued_mandate
-from tests.support.operators import log_in_as_staff
+from tests.support.operators import log_in_as_operator
 from tests.support.presentations import presented, verify
 
 pytestmark = pytest.mark.usefixtures("worker", "no_server_errors")
@@ -82,7 +82,9 @@ async def test_a_stored_reason_is_escaped_on_every_page_and_in_the_pdf(
             lease = await issued_mandate(api, temporal, credentials=[LEASE])
             with monkeypatch.context() as patched:
                 stored_before_the_rule(patched)
-                await mandates.revoke(ctx, Actor.operator("tests"), org.organization_id, lease["id"], REASON)
+                await mandates.revoke(
+                    ctx, Actor.shell_operator("tests"), org.organization_id, lease["id"], REASON
+                )
             record = await mandates.credential_detail(ctx, org.organization_id, lease["id"])
             assert record.credential.revocation_reason == REASON  # stored as it came
             sheet = sheet_of(settings, record, entity_of(record))
@@ -103,12 +105,12 @@ async def test_a_stored_reason_is_escaped_on_every_page_and_in_the_pdf(
             receipt = record.credential.revocation_receipt
             assert receipt is not None and receipt in json_blocks(page)  # the signed receipt, unchanged
 
-            await log_in_as_staff(operator, ctx, "ops")
+            await log_in_as_operator(operator, ctx, "ops")
             timeline = await operator.get(f"/dashboard/operators/requests/{lease['requestId']}")
             assert timeline.status_code == 200 and ON_PAGE in timeline.text
             no_raw(timeline.text)
     finally:
-        app.state.services.engine.dispose()
+        app.state.ctx.engine.dispose()
 
 
 async def test_execution_params_sent_at_verify_are_recorded_as_sent_and_shown_escaped(
@@ -138,7 +140,7 @@ async def test_execution_params_sent_at_verify_are_recorded_as_sent_and_shown_es
             for path in (f"/dashboard/requests/{mandate['requestId']}", "/dashboard/activity"):
                 no_raw((await member.get(path)).text)
     finally:
-        app.state.services.engine.dispose()
+        app.state.ctx.engine.dispose()
 
 
 async def test_what_the_subject_reads_is_escaped_when_it_was_stored_before_the_rule(

@@ -367,4 +367,4 @@ def test_every_change_names_a_real_operation_or_event(settings: Settings) -> Non
                 or (change.query_from_previous)
             ), change.name
     finally:
-        app.state.services.engine.dispose()
+        app.state.ctx.engine.dispose()

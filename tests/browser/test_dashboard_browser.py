@@ -145,7 +145,7 @@ async def test_the_dashboard_fits_a_phone(live: LiveStack, phone_page: Page, axe
     await fits(page)
     await assert_accessible(page, axe_source, "the overview on a phone")
     await shot(page, "dashboard-overview-phone")
-    ctx, someone = live_context(live), Actor.operator("tests")
+    ctx, someone = live_context(live), Actor.shell_operator("tests")
     mobile = organizations.create_key(
         ctx, someone, org.organization_id, name="Mobile app", description="iOS and Android"
     )

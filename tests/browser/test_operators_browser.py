@@ -1,4 +1,4 @@
-"""The operators' area in Debian's Chromium: a staff member logs in, sets up the second factor staff
+"""The operators' area in Debian's Chromium: an operator logs in, sets up the second factor operators
 must have, lands in the operators' area,
 types the subject's e-mail as a complaint spells it, opens the request's timeline (its code sent,
 its workflow in the Temporal UI) and sends a fresh code with a reason, by keyboard; at desktop and
@@ -12,7 +12,7 @@ import pyotp
 from playwright.async_api import Page, expect
 
 from core.actors import Actor
-from services import staff
+from services import operators
 from tests.support.a11y import assert_accessible
 from tests.support.api_client import policy_request
 from tests.support.audit import chain
@@ -21,16 +21,16 @@ from tests.support.dashboard_browser import fits, live_context, log_in_by_keyboa
 from tests.support.live_stack import LiveStack
 
 
-async def _staff_logged_in(page: Page, live: LiveStack, name: str, axe_source: str) -> str:
+async def _operator_logged_in(page: Page, live: LiveStack, name: str, axe_source: str) -> str:
     email = f"{name}-{uuid.uuid4().hex[:8]}@ops.example.com"
-    made = staff.create(live_context(live), Actor.operator("tests"), email)
+    made = operators.create(live_context(live), Actor.shell_operator("tests"), email)
     await page.goto(made.link)
     await page.get_by_label("New password").fill(PASSWORD)
     await page.get_by_label("The same password again").fill(PASSWORD)
     await page.get_by_role("button", name="Save the password").click()
     await log_in_by_keyboard(page, email)
-    # staff set up a second factor before the operators' area opens
-    await expect(page.locator("#enrol-first")).to_contain_text("Platform staff need a second factor")
+    # operators set up a second factor before the operators' area opens
+    await expect(page.locator("#enrol-first")).to_contain_text("Operators need a second factor")
     await expect(page.get_by_role("link", name="Search")).to_have_count(0)  # nothing else is offered
     await fits(page)
     await assert_accessible(
@@ -48,7 +48,7 @@ async def _staff_logged_in(page: Page, live: LiveStack, name: str, axe_source: s
     return made.member.id
 
 
-async def test_staff_find_a_request_by_a_contact_and_act_on_its_timeline(
+async def test_operators_find_a_request_by_a_contact_and_act_on_its_timeline(
     live: LiveStack, browser_page: Page, phone_page: Page, axe_source: str
 ) -> None:
     org = live.new_org()
@@ -59,7 +59,7 @@ async def test_staff_find_a_request_by_a_contact_and_act_on_its_timeline(
     assert created.status_code == 201, created.text
     request_id = created.json()["data"]["id"]
     page = browser_page
-    staff_id = await _staff_logged_in(page, live, "desk", axe_source)
+    operator_id = await _operator_logged_in(page, live, "desk", axe_source)
     await page.get_by_label("Request id, internalId, mandate URN").fill(f"  {contact.upper()} ")
     await page.keyboard.press("Enter")
     await expect(page.get_by_role("heading", name="1 request found")).to_be_visible()
@@ -86,9 +86,12 @@ async def test_staff_find_a_request_by_a_contact_and_act_on_its_timeline(
         for r in chain(live.engine, org.organization_id)
         if r.type == "MANDATE_CANCELED" and r.request_id == request_id
     ]
-    assert (record.actor, record.data.get("reason")) == (f"staff:{staff_id}", "ticket 7: the customer asked")
+    assert (record.actor, record.data.get("reason")) == (
+        f"staff:{operator_id}",
+        "ticket 7: the customer asked",
+    )
 
-    await _staff_logged_in(phone_page, live, "phone", axe_source)
+    await _operator_logged_in(phone_page, live, "phone", axe_source)
     await phone_page.goto(f"{live.url}/dashboard/operators/requests/{request_id}")
     await expect(phone_page.locator("#timeline")).to_contain_text("Audit: MANDATE_CANCELED")
     await fits(phone_page)

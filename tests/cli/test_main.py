@@ -168,7 +168,7 @@ async def cli_http(cli: Cli, temporal: Client) -> AsyncIterator[httpx.AsyncClien
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
     async with httpx.AsyncClient(transport=transport, base_url=PUBLIC_URL) as client:
         yield client
-    app.state.services.engine.dispose()
+    app.state.ctx.engine.dispose()
 
 
 def _client(
@@ -258,25 +258,28 @@ def test_org_create_takes_the_default_rate_from_settings(cli: Cli) -> None:
     assert listed[org_id]["requestRatePerMinute"] == 25
 
 
-def test_staff_create_list_disable_and_enable(cli: Cli) -> None:
+def test_operators_create_list_disable_and_enable(cli: Cli) -> None:
     (code, out, err), (dup, _, dup_err), (bad, _, bad_err) = cli.run_all(
-        (("staff", "create", "Olga@Ops.example.com", "--json"), {}),
-        (("staff", "create", "olga@ops.example.com"), {}),
-        (("staff", "create", "not an address"), {}),
+        (("operator", "create", "Olga@Ops.example.com", "--json"), {}),
+        (("operator", "create", "olga@ops.example.com"), {}),
+        (("operator", "create", "not an address"), {}),
     )
     assert code == 0, err
     made = json.loads(out)
     assert made["email"] == "olga@ops.example.com" and re.fullmatch(r"[0-9a-f]{24}", made["memberId"])
     assert made["setPasswordLink"].startswith(f"{PUBLIC_URL}/dashboard/set-password/")
     assert (dup, bad) == (1, 1) and "already a member" in dup_err and "error:" in bad_err
-    [listed] = [s for s in cli.json("staff", "list") if s["memberId"] == made["memberId"]]
+    [listed] = [s for s in cli.json("operator", "list") if s["memberId"] == made["memberId"]]
     assert (listed["email"], listed["disabled"], listed["secondFactor"]) == (
         "olga@ops.example.com",
         False,
         False,
     )
+    # the command's first name still works for scripts written before it was renamed
     assert cli.json("staff", "disable", "olga@ops.example.com")["disabled"] is True
-    assert [s["disabled"] for s in cli.json("staff", "list") if s["memberId"] == made["memberId"]] == [True]
-    assert cli.json("staff", "enable", "olga@ops.example.com")["disabled"] is False
-    missing = cli.run("staff", "disable", "nobody@ops.example.com")
-    assert missing.returncode == 1 and "no staff member" in missing.stderr
+    assert [s["disabled"] for s in cli.json("operator", "list") if s["memberId"] == made["memberId"]] == [
+        True
+    ]
+    assert cli.json("operator", "enable", "olga@ops.example.com")["disabled"] is False
+    missing = cli.run("operator", "disable", "nobody@ops.example.com")
+    assert missing.returncode == 1 and "no operator" in missing.stderr

@@ -1,4 +1,4 @@
-"""``mandatum member list|reset-factor|add-owner``, ``mandatum staff reset-factor`` and ``mandatum org
+"""``mandatum member list|reset-factor|add-owner``, ``mandatum operator reset-factor`` and ``mandatum org
 set-second-factor`` (issue 30, item 7), on the session's databases: each argument checked where it
 enters (ids, e-mail, a reason of one line), refused with one line and exit 1 before anything is
 done; the changes recorded with the operator running the command and the reason."""
@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
+from adapters.delivery import outbox_of
 from core.actors import Actor
 from core.kinds import MemberRole
 from core.settings import Settings
-from orchestration.delivery import outbox_of
-from services import logins, member_sessions, members, second_factor, staff
+from services import logins, member_sessions, members, operators, second_factor
 from services.context import Context
 from store import audit
 from store import members as member_store
@@ -57,7 +57,11 @@ async def _member(
     ctx: Context, org: Credentials, name: str, role: MemberRole = MemberRole.DEVELOPER
 ) -> Member:
     invited = members.invite(
-        ctx, Actor.operator("tests"), org.organization_id, f"{name}-{org.organization_id}@example.com", role
+        ctx,
+        Actor.shell_operator("tests"),
+        org.organization_id,
+        f"{name}-{org.organization_id}@example.com",
+        role,
     )
     return await logins.set_password(ctx, invited.link.rsplit("/", 1)[1], PASSWORD)
 
@@ -77,7 +81,7 @@ async def test_member_list_shows_roles_factor_and_last_login(
     await logins.login(ctx, owner.email, PASSWORD, client_address())
     members.invite(
         ctx,
-        Actor.operator("tests"),
+        Actor.shell_operator("tests"),
         org.organization_id,
         f"new-{org.organization_id}@example.com",
         MemberRole.SUPPORT,
@@ -143,15 +147,15 @@ async def test_reset_factor_needs_a_reason_and_ends_the_sessions(
     )
 
 
-async def test_staff_reset_factor_turns_off_a_staff_members_factor(
+async def test_operators_reset_factor_turns_off_an_operators_factor(
     ctx: Context, shell: Any, engine: Engine
 ) -> None:
-    made = staff.create(ctx, Actor.operator("tests"), f"ops-{client_address()}@ops.example.com")
+    made = operators.create(ctx, Actor.shell_operator("tests"), f"ops-{client_address()}@ops.example.com")
     ops = await logins.set_password(ctx, made.link.rsplit("/", 1)[1], PASSWORD)
     await factor_on(ctx, ops)
-    refused = shell("staff", "reset-factor", ops.email)
+    refused = shell("operator", "reset-factor", ops.email)
     assert refused.returncode == 1 and "--reason is required" in refused.stderr
-    done = shell("staff", "reset-factor", ops.email.upper(), "--reason", REASON, "--json")
+    done = shell("operator", "reset-factor", ops.email.upper(), "--reason", REASON, "--json")
     assert done.returncode == 0 and json.loads(done.stdout)["secondFactor"] is False
     assert _row(engine, ops.id).totp_enabled_at is None and second_factor.must_enrol(
         ctx, _row(engine, ops.id)

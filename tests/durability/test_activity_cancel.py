@@ -61,7 +61,7 @@ def test_a_cancel_waits_for_the_transaction_under_way(
     if engine.dialect.name != "postgresql":
         pytest.skip("holds a PostgreSQL row lock to stop the activity inside its transaction")
     ctx = Context(settings, engine, cipher, None)  # no Temporal needed
-    event = webhooks.create_test_event(ctx, Actor.operator("tester"), org.organization_id)
+    event = webhooks.create_test_event(ctx, Actor.shell_operator("tester"), org.organization_id)
     acts = WebhookActivities(engine, cipher, settings)
     env = ActivityEnvironment()
     outcome: dict[str, Any] = {}

@@ -102,7 +102,7 @@ async def test_api_and_worker_run_without_temporal_and_recover(
                 assert bundle is not None
                 subject_id, credential_id = bundle.subjects[0][1].id, bundle.credentials[0].id
                 token = journey_secrets().link_token(rid, subject_id)
-                session = app.state.services.journey.session_for(token)
+                session = app.state.ctx.journey.session_for(token)
                 page = await http.get(f"/r/{token}")
                 assert page.status_code == 200 and "text/html" in page.headers["content-type"]
 

@@ -29,7 +29,7 @@ async def app(settings: Settings) -> AsyncIterator[FastAPI]:
         raise KeyError("not answered by any handler but the last one")
 
     yield made
-    made.state.services.engine.dispose()
+    made.state.ctx.engine.dispose()
 
 
 async def call(

@@ -52,7 +52,7 @@ async def test_requests_become_spans_by_route(
             assert (await http.get("/healthz")).status_code == 200
             assert (await http.get("/orgs/6b0250e38402ead89ea995e6/did.json")).status_code in (200, 404)
     finally:
-        app.state.services.engine.dispose()
+        app.state.ctx.engine.dispose()
     routes = sorted(
         str(span.attributes.get("http.route")) for span in spans.get_finished_spans() if span.attributes
     )

@@ -150,7 +150,7 @@ def assert_audit_chains_verify(
     """Each organization's chain checks (``mandatum audit verify``'s service function)."""
     ctx = Context(settings, engine, cipher)
     for org in orgs:
-        [check] = audit.verify_chains(ctx, Actor.operator("tests"), org.organization_id)
+        [check] = audit.verify_chains(ctx, Actor.shell_operator("tests"), org.organization_id)
         assert check.broken is None, str(check.broken)
         assert check.records > 0
 

@@ -22,7 +22,7 @@ from tests.conftest import new_org
 from tests.support.api_client import Credentials
 from tests.support.audit import issued_mandate
 
-BOB = Actor.operator("bob")
+BOB = Actor.shell_operator("bob")
 SPEC: dict[str, Any] = {
     "name": "Pay",
     "userParams": [{"name": "max", "type": "number"}],

@@ -19,12 +19,12 @@ async def test_the_trail_names_each_actor_and_its_chain_checks(
     ctx: Context, engine: Engine, cipher: SecretCipher, settings: Settings, org: Credentials
 ) -> None:
     issued = issued_mandate(engine, cipher, settings, org.organization_id)
-    await mandates.revoke(ctx, Actor.operator("frank"), org.organization_id, issued.mandate_id, None)
+    await mandates.revoke(ctx, Actor.shell_operator("frank"), org.organization_id, issued.mandate_id, None)
     rows, pages = await audit.activity(ctx, org.organization_id, ActivityFilter(), 0, 50)
     assert pages == 1
     assert [(r.type, r.actor) for r in rows][:2] == [
         ("MANDATE_REVOKED", "operator:frank"),
         ("MANDATE_ISSUED", "temporal"),
     ]
-    (check,) = audit.verify_chains(ctx, Actor.operator("frank"), org.organization_id)
+    (check,) = audit.verify_chains(ctx, Actor.shell_operator("frank"), org.organization_id)
     assert check.broken is None and check.records == len(rows)

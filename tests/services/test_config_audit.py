@@ -53,7 +53,7 @@ async def test_key_changes_are_recorded_by_their_actor_without_a_secret(
     rotated = organizations.rotate_key(ctx, MIA, issued.key_id)
     organizations.describe_key(ctx, MIA, issued.key_id, "Billing", "Nightly invoices")  # no change
     organizations.describe_key(ctx, MIA, issued.key_id, "Invoices", "")
-    organizations.revoke_key(ctx, Actor.operator("olga"), issued.key_id)
+    organizations.revoke_key(ctx, Actor.shell_operator("olga"), issued.key_id)
     organizations.revoke_key(ctx, MIA, issued.key_id)  # already revoked: nothing changes
     with pytest.raises(Invalid):
         organizations.rotate_key(ctx, MIA, issued.key_id)  # refused: no record

@@ -38,7 +38,7 @@ from tests.support.second_factor import factor_on
 
 PASSWORD = "correct horse battery staple"
 WRONG = PASSWORD + " not"
-OWNER = Actor.operator("olga")
+OWNER = Actor.shell_operator("olga")
 
 
 async def _member(ctx: Context, org: Credentials, name: str) -> str:

@@ -40,11 +40,13 @@ async def test_revocation_names_its_actor_and_is_refused_twice(
     ctx: Context, engine: Engine, cipher: SecretCipher, settings: Settings, org: Credentials
 ) -> None:
     issued = issued_mandate(engine, cipher, settings, org.organization_id)
-    done = await mandates.revoke(ctx, Actor.operator("dora"), org.organization_id, issued.mandate_id, "lost")
+    done = await mandates.revoke(
+        ctx, Actor.shell_operator("dora"), org.organization_id, issued.mandate_id, "lost"
+    )
     assert done.credential_id == issued.mandate_id and done.receipt["reason"] == "lost"
     assert actors(engine, org.organization_id, audit.MANDATE_REVOKED) == ["operator:dora"]
     with pytest.raises(Conflict, match="only an ACTIVE mandate can be revoked"):
-        await mandates.revoke(ctx, Actor.operator("dora"), org.organization_id, issued.mandate_id, None)
+        await mandates.revoke(ctx, Actor.shell_operator("dora"), org.organization_id, issued.mandate_id, None)
     record = await mandates.credential_detail(ctx, org.organization_id, issued.mandate_id)
     assert record.credential.status == CredentialStatus.REVOKED
     assert len(actors(engine, org.organization_id, audit.MANDATE_REVOKED)) == 1
@@ -134,7 +136,9 @@ async def test_the_revocation_itself_refuses_a_reason_that_is_not_one_line(
     issued = issued_mandate(engine, cipher, settings, org.organization_id)
     records = len(chain(engine, org.organization_id))
     with pytest.raises(Invalid, match=r"^reason must be one line without control"):
-        await mandates.revoke(ctx, Actor.operator("tests"), org.organization_id, issued.mandate_id, reason)
+        await mandates.revoke(
+            ctx, Actor.shell_operator("tests"), org.organization_id, issued.mandate_id, reason
+        )
     record = await mandates.credential_detail(ctx, org.organization_id, issued.credential_id)
     assert (
         record.credential.status == CredentialStatus.ACTIVE and record.credential.revocation_receipt is None
@@ -183,7 +187,7 @@ async def test_a_credentials_view_has_the_verifications_of_its_own_presentations
             engine,
             cipher,
             settings,
-            actor=Actor.operator("tests"),
+            actor=Actor.shell_operator("tests"),
             verifier_org_id=verifier,
             presentation=presentation,
             execution_params=GOOD,

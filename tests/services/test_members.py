@@ -33,7 +33,7 @@ from tests.support.cli import Cli
 from tests.support.dashboard import client_address
 from tests.support.second_factor import factor_on
 
-OWNER = Actor.operator("olga")
+OWNER = Actor.shell_operator("olga")
 PASSWORD = "correct horse battery staple"
 CLIENT = client_address()  # logins are counted per address with client address, and per client
 

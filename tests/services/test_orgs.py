@@ -20,7 +20,7 @@ from services.errors import Invalid, NotFound
 from store import orgs
 from tests.support.api_client import Credentials
 
-ALICE = Actor.operator("alice")
+ALICE = Actor.shell_operator("alice")
 
 
 def test_organization_settings_and_keys_through_the_service(ctx: Context, engine: Engine) -> None:
@@ -72,11 +72,11 @@ def test_a_command_acts_as_the_operator_running_it(
         app, ["org", "set-rate", "--org", org.organization_id, "--request-rate", "11"]
     )
     assert result.exit_code == 0, result.output
-    assert seen == [Actor.operator("carol")]
+    assert seen == [Actor.shell_operator("carol")]
     assert orgs.get_organization(engine, org.organization_id).request_rate_per_minute == 11
     # a user name that cannot be an actor id still gives an operator
     monkeypatch.setattr(common.getpass, "getuser", lambda: "bad:name")
-    assert common.operator() == Actor.operator("unknown")
+    assert common.operator() == Actor.shell_operator("unknown")
     failed = CliRunner().invoke(app, ["org", "set-rate", "--org", "0" * 24, "--request-rate", "5"])
     assert failed.exit_code == 1 and "not found" in failed.output
 

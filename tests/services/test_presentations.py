@@ -40,7 +40,7 @@ def test_a_vp_and_its_verifications_name_the_callers_key(
         engine,
         cipher,
         settings,
-        actor=Actor.operator("replayer"),
+        actor=Actor.shell_operator("replayer"),
         verifier_org_id=org.organization_id,
         presentation=vp,
         execution_params=GOOD,

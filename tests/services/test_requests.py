@@ -44,7 +44,7 @@ def _records(engine: Engine, org_id: str, kind: str) -> list[tuple[str | None, s
 async def test_creation_records_its_actor_through_the_service_and_the_api(
     ctx: Context, engine: Engine, org: Credentials, api: SignedClient
 ) -> None:
-    operator = Actor.operator("alice")
+    operator = Actor.shell_operator("alice")
     by_service = await _create(ctx, operator, org)
     answer = await api.post("/request", policy_request())
     assert answer.status_code == 201, answer.text
@@ -59,13 +59,13 @@ async def test_cancel_by_an_actor_is_recorded_as_theirs_and_a_second_cancel_is_r
     ctx: Context, engine: Engine, org: Credentials, api: SignedClient
 ) -> None:
     request_id = await _create(ctx, Actor.api_key(org.key_id), org)
-    await requests.cancel(ctx, Actor.operator("bob"), org.organization_id, request_id)
+    await requests.cancel(ctx, Actor.shell_operator("bob"), org.organization_id, request_id)
     bundle = await requests.get(ctx, org.organization_id, request_id)
     assert bundle.request.status == RequestStatus.CANCELED and bundle.request.canceled_by == "operator:bob"
     assert _records(engine, org.organization_id, audit.MANDATE_CANCELED) == [(request_id, "operator:bob")]
     # the workflow has ended: the request's recorded state answers
     with pytest.raises(Conflict, match=r"^The request is canceled$"):
-        await requests.cancel(ctx, Actor.operator("bob"), org.organization_id, request_id)
+        await requests.cancel(ctx, Actor.shell_operator("bob"), org.organization_id, request_id)
     body = assert_error_shape(await api.delete(f"/request/{request_id}"), 409)
     assert body["message"] == "The request is canceled"
     assert len(_records(engine, org.organization_id, audit.MANDATE_CANCELED)) == 1
@@ -93,7 +93,9 @@ async def test_a_resend_too_soon_is_a_refusal_with_its_wait_on_every_surface(
     subject_id = bundle.subjects[0][1].id
     await message_for(request_id, subject_id)  # the first code is out: a resend now is too soon
     with pytest.raises(Refused) as refused:
-        await requests.resend_code(ctx, Actor.operator("carol"), org.organization_id, request_id, subject_id)
+        await requests.resend_code(
+            ctx, Actor.shell_operator("carol"), org.organization_id, request_id, subject_id
+        )
     assert refused.value.refusal == UpdateRefusal.TOO_SOON
     assert refused.value.retry_after is not None and 0 < refused.value.retry_after <= 60
     answer = await api.request(

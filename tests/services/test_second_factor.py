@@ -15,11 +15,11 @@ import pytest
 from sqlalchemy import Engine
 from sqlmodel import select
 
+from adapters.delivery import outbox_of
 from core.actors import Actor
 from core.kinds import MemberRole
 from core.settings import Settings
-from orchestration.delivery import outbox_of
-from services import logins, member_admin, member_sessions, members, second_factor, staff
+from services import logins, member_admin, member_sessions, members, operators, second_factor
 from services.context import Context
 from services.errors import Conflict, Forbidden, Invalid, TooMany
 from services.second_factor import Proof
@@ -32,7 +32,7 @@ from tests.support.audit import chain
 from tests.support.dashboard import PASSWORD, client_address
 from tests.support.second_factor import factor_on
 
-OPERATOR = Actor.operator("olga")
+OPERATOR = Actor.shell_operator("olga")
 RESET_RE = re.compile(r"https?://\S+/dashboard/reset-password/([A-Za-z0-9_-]+)")
 
 
@@ -228,7 +228,7 @@ async def test_an_operator_turns_a_factor_off_with_a_reason_and_ends_the_session
     assert not (await logins.login(ctx, member.email, PASSWORD, client)).awaiting_code
 
 
-async def test_staff_always_and_members_of_an_organization_that_requires_it_must_enrol(
+async def test_operators_always_and_members_of_an_organization_that_requires_it_must_enrol(
     ctx: Context, org: Credentials, engine: Engine
 ) -> None:
     owner, dev = await _member(ctx, org, "boss", MemberRole.OWNER), await _member(ctx, org, "dev")
@@ -253,7 +253,7 @@ async def test_staff_always_and_members_of_an_organization_that_requires_it_must
     with pytest.raises(Conflict, match="requires a second factor"):  # nor may one turn their own off
         await second_factor.turn_off(ctx, owner, Proof(PASSWORD, totp.at(later), client), owner.id, later)
 
-    made = staff.create(ctx, OPERATOR, f"ops-{org.organization_id}@ops.example.com")
+    made = operators.create(ctx, OPERATOR, f"ops-{org.organization_id}@ops.example.com")
     ops = await logins.set_password(ctx, made.link.rsplit("/", 1)[1], PASSWORD)
     assert second_factor.must_enrol(ctx, ops)
     await factor_on(ctx, ops)

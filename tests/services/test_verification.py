@@ -82,7 +82,7 @@ async def test_concurrent_verifications_are_written_in_one_batch_each_as_alone(
     assert sorted(verified) == sorted([vps[0]["id"], vps[0]["id"], won["id"]])  # nothing of the replay
     from services import audit as audit_service
 
-    [checked] = audit_service.verify_chains(ctx, Actor.operator("test"), org.organization_id)
+    [checked] = audit_service.verify_chains(ctx, Actor.shell_operator("test"), org.organization_id)
     assert checked.broken is None and checked.records == len(records)
 
 

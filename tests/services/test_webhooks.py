@@ -20,7 +20,7 @@ from tests.support.api_client import Credentials
 from tests.support.webhook_receiver import ENCRYPTION_SECRET, SALT, SIGNATURE_SECRET, receiving
 from workflows.ids import SA_EVENT_TYPE, SA_ORGANIZATION, SA_REQUEST
 
-ERIN = Actor.operator("erin")
+ERIN = Actor.shell_operator("erin")
 
 
 @pytest.fixture

@@ -38,7 +38,7 @@ def invitation(
     ctx: Context, org: Credentials, email: str, role: MemberRole = MemberRole.OWNER
 ) -> tuple[str, Member]:
     """A new member of ``org`` and the path of their one-time set-password link."""
-    invited = members.invite(ctx, Actor.operator("tests"), org.organization_id, email, role)
+    invited = members.invite(ctx, Actor.shell_operator("tests"), org.organization_id, email, role)
     return "/dashboard/" + invited.link.split("/dashboard/", 1)[1], invited.member
 
 

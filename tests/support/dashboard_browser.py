@@ -26,7 +26,7 @@ def live_context(live: LiveStack) -> Context:
 
 def invite(live: LiveStack, org_id: str, email: str, role: MemberRole = MemberRole.OWNER) -> str:
     """The one-time set-password link of a new member of ``org_id``."""
-    return members.invite(live_context(live), Actor.operator("tests"), org_id, email, role).link
+    return members.invite(live_context(live), Actor.shell_operator("tests"), org_id, email, role).link
 
 
 async def fits(page: Page) -> None:

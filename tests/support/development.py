@@ -24,4 +24,4 @@ async def development_client(settings: Settings, temporal: Client) -> AsyncItera
         async with httpx.AsyncClient(transport=transport, base_url="https://mandatum.test") as client:
             yield client
     finally:
-        app.state.services.engine.dispose()
+        app.state.ctx.engine.dispose()

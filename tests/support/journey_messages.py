@@ -14,8 +14,8 @@ from typing import Any
 
 from temporalio.client import WorkflowHandle
 
+from adapters.delivery import Outbox, OutboxEntry
 from core.otp import JourneySecrets
-from orchestration.delivery import Outbox, OutboxEntry
 from workflows.ids import request_id_from_workflow_id
 from workflows.messages import OTP_PASSED, VerifyOtpInput, VerifyOtpResult
 

@@ -33,7 +33,7 @@ from worker import build_worker
 
 
 class SmsProvider:
-    """A fake SMS provider speaking the adapter's contract (``orchestration.delivery.HttpSmsTransport``):
+    """A fake SMS provider speaking the adapter's contract (``adapters.delivery.HttpSmsTransport``):
     it records each ``{to, text}`` with its Authorization header and answers 200, or the status
     set for a number with ``answer``."""
 

@@ -1,6 +1,6 @@
 """The dashboard's request pages from a test's side (the organizations' and the operators'): the
 app on the time-skipping server's worker (``ts_app``), requests created over the signed API and
-closed after the test, and a staff member logged in."""
+closed after the test, and an operator logged in."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from api.app import create_app
 from core.actors import Actor
 from core.settings import Settings
 from orchestration.temporal import request_handle
-from services import staff
+from services import operators
 from services.context import Context
 from tests.support.api_client import Credentials, SignedClient, policy_request
 from tests.support.dashboard import PASSWORD, csrf_of
@@ -72,17 +72,17 @@ async def create_request(app: FastAPI, org: Credentials, **overrides: Any) -> di
     return data
 
 
-async def log_in_as_staff(browser: httpx.AsyncClient, ctx: Context, name: str) -> tuple[str, str]:
-    """``browser`` logged in as a new staff member, who sets up the second factor staff must have:
+async def log_in_as_operator(browser: httpx.AsyncClient, ctx: Context, name: str) -> tuple[str, str]:
+    """``browser`` logged in as a new operator, who sets up the second factor operators must have:
     their member id and the session's CSRF token."""
-    made = staff.create(
-        ctx, Actor.operator("tests"), f"{name}-{datetime.now(UTC).timestamp()}@ops.example.com"
+    made = operators.create(
+        ctx, Actor.shell_operator("tests"), f"{name}-{datetime.now(UTC).timestamp()}@ops.example.com"
     )
     path = "/dashboard/" + made.link.split("/dashboard/", 1)[1]
     assert (await browser.post(path, data={"password": PASSWORD, "again": PASSWORD})).status_code == 303
     login = await browser.post("/dashboard/login", data={"email": made.member.email, "password": PASSWORD})
     assert login.status_code == 303
-    first = await browser.get("/dashboard")  # staff set up a second factor before anything else
+    first = await browser.get("/dashboard")  # operators set up a second factor before anything else
     assert (first.status_code, first.headers["location"]) == (303, ENROL)
     await factor_on_by_pages(browser, csrf_of((await browser.get(ENROL)).text))
     landing = await browser.get("/dashboard")  # then land in the operators' area

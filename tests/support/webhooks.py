@@ -9,8 +9,8 @@ from typing import Any
 from sqlalchemy import Engine
 from temporalio.client import Client, WorkflowHandle
 
+from adapters.egress import EgressPolicy
 from core.actors import Actor
-from core.egress import EgressPolicy
 from core.secretbox import SecretCipher
 from core.settings import Settings
 from orchestration.webhooks import start_delivery
@@ -62,4 +62,4 @@ async def wait_for(predicate: Any, seconds: float = 20) -> None:
 def create_test_event(engine: Engine, settings: Settings, org_id: str) -> WebhookEvent:
     """A ``test`` event as ``mandatum webhook test`` makes it (its delivery not started)."""
     ctx = Context(settings, engine, SecretCipher(settings.master_key_bytes()))
-    return webhooks.create_test_event(ctx, Actor.operator("tester"), org_id)
+    return webhooks.create_test_event(ctx, Actor.shell_operator("tester"), org_id)

@@ -12,7 +12,7 @@ per section, each on the service layer with the member as actor.
 - ``members``: the organization's members (owners) and each member's account (sessions).
 - ``second_factor``: each member's second factor (set up, replaced, recovery codes, turned off,
   each with the password and the factor) and an owner turning off another member's.
-- ``operators``: platform staff's area across organizations (search, a request's timeline, the
+- ``operators``: operators's area across organizations (search, a request's timeline, the
   support actions with a reason).
 """
 

@@ -20,7 +20,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from api.deps import ServicesDep
+from api.deps import ContextDep
 from api.routes.dashboard import actions_version
 from api.routes.dashboard.actions_form import ACTION_ROLES, action_id_of, form_value, key_of, posted, said
 from api.routes.dashboard.common import form_by, member_page, not_found, org_of, signed_in, when
@@ -67,29 +67,27 @@ def _list_html(ctx: Context, member: Member, token: str, *, status: int = 200, *
 
 
 @router.get("/dashboard/actions", response_class=HTMLResponse)
-async def actions_page(request: Request, services: ServicesDep, notice: str | None = None) -> Response:
-    found = await signed_in(request, services, ACTION_ROLES)
+async def actions_page(request: Request, ctx: ContextDep, notice: str | None = None) -> Response:
+    found = await signed_in(request, ctx, ACTION_ROLES)
     if isinstance(found, Response):
         return found
     member, token = found
-    return await run_blocking(
-        services, partial(_list_html, services, member, token, notice=NOTICES.get(notice or ""))
-    )
+    return await run_blocking(ctx, partial(_list_html, ctx, member, token, notice=NOTICES.get(notice or "")))
 
 
 @router.post("/dashboard/actions", response_class=HTMLResponse)
-async def create_action(request: Request, services: ServicesDep) -> Response:
+async def create_action(request: Request, ctx: ContextDep) -> Response:
     form = await posted(request)
-    found = await form_by(request, services, form_value(form, "csrf", 100), ACTION_ROLES)
+    found = await form_by(request, ctx, form_value(form, "csrf", 100), ACTION_ROLES)
     if isinstance(found, Response):
         return found
     member, token = found
     name, description = form_value(form, "name", 1000), form_value(form, "description", 10_000)
     try:
         action, _ = await run_blocking(
-            services,
+            ctx,
             actions.new_action,
-            services,
+            ctx,
             members.actor_of(member),
             org_of(member),
             name,
@@ -97,10 +95,10 @@ async def create_action(request: Request, services: ServicesDep) -> Response:
         )
     except Invalid as exc:
         return await run_blocking(
-            services,
+            ctx,
             partial(
                 _list_html,
-                services,
+                ctx,
                 member,
                 token,
                 status=400,
@@ -155,16 +153,14 @@ async def _action_page(ctx: Context, member: Member, token: str, action_id: str,
 
 
 @router.get("/dashboard/actions/{key}", response_class=HTMLResponse)
-async def action_page(
-    request: Request, services: ServicesDep, key: str, notice: str | None = None
-) -> Response:
-    found = await signed_in(request, services, ACTION_ROLES)
+async def action_page(request: Request, ctx: ContextDep, key: str, notice: str | None = None) -> Response:
+    found = await signed_in(request, ctx, ACTION_ROLES)
     if isinstance(found, Response):
         return found
     action_id = action_id_of(key)
     if action_id is None:
         return not_found("No such action.")
-    return await _action_page(services, *found, action_id, notice=NOTICES.get(notice or ""))
+    return await _action_page(ctx, *found, action_id, notice=NOTICES.get(notice or ""))
 
 
 @dataclass(frozen=True)
@@ -175,11 +171,11 @@ class _ActionForm:
     action_id: str
 
 
-async def _action_form(request: Request, services: Context, key: str) -> _ActionForm | Response:
+async def _action_form(request: Request, ctx: Context, key: str) -> _ActionForm | Response:
     """A form posted about the action ``key`` by a member who may change actions (origin, CSRF,
     role), or the answer instead: 403, or 404 for a key that names no action."""
     form = await posted(request)
-    found = await form_by(request, services, form_value(form, "csrf", 100), ACTION_ROLES)
+    found = await form_by(request, ctx, form_value(form, "csrf", 100), ACTION_ROLES)
     if isinstance(found, Response):
         return found
     action_id = action_id_of(key)
@@ -189,8 +185,8 @@ async def _action_form(request: Request, services: Context, key: str) -> _Action
 
 
 @router.post("/dashboard/actions/{key}", response_class=HTMLResponse)
-async def rename_action(request: Request, services: ServicesDep, key: str) -> Response:
-    sent = await _action_form(request, services, key)
+async def rename_action(request: Request, ctx: ContextDep, key: str) -> Response:
+    sent = await _action_form(request, ctx, key)
     if isinstance(sent, Response):
         return sent
     form, member, token, action_id = sent.form, sent.member, sent.token, sent.action_id
@@ -198,9 +194,9 @@ async def rename_action(request: Request, services: ServicesDep, key: str) -> Re
     actor = members.actor_of(member)
     try:
         await run_blocking(
-            services,
+            ctx,
             actions.update,
-            services,
+            ctx,
             actor,
             org_of(member),
             action_id,
@@ -210,38 +206,38 @@ async def rename_action(request: Request, services: ServicesDep, key: str) -> Re
     except NotFound:
         return not_found("No such action.")
     except Invalid as exc:
-        return await _action_page(services, member, token, action_id, status=400, error=said(exc.message))
+        return await _action_page(ctx, member, token, action_id, status=400, error=said(exc.message))
     return RedirectResponse(f"/dashboard/actions/{key}?notice=saved", status_code=303)
 
 
 @router.post("/dashboard/actions/{key}/versions", response_class=HTMLResponse)
-async def add_version(request: Request, services: ServicesDep, key: str) -> Response:
-    sent = await _action_form(request, services, key)
+async def add_version(request: Request, ctx: ContextDep, key: str) -> Response:
+    sent = await _action_form(request, ctx, key)
     if isinstance(sent, Response):
         return sent
     member, action_id = sent.member, sent.action_id
     actor = members.actor_of(member)
     try:
-        made = await run_blocking(services, actions.new_version, services, actor, org_of(member), action_id)
+        made = await run_blocking(ctx, actions.new_version, ctx, actor, org_of(member), action_id)
     except NotFound:
         return not_found("No such action.")
     return RedirectResponse(f"/dashboard/actions/{key}/versions/{made.number}", status_code=303)
 
 
 @router.post("/dashboard/actions/{key}/delete", response_class=HTMLResponse)
-async def delete_action(request: Request, services: ServicesDep, key: str) -> Response:
-    sent = await _action_form(request, services, key)
+async def delete_action(request: Request, ctx: ContextDep, key: str) -> Response:
+    sent = await _action_form(request, ctx, key)
     if isinstance(sent, Response):
         return sent
     form, member, token, action_id = sent.form, sent.member, sent.token, sent.action_id
     if form_value(form, "confirm", 10) != "yes":
         error = "Tick the box to confirm: a deleted action and its versions are gone for good."
-        return await _action_page(services, member, token, action_id, status=400, error=error)
+        return await _action_page(ctx, member, token, action_id, status=400, error=error)
     actor = members.actor_of(member)
     try:
-        await run_blocking(services, actions.delete, services, actor, org_of(member), action_id)
+        await run_blocking(ctx, actions.delete, ctx, actor, org_of(member), action_id)
     except NotFound:
         return not_found("No such action.")
     except Conflict as exc:
-        return await _action_page(services, member, token, action_id, status=409, error=said(exc.message))
+        return await _action_page(ctx, member, token, action_id, status=409, error=said(exc.message))
     return RedirectResponse("/dashboard/actions?notice=deleted", status_code=303)

@@ -23,7 +23,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
-from api.deps import ServicesDep
+from api.deps import ContextDep
 from api.errors import service_error_status
 from api.routes.dashboard import actions_form as forms
 from api.routes.dashboard.actions_form import (
@@ -142,24 +142,22 @@ def _version_html(
 
 @router.get(VERSION_PATH, response_class=HTMLResponse)
 async def version_page(
-    request: Request, services: ServicesDep, key: str, number: str, notice: str | None = None
+    request: Request, ctx: ContextDep, key: str, number: str, notice: str | None = None
 ) -> Response:
-    found = await signed_in(request, services, ACTION_ROLES)
+    found = await signed_in(request, ctx, ACTION_ROLES)
     if isinstance(found, Response):
         return found
     member, token = found
-    located = await run_blocking(services, _located, services, member, key, number)
+    located = await run_blocking(ctx, _located, ctx, member, key, number)
     if located is None:
         return not_found(NO_SUCH)
     action, version = located
     checked = None
     if version.status == ActionVersionStatus.DRAFT:
-        checked = await _checked(services, member, dict(version.content))
+        checked = await _checked(ctx, member, dict(version.content))
     notice_text = NOTICES.get(notice or "")
-    page = partial(
-        _version_html, services, member, token, action, version, checked=checked, notice=notice_text
-    )
-    return await run_blocking(services, page)
+    page = partial(_version_html, ctx, member, token, action, version, checked=checked, notice=notice_text)
+    return await run_blocking(ctx, page)
 
 
 async def _checked(ctx: Context, member: Member, raw: dict[str, Any]) -> drafts.Checked:
@@ -168,52 +166,52 @@ async def _checked(ctx: Context, member: Member, raw: dict[str, Any]) -> drafts.
 
 
 @router.post(VERSION_PATH, response_class=HTMLResponse)
-async def edit_version(request: Request, services: ServicesDep, key: str, number: str) -> Response:
+async def edit_version(request: Request, ctx: ContextDep, key: str, number: str) -> Response:
     form = await posted(request)
-    found = await form_by(request, services, form_value(form, "csrf", 100), ACTION_ROLES)
+    found = await form_by(request, ctx, form_value(form, "csrf", 100), ACTION_ROLES)
     if isinstance(found, Response):
         return found
     member, token = found
-    located = await run_blocking(services, _located, services, member, key, number)
+    located = await run_blocking(ctx, _located, ctx, member, key, number)
     if located is None:
         return not_found(NO_SUCH)
     action, version = located
-    page = partial(_version_html, services, member, token, action, version)
+    page = partial(_version_html, ctx, member, token, action, version)
     if version.status == ActionVersionStatus.PUBLISHED:
-        return await run_blocking(services, partial(page, status=409, error=IMMUTABLE))
+        return await run_blocking(ctx, partial(page, status=409, error=IMMUTABLE))
     actor = members.actor_of(member)
     draft = forms.read_form(form, action.name, action.description)
-    checked = await _checked(services, member, draft.raw)
+    checked = await _checked(ctx, member, draft.raw)
     page = partial(page, draft=draft, checked=checked)
     do = form.get("do", "check")
     if do not in ("try", "save", "publish"):
-        return await run_blocking(services, page)
+        return await run_blocking(ctx, page)
     spec = checked.spec
     if draft.problems or spec is None:  # a draft that cannot be read: neither tried nor saved
         what = "The rules did not run" if do == "try" else "The draft is not saved"
         error = f"{what}: fix the problems shown beside each param or rule."
-        return await run_blocking(services, partial(page, status=400, error=error))
+        return await run_blocking(ctx, partial(page, status=400, error=error))
     if do == "try":
-        return await _try_page(services, member, version, spec, draft.tries, page)
+        return await _try_page(ctx, member, version, spec, draft.tries, page)
     org_id = org_of(member)
     try:
-        await run_blocking(services, actions.save_draft, services, actor, org_id, version.id, spec)
+        await run_blocking(ctx, actions.save_draft, ctx, actor, org_id, version.id, spec)
         if do == "publish":  # its checks estimate and sample the rules: on a thread
-            await asyncio.to_thread(actions.publish, services, actor, version.id, org_id)
+            await asyncio.to_thread(actions.publish, ctx, actor, version.id, org_id)
     except actions.PublishRefused as exc:
         error = "The version is not published: fix the problems shown beside each param or rule."
         refused = drafts.Checked(spec, drafts.placed(exc.problems, spec))
-        return await run_blocking(services, partial(page, status=400, error=error, checked=refused))
+        return await run_blocking(ctx, partial(page, status=400, error=error, checked=refused))
     except Invalid as exc:
-        return await run_blocking(services, partial(page, status=400, error=said(exc.message)))
+        return await run_blocking(ctx, partial(page, status=400, error=said(exc.message)))
     except Conflict:  # published meanwhile
-        return await run_blocking(services, partial(page, status=409, error=IMMUTABLE))
+        return await run_blocking(ctx, partial(page, status=409, error=IMMUTABLE))
     except NotFound:
         return not_found(NO_SUCH)
     if do == "publish":
         path = VERSION_PATH.format(key=key, number=version.number)
         return RedirectResponse(f"{path}?notice=published", status_code=303)
-    return await run_blocking(services, partial(page, notice="The draft is saved."))
+    return await run_blocking(ctx, partial(page, notice="The draft is saved."))
 
 
 async def _try_page(
@@ -267,18 +265,18 @@ def _try_values(
 
 
 @router.post(VERSION_PATH + "/check")
-async def check_as_you_type(request: Request, services: ServicesDep, key: str, number: str) -> Response:
+async def check_as_you_type(request: Request, ctx: ContextDep, key: str, number: str) -> Response:
     """The editor's problems as JSON, by the id of the row in the page as sent (``r-0``)."""
-    found = await form_by(request, services, request.headers.get("x-csrf-token", "")[:100], ACTION_ROLES)
+    found = await form_by(request, ctx, request.headers.get("x-csrf-token", "")[:100], ACTION_ROLES)
     if isinstance(found, Response):
         return found
     member, _ = found
-    located = await run_blocking(services, _located, services, member, key, number)
+    located = await run_blocking(ctx, _located, ctx, member, key, number)
     if located is None:
         return JSONResponse({"problems": {}, "general": [NO_SUCH], "publishable": False}, status_code=404)
     action, version = located
     if version.status == ActionVersionStatus.PUBLISHED:
         return JSONResponse({"problems": {}, "general": [IMMUTABLE], "publishable": False}, status_code=409)
     draft = forms.read_form(await posted(request), action.name, action.description)
-    checked = await _checked(services, member, draft.raw)
+    checked = await _checked(ctx, member, draft.raw)
     return JSONResponse(forms.check_answer(draft, checked))

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, Response
 
-from api.deps import ServicesDep
+from api.deps import ContextDep
 from api.routes.dashboard.common import EVERYONE, form_by, org_of, page_number, pager, show, signed_in, when
 from core.ids import is_object_id
 from services import audit, members
@@ -83,30 +83,28 @@ async def _activity_page(
 
 
 @router.get("/dashboard/activity", response_class=HTMLResponse)
-async def activity_page(request: Request, services: ServicesDep) -> Response:
-    found = await signed_in(request, services, EVERYONE)
+async def activity_page(request: Request, ctx: ContextDep) -> Response:
+    found = await signed_in(request, ctx, EVERYONE)
     if isinstance(found, Response):
         return found
     member, token = found
-    return await _activity_page(services, member, token, request.query_params)
+    return await _activity_page(ctx, member, token, request.query_params)
 
 
 @router.post("/dashboard/activity/check", response_class=HTMLResponse)
 async def check_chain(
-    request: Request, services: ServicesDep, csrf: Annotated[str, Form(max_length=100)] = ""
+    request: Request, ctx: ContextDep, csrf: Annotated[str, Form(max_length=100)] = ""
 ) -> Response:
     """Walk the organization's whole chain (on a thread: ``services.audit.check_chain``) and show
     the outcome above the records; 503 with ``Retry-After`` while other checks fill its threads."""
-    found = await form_by(request, services, csrf, EVERYONE)
+    found = await form_by(request, ctx, csrf, EVERYONE)
     if isinstance(found, Response):
         return found
     member, token = found
     try:
-        result = await audit.check_chain(services, members.actor_of(member), org_of(member))
+        result = await audit.check_chain(ctx, members.actor_of(member), org_of(member))
     except Unavailable as exc:
-        shown = await _activity_page(
-            services, member, token, request.query_params, status=503, error=str(exc)
-        )
+        shown = await _activity_page(ctx, member, token, request.query_params, status=503, error=str(exc))
         shown.headers["Retry-After"] = str(exc.retry_after)
         return shown
     check = {
@@ -114,4 +112,4 @@ async def check_chain(
         "ok": result.broken is None,
         "problem": str(result.broken) if result.broken else "",
     }
-    return await _activity_page(services, member, token, request.query_params, check=check)
+    return await _activity_page(ctx, member, token, request.query_params, check=check)

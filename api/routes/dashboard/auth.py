@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from api.deps import ServicesDep
+from api.deps import ContextDep
 from api.routes.dashboard.common import (
     COOKIE,
     ENROL,
@@ -48,8 +48,8 @@ NOTICES = {
 
 
 @router.get("/dashboard/login", response_class=HTMLResponse)
-async def login_page(request: Request, services: ServicesDep, notice: str | None = None) -> Response:
-    if await member_of(request, services) is not None:
+async def login_page(request: Request, ctx: ContextDep, notice: str | None = None) -> Response:
+    if await member_of(request, ctx) is not None:
         return RedirectResponse("/dashboard", status_code=303)
     return page("dashboard/login.html", title="Log in", notice=NOTICES.get(notice or ""), email="")
 
@@ -57,19 +57,19 @@ async def login_page(request: Request, services: ServicesDep, notice: str | None
 @router.post("/dashboard/login", response_class=HTMLResponse)
 async def login(
     request: Request,
-    services: ServicesDep,
+    ctx: ContextDep,
     email: Annotated[str, Form(max_length=320)] = "",
     password: Annotated[str, Form(max_length=members.MAX_PASSWORD)] = "",
 ) -> Response:
-    if not from_this_origin(request, services):
+    if not from_this_origin(request, ctx):
         return refused("This form can only be sent from the dashboard's own page.")
     try:
-        done = await logins.login(services, email, password, client_address(request))
+        done = await logins.login(ctx, email, password, client_address(request))
     except (TooMany, Unavailable) as exc:
         return _login_page(exc, email)
     except Invalid as exc:
         return page("dashboard/login.html", status=401, title="Log in", error=str(exc), email=email)
-    return _with_session(services, done, "/dashboard/login/code" if done.awaiting_code else "/dashboard")
+    return _with_session(ctx, done, "/dashboard/login/code" if done.awaiting_code else "/dashboard")
 
 
 def _login_page(exc: TooMany | Unavailable, email: str) -> Response:
@@ -81,16 +81,16 @@ def _login_page(exc: TooMany | Unavailable, email: str) -> Response:
     )
 
 
-def _with_session(services: ServicesDep, done: logins.Login, where: str) -> Response:
+def _with_session(ctx: ContextDep, done: logins.Login, where: str) -> Response:
     answer = RedirectResponse(where, status_code=303)
     answer.set_cookie(
         COOKIE,
         done.session_token,
-        max_age=int(services.settings.dashboard_session_max.total_seconds()),
+        max_age=int(ctx.settings.dashboard_session_max.total_seconds()),
         path="/dashboard",
         httponly=True,
         samesite="lax",
-        secure=secure(services),
+        secure=secure(ctx),
     )
     return answer
 
@@ -102,25 +102,25 @@ def _code_page(
 
 
 @router.get("/dashboard/login/code", response_class=HTMLResponse)
-async def code_page(request: Request, services: ServicesDep) -> Response:
+async def code_page(request: Request, ctx: ContextDep) -> Response:
     """The second step of a login with the second factor on: the authenticator app's code."""
-    if await member_of(request, services) is not None:
+    if await member_of(request, ctx) is not None:
         return RedirectResponse("/dashboard", status_code=303)
     return _code_page()
 
 
 @router.post("/dashboard/login/code", response_class=HTMLResponse)
 async def check_code(
-    request: Request, services: ServicesDep, code: Annotated[str, Form(max_length=40)] = ""
+    request: Request, ctx: ContextDep, code: Annotated[str, Form(max_length=40)] = ""
 ) -> Response:
     """The authenticator app's code, or one of the member's recovery codes (then their second
     factor's page says how many remain)."""
-    if not from_this_origin(request, services):
+    if not from_this_origin(request, ctx):
         return refused("This form can only be sent from the dashboard's own page.")
     pending = request.cookies.get(COOKIE)
     try:
         client = client_address(request)
-        done = await run_blocking(services, logins.second_factor, services, pending, code, client)
+        done = await run_blocking(ctx, logins.second_factor, ctx, pending, code, client)
     except TooMany as exc:
         headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else None
         return _code_page(429, str(exc), headers)
@@ -129,28 +129,28 @@ async def check_code(
             return page("dashboard/login.html", status=401, title="Log in", error=str(exc), email="")
         return _code_page(401, str(exc))
     used_recovery = done.recovery_left is not None
-    return _with_session(services, done, f"{ENROL}?notice=recovery-used" if used_recovery else "/dashboard")
+    return _with_session(ctx, done, f"{ENROL}?notice=recovery-used" if used_recovery else "/dashboard")
 
 
 @router.get("/dashboard", response_class=HTMLResponse)
-async def overview(request: Request, services: ServicesDep) -> Response:
-    found = await signed_in(request, services)
+async def overview(request: Request, ctx: ContextDep) -> Response:
+    found = await signed_in(request, ctx)
     if isinstance(found, Response):
         return found
     member, token = found
-    if member.organization_id is None:  # platform staff: the operators' area is theirs
+    if member.organization_id is None:  # operators: the operators' area is theirs
         return RedirectResponse("/dashboard/operators", status_code=303)
-    org = await run_blocking(services, organizations.get_organization, services, org_of(member))
-    rows, _ = await audit.activity(services, org_of(member), audit.ActivityFilter(), 0, RECENT)
+    org = await run_blocking(ctx, organizations.get_organization, ctx, org_of(member))
+    rows, _ = await audit.activity(ctx, org_of(member), audit.ActivityFilter(), 0, RECENT)
     return page(
         "dashboard/overview.html",
         title=f"{org.name} · Mandatum",
         org=org,
         member=member,
         records=[_record(r) for r in rows],
-        names=await run_blocking(services, members.actor_names, services, org_of(member)),
+        names=await run_blocking(ctx, members.actor_names, ctx, org_of(member)),
         section="overview",
-        csrf=member_sessions.csrf_token(services, token),
+        csrf=member_sessions.csrf_token(ctx, token),
     )
 
 
@@ -165,15 +165,15 @@ def _record(row: Any) -> dict[str, Any]:
 
 @router.post("/dashboard/logout", response_class=HTMLResponse)
 async def logout(
-    request: Request, services: ServicesDep, csrf: Annotated[str, Form(max_length=100)] = ""
+    request: Request, ctx: ContextDep, csrf: Annotated[str, Form(max_length=100)] = ""
 ) -> Response:
-    found = await form_by(request, services, csrf, enrolling=True)
+    found = await form_by(request, ctx, csrf, enrolling=True)
     if isinstance(found, Response):
         return found
     _, token = found
-    await run_blocking(services, member_sessions.logout, services, token)
+    await run_blocking(ctx, member_sessions.logout, ctx, token)
     answer = to_login("logged-out")
-    answer.delete_cookie(COOKIE, path="/dashboard", httponly=True, samesite="lax", secure=secure(services))
+    answer.delete_cookie(COOKIE, path="/dashboard", httponly=True, samesite="lax", secure=secure(ctx))
     return answer
 
 
@@ -205,13 +205,13 @@ def _kind(request: Request) -> str:
 
 @router.get("/dashboard/set-password/{token}", response_class=HTMLResponse)
 @router.get("/dashboard/reset-password/{token}", response_class=HTMLResponse)
-async def password_page(request: Request, services: ServicesDep, token: str) -> Response:
+async def password_page(request: Request, ctx: ContextDep, token: str) -> Response:
     """The form; a reset link's page says that the second factor stays on when it is (told to the
     link's holder: the e-mail that brought it says so too)."""
     kind = _kind(request)
     if not _link_token(kind, token):
         return not_found()
-    factor_on = await run_blocking(services, second_factor.link_holder_has_factor, services, token)
+    factor_on = await run_blocking(ctx, second_factor.link_holder_has_factor, ctx, token)
     return _password_form(kind, token, factor_on=factor_on)
 
 
@@ -219,7 +219,7 @@ async def password_page(request: Request, services: ServicesDep, token: str) -> 
 @router.post("/dashboard/reset-password/{token}", response_class=HTMLResponse)
 async def set_password(
     request: Request,
-    services: ServicesDep,
+    ctx: ContextDep,
     token: str,
     password: Annotated[str, Form(max_length=members.MAX_PASSWORD)] = "",
     again: Annotated[str, Form(max_length=members.MAX_PASSWORD)] = "",
@@ -227,14 +227,14 @@ async def set_password(
     kind = _kind(request)
     if not _link_token(kind, token):
         return not_found()
-    if not from_this_origin(request, services):
+    if not from_this_origin(request, ctx):
         return refused("This form can only be sent from the dashboard's own page.")
-    factor_on = await run_blocking(services, second_factor.link_holder_has_factor, services, token)
+    factor_on = await run_blocking(ctx, second_factor.link_holder_has_factor, ctx, token)
     form = partial(_password_form, kind, token, factor_on=factor_on)
     if password != again:
         return form(400, "The two passwords differ: type the same one twice.")
     try:
-        await logins.set_password(services, token, password)
+        await logins.set_password(ctx, token, password)
     except Invalid as exc:
         return form(400, str(exc))
     except Conflict as exc:  # told to the address's owner only: the link went to that address
@@ -259,10 +259,10 @@ async def forgot_password_page() -> Response:
 
 @router.post("/dashboard/forgot-password", response_class=HTMLResponse)
 async def forgot_password(
-    request: Request, services: ServicesDep, email: Annotated[str, Form(max_length=320)] = ""
+    request: Request, ctx: ContextDep, email: Annotated[str, Form(max_length=320)] = ""
 ) -> Response:
     """The same answer whoever asks, member or not (``services.members.send_password_reset``)."""
-    if not from_this_origin(request, services):
+    if not from_this_origin(request, ctx):
         return refused("This form can only be sent from the dashboard's own page.")
-    await run_blocking(services, members.send_password_reset, services, SYSTEM, email)
+    await run_blocking(ctx, members.send_password_reset, ctx, SYSTEM, email)
     return page("dashboard/forgot.html", title="Forgot your password?", notice=RESET_SENT)

@@ -39,8 +39,8 @@ COOKIE = "mandatum_dashboard"
 # who may use what (issue 14, item 3): support reads and does the support actions only
 BUILDERS: tuple[str, ...] = (MemberRole.OWNER, MemberRole.DEVELOPER)  # keys, webhook settings, actions
 EVERYONE: tuple[str, ...] = (MemberRole.OWNER, MemberRole.DEVELOPER, MemberRole.SUPPORT)  # of an organization
-STAFF: tuple[str, ...] = (PLATFORM_ROLE,)  # platform staff: the operators' area
-ANYONE = EVERYONE + STAFF  # each person's own account
+OPERATORS: tuple[str, ...] = (PLATFORM_ROLE,)  # operators: the operators' area
+ANYONE = EVERYONE + OPERATORS  # each person's own account
 
 
 def page(
@@ -118,7 +118,7 @@ async def signed_in(
     request: Request, ctx: Context, roles: tuple[str, ...] | None = None, *, enrolling: bool = False
 ) -> tuple[Member, str] | Response:
     """The member of the request's session, or the answer instead: to the login page without one,
-    to the second factor's set-up for a member who must have one and has not (platform staff, or
+    to the second factor's set-up for a member who must have one and has not (operators, or
     an organization that requires it) on any page but that one (``enrolling``), 403 for a role the
     page is not for."""
     found = await member_of(request, ctx)
@@ -133,9 +133,9 @@ async def signed_in(
 
 def org_of(member: Member) -> str:
     """The organization of the member on one of its pages: every such page admits an
-    organization's roles only (``signed_in``), which platform staff, of no organization, never have."""
+    organization's roles only (``signed_in``), which operators, of no organization, never have."""
     if member.organization_id is None:
-        raise RuntimeError("platform staff reached an organization's page")
+        raise RuntimeError("operators reached an organization's page")
     return member.organization_id
 
 
@@ -177,7 +177,7 @@ def member_page(
     """A page of the member's organization with the header's needs (the organization, the member,
     the section, the session's CSRF token). Reads the database: call it as ``show`` does
     (``services.context.run_blocking``)."""
-    org_id = member.organization_id  # None for platform staff (their account page)
+    org_id = member.organization_id  # None for operators (their account page)
     return page(
         template,
         status=status,

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from api.deps import ServicesDep
+from api.deps import ContextDep
 from api.routes.dashboard.common import (
     BUILDERS,
     form_by,
@@ -90,24 +90,24 @@ def _keys_html(ctx: Context, member: Member, token: str, *, status: int = 200, *
 
 
 @router.get("/dashboard/keys", response_class=HTMLResponse)
-async def keys_page(request: Request, services: ServicesDep, notice: str | None = None) -> Response:
-    found = await signed_in(request, services, KEY_ROLES)
+async def keys_page(request: Request, ctx: ContextDep, notice: str | None = None) -> Response:
+    found = await signed_in(request, ctx, KEY_ROLES)
     if isinstance(found, Response):
         return found
     member, token = found
-    return await _keys_page(services, member, token, notice=KEY_NOTICES.get(notice or ""))
+    return await _keys_page(ctx, member, token, notice=KEY_NOTICES.get(notice or ""))
 
 
 @router.post("/dashboard/keys", response_class=HTMLResponse)
 async def create_key(
     request: Request,
-    services: ServicesDep,
+    ctx: ContextDep,
     csrf: Annotated[str, Form(max_length=100)] = "",
     days: Annotated[str, Form(max_length=10)] = "",
     name: Annotated[str, Form(max_length=LABEL_FORM_MAX)] = "",
     description: Annotated[str, Form(max_length=LABEL_FORM_MAX)] = "",
 ) -> Response:
-    found = await form_by(request, services, csrf, KEY_ROLES)
+    found = await form_by(request, ctx, csrf, KEY_ROLES)
     if isinstance(found, Response):
         return found
     member, token = found
@@ -116,28 +116,28 @@ async def create_key(
     if days:
         if not DAYS_RE.fullmatch(days) or not 1 <= int(days) <= MAX_KEY_DAYS:  # ASCII digits only
             error = f"The expiry is a whole number of days from 1 to {MAX_KEY_DAYS}, or empty for none."
-            return await _keys_page(services, member, token, status=400, error=error, typed=typed)
+            return await _keys_page(ctx, member, token, status=400, error=error, typed=typed)
         expires = utcnow() + timedelta(days=int(days))
     actor = members.actor_of(member)
     create = partial(organizations.create_key, name=name, description=description)
     try:
-        issued = await run_blocking(services, create, services, actor, org_of(member), expires)
+        issued = await run_blocking(ctx, create, ctx, actor, org_of(member), expires)
     except Invalid as exc:
-        return await _keys_page(services, member, token, status=400, error=str(exc), typed=typed)
-    return await _keys_page(services, member, token, issued=issued, rotated=False)
+        return await _keys_page(ctx, member, token, status=400, error=str(exc), typed=typed)
+    return await _keys_page(ctx, member, token, issued=issued, rotated=False)
 
 
 @router.post("/dashboard/keys/{key_id}/edit", response_class=HTMLResponse)
 async def edit_key(
     request: Request,
-    services: ServicesDep,
+    ctx: ContextDep,
     key_id: str,
     csrf: Annotated[str, Form(max_length=100)] = "",
     name: Annotated[str, Form(max_length=LABEL_FORM_MAX)] = "",
     description: Annotated[str, Form(max_length=LABEL_FORM_MAX)] = "",
 ) -> Response:
     """A new name and description for a key (``API_KEY_EDITED`` when they change)."""
-    found = await form_by(request, services, csrf, KEY_ROLES)
+    found = await form_by(request, ctx, csrf, KEY_ROLES)
     if isinstance(found, Response):
         return found
     member, token = found
@@ -146,25 +146,25 @@ async def edit_key(
     actor, org_id = members.actor_of(member), org_of(member)
     edit = partial(organizations.describe_key, org_id=org_id)
     try:
-        await run_blocking(services, edit, services, actor, key_id, name, description)
+        await run_blocking(ctx, edit, ctx, actor, key_id, name, description)
     except NotFound:
         return not_found("No such API key.")
     except Invalid as exc:  # the key's form shown open again, as typed
         editing = {"id": key_id, "name": name, "description": description}
-        return await _keys_page(services, member, token, status=400, error=str(exc), editing=editing)
+        return await _keys_page(ctx, member, token, status=400, error=str(exc), editing=editing)
     return RedirectResponse("/dashboard/keys?notice=edited", status_code=303)
 
 
 @router.post("/dashboard/keys/{key_id}/{change}", response_class=HTMLResponse)
 async def change_key(
     request: Request,
-    services: ServicesDep,
+    ctx: ContextDep,
     key_id: str,
     change: str,
     csrf: Annotated[str, Form(max_length=100)] = "",
     confirm: Annotated[str, Form(max_length=10)] = "",
 ) -> Response:
-    found = await form_by(request, services, csrf, KEY_ROLES)
+    found = await form_by(request, ctx, csrf, KEY_ROLES)
     if isinstance(found, Response):
         return found
     member, token = found
@@ -173,14 +173,14 @@ async def change_key(
     actor, org_id = members.actor_of(member), org_of(member)
     try:
         if change == "rotate":
-            issued = await run_blocking(services, organizations.rotate_key, services, actor, key_id, org_id)
-            return await _keys_page(services, member, token, issued=issued, rotated=True)
+            issued = await run_blocking(ctx, organizations.rotate_key, ctx, actor, key_id, org_id)
+            return await _keys_page(ctx, member, token, issued=issued, rotated=True)
         if confirm != "yes":
             error = "Tick the box to confirm: a revoked key can never be used again."
-            return await _keys_page(services, member, token, status=400, error=error)
-        await run_blocking(services, organizations.revoke_key, services, actor, key_id, org_id)
+            return await _keys_page(ctx, member, token, status=400, error=error)
+        await run_blocking(ctx, organizations.revoke_key, ctx, actor, key_id, org_id)
     except NotFound:
         return not_found("No such API key.")
     except Invalid as exc:  # a rotation of a revoked key
-        return await _keys_page(services, member, token, status=409, error=str(exc))
+        return await _keys_page(ctx, member, token, status=409, error=str(exc))
     return RedirectResponse("/dashboard/keys?notice=revoked", status_code=303)

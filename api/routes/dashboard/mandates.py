@@ -18,7 +18,7 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from api import pdf
-from api.deps import ServicesDep
+from api.deps import ContextDep
 from api.routes.dashboard.common import (
     EVERYONE,
     form_by,
@@ -105,12 +105,12 @@ async def _list_page(
 @router.get("/dashboard/mandates", response_class=HTMLResponse)
 async def mandates_page(
     request: Request,
-    services: ServicesDep,
+    ctx: ContextDep,
     status: str | None = None,
     requestId: str | None = None,
     page: str | None = None,
 ) -> Response:
-    found = await signed_in(request, services, MANDATE_ROLES)
+    found = await signed_in(request, ctx, MANDATE_ROLES)
     if isinstance(found, Response):
         return found
     member, token = found
@@ -119,12 +119,12 @@ async def mandates_page(
         f = mandates.credential_filter(status, requestId, page)
     except Invalid as exc:
         problems = exc.message if isinstance(exc.message, list) else [exc.message]
-        return await _list_page(services, member, token, chosen, status=400, problems=problems, rows=[])
-    listed, total = await mandates.find(services, org_of(member), f)
+        return await _list_page(ctx, member, token, chosen, status=400, problems=problems, rows=[])
+    listed, total = await mandates.find(ctx, org_of(member), f)
     pages = max(1, -(-total // f.page_size))
     number = f.page_index + 1
     return await _list_page(
-        services,
+        ctx,
         member,
         token,
         chosen,
@@ -233,36 +233,36 @@ async def _detail_page(
 
 @router.get("/dashboard/mandates/{credential_id}", response_class=HTMLResponse)
 async def mandate_page(
-    request: Request, services: ServicesDep, credential_id: str, notice: str | None = None
+    request: Request, ctx: ContextDep, credential_id: str, notice: str | None = None
 ) -> Response:
-    found = await signed_in(request, services, MANDATE_ROLES)
+    found = await signed_in(request, ctx, MANDATE_ROLES)
     if isinstance(found, Response):
         return found
     member, token = found
-    view = await _view(services, member, credential_id)
+    view = await _view(ctx, member, credential_id)
     if view is None:
         return not_found(NO_CREDENTIAL)
     told = NOTICES.get(notice or "")
     told = told.format(kind=_kind(view.record.credential)) if told else None
-    return await _detail_page(services, member, token, view, notice=told)
+    return await _detail_page(ctx, member, token, view, notice=told)
 
 
 @router.get("/dashboard/mandates/{credential_id}/pdf", response_class=Response)
-async def mandate_pdf(request: Request, services: ServicesDep, credential_id: str) -> Response:
+async def mandate_pdf(request: Request, ctx: ContextDep, credential_id: str) -> Response:
     """The PDF of a document credential, as ``GET /credential/{id}?includePdf=true`` renders it
     (the same kept renderings), as a download."""
-    found = await signed_in(request, services, MANDATE_ROLES)
+    found = await signed_in(request, ctx, MANDATE_ROLES)
     if isinstance(found, Response):
         return found
     member = found[0]
     try:
-        record = await mandates.credential_detail(services, org_of(member), credential_id)
+        record = await mandates.credential_detail(ctx, org_of(member), credential_id)
     except (Invalid, NotFound):
         return not_found(NO_CREDENTIAL)
     if record.credential.resource_type != "DOCUMENT":
         return not_found("Only a document credential has a PDF: a mandate is read on its page.")
     try:
-        rendered = await _rendered(services, record)
+        rendered = await _rendered(ctx, record)
     except pdf.Busy as exc:
         message = "The PDF is being rendered for others right now: try again in a few seconds."
         return plain_page(
@@ -291,33 +291,33 @@ async def _rendered(ctx: Context, record: CredentialRecord) -> bytes:
 @router.post("/dashboard/mandates/{credential_id}/revoke", response_class=HTMLResponse)
 async def revoke_mandate(
     request: Request,
-    services: ServicesDep,
+    ctx: ContextDep,
     credential_id: str,
     csrf: Annotated[str, Form(max_length=100)] = "",
     reason: Annotated[str, Form()] = "",  # any length up to the body limit: refused on the page
     confirm: Annotated[str, Form(max_length=10)] = "",
 ) -> Response:
-    found = await form_by(request, services, csrf, MANDATE_ROLES)
+    found = await form_by(request, ctx, csrf, MANDATE_ROLES)
     if isinstance(found, Response):
         return found
     member, token = found
-    view = await _view(services, member, credential_id)
+    view = await _view(ctx, member, credential_id)
     if view is None:
         return not_found(NO_CREDENTIAL)
     typed = reason[: mandates.MAX_REASON * 2]  # shown back in the field to be corrected
     if confirm != "yes":
-        return await _detail_page(services, member, token, view, status=400, error=CONFIRM, typed=typed)
+        return await _detail_page(ctx, member, token, view, status=400, error=CONFIRM, typed=typed)
     try:
         checked = mandates.revocation_reason(reason)
         await mandates.revoke(
-            services, members.actor_of(member), org_of(member), view.record.credential.id, checked
+            ctx, members.actor_of(member), org_of(member), view.record.credential.id, checked
         )
     except Invalid as exc:
-        return await _detail_page(services, member, token, view, status=400, error=str(exc), typed=typed)
+        return await _detail_page(ctx, member, token, view, status=400, error=str(exc), typed=typed)
     except NotFound:
         return not_found(NO_CREDENTIAL)
     except Conflict as exc:  # revoked (or no longer active) since the page was shown
-        fresh = await _view(services, member, credential_id) or view
-        return await _detail_page(services, member, token, fresh, status=409, error=str(exc))
+        fresh = await _view(ctx, member, credential_id) or view
+        return await _detail_page(ctx, member, token, fresh, status=409, error=str(exc))
     location = f"/dashboard/mandates/{view.record.credential.id}?notice=revoked"
     return RedirectResponse(location, status_code=303)

@@ -21,7 +21,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from api.deps import ServicesDep
+from api.deps import ContextDep
 from api.routes.dashboard.common import ANYONE, form_by, not_found, org_of, show, signed_in, when
 from core.kinds import MemberRole
 from services import member_sessions, members, second_factor
@@ -83,44 +83,44 @@ async def _members_page(
 
 
 @router.get("/dashboard/members", response_class=HTMLResponse)
-async def members_page(request: Request, services: ServicesDep, notice: str | None = None) -> Response:
-    found = await signed_in(request, services, OWNERS)
+async def members_page(request: Request, ctx: ContextDep, notice: str | None = None) -> Response:
+    found = await signed_in(request, ctx, OWNERS)
     if isinstance(found, Response):
         return found
     member, token = found
-    return await _members_page(services, member, token, notice=NOTICES.get(notice or ""))
+    return await _members_page(ctx, member, token, notice=NOTICES.get(notice or ""))
 
 
 @router.post("/dashboard/members", response_class=HTMLResponse)
 async def invite(
     request: Request,
-    services: ServicesDep,
+    ctx: ContextDep,
     csrf: Annotated[str, Form(max_length=100)] = "",
     email: Annotated[str, Form(max_length=320)] = "",
     role: Annotated[str, Form(max_length=20)] = "",
 ) -> Response:
-    found = await form_by(request, services, csrf, OWNERS)
+    found = await form_by(request, ctx, csrf, OWNERS)
     if isinstance(found, Response):
         return found
     member, token = found
     if role not in ROLES:
         return await _members_page(
-            services, member, token, status=400, error=f"A role is one of {', '.join(ROLES)}.", form=email
+            ctx, member, token, status=400, error=f"A role is one of {', '.join(ROLES)}.", form=email
         )
     try:
         await run_blocking(
-            services,
+            ctx,
             members.invite_by_email,
-            services,
+            ctx,
             members.actor_of(member),
             org_of(member),
             email,
             MemberRole(role),
         )
     except (Invalid, Conflict) as exc:
-        return await _members_page(services, member, token, status=400, error=_sentence(exc), form=email)
+        return await _members_page(ctx, member, token, status=400, error=_sentence(exc), form=email)
     except members.NotSent as exc:  # the member is added: the list offers to send it again
-        return await _members_page(services, member, token, status=502, error=_sentence(exc))
+        return await _members_page(ctx, member, token, status=502, error=_sentence(exc))
     return RedirectResponse("/dashboard/members?notice=invited", status_code=303)
 
 
@@ -135,7 +135,7 @@ CHANGES = ("invite", "role", "disable", "enable", "sessions")
 @router.post("/dashboard/members/{member_id}/{change}", response_class=HTMLResponse)
 async def change_member(
     request: Request,
-    services: ServicesDep,
+    ctx: ContextDep,
     member_id: str,
     change: str,
     csrf: Annotated[str, Form(max_length=100)] = "",
@@ -143,7 +143,7 @@ async def change_member(
 ) -> Response:
     if change not in CHANGES or not MEMBER_ID_RE.fullmatch(member_id):
         return not_found()
-    found = await form_by(request, services, csrf, OWNERS)
+    found = await form_by(request, ctx, csrf, OWNERS)
     if isinstance(found, Response):
         return found
     member, token = found
@@ -151,28 +151,28 @@ async def change_member(
 
     def apply() -> str:
         if change == "invite":
-            members.send_invitation(services, actor, org_id, member_id)
+            members.send_invitation(ctx, actor, org_id, member_id)
             return "sent"
         if change == "role":
-            members.change_role(services, actor, org_id, member_id, role)
+            members.change_role(ctx, actor, org_id, member_id, role)
             return "role"
         if change in ("disable", "enable"):
-            members.set_disabled(services, actor, org_id, member_id, change == "disable")
+            members.set_disabled(ctx, actor, org_id, member_id, change == "disable")
             return f"{change}d"
-        member_sessions.end_sessions(services, actor, org_id, member_id)
+        member_sessions.end_sessions(ctx, actor, org_id, member_id)
         return "ended"
 
     try:
-        notice = await run_blocking(services, apply)
+        notice = await run_blocking(ctx, apply)
     except NotFound:
         return not_found("No such member in your organization.")
     except TooMany as exc:
         headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else None
-        return await _members_page(services, member, token, status=429, error=_sentence(exc), headers=headers)
+        return await _members_page(ctx, member, token, status=429, error=_sentence(exc), headers=headers)
     except (Invalid, Conflict) as exc:
-        return await _members_page(services, member, token, status=409, error=_sentence(exc))
+        return await _members_page(ctx, member, token, status=409, error=_sentence(exc))
     except members.NotSent as exc:
-        return await _members_page(services, member, token, status=502, error=_sentence(exc))
+        return await _members_page(ctx, member, token, status=502, error=_sentence(exc))
     if change in ("role", "disable", "sessions") and member_id == member.id:
         # an owner who changed their own role, or ended their own sessions, may have no page left
         return RedirectResponse("/dashboard", status_code=303)
@@ -215,23 +215,23 @@ async def _account_page(
 
 
 @router.get("/dashboard/account", response_class=HTMLResponse)
-async def account_page(request: Request, services: ServicesDep, notice: str | None = None) -> Response:
-    found = await signed_in(request, services, ANYONE)
+async def account_page(request: Request, ctx: ContextDep, notice: str | None = None) -> Response:
+    found = await signed_in(request, ctx, ANYONE)
     if isinstance(found, Response):
         return found
     member, token = found
-    return await _account_page(services, member, token, notice=ACCOUNT_NOTICES.get(notice or ""))
+    return await _account_page(ctx, member, token, notice=ACCOUNT_NOTICES.get(notice or ""))
 
 
 @router.post("/dashboard/account/sessions", response_class=HTMLResponse)
 async def end_other_sessions(
-    request: Request, services: ServicesDep, csrf: Annotated[str, Form(max_length=100)] = ""
+    request: Request, ctx: ContextDep, csrf: Annotated[str, Form(max_length=100)] = ""
 ) -> Response:
     """End every session of the member's but this one."""
-    found = await form_by(request, services, csrf, ANYONE)
+    found = await form_by(request, ctx, csrf, ANYONE)
     if isinstance(found, Response):
         return found
     member, token = found
     actor, org_id = members.actor_of(member), member.organization_id
-    await run_blocking(services, member_sessions.end_sessions, services, actor, org_id, member.id, token)
+    await run_blocking(ctx, member_sessions.end_sessions, ctx, actor, org_id, member.id, token)
     return RedirectResponse("/dashboard/account?notice=ended", status_code=303)

@@ -1,9 +1,9 @@
-"""The operators' area (issue 15, item 1): platform staff find a request in any organization by
+"""The operators' area (issue 15, item 1): operators find a request in any organization by
 whatever a complaint quotes (its id, ``internalId``, a mandate URN, a webhook event id, the
 subject's e-mail or phone) and see its timeline on one page, with the support actions, each with a
-required reason recorded with the staff member as actor. Everything goes through
-``services.staff``, which refuses any actor but staff; the pages refuse any role but ``platform``
-(an organization's member gets 403, as staff get 403 on an organization's pages).
+required reason recorded with the operator as actor. Everything goes through
+``services.operators``, which refuses any actor but an operator; the pages refuse any role but ``platform``
+(an organization's member gets 403, as operators get 403 on an organization's pages).
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from api.deps import ServicesDep
+from api.deps import ContextDep
 from api.errors import service_error_status
 from api.routes.dashboard.common import (
-    STAFF,
+    OPERATORS,
     SUBJECT_ID_RE,
     form_by,
     not_found,
@@ -27,7 +27,7 @@ from api.routes.dashboard.common import (
     when,
 )
 from core.ids import is_object_id
-from services import members, staff
+from services import members, operators
 from services.context import Context
 from services.errors import NotFound, ServiceError
 from store.tables import Member
@@ -44,19 +44,19 @@ UNREACHABLE = "Temporal is not answering: nothing was done. Try again in a few s
 
 
 @router.get("/dashboard/operators", response_class=HTMLResponse)
-async def search(request: Request, services: ServicesDep, q: str | None = None) -> Response:
-    found = await signed_in(request, services, STAFF)
+async def search(request: Request, ctx: ContextDep, q: str | None = None) -> Response:
+    found = await signed_in(request, ctx, OPERATORS)
     if isinstance(found, Response):
         return found
     member, token = found
     query = (q or "").strip()
     if not query:
-        return await show(services, member, token, "dashboard/operators.html", "operators", title=TITLE, q="")
+        return await show(ctx, member, token, "dashboard/operators.html", "operators", title=TITLE, q="")
     try:
-        matches = await staff.find(services, members.actor_of(member), query)
+        matches = await operators.find(ctx, members.actor_of(member), query)
     except ServiceError as exc:
         return await show(
-            services,
+            ctx,
             member,
             token,
             "dashboard/operators.html",
@@ -78,7 +78,7 @@ async def search(request: Request, services: ServicesDep, q: str | None = None) 
         for m in matches
     ]
     return await show(
-        services, member, token, "dashboard/operators.html", "operators", title=TITLE, q=query, rows=rows
+        ctx, member, token, "dashboard/operators.html", "operators", title=TITLE, q=query, rows=rows
     )
 
 
@@ -89,7 +89,7 @@ async def _timeline_page(
     ctx: Context, member: Member, token: str, request_id: str, *, status: int = 200, **extra: Any
 ) -> HTMLResponse:
     try:
-        found = await staff.timeline(ctx, members.actor_of(member), request_id)
+        found = await operators.timeline(ctx, members.actor_of(member), request_id)
     except NotFound:
         return not_found("No such request.")
     req = found.bundle.request
@@ -139,21 +139,21 @@ async def _timeline_page(
 
 @router.get("/dashboard/operators/requests/{request_id}", response_class=HTMLResponse)
 async def request_timeline(
-    request: Request, services: ServicesDep, request_id: str, notice: str | None = None
+    request: Request, ctx: ContextDep, request_id: str, notice: str | None = None
 ) -> Response:
-    found = await signed_in(request, services, STAFF)
+    found = await signed_in(request, ctx, OPERATORS)
     if isinstance(found, Response):
         return found
     if not is_object_id(request_id):
         return not_found("No such request.")
     member, token = found
-    return await _timeline_page(services, member, token, request_id, notice=NOTICES.get(notice or ""))
+    return await _timeline_page(ctx, member, token, request_id, notice=NOTICES.get(notice or ""))
 
 
 @router.post("/dashboard/operators/requests/{request_id}/{action}", response_class=HTMLResponse)
 async def act(
     request: Request,
-    services: ServicesDep,
+    ctx: ContextDep,
     request_id: str,
     action: str,
     csrf: Annotated[str, Form(max_length=100)] = "",
@@ -162,8 +162,8 @@ async def act(
     event: Annotated[str, Form(max_length=100)] = "",
     mandate: Annotated[str, Form(max_length=100)] = "",
 ) -> Response:
-    """One support action on the request, with the reason the staff member typed."""
-    found = await form_by(request, services, csrf, STAFF)
+    """One support action on the request, with the reason the operator typed."""
+    found = await form_by(request, ctx, csrf, OPERATORS)
     if isinstance(found, Response):
         return found
     if action not in ACTIONS or not is_object_id(request_id):
@@ -174,18 +174,16 @@ async def act(
     actor = members.actor_of(member)
     try:
         if action == "cancel":
-            await staff.cancel(services, actor, request_id, reason)
+            await operators.cancel(ctx, actor, request_id, reason)
         elif action == "resend":
-            await staff.resend_code(services, actor, request_id, subject, reason)
+            await operators.resend_code(ctx, actor, request_id, subject, reason)
         elif action == "link":
-            url = await staff.hand_out_link(services, actor, request_id, subject, reason)
-            return await _timeline_page(services, member, token, request_id, link=url)
+            url = await operators.hand_out_link(ctx, actor, request_id, subject, reason)
+            return await _timeline_page(ctx, member, token, request_id, link=url)
         elif action == "webhook":
-            await staff.redeliver(services, actor, event, reason)
+            await operators.redeliver(ctx, actor, event, reason)
         else:
-            await staff.revoke(services, actor, mandate, reason)
+            await operators.revoke(ctx, actor, mandate, reason)
     except Exception as exc:
-        return await refusal_page(
-            exc, partial(_timeline_page, services, member, token, request_id), UNREACHABLE
-        )
+        return await refusal_page(exc, partial(_timeline_page, ctx, member, token, request_id), UNREACHABLE)
     return RedirectResponse(f"/dashboard/operators/requests/{request_id}?notice={action}", status_code=303)

@@ -18,7 +18,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from api.deps import ServicesDep
+from api.deps import ContextDep
 from api.routes.dashboard.common import (
     EVERYONE,
     SUBJECT_ID_RE,
@@ -97,8 +97,8 @@ def _list_item(bundle: Any) -> dict[str, Any]:
 
 
 @router.get("/dashboard/requests", response_class=HTMLResponse)
-async def requests_page(request: Request, services: ServicesDep) -> Response:
-    found = await signed_in(request, services, EVERYONE)
+async def requests_page(request: Request, ctx: ContextDep) -> Response:
+    found = await signed_in(request, ctx, EVERYONE)
     if isinstance(found, Response):
         return found
     member, token = found
@@ -107,7 +107,7 @@ async def requests_page(request: Request, services: ServicesDep) -> Response:
     chosen = [level for level in params.getlist("securityLevel") if level in set(SecurityLevel)]
     render = partial(
         show,
-        services,
+        ctx,
         member,
         token,
         "dashboard/requests.html",
@@ -119,10 +119,10 @@ async def requests_page(request: Request, services: ServicesDep) -> Response:
     )
     try:
         query, page = _query(params, params.getlist)
-        filters = requests.request_filter(services, query)
+        filters = requests.request_filter(ctx, query)
     except (ValueError, ServiceError) as exc:
         return await render(status=400, error=str(exc), items=[])
-    bundles, total = await _find(services, org_of(member), filters)
+    bundles, total = await _find(ctx, org_of(member), filters)
     pages = math.ceil(total / PAGE_SIZE)
     return await render(items=[_list_item(b) for b in bundles], total=total, **pager(params, page, pages))
 
@@ -245,15 +245,15 @@ async def _request_page(
 
 @router.get("/dashboard/requests/{request_id}", response_class=HTMLResponse)
 async def request_page(
-    request: Request, services: ServicesDep, request_id: str, notice: str | None = None
+    request: Request, ctx: ContextDep, request_id: str, notice: str | None = None
 ) -> Response:
-    found = await signed_in(request, services, EVERYONE)
+    found = await signed_in(request, ctx, EVERYONE)
     if isinstance(found, Response):
         return found
     if not is_object_id(request_id):
         return not_found("No such request.")
     member, token = found
-    return await _request_page(services, member, token, request_id, notice=NOTICES.get(notice or ""))
+    return await _request_page(ctx, member, token, request_id, notice=NOTICES.get(notice or ""))
 
 
 def _done(request_id: str, notice: str) -> RedirectResponse:
@@ -270,12 +270,12 @@ async def _refused_on_page(
 @router.post("/dashboard/requests/{request_id}/cancel", response_class=HTMLResponse)
 async def cancel(
     request: Request,
-    services: ServicesDep,
+    ctx: ContextDep,
     request_id: str,
     csrf: Annotated[str, Form(max_length=100)] = "",
     confirm: Annotated[str, Form(max_length=10)] = "",
 ) -> Response:
-    found = await form_by(request, services, csrf, EVERYONE)
+    found = await form_by(request, ctx, csrf, EVERYONE)
     if isinstance(found, Response):
         return found
     if not is_object_id(request_id):
@@ -283,18 +283,18 @@ async def cancel(
     member, token = found
     if confirm != "yes":
         error = "Tick the box to confirm: a canceled request cannot be reopened."
-        return await _request_page(services, member, token, request_id, status=400, error=error)
+        return await _request_page(ctx, member, token, request_id, status=400, error=error)
     try:
-        await requests.cancel(services, members.actor_of(member), org_of(member), request_id)
+        await requests.cancel(ctx, members.actor_of(member), org_of(member), request_id)
     except Exception as exc:
-        return await _refused_on_page(services, member, token, request_id, exc)
+        return await _refused_on_page(ctx, member, token, request_id, exc)
     return _done(request_id, "canceled")
 
 
 @router.post("/dashboard/requests/{request_id}/subjects/{subject_id}/{change}", response_class=HTMLResponse)
 async def subject_action(
     request: Request,
-    services: ServicesDep,
+    ctx: ContextDep,
     request_id: str,
     subject_id: str,
     change: str,
@@ -302,7 +302,7 @@ async def subject_action(
 ) -> Response:
     """``resend``: a fresh code to the subject (CONTRACT 4's limits apply); ``link``: the subject's
     approval link, shown on the page once, to hand out (recorded as shown to the member)."""
-    found = await form_by(request, services, csrf, EVERYONE)
+    found = await form_by(request, ctx, csrf, EVERYONE)
     if isinstance(found, Response):
         return found
     if (
@@ -315,9 +315,9 @@ async def subject_action(
     actor, org_id = members.actor_of(member), org_of(member)
     try:
         if change == "resend":
-            await requests.resend_code(services, actor, org_id, request_id, subject_id)
+            await requests.resend_code(ctx, actor, org_id, request_id, subject_id)
             return _done(request_id, "code-sent")
-        link = await requests.hand_out_link(services, actor, org_id, request_id, subject_id)
+        link = await requests.hand_out_link(ctx, actor, org_id, request_id, subject_id)
     except Exception as exc:
-        return await _refused_on_page(services, member, token, request_id, exc)
-    return await _request_page(services, member, token, request_id, link={"subject": subject_id, **link})
+        return await _refused_on_page(ctx, member, token, request_id, exc)
+    return await _request_page(ctx, member, token, request_id, link={"subject": subject_id, **link})

@@ -20,7 +20,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from api.deps import ServicesDep
+from api.deps import ContextDep
 from api.routes.dashboard.common import (
     ANYONE,
     ENROL,
@@ -99,18 +99,18 @@ async def _codes_page(ctx: Context, member: Member, token: str, codes: list[str]
 
 
 @router.get("/dashboard/account/second-factor", response_class=HTMLResponse)
-async def factor_page(request: Request, services: ServicesDep, notice: str | None = None) -> Response:
-    found = await signed_in(request, services, ANYONE, enrolling=True)
+async def factor_page(request: Request, ctx: ContextDep, notice: str | None = None) -> Response:
+    found = await signed_in(request, ctx, ANYONE, enrolling=True)
     if isinstance(found, Response):
         return found
     member, token = found
-    return await _factor_page(services, member, token, notice=NOTICES.get(notice or ""))
+    return await _factor_page(ctx, member, token, notice=NOTICES.get(notice or ""))
 
 
 @router.post("/dashboard/account/second-factor", response_class=HTMLResponse)
 async def change_factor(
     request: Request,
-    services: ServicesDep,
+    ctx: ContextDep,
     csrf: CsrfField = "",
     change: Annotated[str, Form(max_length=20)] = "",
     password: PasswordField = "",
@@ -119,21 +119,21 @@ async def change_factor(
     """Set one up (or another in its place), make new recovery codes, or turn it off."""
     if change not in CHANGES:
         return not_found()
-    found = await form_by(request, services, csrf, ANYONE, enrolling=True)
+    found = await form_by(request, ctx, csrf, ANYONE, enrolling=True)
     if isinstance(found, Response):
         return found
     member, token = found
     proof = second_factor.Proof(password, code, client_address(request))
     try:
         if change == "set-up":
-            enrolment = await second_factor.begin(services, member, proof)
-            return await _factor_page(services, member, token, enrolment=enrolment)
+            enrolment = await second_factor.begin(ctx, member, proof)
+            return await _factor_page(ctx, member, token, enrolment=enrolment)
         if change == "codes":
-            codes = await second_factor.make_recovery_codes(services, member, proof)
-            return await _codes_page(services, member, token, codes, replaced=True)
-        await second_factor.turn_off(services, member, proof, member.id)
+            codes = await second_factor.make_recovery_codes(ctx, member, proof)
+            return await _codes_page(ctx, member, token, codes, replaced=True)
+        await second_factor.turn_off(ctx, member, proof, member.id)
     except Exception as exc:
-        return await refusal_page(exc, _again(services, member, token), UNREACHABLE)
+        return await refusal_page(exc, _again(ctx, member, token), UNREACHABLE)
     return RedirectResponse(f"{ENROL}?notice=off", status_code=303)
 
 
@@ -146,21 +146,19 @@ def _again(ctx: Context, member: Member, token: str) -> Any:
 
 @router.post("/dashboard/account/second-factor/confirm", response_class=HTMLResponse)
 async def confirm_factor(
-    request: Request, services: ServicesDep, csrf: CsrfField = "", code: CodeField = ""
+    request: Request, ctx: ContextDep, csrf: CsrfField = "", code: CodeField = ""
 ) -> Response:
     """The new secret's first code: the factor on (or replaced), and the recovery codes, once."""
-    found = await form_by(request, services, csrf, ANYONE, enrolling=True)
+    found = await form_by(request, ctx, csrf, ANYONE, enrolling=True)
     if isinstance(found, Response):
         return found
     member, token = found
     was_on = member.totp_enabled_at is not None
     try:
-        codes = await run_blocking(
-            services, second_factor.confirm, services, member, code, client_address(request)
-        )
+        codes = await run_blocking(ctx, second_factor.confirm, ctx, member, code, client_address(request))
     except Exception as exc:
-        return await refusal_page(exc, _again(services, member, token), UNREACHABLE)
-    return await _codes_page(services, member, token, codes, replaced=was_on)
+        return await refusal_page(exc, _again(ctx, member, token), UNREACHABLE)
+    return await _codes_page(ctx, member, token, codes, replaced=was_on)
 
 
 # --- an owner turning off another member's factor ---------------------------------------------
@@ -188,15 +186,15 @@ def _valid_other(member_id: str, owner: Member) -> bool:
 
 
 @router.get("/dashboard/members/{member_id}/second-factor", response_class=HTMLResponse)
-async def turn_off_page(request: Request, services: ServicesDep, member_id: str) -> Response:
-    found = await signed_in(request, services, OWNERS)
+async def turn_off_page(request: Request, ctx: ContextDep, member_id: str) -> Response:
+    found = await signed_in(request, ctx, OWNERS)
     if isinstance(found, Response):
         return found
     owner, token = found
     if not _valid_other(member_id, owner):
         return not_found("No such member in your organization.")
     try:
-        return await _turn_off_page(services, owner, token, member_id)
+        return await _turn_off_page(ctx, owner, token, member_id)
     except NotFound:
         return not_found("No such member in your organization.")
 
@@ -204,7 +202,7 @@ async def turn_off_page(request: Request, services: ServicesDep, member_id: str)
 @router.post("/dashboard/members/{member_id}/second-factor", response_class=HTMLResponse)
 async def turn_off_members_factor(
     request: Request,
-    services: ServicesDep,
+    ctx: ContextDep,
     member_id: str,
     csrf: CsrfField = "",
     password: PasswordField = "",
@@ -212,7 +210,7 @@ async def turn_off_members_factor(
 ) -> Response:
     """Another member's factor off (they lost their phone), proved by the owner's own password and
     factor; the audit record names the owner."""
-    found = await form_by(request, services, csrf, OWNERS)
+    found = await form_by(request, ctx, csrf, OWNERS)
     if isinstance(found, Response):
         return found
     owner, token = found
@@ -220,13 +218,13 @@ async def turn_off_members_factor(
         return not_found("No such member in your organization.")
     proof = second_factor.Proof(password, code, client_address(request))
     try:
-        await second_factor.turn_off(services, owner, proof, member_id)
+        await second_factor.turn_off(ctx, owner, proof, member_id)
     except NotFound:
         return not_found("No such member in your organization.")
     except Exception as exc:
 
         async def render(status: int, error: str) -> HTMLResponse:
-            return await _turn_off_page(services, owner, token, member_id, status=status, error=error)
+            return await _turn_off_page(ctx, owner, token, member_id, status=status, error=error)
 
         return await refusal_page(exc, render, UNREACHABLE)
     return RedirectResponse("/dashboard/members?notice=factor-off", status_code=303)

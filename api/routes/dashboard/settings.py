@@ -12,7 +12,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from api.deps import ServicesDep
+from api.deps import ContextDep
 from api.routes.dashboard.common import (
     BUILDERS,
     client_address,
@@ -60,25 +60,25 @@ async def _settings_page(ctx: Context, member: Member, token: str, **extra: Any)
 
 
 @router.get("/dashboard/settings", response_class=HTMLResponse)
-async def settings_page(request: Request, services: ServicesDep, notice: str | None = None) -> Response:
-    found = await signed_in(request, services, BUILDERS)
+async def settings_page(request: Request, ctx: ContextDep, notice: str | None = None) -> Response:
+    found = await signed_in(request, ctx, BUILDERS)
     if isinstance(found, Response):
         return found
     member, token = found
-    return await _settings_page(services, member, token, notice=NOTICES.get(notice or ""))
+    return await _settings_page(ctx, member, token, notice=NOTICES.get(notice or ""))
 
 
 @router.post("/dashboard/settings", response_class=HTMLResponse)
 async def save_settings(
     request: Request,
-    services: ServicesDep,
+    ctx: ContextDep,
     csrf: Annotated[str, Form(max_length=100)] = "",
     origins: Annotated[str, Form(max_length=MAX_ORIGINS_TEXT)] = "",
     minutes: Annotated[str, Form(max_length=10)] = "",
     version: Annotated[str, Form(max_length=20)] = "",
 ) -> Response:
     """Saves what changed, each setting on its own (a refused one names itself; none is saved then)."""
-    found = await form_by(request, services, csrf, BUILDERS)
+    found = await form_by(request, ctx, csrf, BUILDERS)
     if isinstance(found, Response):
         return found
     member, token = found
@@ -87,50 +87,50 @@ async def save_settings(
     minutes = minutes.strip()
 
     def save() -> None:
-        org = organizations.get_organization(services, org_id)
+        org = organizations.get_organization(ctx, org_id)
         if not MINUTES_RE.fullmatch(minutes) or not MIN_MINUTES <= int(minutes) <= MAX_MINUTES:
             raise Invalid(f"the VP lifetime is a whole number of minutes from {MIN_MINUTES} to {MAX_MINUTES}")
         if version and version not in versioning.VERSIONS:
             raise Invalid(f"the API version is one of {', '.join(versioning.VERSIONS)}")
-        checked = organizations.check_frame_origins(services, wanted_origins)
+        checked = organizations.check_frame_origins(ctx, wanted_origins)
         if checked != list(org.frame_origins or []):
-            organizations.set_frame_origins(services, actor, org_id, checked)
+            organizations.set_frame_origins(ctx, actor, org_id, checked)
         if int(minutes) != org.presentation_minutes:
-            organizations.set_presentation_minutes(services, actor, org_id, int(minutes))
+            organizations.set_presentation_minutes(ctx, actor, org_id, int(minutes))
         if version and version != org.api_version:
-            organizations.set_api_version(services, actor, org_id, version)
+            organizations.set_api_version(ctx, actor, org_id, version)
 
     try:
-        await run_blocking(services, save)
+        await run_blocking(ctx, save)
     except Invalid as exc:
         form = {"origins": origins, "minutes": minutes, "version": version}
-        return await _settings_page(services, member, token, status=400, error=str(exc), form=form)
+        return await _settings_page(ctx, member, token, status=400, error=str(exc), form=form)
     return RedirectResponse("/dashboard/settings?notice=saved", status_code=303)
 
 
 @router.post("/dashboard/settings/second-factor", response_class=HTMLResponse)
 async def require_second_factor(
     request: Request,
-    services: ServicesDep,
+    ctx: ContextDep,
     csrf: Annotated[str, Form(max_length=100)] = "",
     required: Annotated[str, Form(max_length=5)] = "",
     password: Annotated[str, Form(max_length=members.MAX_PASSWORD)] = "",
     code: Annotated[str, Form(max_length=40)] = "",
 ) -> Response:
     """Whether every member must have a second factor (owners, with their password and factor)."""
-    found = await form_by(request, services, csrf, (MemberRole.OWNER,))
+    found = await form_by(request, ctx, csrf, (MemberRole.OWNER,))
     if isinstance(found, Response):
         return found
     member, token = found
     if required not in ("yes", "no"):
-        return await _settings_page(services, member, token, status=400, error="Choose yes or no.")
+        return await _settings_page(ctx, member, token, status=400, error="Choose yes or no.")
     proof = second_factor.Proof(password, code, client_address(request))
     try:
-        await second_factor.set_required(services, member, proof, required == "yes")
+        await second_factor.set_required(ctx, member, proof, required == "yes")
     except Exception as exc:
 
         async def render(status: int, error: str) -> HTMLResponse:
-            return await _settings_page(services, member, token, status=status, factor_error=error)
+            return await _settings_page(ctx, member, token, status=status, factor_error=error)
 
         return await refusal_page(exc, render, "The dashboard is busy: nothing was changed.")
     notice = "factor-required" if required == "yes" else "factor-optional"

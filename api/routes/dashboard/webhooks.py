@@ -11,7 +11,7 @@ from urllib.parse import quote
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from api.deps import ServicesDep
+from api.deps import ContextDep
 from api.routes.dashboard.common import (
     BUILDERS,
     EVERYONE,
@@ -67,34 +67,34 @@ def _webhook_html(
 
 
 @router.get("/dashboard/webhooks", response_class=HTMLResponse)
-async def webhook_page(request: Request, services: ServicesDep, notice: str | None = None) -> Response:
-    found = await signed_in(request, services, WEBHOOK_ROLES)
+async def webhook_page(request: Request, ctx: ContextDep, notice: str | None = None) -> Response:
+    found = await signed_in(request, ctx, WEBHOOK_ROLES)
     if isinstance(found, Response):
         return found
     member, token = found
     notice_text = WEBHOOK_NOTICES.get(notice or "")
-    return await _webhook_page(services, member, token, notice=notice_text)
+    return await _webhook_page(ctx, member, token, notice=notice_text)
 
 
 @router.post("/dashboard/webhooks", response_class=HTMLResponse)
 async def set_webhook(
     request: Request,
-    services: ServicesDep,
+    ctx: ContextDep,
     csrf: Annotated[str, Form(max_length=100)] = "",
     url: Annotated[str, Form(max_length=2048)] = "",
     new_secrets: Annotated[str, Form(max_length=10)] = "",
 ) -> Response:
-    found = await form_by(request, services, csrf, WEBHOOK_ROLES)
+    found = await form_by(request, ctx, csrf, WEBHOOK_ROLES)
     if isinstance(found, Response):
         return found
     member, token = found
     fresh = webhooks.new_secrets() if new_secrets == "yes" else {}
     try:
         generated = await run_blocking(
-            services,
+            ctx,
             partial(
                 webhooks.configure,
-                services,
+                ctx,
                 members.actor_of(member),
                 org_of(member),
                 url.strip(),
@@ -102,30 +102,30 @@ async def set_webhook(
             ),
         )
     except Invalid as exc:
-        return await _webhook_page(services, member, token, status=400, error=str(exc))
+        return await _webhook_page(ctx, member, token, status=400, error=str(exc))
     shown = generated or {name.replace("_", " "): value for name, value in fresh.items()}
-    return await _webhook_page(services, member, token, secrets=shown)
+    return await _webhook_page(ctx, member, token, secrets=shown)
 
 
 @router.post("/dashboard/webhooks/test", response_class=HTMLResponse)
 async def send_test_event(
-    request: Request, services: ServicesDep, csrf: Annotated[str, Form(max_length=100)] = ""
+    request: Request, ctx: ContextDep, csrf: Annotated[str, Form(max_length=100)] = ""
 ) -> Response:
-    found = await form_by(request, services, csrf, WEBHOOK_ROLES)
+    found = await form_by(request, ctx, csrf, WEBHOOK_ROLES)
     if isinstance(found, Response):
         return found
     member, token = found
-    if await run_blocking(services, webhooks.settings_row, services, org_of(member)) is None:
+    if await run_blocking(ctx, webhooks.settings_row, ctx, org_of(member)) is None:
         error = "Set the webhook's URL first: the test event is sent there."
-        return await _webhook_page(services, member, token, status=409, error=error)
+        return await _webhook_page(ctx, member, token, status=409, error=error)
     actor = members.actor_of(member)
     try:
-        await webhooks.send_test_event(services, actor, org_of(member))
+        await webhooks.send_test_event(ctx, actor, org_of(member))
     except Exception as exc:
         if not temporal_unavailable(exc):
             raise
         error = "The delivery service does not answer right now: try again in a minute."
-        return await _webhook_page(services, member, token, status=503, error=error)
+        return await _webhook_page(ctx, member, token, status=503, error=error)
     return RedirectResponse("/dashboard/webhooks?notice=test-sent", status_code=303)
 
 
@@ -139,19 +139,19 @@ EVENT_NOTICES = {
 
 
 @router.get("/dashboard/events", response_class=HTMLResponse)
-async def events_page(request: Request, services: ServicesDep, requestId: str | None = None) -> Response:
-    found = await signed_in(request, services, EVERYONE)
+async def events_page(request: Request, ctx: ContextDep, requestId: str | None = None) -> Response:
+    found = await signed_in(request, ctx, EVERYONE)
     if isinstance(found, Response):
         return found
     member, token = found
     wanted = (requestId or "").strip() or None
     render = partial(
-        show, services, member, token, "dashboard/events.html", "events", title="Webhook events · Mandatum"
+        show, ctx, member, token, "dashboard/events.html", "events", title="Webhook events · Mandatum"
     )
     if wanted is not None and not is_object_id(wanted):
         error = "The request id is 24 lower-case hexadecimal characters."
         return await render(status=400, error=error, events=[], request_id="")
-    rows = await run_blocking(services, webhooks.events, services, org_of(member), EVENTS_LISTED, wanted)
+    rows = await run_blocking(ctx, webhooks.events, ctx, org_of(member), EVENTS_LISTED, wanted)
     return await render(events=[event_row(e) for e in rows], request_id=wanted or "")
 
 
@@ -181,42 +181,40 @@ async def _event_page(
 
 
 @router.get("/dashboard/events/{event_id}", response_class=HTMLResponse)
-async def event_page(
-    request: Request, services: ServicesDep, event_id: str, notice: str | None = None
-) -> Response:
-    found = await signed_in(request, services, EVERYONE)
+async def event_page(request: Request, ctx: ContextDep, event_id: str, notice: str | None = None) -> Response:
+    found = await signed_in(request, ctx, EVERYONE)
     if isinstance(found, Response):
         return found
     if not EVENT_ID_RE.fullmatch(event_id):
         return not_found("No such event.")
     member, token = found
-    return await _event_page(services, member, token, event_id, notice=EVENT_NOTICES.get(notice or ""))
+    return await _event_page(ctx, member, token, event_id, notice=EVENT_NOTICES.get(notice or ""))
 
 
 @router.post("/dashboard/events/{event_id}/{kind}", response_class=HTMLResponse)
 async def redeliver(
     request: Request,
-    services: ServicesDep,
+    ctx: ContextDep,
     event_id: str,
     kind: str,
     csrf: Annotated[str, Form(max_length=100)] = "",
 ) -> Response:
     """``retry`` a failed event now, or ``resend`` a delivered one (the same event id again)."""
-    found = await form_by(request, services, csrf, EVERYONE)
+    found = await form_by(request, ctx, csrf, EVERYONE)
     if isinstance(found, Response):
         return found
     if kind not in ("retry", "resend") or not EVENT_ID_RE.fullmatch(event_id):
         return not_found()
     member, token = found
     try:
-        await webhooks.redeliver(services, members.actor_of(member), org_of(member), event_id, kind)
+        await webhooks.redeliver(ctx, members.actor_of(member), org_of(member), event_id, kind)
     except NotFound:
         return not_found("No such event.")
     except Conflict as exc:
-        return await _event_page(services, member, token, event_id, status=409, error=str(exc))
+        return await _event_page(ctx, member, token, event_id, status=409, error=str(exc))
     except Exception as exc:
         if not temporal_unavailable(exc):
             raise
         error = "The delivery service does not answer right now: try again in a minute."
-        return await _event_page(services, member, token, event_id, status=503, error=error)
+        return await _event_page(ctx, member, token, event_id, status=503, error=error)
     return RedirectResponse(f"/dashboard/events/{quote(event_id, safe=':')}?notice={kind}", status_code=303)

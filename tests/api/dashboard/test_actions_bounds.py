@@ -270,7 +270,7 @@ async def test_try_it_runs_costly_rules_in_an_evaluation_process(editor: Editor,
     """The quadratic rule (too costly to publish at 100 items, but a draft may be tried) on 20
     items runs in an evaluation process, not the API's; on 100 distinct items it is stopped at the
     budget, shown as a verification would deny it."""
-    pool = app.state.services.rules
+    pool = app.state.ctx.rules
     rules = [("distinct", QUADRATIC), ("some", "size(executionParams.items) > 0")]
     twenty = {"try-e-items": items(20), "try-e-note": "n", "try-u-cap": "1"}
     ran = sum(pool.ran_in.values())
@@ -296,7 +296,7 @@ async def test_try_it_runs_costly_rules_in_an_evaluation_process(editor: Editor,
 async def test_try_it_asks_to_try_again_when_the_rules_cannot_run_now(
     editor: Editor, app: FastAPI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    pool = app.state.services.rules
+    pool = app.state.ctx.rules
     rules = [("distinct", QUADRATIC)]
     values = {"try-e-items": items(20), "try-e-note": "n", "try-u-cap": "1"}
     monkeypatch.setattr(pool, "waiting_per_org", 0)  # the organization's queue is full

@@ -34,7 +34,7 @@ def _rows(page: str) -> list[tuple[str, str, str]]:
 async def test_a_member_filters_the_trail_and_checks_the_chain(
     app: FastAPI, ctx: Context, org: Credentials, engine: Engine
 ) -> None:
-    alice, bob = Actor.operator("alice"), Actor.operator("bob")
+    alice, bob = Actor.shell_operator("alice"), Actor.shell_operator("bob")
     first = organizations.create_key(ctx, alice, org.organization_id)
     organizations.revoke_key(ctx, bob, first.key_id, org.organization_id)
     organizations.set_presentation_minutes(ctx, alice, org.organization_id, 7)
@@ -81,7 +81,7 @@ async def test_a_member_filters_the_trail_and_checks_the_chain(
 async def test_another_organizations_records_never_show(
     app: FastAPI, ctx: Context, org: Credentials, engine: Engine, cipher: SecretCipher, settings: Settings
 ) -> None:
-    organizations.create_key(ctx, Actor.operator("alice"), org.organization_id)
+    organizations.create_key(ctx, Actor.shell_operator("alice"), org.organization_id)
     stranger = new_org(engine, cipher, settings)
     async with page_client(app) as browser:
         _, csrf = await log_in_as(browser, ctx, stranger, MemberRole.OWNER, "stranger")

@@ -14,9 +14,9 @@ import pytest
 import pytest_asyncio
 from sqlalchemy import Engine, update
 
+from adapters.delivery import outbox_of
 from api.app import create_app
 from core.settings import Settings
-from orchestration.delivery import outbox_of
 from services.context import Context
 from store.db import write_session
 from store.tables import MemberSession
@@ -31,7 +31,7 @@ async def browser(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
     app = create_app(settings)
     async with page_client(app) as client:
         yield client
-    app.state.services.engine.dispose()
+    app.state.ctx.engine.dispose()
 
 
 def _invite(ctx: Context, org: Credentials, email: str) -> str:

@@ -39,7 +39,7 @@ pytestmark = pytest.mark.usefixtures("no_server_errors")
 async def app(settings: Settings, temporal: Client, worker: None) -> AsyncIterator[FastAPI]:
     made = create_app(settings, temporal=temporal)
     yield made
-    made.state.services.engine.dispose()
+    made.state.ctx.engine.dispose()
 
 
 @pytest.fixture
@@ -69,7 +69,7 @@ async def test_a_support_member_retries_a_failed_event_and_resends_a_delivered_o
     app: FastAPI, ctx: Context, org: Credentials, engine: Engine
 ) -> None:
     with receiving(lambda n: 410 if n == 1 else 200) as receiver:  # gone once, then fine
-        developer = Actor.operator("setup")
+        developer = Actor.shell_operator("setup")
         webhooks.configure(ctx, developer, org.organization_id, receiver.url + "?token=receivers-secret")
         event = webhooks.create_test_event(ctx, developer, org.organization_id)
         await webhooks.start_delivery(ctx, developer, event)
@@ -114,7 +114,7 @@ async def test_a_support_member_retries_a_failed_event_and_resends_a_delivered_o
 async def test_the_list_filters_by_request_and_refuses_a_malformed_id(
     app: FastAPI, ctx: Context, org: Credentials
 ) -> None:
-    event = webhooks.create_test_event(ctx, Actor.operator("setup"), org.organization_id)  # no request
+    event = webhooks.create_test_event(ctx, Actor.shell_operator("setup"), org.organization_id)  # no request
     async with page_client(app) as browser:
         await log_in_as(browser, ctx, org, MemberRole.DEVELOPER, "filter")
         assert event.id in (await browser.get("/dashboard/events")).text
@@ -128,7 +128,7 @@ async def test_the_list_filters_by_request_and_refuses_a_malformed_id(
 async def test_another_organizations_event_is_not_found(
     app: FastAPI, ctx: Context, org: Credentials, engine: Engine, cipher: SecretCipher, settings: Settings
 ) -> None:
-    event = webhooks.create_test_event(ctx, Actor.operator("setup"), org.organization_id)
+    event = webhooks.create_test_event(ctx, Actor.shell_operator("setup"), org.organization_id)
     store.mark_failed(engine, event.id, "for the test")
     stranger = new_org(engine, cipher, settings)
     async with page_client(app) as browser:
@@ -145,15 +145,15 @@ async def test_another_organizations_event_is_not_found(
         ).status_code == 403
     assert store.get_event(engine, event.id).state == store.FAILED  # nothing the stranger sent changed it
     with pytest.raises(Conflict):  # the service is scoped the same way
-        await webhooks.redeliver(ctx, Actor.operator("x"), org.organization_id, event.id, "resend")
+        await webhooks.redeliver(ctx, Actor.shell_operator("x"), org.organization_id, event.id, "resend")
 
 
 async def test_a_redelivery_temporal_does_not_take_leaves_the_event_as_it_was(
     ctx: Context, org: Credentials, engine: Engine, settings: Settings, cipher: SecretCipher
 ) -> None:
-    event = webhooks.create_test_event(ctx, Actor.operator("setup"), org.organization_id)
+    event = webhooks.create_test_event(ctx, Actor.shell_operator("setup"), org.organization_id)
     store.mark_failed(engine, event.id, "for the test")
     offline = Context(settings, engine, cipher)  # no Temporal client: the start fails
     with pytest.raises(RuntimeError, match="Temporal client not connected"):
-        await webhooks.redeliver(offline, Actor.operator("x"), org.organization_id, event.id, "retry")
+        await webhooks.redeliver(offline, Actor.shell_operator("x"), org.organization_id, event.id, "retry")
     assert store.get_event(engine, event.id).state == store.FAILED  # not left pending for ever

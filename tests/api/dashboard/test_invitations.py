@@ -13,11 +13,11 @@ import pytest_asyncio
 from fastapi import FastAPI
 from sqlalchemy import Engine
 
+from adapters.delivery import outbox_of
 from api.app import create_app
 from core.kinds import MemberRole
 from core.secretbox import SecretCipher
 from core.settings import Settings
-from orchestration.delivery import outbox_of
 from services.context import Context
 from tests.conftest import new_org
 from tests.support.api_client import Credentials
@@ -30,7 +30,7 @@ LINK_RE = re.compile(r"https?://\S+/dashboard/set-password/[A-Za-z0-9_-]+")
 async def app(settings: Settings) -> AsyncIterator[FastAPI]:
     made = create_app(settings)
     yield made
-    made.state.services.engine.dispose()
+    made.state.ctx.engine.dispose()
 
 
 def _row(page: str, email: str) -> str:

@@ -138,7 +138,7 @@ async def test_no_page_shows_another_organizations_data(
     app: FastAPI, ctx: Context, org: Credentials, engine: Engine, cipher: SecretCipher, settings: Settings
 ) -> None:
     other = new_org(engine, cipher, settings)
-    someone = Actor.operator("tests")
+    someone = Actor.shell_operator("tests")
     other_url = f"http://127.0.0.1:9/hooks/{other.organization_id}"
     webhooks.configure(ctx, someone, other.organization_id, other_url)
     event = webhooks.create_test_event(ctx, someone, other.organization_id)

@@ -34,7 +34,7 @@ NONCE_RE = re.compile(r'nonce="[^"]*"')
 async def app(settings: Settings) -> AsyncIterator[FastAPI]:
     made = create_app(settings)
     yield made
-    made.state.services.engine.dispose()
+    made.state.ctx.engine.dispose()
 
 
 class Checks:

@@ -62,7 +62,7 @@ async def test_the_list_is_newest_first_filtered_and_paged(
     first = issued_mandate(engine, cipher, settings, org.organization_id)
     second = issued_mandate(engine, cipher, settings, org.organization_id)
     pending = new_request(engine, org.organization_id, ("bea@example.com",))
-    await mandates.revoke(ctx, Actor.operator("tests"), org.organization_id, first.mandate_id, "lost")
+    await mandates.revoke(ctx, Actor.shell_operator("tests"), org.organization_id, first.mandate_id, "lost")
     others = issued_mandate(engine, cipher, settings, new_org(engine, cipher, settings).organization_id)
     async with page_client(app) as browser:
         await log_in_as(browser, ctx, org, MemberRole.SUPPORT, "support")
@@ -237,7 +237,7 @@ async def test_a_documents_pdf_downloads_for_its_organization_only(
             logged_out = await api_http.get(f"/dashboard/mandates/{cred_id}/pdf")
             assert (logged_out.status_code, logged_out.headers["location"]) == (303, "/dashboard/login")
     finally:
-        app.state.services.engine.dispose()
+        app.state.ctx.engine.dispose()
 
 
 async def test_a_support_member_revokes_a_mandate_with_a_reason(

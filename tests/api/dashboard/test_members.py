@@ -15,10 +15,10 @@ from fastapi import FastAPI
 from sqlalchemy import Engine, update
 from sqlmodel import col
 
+from adapters.delivery import outbox_of
 from core.kinds import MemberRole
 from core.secretbox import SecretCipher
 from core.settings import Settings
-from orchestration.delivery import outbox_of
 from services.context import Context
 from store import audit
 from store import members as member_store

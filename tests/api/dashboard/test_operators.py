@@ -1,6 +1,6 @@
-"""The operators' area (issue 15, item 1): platform staff find a request from whatever a complaint
+"""The operators' area (issue 15, item 1): operators find a request from whatever a complaint
 quotes, a contact alone included, see its timeline, and act on it with a reason recorded as theirs;
-an organization's member is refused all of it, and staff are refused the organizations' pages.
+an organization's member is refused all of it, and operators are refused the organizations' pages.
 
 Runs on the time-skipping server, so the minute between two codes is skipped, not waited.
 """
@@ -22,7 +22,7 @@ from core.kinds import MemberRole
 from core.secretbox import SecretCipher
 from core.settings import Settings
 from orchestration.temporal import request_handle
-from services import staff
+from services import operators
 from services.context import Context
 from services.errors import Forbidden
 from store.db import write_session
@@ -31,7 +31,7 @@ from tests.conftest import new_org
 from tests.support.api_client import Credentials
 from tests.support.dashboard import log_in_as, page_client
 from tests.support.journey_messages import code_in, journey_secrets, message_for
-from tests.support.operators import api_of, create_request, log_in_as_staff, ts_app
+from tests.support.operators import api_of, create_request, log_in_as_operator, ts_app
 from tests.support.presentations import GOOD, presented, verify
 from tests.support.workflow import decide, executor, subject_uuid, ts_queue  # noqa: F401 (fixtures)
 from workflows.messages import VerifyOtpInput, VerifyOtpResult
@@ -57,7 +57,7 @@ async def test_from_a_contact_alone_to_the_requests_timeline(
     theirs = await create_request(app, other, contacts=["fred@example.com"])
     unrelated = await create_request(app, org, contacts=["ana@example.com"])
     request_id, subject = mine["id"], subject_uuid(mine["subjects"][0]["id"])
-    handle = request_handle(app.state.services.client(), request_id)
+    handle = request_handle(app.state.ctx.client(), request_id)
     # the subject types a wrong code, then the right one, and accepts: a mandate is issued
     secrets = journey_secrets()
     message = await message_for(request_id, subject)
@@ -77,7 +77,7 @@ async def test_from_a_contact_alone_to_the_requests_timeline(
         assert (await verify(api, vp, GOOD)).status_code == 403  # a VP is used once
 
     async with page_client(app) as browser:
-        await log_in_as_staff(browser, ctx, "lookup")
+        await log_in_as_operator(browser, ctx, "lookup")
         # the contact as the complaint spells it finds the person's requests in both organizations
         listed = await browser.get("/dashboard/operators", params={"q": " FRED@example.COM "})
         assert listed.status_code == 200 and set(_found(listed.text)) == {request_id, theirs["id"]}
@@ -132,23 +132,23 @@ async def test_an_organizations_member_is_refused_all_of_it_and_staff_the_organi
         for path in forms:
             form = {"csrf": csrf, "reason": "because", "subject": subject}
             assert (await browser.post(path, data=form)).status_code == 403, path
-    member, services = Actor.member("0" * 24), app.state.services
+    member, services = Actor.member("0" * 24), app.state.ctx
     for call in (
-        staff.find(ctx, member, "ivy@example.com"),
-        staff.timeline(services, member, request_id),
-        staff.cancel(services, member, request_id, "because"),
-        staff.resend_code(services, member, request_id, subject, "because"),
-        staff.hand_out_link(services, member, request_id, subject, "because"),
-        staff.redeliver(services, member, "urn:via:event:x", "because"),
-        staff.revoke(services, member, "urn:via:credential:x", "because"),
+        operators.find(ctx, member, "ivy@example.com"),
+        operators.timeline(services, member, request_id),
+        operators.cancel(services, member, request_id, "because"),
+        operators.resend_code(services, member, request_id, subject, "because"),
+        operators.hand_out_link(services, member, request_id, subject, "because"),
+        operators.redeliver(services, member, "urn:via:event:x", "because"),
+        operators.revoke(services, member, "urn:via:credential:x", "because"),
     ):
         with pytest.raises(Forbidden):
             await call
     assert (
-        await request_handle(app.state.services.client(), request_id).describe()
+        await request_handle(app.state.ctx.client(), request_id).describe()
     ).status is not None  # still open
     async with page_client(app) as browser:
-        _, csrf = await log_in_as_staff(browser, ctx, "outsider")
+        _, csrf = await log_in_as_operator(browser, ctx, "outsider")
         for path in ("/dashboard/requests", f"/dashboard/requests/{request_id}", "/dashboard/keys"):
             assert (await browser.get(path)).status_code == 403, path
         account = await browser.get("/dashboard/account")  # their own account works
@@ -166,7 +166,7 @@ async def test_subjects_from_before_the_contact_hash_are_found_once_filled(
             .where(col(Subject.id) == subject_uuid(data["subjects"][0]["id"]))
             .values(contact_hash=None)
         )
-    found = await staff.find(ctx, Actor.operator("tests"), "+351913570158")
+    found = await operators.find(ctx, Actor.shell_operator("tests"), "+351913570158")
     assert [(f.bundle.request.id, f.matched_by) for f in found] == [(data["id"], "contact")]
 
 
@@ -177,7 +177,7 @@ async def test_what_the_operators_pages_take_is_checked_where_it_enters(
     request_id = data["id"]
     base = f"/dashboard/operators/requests/{request_id}"
     async with page_client(app) as browser:
-        _, csrf = await log_in_as_staff(browser, ctx, "checks")
+        _, csrf = await log_in_as_operator(browser, ctx, "checks")
         for q in ("a\x00b", "x" * 321):
             bad = await browser.get("/dashboard/operators", params={"q": q})
             assert bad.status_code == 400 and "type a request id" in bad.text, q

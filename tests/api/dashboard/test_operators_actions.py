@@ -1,5 +1,5 @@
 """The operators' area (issue 15, item 1), its actions: cancel, a fresh code, the subject's link, a
-webhook resend and a revocation by staff, each with the staff member and the reason in the audit
+webhook resend and a revocation by an operator, each with the operator and the reason in the audit
 record, and nothing done without a reason.
 
 Runs on the time-skipping server (its own: a module's), so the minute between two codes is skipped.
@@ -28,7 +28,7 @@ from tests.support.api_client import Credentials
 from tests.support.audit import chain
 from tests.support.dashboard import page_client
 from tests.support.journey_messages import message_for
-from tests.support.operators import create_request, log_in_as_staff, ts_app
+from tests.support.operators import create_request, log_in_as_operator, ts_app
 from tests.support.webhook_receiver import ENCRYPTION_SECRET, SALT, SIGNATURE_SECRET, receiving
 from tests.support.workflow import decide, executor, subject_uuid, ts_queue  # noqa: F401 (fixtures)
 
@@ -41,7 +41,7 @@ async def app(ts_env: WorkflowEnvironment, ts_queue: str, settings: Settings) ->
         yield made
 
 
-async def test_staff_actions_each_record_the_staff_member_and_the_reason(
+async def test_operators_actions_each_record_the_staff_member_and_the_reason(
     app: FastAPI, ctx: Context, org: Credentials, engine: Engine, ts_env: WorkflowEnvironment
 ) -> None:
     open_one = await create_request(app, org, contacts=["hal@example.com"])
@@ -51,7 +51,7 @@ async def test_staff_actions_each_record_the_staff_member_and_the_reason(
     with receiving(lambda n: 200) as receiver:
         webhooks.configure(
             ctx,
-            Actor.operator("setup"),
+            Actor.shell_operator("setup"),
             org.organization_id,
             receiver.url,
             SIGNATURE_SECRET,
@@ -59,7 +59,7 @@ async def test_staff_actions_each_record_the_staff_member_and_the_reason(
             SALT,
         )
         accepted = await create_request(app, org, contacts=["gus@example.com"])
-        handle = request_handle(app.state.services.client(), accepted["id"])
+        handle = request_handle(app.state.ctx.client(), accepted["id"])
         decided = await decide(
             handle, subject_uuid(accepted["subjects"][0]["id"]), accepted["credentials"][0]["id"]
         )
@@ -71,8 +71,8 @@ async def test_staff_actions_each_record_the_staff_member_and_the_reason(
         assert webhook_store.get_event(engine, event.id).state == webhook_store.DELIVERED
 
         async with page_client(app) as browser:
-            staff_id, csrf = await log_in_as_staff(browser, ctx, "acting")
-            actor = f"staff:{staff_id}"
+            operator_id, csrf = await log_in_as_operator(browser, ctx, "acting")
+            actor = f"staff:{operator_id}"
             base = f"/dashboard/operators/requests/{request_id}"
             # a reason is required: nothing happens without one
             bare = await browser.post(f"{base}/cancel", data={"csrf": csrf, "reason": "  "})
@@ -108,19 +108,19 @@ async def test_staff_actions_each_record_the_staff_member_and_the_reason(
             )
             assert revoked.status_code == 303
 
-    def by_staff(request: str) -> list[tuple[str, str | None]]:
+    def by_operator(request: str) -> list[tuple[str, str | None]]:
         return [
             (r.type, r.data.get("reason"))
             for r in chain(engine, org.organization_id)
             if r.request_id == request and r.actor == actor
         ]
 
-    assert by_staff(request_id) == [
+    assert by_operator(request_id) == [
         (audit.OTP_RESENT, "ticket 41: no mail"),
         (audit.SUBJECT_LINK_SHOWN, "ticket 41: by phone"),
         (audit.MANDATE_CANCELED, "ticket 41: asked"),
     ]
-    assert by_staff(accepted["id"]) == [
+    assert by_operator(accepted["id"]) == [
         (audit.WEBHOOK_REDELIVERY, "ticket 42: lost it"),
         (audit.MANDATE_REVOKED, "ticket 43: fraud"),
     ]

@@ -2,7 +2,7 @@
 session changes nothing of it without the password and a code; the recovery codes are shown once,
 never cached, logged or recorded, and each logs in once; guesses at a change are throttled as a
 login's; an owner turns off a lost factor with their own password and factor; a reset link says
-the factor stays on. Platform staff, and the members of an organization that requires it, reach
+the factor stays on. Operators, and the members of an organization that requires it, reach
 nothing but the set-up until their factor is on (every route tried)."""
 
 from __future__ import annotations
@@ -18,12 +18,12 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy import Engine
 
+from adapters.delivery import outbox_of
 from api.routes import dashboard as dashboard_routes
 from core.actors import Actor
 from core.kinds import MemberRole
 from core.settings import Settings
-from orchestration.delivery import outbox_of
-from services import staff
+from services import operators
 from services.context import Context
 from store import audit
 from store import members as member_store
@@ -273,8 +273,10 @@ async def _every_route_sends_to_the_set_up(browser: httpx.AsyncClient, csrf: str
     return tried
 
 
-async def test_staff_without_a_factor_reach_nothing_of_the_operators_area(app: FastAPI, ctx: Context) -> None:
-    made = staff.create(ctx, Actor.operator("tests"), f"new-{client_address()}@ops.example.com")
+async def test_operators_without_a_factor_reach_nothing_of_the_operators_area(
+    app: FastAPI, ctx: Context
+) -> None:
+    made = operators.create(ctx, Actor.shell_operator("tests"), f"new-{client_address()}@ops.example.com")
     async with page_client(app) as browser:
         path = "/dashboard/" + made.link.split("/dashboard/", 1)[1]
         await browser.post(path, data={"password": PASSWORD, "again": PASSWORD})
@@ -284,7 +286,7 @@ async def test_staff_without_a_factor_reach_nothing_of_the_operators_area(app: F
         first = await browser.get("/dashboard")
         assert first.headers["location"] == ENROL  # after the password, the set-up
         page = await browser.get(ENROL)
-        assert page.status_code == 200 and "Platform staff need a second factor" in page.text
+        assert page.status_code == 200 and "Operators need a second factor" in page.text
         assert 'href="/dashboard/operators"' not in page.text  # no way in shown either
         csrf = csrf_of(page.text)
         assert await _every_route_sends_to_the_set_up(browser, csrf, "/dashboard/operators") == 3

@@ -34,7 +34,7 @@ async def browser(settings: Settings) -> AsyncIterator[httpx.AsyncClient]:
     app = create_app(settings)
     async with page_client(app) as client:
         yield client
-    app.state.services.engine.dispose()
+    app.state.ctx.engine.dispose()
 
 
 async def _member(ctx: Context, org: Credentials, browser: httpx.AsyncClient, email: str) -> None:

@@ -255,5 +255,5 @@ async def test_a_version_stored_before_the_rule_is_copied_shown_escaped_and_not_
     version = action_store.version_by_number(engine, org.organization_id, action_id, 2)
     assert version is not None
     with pytest.raises(PublishRefused) as why:
-        actions.publish(ctx, Actor.operator("tests"), version.id, org.organization_id)
+        actions.publish(ctx, Actor.shell_operator("tests"), version.id, org.organization_id)
     assert why.value.problems == [f"rules.0.description {MULTILINE} (found U+202E)"]

@@ -31,7 +31,7 @@ SECRET_NAMES = ("signature-secret", "encryption-secret", "salt")
 async def app(settings: Settings, temporal: Client, worker: None) -> AsyncIterator[FastAPI]:
     made = create_app(settings, temporal=temporal)
     yield made
-    made.state.services.engine.dispose()
+    made.state.ctx.engine.dispose()
 
 
 def _secrets(page: str) -> dict[str, str]:

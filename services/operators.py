@@ -1,7 +1,7 @@
-"""Platform staff: the people who run the installation, across organizations (issue 15, item 1).
+"""Operators: the people who run the installation, across organizations (issue 15, item 1).
 
-A staff member is a dashboard member of no organization with the role ``platform``, made by
-``mandatum staff create``; they log in like any member, with the second factor staff must have
+A operator is a dashboard member of no organization with the role ``platform``, made by
+``mandatum operator create``; they log in like any member, with the second factor operators must have
 (``services.second_factor.must_enrol``), and use the operators' area, acting as
 ``staff:<memberId>``. Every function here refuses (``Forbidden``) any actor but staff and shell
 operators, so no surface can hand an organization's member the operators' reach by forgetting a
@@ -14,7 +14,7 @@ check.
   workflow's history (codes sent and entered), oldest first.
 - The support actions (cancel, a fresh code, the subject's link, a webhook retry or resend, a
   revocation), each with a required reason recorded in the organization's audit record with the
-  staff member as actor; they are the dashboard's and the API's own operations.
+  operator as actor; they are the dashboard's and the API's own operations.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from core.actors import Actor, ActorKind
 from core.kinds import PLATFORM_ROLE
 from orchestration.history import CodeChecked, CodeSent, journey_of
 from orchestration.temporal import temporal_unavailable
-from services import mandates, members, requests, support, webhooks
+from services import mandates, members, operator_search, requests, webhooks
 from services.audit import checked_reason
 from services.context import Context
 from services.errors import Conflict, Forbidden, Invalid, NotFound
@@ -52,48 +52,48 @@ from store.tables import (
 )
 from wire.contacts import normalize_contact
 
-log = logging.getLogger("mandatum.services.staff")
+log = logging.getLogger("mandatum.services.operators")
 
-FOUND_AT_MOST = support.FOUND_AT_MOST
-STAFF_ONLY = "only platform staff may use the operators' area"
+FOUND_AT_MOST = operator_search.FOUND_AT_MOST
+STAFF_ONLY = "only operators may use the operators' area"
 HISTORY_MISSING = (
     "The workflow's history could not be read (Temporal is unreachable, or the history is past its "
     "retention): the codes sent and entered are missing below."
 )
 
 
-def require_staff(actor: Actor) -> None:
-    """``Forbidden`` for anyone but platform staff and shell operators."""
-    if actor.kind not in (ActorKind.STAFF, ActorKind.OPERATOR):
+def require_operator(actor: Actor) -> None:
+    """``Forbidden`` for anyone but operators and shell operators."""
+    if actor.kind not in (ActorKind.DASHBOARD_OPERATOR, ActorKind.SHELL_OPERATOR):
         raise Forbidden(STAFF_ONLY)
 
 
-# --- staff members ------------------------------------------------------------------------------
+# --- operators ------------------------------------------------------------------------------
 
 
 def create(ctx: Context, actor: Actor, email: str) -> members.Invitation:
-    """A new staff member with a one-time link to set their password (``mandatum staff create``)."""
-    require_staff(actor)
+    """A new operator with a one-time link to set their password (``mandatum operator create``)."""
+    require_operator(actor)
     address = members.check_new_email(ctx, email)
     try:
-        member = members_store.add_staff(ctx.engine, address, utcnow())
+        member = members_store.add_operator(ctx.engine, address, utcnow())
     except members_store.EmailTaken as exc:
         raise Conflict(str(exc)) from exc
-    log.info("staff member %s created by %s", member.id, actor)
+    log.info("operator %s created by %s", member.id, actor)
     return members.Invitation(member, members.set_password_link(ctx, member.id))
 
 
-def list_staff(ctx: Context, actor: Actor) -> list[Member]:
-    require_staff(actor)
-    return members_store.staff_members(ctx.engine)
+def list_operators(ctx: Context, actor: Actor) -> list[Member]:
+    require_operator(actor)
+    return members_store.operator_members(ctx.engine)
 
 
 def set_disabled(ctx: Context, actor: Actor, email: str, disabled: bool) -> Member:
-    """Disable a staff member (their sessions end at once) or enable them again."""
-    require_staff(actor)
-    found = members_store.staff_by_email(ctx.engine, email.strip().lower())
+    """Disable an operator (their sessions end at once) or enable them again."""
+    require_operator(actor)
+    found = members_store.operator_by_email(ctx.engine, email.strip().lower())
     if found is None or found.role != PLATFORM_ROLE:
-        raise NotFound(f"no staff member {email.strip()[:320]}")
+        raise NotFound(f"no operator {email.strip()[:320]}")
     return members.set_disabled(ctx, actor, None, found.id, disabled)
 
 
@@ -109,15 +109,15 @@ class Found:
 
 async def find(ctx: Context, actor: Actor, query: str) -> list[Found]:
     """The requests ``query`` names, in every organization, at most ``FOUND_AT_MOST``, each once."""
-    require_staff(actor)
+    require_operator(actor)
     text = query.strip()
     if not text or len(text) > 320 or "\x00" in text:
         raise Invalid("type a request id, a mandate URN, a webhook event id, an internalId or a contact")
     pairs: list[tuple[str, str, str]] = []  # (organization, request, matched by)
-    key = support.global_key(text)
+    key = operator_search.global_key(text)
     if key is not None:
         try:
-            owner = await asyncio.to_thread(support.by_global_key, ctx, key, text)
+            owner = await asyncio.to_thread(operator_search.by_global_key, ctx, key, text)
         except NotFound:
             owner = None
         if owner is not None:
@@ -181,8 +181,8 @@ def _host(url: str | None) -> str:
 
 async def timeline(ctx: Context, actor: Actor, request_id: str) -> Timeline:
     """Everything that happened to the request, oldest first (``NotFound`` for none)."""
-    require_staff(actor)
-    org_id = await asyncio.to_thread(support.request_owner, ctx, request_id)
+    require_operator(actor)
+    org_id = await asyncio.to_thread(operator_search.request_owner, ctx, request_id)
     bundle = await requests.get(ctx, org_id, request_id)
     org = await asyncio.to_thread(orgs.get_organization, ctx.engine, org_id)
     facts = await asyncio.to_thread(store.facts_of, ctx.engine, org_id, request_id)
@@ -396,37 +396,37 @@ def _checked_entry(c: CodeChecked, label: dict[str, str]) -> Entry:
 
 
 async def cancel(ctx: Context, actor: Actor, request_id: str, reason: str) -> None:
-    require_staff(actor)
+    require_operator(actor)
     why = checked_reason(reason)
-    org_id = await asyncio.to_thread(support.request_owner, ctx, request_id)
+    org_id = await asyncio.to_thread(operator_search.request_owner, ctx, request_id)
     await requests.cancel(ctx, actor, org_id, request_id, why)
 
 
 async def resend_code(ctx: Context, actor: Actor, request_id: str, subject_id: str, reason: str) -> None:
-    require_staff(actor)
+    require_operator(actor)
     why = checked_reason(reason)
-    org_id = await asyncio.to_thread(support.request_owner, ctx, request_id)
+    org_id = await asyncio.to_thread(operator_search.request_owner, ctx, request_id)
     await requests.resend_code(ctx, actor, org_id, request_id, subject_id, why)
 
 
 async def hand_out_link(ctx: Context, actor: Actor, request_id: str, subject_id: str, reason: str) -> str:
-    require_staff(actor)
+    require_operator(actor)
     why = checked_reason(reason)
-    org_id = await asyncio.to_thread(support.request_owner, ctx, request_id)
+    org_id = await asyncio.to_thread(operator_search.request_owner, ctx, request_id)
     return (await requests.hand_out_link(ctx, actor, org_id, request_id, subject_id, why))["url"]
 
 
 async def redeliver(ctx: Context, actor: Actor, event_id: str, reason: str) -> str:
     """Retry a failed webhook event or resend a delivered one; the workflow id."""
-    require_staff(actor)
+    require_operator(actor)
     why = checked_reason(reason)
-    event = await asyncio.to_thread(support.event, ctx, event_id)
+    event = await asyncio.to_thread(operator_search.event, ctx, event_id)
     kind = webhooks.redelivery_kind(event)
     return await webhooks.redeliver(ctx, actor, event.organization_id, event.id, kind, why)
 
 
 async def revoke(ctx: Context, actor: Actor, mandate_id: str, reason: str) -> None:
-    require_staff(actor)
+    require_operator(actor)
     why = checked_reason(reason)
-    org_id = await asyncio.to_thread(support.mandate_owner, ctx, mandate_id)
+    org_id = await asyncio.to_thread(operator_search.mandate_owner, ctx, mandate_id)
     await mandates.revoke(ctx, actor, org_id, mandate_id, why)

@@ -28,7 +28,7 @@ from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from activities.webhooks import WebhookActivities
-from core.egress import EgressPolicy, describe_failure, pinned_request, post_pinned
+from adapters.egress import EgressPolicy, describe_failure, pinned_request, post_pinned
 from core.secretbox import SecretCipher
 from core.settings import Environment, Settings
 from store import webhooks as store
@@ -443,7 +443,7 @@ def test_a_refused_address_gives_way_to_the_next_checked_one(
 def test_every_delivery_shares_one_verifying_tls_context() -> None:
     """Loading the CA bundle costs about 20 ms: it is loaded once per process, into a context
     that still requires a certificate valid for the name (the test above: refused)."""
-    from core.egress import tls_context
+    from adapters.egress import tls_context
 
     context = tls_context()
     assert tls_context() is context

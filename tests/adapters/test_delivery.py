@@ -1,4 +1,4 @@
-"""orchestration.delivery: the development outbox, and a channel the service does not offer."""
+"""adapters.delivery: the development outbox, and a channel the service does not offer."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from adapters.delivery import Message, Outbox, Undeliverable, transport_for
 from core.settings import Settings
-from orchestration.delivery import Message, Outbox, Undeliverable, transport_for
 
 
 def test_the_outbox_lists_newest_first_and_filters(tmp_path: Path) -> None:

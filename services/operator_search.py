@@ -1,4 +1,4 @@
-"""What support staff reach from a shell (``mandatum request``, ``webhook``, ``mandate``), acting
+"""What operators reach from a shell (``mandatum request``, ``webhook``, ``mandate``), acting
 for every organization: which organization holds a request, a webhook event or a mandate, and
 finding requests by any key a caller quotes. The actions themselves are the dashboard's
 (``services.requests``, ``services.webhooks``, ``services.mandates``), called with the

@@ -1,0 +1,97 @@
+"""A new credential request checked before it is stored (``services.requests.create``): its
+contacts, its ``redirectUrl``, and each POLICY credential's action pinned to the organization's
+newest published version of it (CONTRACT 6); every problem is listed at once (``Invalid``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+from core.origins import BadOrigin, check_url
+from services.context import Context
+from services.errors import Invalid
+from store import actions as action_store
+from store import requests as store
+from trust.did import web_organization_did
+from wire.models import CreateRequestIn
+
+
+def _to_new_request(
+    body: CreateRequestIn,
+    organization_did: str,
+    contacts: list[tuple[str, str, str | None]],
+    pinned_actions: dict[int, dict[str, Any]],
+    contact_hash: Callable[[str], str],
+) -> store.NewRequest:
+    """The request to store; ``pinned_actions`` replaces the ``action`` of POLICY credentials (by
+    position) with the pinned version and the filled userParams."""
+    # the organization's DID is always authorized and listed first (CONTRACT 3): store the others once
+    extra_dids = list(dict.fromkeys(d for d in body.authorizedDIDs if d != organization_did))
+    return store.NewRequest(
+        security_level=body.securityLevel.value,
+        contacts=[store.NewContact(c, kind, internal, contact_hash(c)) for c, kind, internal in contacts],
+        credentials=[
+            store.NewCredential(
+                resource_type=c.type,
+                name=c.name,
+                description=c.description,
+                internal_id=c.internalId,
+                scope=c.scope,
+                tags=c.tags,
+                action=pinned_actions.get(i, c.action.model_dump() if c.action else None),
+                data=[d.model_dump() for d in c.data] if c.data else None,
+                valid_from=c.validFrom,
+                valid_until=c.validUntil,
+            )
+            for i, c in enumerate(body.credentials)
+        ],
+        name=body.name,
+        language=body.language.value,
+        redirect_url=body.redirectUrl,
+        internal_id=body.internalId,
+        authorized_dids=extra_dids,
+    )
+
+
+def _pin_actions(
+    ctx: Context, org_id: str, body: CreateRequestIn
+) -> tuple[dict[int, dict[str, Any]], list[str]]:
+    """Each POLICY credential's action checked against the organization's newest published version
+    of it (CONTRACT 6); by credential position, with one message per problem."""
+    pinned: dict[int, dict[str, Any]] = {}
+    problems: list[str] = []
+    for i, cred in enumerate(body.credentials):
+        if cred.action is None:
+            continue
+        pin, found = action_store.pin_for_request(
+            ctx.engine, org_id, cred.action.id, cred.action.userParams, where=f"credentials.{i}.action"
+        )
+        problems += found
+        if pin is not None:
+            pinned[i] = pin
+    return pinned, problems
+
+
+async def validated(ctx: Context, org_id: str, body: CreateRequestIn) -> store.NewRequest:
+    """The request to store, or ``Invalid`` listing every contact and action problem at once."""
+    contacts, problems = body.normalized_contacts()
+    if body.redirectUrl is not None and not ctx.settings.allow_loopback_http:
+        try:  # the model checked its shape; production also refuses http on a local host
+            check_url(body.redirectUrl, allow_loopback_http=False)
+        except BadOrigin as exc:
+            problems.append(f"redirectUrl: {exc}")
+    pinned: dict[int, dict[str, Any]] = {}
+    action_problems: list[str] = []
+    if any(c.action is not None for c in body.credentials):
+        pinned, action_problems = await asyncio.to_thread(_pin_actions, ctx, org_id, body)
+    if problems or action_problems:
+        raise Invalid(problems + action_problems)
+    return _to_new_request(
+        body,
+        web_organization_did(ctx.settings.public_url, org_id),
+        contacts,
+        pinned,
+        ctx.journey.contact_hash,
+    )

@@ -1,0 +1,118 @@
+"""The webhook events of a credential request (CONTRACT 7), made and delivered from its workflow.
+
+Each event row is made by an activity, idempotent on the fact it reports, so a retried activity
+never makes a second event; its delivery is a child workflow (``webhook:<eventId>``) started from
+the request workflow rather than by the activity through a client: the start is a command in the
+request's history, so it happens exactly once whatever crashes, needs no client inside
+activities, and links the delivery to its request in the Temporal UI. ABANDON lets the delivery
+(up to 3 days) outlive the request workflow.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from temporalio import workflow
+from temporalio.common import WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.workflow import ParentClosePolicy
+
+from workflows.patches import OUTCOME_PATCH
+
+with workflow.unsafe.imports_passed_through():
+    from workflows.ids import ActivityNames, webhook_search_attributes, webhook_workflow_id
+    from workflows.messages import CredentialRequestInput, DecisionInput
+    from workflows.options import write_for
+    from workflows.webhook_messages import (
+        WEBHOOK_WORKFLOW_TYPE,
+        CreateCredentialEventInput,
+        CreateEventResult,
+        CreateIdentityEventInput,
+        CreateOtpFailedEventInput,
+        DeliverWebhookInput,
+    )
+
+
+class RequestEvents:
+    """The events of one request: ``credential`` per decision, ``otp.failed`` per code that failed,
+    ``identity`` per subject's identity result. Owned by the request's workflow instance."""
+
+    def __init__(self, inp: CredentialRequestInput) -> None:
+        self._input = inp
+
+    async def create_credential(self, inp: DecisionInput, decision_id: str, at: datetime, local: bool) -> str:
+        """The ``credential`` event of this decision, made (the caller delivers it after the
+        subject's ``identity`` event, CONTRACT 7); its id."""
+        created = await write_for(
+            ActivityNames.CREATE_CREDENTIAL_EVENT,
+            CreateCredentialEventInput(
+                request_id=self._input.request_id,
+                organization_id=self._input.organization_id,
+                decision_id=decision_id,
+                subject_id=inp.subject_id,
+                credential_id=inp.credential_id,
+                accepted=inp.accept,
+                decided_at=at,
+            ),
+            CreateEventResult,
+            summary=f"credential event for {decision_id}",
+            local=local,
+        )
+        return created.event_id
+
+    async def otp_failed(self, subject_id: str, fact: str, code: str, message: str) -> None:
+        """An ``otp.failed`` event (``fact``: undelivered or locked, with the send number), then its
+        delivery."""
+        created = await write_for(
+            ActivityNames.CREATE_OTP_FAILED_EVENT,
+            CreateOtpFailedEventInput(
+                request_id=self._input.request_id,
+                organization_id=self._input.organization_id,
+                subject_id=subject_id,
+                fact=fact,
+                code=code,
+                message=message,
+            ),
+            CreateEventResult,
+            summary=f"otp.failed event ({code})",
+        )
+        await self.deliver(created.event_id, "otp.failed")
+
+    async def create_identity(self, subject_id: str, success: bool, message: str | None, at: datetime) -> str:
+        """The subject's ``identity`` event, made (not delivered yet: the caller keeps its id for
+        the subject's ``credential`` events first); its id."""
+        created = await write_for(
+            ActivityNames.CREATE_IDENTITY_EVENT,
+            CreateIdentityEventInput(
+                request_id=self._input.request_id,
+                organization_id=self._input.organization_id,
+                subject_id=subject_id,
+                success=success,
+                message=message,
+                date=at,
+            ),
+            CreateEventResult,
+            summary=f"identity event for subject {subject_id}",
+        )
+        return created.event_id
+
+    async def deliver(self, event_id: str, event_type: str, after: str | None = None) -> None:
+        """Start the event's delivery, carrying the organization, request and event type as its
+        search attributes (histories recorded before them replay without)."""
+        attributes = (
+            webhook_search_attributes(self._input.organization_id, self._input.request_id, event_type)
+            if workflow.patched(OUTCOME_PATCH)
+            else None
+        )
+        try:
+            await workflow.start_child_workflow(
+                WEBHOOK_WORKFLOW_TYPE,
+                DeliverWebhookInput(event_id=event_id, after=after),
+                id=webhook_workflow_id(event_id),
+                parent_close_policy=ParentClosePolicy.ABANDON,
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                static_summary=f"Webhook event {event_id}",
+                search_attributes=attributes,
+            )
+        except WorkflowAlreadyStartedError:  # its delivery already exists: nothing to add
+            pass
