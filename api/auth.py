@@ -32,7 +32,7 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 # The identity documents (api/routes/identity.py) and the status list credentials
 # (api/routes/mandates.py) are public too: verifiers fetch them unsigned. "/orgs/", "/subjects/"
-# and "/credentials/status/" hold only those documents; tests/api/test_identity_routes.py fails if a
+# and "/credentials/status/" hold only those documents; tests/api/test_identity.py fails if a
 # route of any other kind appears under a public prefix. "/r/" holds the subject's approval pages
 # (the unguessable link is their credential), "/dev/" the development outbox (development only) and
 # "/dashboard" the members' pages (their session cookie is their credential: api/routes/dashboard/).

@@ -35,7 +35,7 @@ class _ErasedGeneric:
     hashes every member of the big ``Result`` union on each variable lookup, about a third of a
     rule's evaluation. Erased in ``celpy.evaluation``'s namespace only: its module-level aliases
     and annotations were built at import, before this, and nothing else there uses these names
-    (checked for the pinned 0.5 series by ``tests/policy/test_cel_runtime.py``)."""
+    (checked for the pinned 0.5 series by ``tests/policy/test_cel.py``)."""
 
     def __getitem__(self, _: object) -> type:
         return object
