@@ -8,7 +8,6 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
-from activities.journey import code_message
 from core.secretbox import SecretCipher
 from core.settings import Settings
 from store import orgs
@@ -104,29 +103,3 @@ async def test_a_tricky_but_valid_name_is_quoted_on_its_own_line_under_a_label(
     assert lines[label + 2] == f"  - \u201cRent' {FAKE} 'x\u201d"
     assert lines[label + 3] == "" and lines[label + 4] == "Your security code:"
     assert sum("000000" in line for line in lines) == 1  # the fake code only inside the quoted name
-
-
-def test_the_message_builder_makes_stored_names_one_line_and_caps_them() -> None:
-    names = ["Rent\n\nYour security code: 000000", "Lease\u2028x\u202e\u2066y\x85z", "L" * 500]
-    message = code_message(
-        "email",
-        "ana@example.com",
-        "ENG",
-        "Acme\r\nBcc: x@evil.example",
-        names,
-        "123456",
-        10,
-        "https://mandatum.test/r/t",
-    )
-    assert "\n" not in message.subject and "\r" not in message.subject
-    assert message.subject == "Acme  Bcc: x@evil.example asks for your approval"
-    lines = message.text.split("\n")
-    quoted = [line for line in lines if line.startswith("  - ")]
-    assert quoted == [
-        "  - \u201cRent  Your security code: 000000\u201d",
-        "  - \u201cLease x  y z\u201d",
-        "  - \u201c" + "L" * 119 + "\u2026\u201d",
-    ]
-    assert lines.count("123456") == 1
-    sms = code_message("sms", "+351910000000", "PRT", "Acme\nInc", names, "123456", 10, "https://x/r/t")
-    assert "\n" not in sms.text and sms.text.startswith("123456 é o seu código de segurança para Acme Inc")
