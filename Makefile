@@ -79,8 +79,9 @@ browser:
 PYTEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; n = os.cpu_count() or 1; print(n + (n + 1) // 2)')
 # Coverage of the app's packages ([tool.coverage.*] in pyproject.toml): the modules not fully covered
 # and the total are printed, and the run fails when the total is under the floor.
-# COVERAGE_FLOOR: set at today's figure
-COVERAGE_FLOOR ?= 0
+# COVERAGE_FLOOR: today's figure, rounded down (95.7% of 16,484 statements on 2026-11-27); raise it
+# as coverage grows, never lower it to let a change pass.
+COVERAGE_FLOOR ?= 95
 unit: $(STAMP) $(SDK_STAMPS) $(TOOL_STAMPS) browser
 	$(VENV)/bin/pytest -n $(PYTEST_WORKERS) --dist loadscope \
 	  --cov --cov-report=term:skip-covered --cov-fail-under=$(COVERAGE_FLOOR)

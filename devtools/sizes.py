@@ -9,9 +9,9 @@ of lines; a function's (or method's, nested ones included) is from its ``def`` l
 line, decorators excluded (``ast``: ``end_lineno - lineno + 1``).
 
 Each offender is printed as ``path:line: ...`` and the check fails (exit status 1). Under
-``tests/`` only the module rule applies, and its offenders are listed without failing until the
-long test modules are split (``TEST_MODULES_ENFORCED``). ``KNOWN_EXCEPTIONS`` names the offenders
-being split elsewhere; an entry that no longer offends is reported, so that it is removed.
+``tests/`` only the module rule applies: a test reads as one scenario, however long.
+``KNOWN_EXCEPTIONS`` names offenders allowed for a while (none today); an entry that no longer
+offends is reported, so that it is removed.
 """
 
 from __future__ import annotations
@@ -29,13 +29,10 @@ MAX_FUNCTION_LINES = 60
 SKIPPED_DIRS = frozenset({"var", "tmp", "node_modules", "__pycache__", "build"})
 SKIPPED_PATHS = frozenset({"store/migrations/versions"})  # generated revisions
 
-TESTS_DIR = "tests"  # the function rule does not apply to tests
-# the module rule applies to tests/ too, but its offenders only listed until the four long test
-# modules are split; then set this to True
-TEST_MODULES_ENFORCED = True
+TESTS_DIR = "tests"  # the function rule does not apply to tests; the module rule does
 
-# Offenders being split on other branches (issue 33), allowed meanwhile: a module as its path, a
-# function as "path::qualified name". Emptied once those branches are merged.
+# Offenders allowed for a while (a module as its path, a function as "path::qualified name"),
+# each with the reason beside it; empty since issue 33 split the last ones.
 KNOWN_EXCEPTIONS: frozenset[str] = frozenset()
 
 
@@ -61,7 +58,6 @@ class Offender:
 @dataclass
 class Report:
     failing: list[Offender] = field(default_factory=list)
-    tests: list[Offender] = field(default_factory=list)  # test modules, listed only
     excepted: list[Offender] = field(default_factory=list)  # in KNOWN_EXCEPTIONS
     stale: list[str] = field(default_factory=list)  # exceptions that no longer offend
 
@@ -122,8 +118,6 @@ def check(root: Path, exceptions: frozenset[str] | None = None) -> Report:
         for found in offenders(root, path):
             if found.key in exceptions:
                 report.excepted.append(found)
-            elif in_tests(found.path) and not TEST_MODULES_ENFORCED:
-                report.tests.append(found)
             else:
                 report.failing.append(found)
     seen = {found.key for found in report.excepted}
@@ -133,11 +127,8 @@ def check(root: Path, exceptions: frozenset[str] | None = None) -> Report:
 
 def render(report: Report) -> str:
     lines = [str(found) for found in report.failing]
-    if report.tests:
-        lines.append(f"test modules over {MAX_MODULE_LINES} lines (listed only, TEST_MODULES_ENFORCED):")
-        lines += [f"  {found}" for found in report.tests]
     if report.excepted:
-        lines.append("allowed meanwhile (KNOWN_EXCEPTIONS, being split):")
+        lines.append("allowed for a while (KNOWN_EXCEPTIONS):")
         lines += [f"  {found}" for found in report.excepted]
     for key in report.stale:
         lines.append(f"KNOWN_EXCEPTIONS names {key}, which is no longer too long: remove it")

