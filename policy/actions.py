@@ -5,13 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from policy.limits import Limit, check_limits, parse_limits
 from policy.params import Param, parse_params
 from policy.rules import Rule, check_rules, parse_rules
 
 MAX_NAME_LENGTH = 200
 MAX_PARAMS = 100  # of each kind: wire.presentations reads at most this many executionParams
 MAX_RULES = 100
-_SPEC_KEYS = {"name", "description", "executionParams", "userParams", "rules"}
+_SPEC_KEYS = {"name", "description", "executionParams", "userParams", "rules", "limits"}
 
 
 @dataclass(frozen=True)
@@ -21,12 +22,13 @@ class ActionSpec:
     execution_params: list[Param] = field(default_factory=list)
     user_params: list[Param] = field(default_factory=list)
     rules: list[Rule] = field(default_factory=list)
+    limits: list[Limit] = field(default_factory=list)  # issue 31: use limits and budgets
 
 
 def parse_action_spec(raw: Any) -> tuple[ActionSpec | None, list[str]]:
-    """An ActionSpec from `{name, description?, executionParams?, userParams?, rules?}` (absent lists are
-    empty; unknown keys are errors). Returns None with the errors when anything is wrong. Publish-time
-    rule checks are `check_spec`."""
+    """An ActionSpec from `{name, description?, executionParams?, userParams?, rules?, limits?}`
+    (absent lists are empty; unknown keys are errors). Returns None with the errors when anything
+    is wrong. Publish-time rule checks are `check_spec`."""
     if not isinstance(raw, dict):
         return None, ["an action must be an object with name, executionParams, userParams and rules"]
     errors = [f"{key} is not a known field of an action" for key in sorted(set(raw) - _SPEC_KEYS, key=str)]
@@ -40,12 +42,18 @@ def parse_action_spec(raw: Any) -> tuple[ActionSpec | None, list[str]]:
     )
     user, user_errors = parse_params(raw.get("userParams"), where="userParams", allow_defaults=True)
     rules, rule_errors = parse_rules(raw.get("rules"), where="rules")
-    errors += execution_errors + user_errors + rule_errors
+    limits, limit_errors = parse_limits(raw.get("limits"), where="limits")
+    errors += execution_errors + user_errors + rule_errors + limit_errors
     if errors:
         return None, errors
     assert isinstance(name, str)
     spec = ActionSpec(
-        name=name, description=description, execution_params=execution, user_params=user, rules=rules
+        name=name,
+        description=description,
+        execution_params=execution,
+        user_params=user,
+        rules=rules,
+        limits=limits,
     )
     return spec, []
 
@@ -63,7 +71,11 @@ def check_spec(spec: ActionSpec) -> list[str]:
     ):
         if count > most:
             errors.append(f"{where} has {count} items, more than the {most} an action may have")
-    return errors or check_rules(spec.rules, spec.execution_params, spec.user_params)
+    if errors:
+        return errors
+    return check_limits(spec.limits, spec.execution_params, spec.user_params) + check_rules(
+        spec.rules, spec.execution_params, spec.user_params
+    )
 
 
 def canonical_content(spec: ActionSpec) -> dict[str, Any]:
@@ -75,4 +87,6 @@ def canonical_content(spec: ActionSpec) -> dict[str, Any]:
     content["executionParams"] = [p.as_json() for p in spec.execution_params]
     content["userParams"] = [p.as_json() for p in spec.user_params]
     content["rules"] = [r.as_json() for r in spec.rules]
+    if spec.limits:  # absent when none: the content (and digest) of a version without limits is unchanged
+        content["limits"] = [limit.as_json() for limit in spec.limits]
     return content

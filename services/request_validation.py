@@ -24,9 +24,11 @@ def _to_new_request(
     contacts: list[tuple[str, str, str | None]],
     pinned_actions: dict[int, dict[str, Any]],
     contact_hash: Callable[[str], str],
+    bounds: dict[int, list[dict[str, Any]]],
 ) -> store.NewRequest:
     """The request to store; ``pinned_actions`` replaces the ``action`` of POLICY credentials (by
-    position) with the pinned version and the filled userParams."""
+    position) with the pinned version and the filled userParams; ``bounds`` are their action's
+    limits resolved (by position)."""
     # the organization's DID is always authorized and listed first (CONTRACT 3): store the others once
     extra_dids = list(dict.fromkeys(d for d in body.authorizedDIDs if d != organization_did))
     return store.NewRequest(
@@ -44,6 +46,8 @@ def _to_new_request(
                 data=[d.model_dump() for d in c.data] if c.data else None,
                 valid_from=c.validFrom,
                 valid_until=c.validUntil,
+                max_executions=c.maxExecutions,
+                limits=bounds.get(i),
             )
             for i, c in enumerate(body.credentials)
         ],
@@ -55,23 +59,32 @@ def _to_new_request(
     )
 
 
-def _pin_actions(
-    ctx: Context, org_id: str, body: CreateRequestIn
-) -> tuple[dict[int, dict[str, Any]], list[str]]:
+Pinned = tuple[dict[int, dict[str, Any]], dict[int, list[dict[str, Any]]], list[str]]
+
+
+def _pin_actions(ctx: Context, org_id: str, body: CreateRequestIn) -> Pinned:
     """Each POLICY credential's action checked against the organization's newest published version
-    of it (CONTRACT 6); by credential position, with one message per problem."""
+    of it (CONTRACT 6), and that version's limits resolved from the userParams (issue 31); by
+    credential position, with one message per problem."""
     pinned: dict[int, dict[str, Any]] = {}
+    bounds: dict[int, list[dict[str, Any]]] = {}
     problems: list[str] = []
     for i, cred in enumerate(body.credentials):
         if cred.action is None:
             continue
+        where = f"credentials.{i}.action"
         pin, found = action_store.pin_for_request(
-            ctx.engine, org_id, cred.action.id, cred.action.userParams, where=f"credentials.{i}.action"
+            ctx.engine, org_id, cred.action.id, cred.action.userParams, where=where
         )
         problems += found
-        if pin is not None:
-            pinned[i] = pin
-    return pinned, problems
+        if pin is None:
+            continue
+        pinned[i] = pin
+        resolved, found = action_store.bounds_for_pin(ctx.engine, pin, where=where)
+        problems += found
+        if resolved is not None:
+            bounds[i] = resolved
+    return pinned, bounds, problems
 
 
 async def validated(ctx: Context, org_id: str, body: CreateRequestIn) -> store.NewRequest:
@@ -83,9 +96,10 @@ async def validated(ctx: Context, org_id: str, body: CreateRequestIn) -> store.N
         except BadOrigin as exc:
             problems.append(f"redirectUrl: {exc}")
     pinned: dict[int, dict[str, Any]] = {}
+    bounds: dict[int, list[dict[str, Any]]] = {}
     action_problems: list[str] = []
     if any(c.action is not None for c in body.credentials):
-        pinned, action_problems = await asyncio.to_thread(_pin_actions, ctx, org_id, body)
+        pinned, bounds, action_problems = await asyncio.to_thread(_pin_actions, ctx, org_id, body)
     if problems or action_problems:
         raise Invalid(problems + action_problems)
     return _to_new_request(
@@ -94,4 +108,5 @@ async def validated(ctx: Context, org_id: str, body: CreateRequestIn) -> store.N
         contacts,
         pinned,
         ctx.journey.contact_hash,
+        bounds,
     )

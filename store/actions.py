@@ -20,6 +20,7 @@ from sqlmodel import Session, col, func, select
 from core.ids import urn
 from core.kinds import ActionVersionStatus
 from policy.actions import ActionSpec, canonical_content, check_spec, parse_action_spec
+from policy.limits import resolve
 from policy.params import validate_values
 from store import audit
 from store.db import read_session, utcnow, write_session
@@ -441,6 +442,24 @@ def pin_for_request(
         return None, problems
     assert version.digest_sri is not None  # published
     return action_pin(action_id, version.id, version.digest_sri, filled), []
+
+
+def bounds_for_pin(
+    engine: Engine, pin: dict[str, Any], *, where: str
+) -> tuple[list[dict[str, Any]] | None, list[str]]:
+    """The pinned version's limits with each ``max`` read from the pin's userParams
+    (``policy.limits.Bound`` as JSON; None when the version has none), or one message per limit
+    whose user param does not hold a usable bound, each starting with ``where``."""
+    version = get_version(engine, pin["version"])
+    if version is None:
+        return None, [f"{where}.id: unknown action version"]
+    spec = spec_of(version)
+    if not spec.limits:
+        return None, []
+    bounds, problems = resolve(spec.limits, pin.get("userParams") or {})
+    if problems:
+        return None, [f"{where}.userParams: {p}" for p in problems]
+    return [b.as_json() for b in bounds], []
 
 
 def install_published(

@@ -63,6 +63,8 @@ class NewCredential:
     data: list[dict[str, Any]] | None = None
     valid_from: datetime | None = None
     valid_until: datetime | None = None
+    max_executions: int | None = None
+    limits: list[dict[str, Any]] | None = None  # the action's bounds (``policy.limits.Bound``)
 
 
 @dataclass(frozen=True)
@@ -283,6 +285,8 @@ def _new_credential(request_id: str, position: int, c: NewCredential) -> Credent
         data=c.data,
         valid_from=c.valid_from,
         valid_until=c.valid_until,
+        max_executions=c.max_executions,
+        limits=c.limits,
     )
 
 

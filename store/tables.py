@@ -163,6 +163,13 @@ class Credential(SQLModel, table=True):
     revoked_at: datetime | None = None
     revocation_reason: str | None = Field(default=None, max_length=500)
     revocation_receipt: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    # use limits (issue 31, migration 0018): the request's maxExecutions; the action's limits with
+    # their max resolved from the request's userParams (``policy.limits.Bound``, signed into the
+    # mandate at issuance); and what the allowed verifications used, per bound and period
+    # (``policy.limits.Usage``), written in the transaction that records each verification
+    max_executions: int | None = None
+    limits: list[dict[str, Any]] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    usage: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
 
 
 class Decision(SQLModel, table=True):

@@ -15,6 +15,7 @@ from pydantic import (
     Field,
     PlainSerializer,
     StrictBool,
+    StrictInt,
     ValidationInfo,
     WithJsonSchema,
     field_validator,
@@ -126,6 +127,7 @@ MAX_ITEM_VALUE = 5_000
 MAX_DOCUMENT_TEXT = 20_000  # labels and values of all items together
 MAX_ITEM_FIELDS = 50
 MAX_PARAM_NAME = 100
+MAX_EXECUTIONS = 1_000_000_000  # maxExecutions: a count, not a number of any size
 
 
 def _param_names(value: dict[str, Any]) -> dict[str, Any]:
@@ -179,6 +181,21 @@ class CredentialIn(Strict):
     data: Annotated[list[DataItem], Field(min_length=1, max_length=MAX_DOCUMENT_ITEMS)] | None = None
     validFrom: AwareDatetime | None = None
     validUntil: AwareDatetime | None = None
+    maxExecutions: Annotated[StrictInt, Field(ge=1, le=MAX_EXECUTIONS)] | None = Field(
+        default=None,
+        description=(
+            "POLICY: the most times the mandate may be used, one use being one allowed verification; "
+            "after the last use it is revoked by itself (reason `exhausted`). Omitted: unlimited."
+        ),
+    )
+
+    @field_validator("maxExecutions", mode="before")
+    @classmethod
+    def _whole(cls, value: Any) -> Any:
+        """A whole number: 5 or 5.0 (JSON does not tell them apart), never true, "5" or 5.5."""
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        return value
 
     @field_validator("tags", mode="before")
     @classmethod
@@ -195,6 +212,8 @@ class CredentialIn(Strict):
             raise ValueError("a DOCUMENT credential needs data [{label, type, value, hidden}]")
         if self.type == "DOCUMENT" and self.action is not None:
             raise ValueError("a DOCUMENT credential takes data, not action")
+        if self.type == "DOCUMENT" and self.maxExecutions is not None:
+            raise ValueError("maxExecutions bounds a mandate's uses: a DOCUMENT credential has none")
         text = sum(len(item.label) + len(item.value) for item in self.data or ())
         if text > MAX_DOCUMENT_TEXT:
             raise ValueError(
