@@ -36,8 +36,9 @@ MAX_LIMITS = 20
 MAX_NUMBER = 10**15  # a bound or a sum's step beyond this is no budget anyone means
 NUMERIC = ("number", "integer")
 USER_REF_RE = re.compile(r"^userParams\.([a-zA-Z_][a-zA-Z0-9_]*)$")
-_KEYS = {"name", "kind", "max", "param", "period", "description"}
+_KEYS = {"name", "kind", "max", "param", "period", "unit", "description"}
 _MAX_DESCRIPTION = 500
+UNIT_RE = re.compile(r"^[^\x00-\x1f\x7f-\x9f\u2028\u2029]{1,16}$")  # "EUR", "kWh": one short line
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class Limit:
     max: int | float | str  # a number, or "userParams.<name>"
     param: str | None = None  # ``sum``: the execution param summed
     period: str | None = None  # a key of PERIODS; None: the mandate's life
+    unit: str | None = None  # ``sum``: what the amounts count ("EUR"), shown beside them
     description: str | None = None
 
     @property
@@ -63,6 +65,8 @@ class Limit:
             out["param"] = self.param
         if self.period is not None:
             out["period"] = self.period
+        if self.unit is not None:
+            out["unit"] = self.unit
         if self.description is not None:
             out["description"] = self.description
         return out
@@ -76,6 +80,11 @@ def _limit_problems(raw: dict[str, Any], at: str) -> list[str]:
     problems = [f"{at}.{key} is not a known field of a limit" for key in sorted(set(raw) - _KEYS, key=str)]
     name, kind, most = raw.get("name"), raw.get("kind"), raw.get("max")
     param, period, description = raw.get("param"), raw.get("period"), raw.get("description")
+    unit = raw.get("unit")
+    if unit is not None and not (isinstance(unit, str) and UNIT_RE.match(unit) and unit.strip() == unit):
+        problems.append(f"{at}.unit must be one line of 1 to 16 characters (EUR, kWh)")
+    if unit is not None and kind != "sum":
+        problems.append(f"{at}.unit is only for a sum limit (a count has no unit)")
     if not isinstance(name, str) or not NAME_RE.match(name) or len(name) > 100:
         problems.append(f"{at}.name must be an identifier (letters, digits, _) of at most 100 characters")
     elif name == MAX_EXECUTIONS:
@@ -135,6 +144,7 @@ def parse_limits(raw: Any, *, where: str = "limits") -> tuple[list[Limit], list[
                 item["max"],
                 item.get("param"),
                 item.get("period"),
+                item.get("unit"),
                 item.get("description"),
             )
         )
@@ -179,6 +189,7 @@ class Bound:
     max: int | float
     param: str | None = None
     period: str | None = None
+    unit: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "kind": self.kind, "max": self.max}
@@ -186,6 +197,8 @@ class Bound:
             out["param"] = self.param
         if self.period is not None:
             out["period"] = self.period
+        if self.unit is not None:
+            out["unit"] = self.unit
         return out
 
     @property
@@ -212,7 +225,7 @@ def resolve(limits: Iterable[Limit], user_values: Mapping[str, Any]) -> tuple[li
                 continue
             if isinstance(most, float) and most.is_integer() and limit.kind != "sum":
                 most = int(most)
-        bounds.append(Bound(limit.name, limit.kind, most, limit.param, limit.period))
+        bounds.append(Bound(limit.name, limit.kind, most, limit.param, limit.period, limit.unit))
     return bounds, errors
 
 
@@ -234,12 +247,14 @@ def signed_bounds(mandate: Mapping[str, Any]) -> list[Bound] | None:
         for item in raw:
             if not isinstance(item, Mapping) or not _number(item.get("max")) or item.get("kind") not in KINDS:
                 return None
-            name, param, period = item.get("name"), item.get("param"), item.get("period")
+            name, param, period, unit = (item.get(k) for k in ("name", "param", "period", "unit"))
             if not isinstance(name, str) or (period is not None and period not in PERIODS):
                 return None
             if item["kind"] == "sum" and not isinstance(param, str):
                 return None
-            bounds.append(Bound(name, item["kind"], item["max"], param, period))
+            bounds.append(
+                Bound(name, item["kind"], item["max"], param, period, unit if isinstance(unit, str) else None)
+            )
     most = mandate.get(MAX_EXECUTIONS)
     if most is not None:
         if not isinstance(most, int) or isinstance(most, bool) or most < 1:
