@@ -25,7 +25,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal, InvalidOperation
-from typing import Any
+from typing import Any, TypeGuard
 
 from policy.params import NAME_RE, Param
 
@@ -72,7 +72,7 @@ class Limit:
         return out
 
 
-def _number(value: Any) -> bool:
+def _number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool) and value == value
 
 
@@ -289,7 +289,7 @@ def window(period: str | None, now: datetime) -> tuple[str, datetime | None]:
 Usage = dict[str, dict[str, str]]  # per bound: {"p": period key, "u": used, a decimal as text}
 
 
-def _decimal(value: Any) -> Decimal:
+def decimal(value: Any) -> Decimal:
     try:
         return Decimal(str(value))
     except (InvalidOperation, ValueError):
@@ -315,16 +315,16 @@ class Use:
 
     @property
     def fits(self) -> bool:
-        return self.problem is None and self.used + self.amount <= _decimal(self.bound.max)
+        return self.problem is None and self.used + self.amount <= decimal(self.bound.max)
 
     @property
     def remaining(self) -> Decimal:
-        return max(Decimal(0), _decimal(self.bound.max) - self.used)
+        return max(Decimal(0), decimal(self.bound.max) - self.used)
 
     def evaluation(self, *, allowed: bool) -> dict[str, Any]:
         """As a verification reports it: after this use when ``allowed``, else as it stands."""
         used = self.used + self.amount if allowed else self.used
-        remaining = max(Decimal(0), _decimal(self.bound.max) - used)
+        remaining = max(Decimal(0), decimal(self.bound.max) - used)
         out: dict[str, Any] = {
             "name": self.bound.name,
             "kind": self.bound.kind,
@@ -353,7 +353,7 @@ def used_now(
     """The bound's period now, when it ends, and what was used in it."""
     key, resets = window(bound.period, now)
     held = (usage or {}).get(bound.name)
-    used = _decimal(held.get("u", 0)) if isinstance(held, Mapping) and held.get("p") == key else Decimal(0)
+    used = decimal(held.get("u", 0)) if isinstance(held, Mapping) and held.get("p") == key else Decimal(0)
     return key, resets, used
 
 
@@ -375,7 +375,7 @@ def assess(
             elif value < 0:
                 problem, amount = f"executionParams.{bound.param} is negative", Decimal(0)
             else:
-                amount = _decimal(value)
+                amount = decimal(value)
         else:
             amount = Decimal(1)
         uses.append(Use(bound, key, resets, used, amount, problem))
@@ -393,7 +393,7 @@ def spent(usage: Mapping[str, Any] | None, uses: Iterable[Use]) -> Usage:
 def exhausted(uses: Iterable[Use]) -> bool:
     """Whether an allowed verification with ``uses`` spent an executions bound: the mandate can
     never be used again."""
-    return any(u.bound.counts_uses and u.used + u.amount >= _decimal(u.bound.max) for u in uses)
+    return any(u.bound.counts_uses and u.used + u.amount >= decimal(u.bound.max) for u in uses)
 
 
 def executions_remaining(
@@ -401,7 +401,7 @@ def executions_remaining(
 ) -> int | None:
     """The uses left under the mandate's executions bounds (the smallest); None for none."""
     left = [
-        int(max(Decimal(0), _decimal(b.max) - used_now(b, usage, now)[2])) for b in bounds if b.counts_uses
+        int(max(Decimal(0), decimal(b.max) - used_now(b, usage, now)[2])) for b in bounds if b.counts_uses
     ]
     return min(left) if left else None
 
@@ -415,6 +415,6 @@ def usage_fields(
         used = used_now(bound, usage, now)[2]
         out[bound.name] = {
             "used": as_number(used),
-            "remaining": as_number(max(Decimal(0), _decimal(bound.max) - used)),
+            "remaining": as_number(max(Decimal(0), decimal(bound.max) - used)),
         }
     return out

@@ -343,6 +343,8 @@ def _signed(settings: Settings, key: Ed25519KeyPair, now: datetime, draft: Draft
             action=cred.action,
             evidences=evidences,
             credential_status=status,
+            limits=cred.limits,
+            max_executions=cred.max_executions,
         )
     return Signed(mandate_id, w3c, document)
 

@@ -4,7 +4,7 @@ receipt, the message of each denial reason, and the ``Verdict`` once the verific
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -13,12 +13,15 @@ from core.observe import events
 from core.settings import Settings
 from services.access import SIGNATURE_USED
 from services.errors import Replayed
+from store.limit_use import EXHAUSTED
 from store.verifications import ALLOW, DENY, Outcome, Pending
+from trust import credentials as vc
 from trust import receipts
 from trust.context import context_url
 from trust.keys import Ed25519KeyPair
 from workflows.ids import request_workflow_id
 
+REVOKE_ACTION = "REVOKE"  # the document form's item (services.mandates)
 MESSAGES = {
     "vp_proof_invalid": "The presentation or its proof is malformed",
     "vp_signature_invalid": "The presentation's signature does not verify",
@@ -34,6 +37,7 @@ MESSAGES = {
     "execution_params_invalid": "executionParams do not match the action",
     "rule_failed": "The action's rules deny this execution",
     "rule_limit_exceeded": "The action's rules took more steps than one verification may take",
+    "limit_exceeded": "A use limit of the mandate has no room for this execution",
 }
 
 
@@ -47,6 +51,7 @@ class Verdict:
     receipt: dict[str, Any]
     reason: str | None = None
     message: str = ""
+    limits: list[dict[str, Any]] = field(default_factory=list)  # each use limit (issue 31)
 
 
 def signed_receipt(
@@ -65,7 +70,31 @@ def signed_receipt(
         reason=out.reason,
         verifier=verifier_did,
         evaluations=out.evaluations,
+        limits=out.limits,
     )
+
+
+def exhaustion_signer(
+    key: Ed25519KeyPair,
+    settings: Settings,
+    mandate_id: str,
+    request_id: str,
+    document: dict[str, Any],
+    now: datetime,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The ``MANDATE_REVOKED`` receipt (reason ``exhausted``) of a mandate whose last use was just
+    spent, and its document form with the REVOKE item (``store.limit_use.revoke``)."""
+    receipt = receipts.receipt(
+        key=key,
+        context_url=context_url(settings.public_url),
+        receipt_id=urn("receipt"),
+        type=receipts.MANDATE_REVOKED,
+        timestamp=now,
+        credential_id=mandate_id,
+        request_id=request_id,
+        reason=EXHAUSTED,
+    )
+    return receipt, vc.add_document_action(document, key, REVOKE_ACTION, now)
 
 
 def verdict(pending: Pending) -> Verdict:
@@ -95,4 +124,5 @@ def verdict(pending: Pending) -> Verdict:
         pending.receipt,
         out.reason,
         message,
+        out.limits,
     )

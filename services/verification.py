@@ -56,15 +56,16 @@ from core.actors import Actor
 from core.kinds import CredentialStatus
 from core.secretbox import SecretCipher
 from core.settings import Settings
-from policy import ActionSpec, validate_values
+from policy import ActionSpec, limits, validate_values
 from policy.cost import RULE_BUDGET
 from policy.jobs import RulesJob
 from policy.rules import RulesRun
 from services.context import Context
 from services.verdicts import MESSAGES as MESSAGES
 from services.verdicts import Verdict as Verdict
-from services.verdicts import signed_receipt, verdict
+from services.verdicts import exhaustion_signer, signed_receipt, verdict
 from store import actions as action_store
+from store import limit_use
 from store.db import WouldBlock, database_allowed, on_the_loop, run_db, utcnow
 from store.guards import SignatureUse
 from store.keys import did_resolver, service_key
@@ -166,6 +167,10 @@ def _check(
     spec = _pinned_spec(engine, pin.get("version")) if pin is not None else None
     if credential.get("issuer") != web_service_did(settings.public_url) or (pin is not None and spec is None):
         return out.deny("credential_not_found"), None
+    bounds = _bounds(credential)
+    if bounds is None:
+        return out.deny("credential_not_found"), None
+    out.bounds, out.credential_row, out.held_usage = bounds, row.credential_row, row.usage
     reason = vc.validity_error(credential, now) or ("expired" if _vp_expired(_proof(vp), row, now) else None)
     if reason is not None:
         return out.deny(reason), None
@@ -196,6 +201,7 @@ def _apply_action(
     )
     if problems:
         return out.deny("execution_params_invalid", "; ".join(problems)), None
+    out.values = values
     if spec is None or pin is None or not spec.rules:
         return out, None
     job = RulesJob(
@@ -209,6 +215,31 @@ def _apply_action(
         RULE_BUDGET,
     )
     return out, job
+
+
+def _bounds(credential: Mapping[str, Any]) -> list[limits.Bound] | None:
+    """The use limits the signed mandate carries (none for most); None when malformed."""
+    subject = credential.get("credentialSubject")
+    mandate = subject.get("mandate") if isinstance(subject, Mapping) else None
+    if not isinstance(mandate, Mapping):
+        return []
+    if "limits" not in mandate and "maxExecutions" not in mandate:
+        return []
+    return limits.signed_bounds(mandate)
+
+
+def _apply_limits(out: Outcome, now: datetime) -> Outcome:
+    """Step 10 (issue 31), after the rules: every use limit has room for this verification, as the
+    row was read; ``store.limit_use`` counts it again on the locked row when it is written."""
+    if out.reason is not None or not out.bounds:
+        return out
+    uses = limits.assess(out.bounds, out.held_usage, out.values, now)
+    if all(u.fits for u in uses):
+        out.limits = limit_use.allowed(uses).limits
+        return out
+    counted = limit_use.denial(uses)
+    out.limits = counted.limits
+    return out.deny("limit_exceeded", counted.detail)
 
 
 def _apply_run(out: Outcome, run: RulesRun) -> Outcome:
@@ -267,6 +298,7 @@ def conclude(
     out, now = assessed.out, assessed.now
     if run is not None:
         _apply_run(out, run)
+    _apply_limits(out, now)
     verifier_did = web_organization_did(settings.public_url, verifier_org_id)
     # the key is fetched before the write transaction: never a second connection inside it
     key = service_key(engine, cipher, settings)
@@ -275,6 +307,8 @@ def conclude(
     pending = Pending(
         out, receipt, sign, key, verifier_org_id, presentation, execution_params, now, str(actor), signature
     )
+    if out.bounds:
+        pending.sign_revocation = partial(exhaustion_signer, key, settings)
     pending.draft()  # its row and audit record encoded here, not in the write
     return pending
 

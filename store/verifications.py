@@ -21,7 +21,8 @@ from typing import Any
 
 from sqlalchemy import Engine, bindparam, func, select, update
 
-from store import audit, guards
+from policy.limits import Bound, Use
+from store import audit, guards, limit_use
 from store.db import write_connection
 from store.prepared import LoopReads, Prepared, pipeline
 from store.tables import Credential, Presentation, Verification
@@ -42,6 +43,8 @@ LOAD = Prepared(
         _C.c.status,
         _C.c.revoked_at,
         _C.c.request_id,
+        _C.c.id.label("credential_row"),
+        _C.c.usage,
     )
     .join_from(_P, _C, _C.c.id == _P.c.credential_id)
     .where(_P.c.id == bindparam("presentation_id"))
@@ -67,6 +70,15 @@ class Outcome:
     reason: str | None = None
     detail: str | None = None
     evaluations: list[dict[str, Any]] = field(default_factory=list)
+    # use limits (issue 31, ``store.limit_use``): the credential's row, the mandate's signed bounds,
+    # the checked executionParams, each bound's use as decided, and as reported (``Use.evaluation``)
+    credential_row: str | None = None
+    bounds: list[Bound] = field(default_factory=list)
+    values: dict[str, Any] = field(default_factory=dict)
+    uses: list[Use] = field(default_factory=list)
+    limits: list[dict[str, Any]] = field(default_factory=list)
+    exhausted: bool = False  # this allowed use spent an executions bound: the mandate is revoked
+    held_usage: dict[str, Any] | None = None  # the row's usage when read, before the write
 
     def deny(self, reason: str, detail: str | None = None) -> Outcome:
         self.reason, self.detail = reason, detail
@@ -119,11 +131,17 @@ class Pending:
     signature: guards.SignatureUse | None = None
     replayed: bool = False
     failed: Exception | None = None  # its own transaction failed: nothing of it written
+    sign_revocation: limit_use.RevocationSigner | None = None
+    revocation: limit_use.Revocation | None = None  # the mandate revoked by its last use
 
     def __post_init__(self) -> None:
         self._drafts: tuple[dict[str, Any], audit.Draft] | None = None
         self._decided_drafts: tuple[dict[str, Any], audit.Draft] | None = None
-        self._decided = (replace(self.out, evaluations=list(self.out.evaluations)), self.receipt)
+        self._decided = (self._copy(self.out), self.receipt)
+
+    @staticmethod
+    def _copy(out: Outcome) -> Outcome:
+        return replace(out, evaluations=list(out.evaluations), limits=list(out.limits))
 
     def draft(self) -> None:
         """Its verification row and audit record drafted as decided, before the write (on the
@@ -134,12 +152,9 @@ class Pending:
     def _undo(self) -> None:
         """Back to what was decided, after a write that was rolled back."""
         out, receipt = self._decided
-        self.out, self.receipt, self.replayed = (
-            replace(out, evaluations=list(out.evaluations)),
-            receipt,
-            False,
-        )
+        self.out, self.receipt, self.replayed = self._copy(out), receipt, False
         self._drafts = self._decided_drafts
+        self.revocation = None
 
     # the steps of its write, run by ``_write_together`` in its transaction; the receipt was
     # signed before it, and is signed again only when another verification won the VP
@@ -147,8 +162,21 @@ class Pending:
     def _used_up(self, won: bool) -> None:
         """The VP's single-use UPDATE changed its row (``won``) or found it used."""
         if not won and self.out.at_single_use:
-            self.out.evaluations = []
+            self.out.evaluations, self.out.limits = [], []
             self.receipt = self.sign(self.out.deny("vp_already_used"))
+            self._drafts = None
+
+    def _counted(self, outcome: limit_use.Counted) -> None:
+        """Its use limits as the locked row has them (``store.limit_use``): the outcome and receipt
+        again when they differ from what was decided before the write."""
+        out = self.out
+        if outcome.reason is not None:
+            out.evaluations = out.evaluations if outcome.reason == "limit_exceeded" else []
+            out.deny(outcome.reason, outcome.detail)
+        out.uses, out.exhausted = outcome.uses, outcome.exhausted
+        if outcome.limits != out.limits or outcome.reason is not None:
+            out.limits = outcome.limits
+            self.receipt = self.sign(out)
             self._drafts = None
 
     def _drafts_now(self) -> tuple[dict[str, Any], audit.Draft]:
@@ -182,6 +210,7 @@ class Pending:
                     "presentation": dict(self.presentation),
                     "executionParams": self.execution_params,
                     "evaluations": out.evaluations,
+                    **({"limits": out.limits} if out.limits else {}),
                     "reason": out.reason,
                     "receipt": receipt,
                 },
@@ -237,6 +266,24 @@ def _write_together(engine: Engine, batch: list[Pending], *, step_by_step: bool 
             used = use_up(consuming)
         for pending, result in zip(consuming, used, strict=True):
             pending._used_up(result.first() is not None)
+        # use limits (issue 31): the rows of the mandates with bounds locked in id order, after the
+        # presentations and before the chains' heads; each allowed use counted, in batch order
+        limited = [p for p in written if p.out.bounds and p.out.reason is None]
+        if limited:
+            counts = limit_use.count(
+                conn,
+                [
+                    limit_use.Item(p.out.credential_row or "", p.out.bounds, p.out.values, p.now)
+                    for p in limited
+                ],
+            )
+            for pending, counted in zip(limited, counts, strict=True):
+                pending._counted(counted)
+            for pending in limited:
+                if pending.out.exhausted and pending.sign_revocation is not None:
+                    at = pending.now.replace(microsecond=0)  # revokedAt, receipt and proof: one instant
+                    credential_row = pending.out.credential_row or ""
+                    pending.revocation = limit_use.revoke(conn, credential_row, at, pending.sign_revocation)
         # all but the chain's place and the signature made before the heads are locked: a chain's
         # head is held for as short as can be, since every write of its organization waits for it
         drafts = []
@@ -244,8 +291,11 @@ def _write_together(engine: Engine, batch: list[Pending], *, step_by_step: bool 
             row, record = pending._drafts_now()
             RECORD.send(conn, row)
             drafts.append((pending.key, record))
+            if pending.revocation is not None:
+                drafts.append((pending.key, pending.revocation.record))
+        revoked = [p.revocation.organization_id for p in written if p.revocation is not None]
         chains = audit.Chains(conn)
-        chains.lock(p.verifier_org_id for p in written)  # read: the rows sent go with it, one round trip
+        chains.lock([*(p.verifier_org_id for p in written), *revoked])  # read: the rows sent go with it
         for key, record in drafts:
             chains.add(key, record)
         chains.write()

@@ -71,6 +71,8 @@ _TERMS: dict[str, Any] = {
     "action": _ref("action"),
     "version": _ref("version"),
     "userParams": _json("userParams"),
+    "maxExecutions": {"@id": _iri("maxExecutions"), "@type": "http://www.w3.org/2001/XMLSchema#integer"},
+    "limits": _json("limits"),
     "evidences": _ref("evidences"),
     "location": _ref("location"),
     "proofs": _PROOF | {"@id": _iri("proofs")},

@@ -157,9 +157,12 @@ def mandate_credential(
     action: Mapping[str, Any] | None = None,
     evidences: Sequence[Mapping[str, str]] = (),
     credential_status: Mapping[str, Any] | None = None,
+    limits: Sequence[Mapping[str, Any]] | None = None,
+    max_executions: int | None = None,
 ) -> dict[str, Any]:
     """The signed mandate, in the mandate form (signatures under ``proofs``); ``credential_status``
-    is its W3C status entry (a BitstringStatusListEntry) when given."""
+    is its W3C status entry (a BitstringStatusListEntry) when given; ``limits`` (the action's use
+    limits, each ``max`` resolved) and ``max_executions`` (the request's) when it has them."""
     mandate: dict[str, Any] = {
         "grantor": list(grantors),
         "scope": scope,
@@ -167,6 +170,10 @@ def mandate_credential(
     }
     if action is not None:
         mandate["action"] = dict(action)
+    if limits:
+        mandate["limits"] = [dict(limit) for limit in limits]
+    if max_executions is not None:
+        mandate["maxExecutions"] = max_executions
     credential: dict[str, Any] = {
         "@context": contexts(context_url),
         "id": credential_id,

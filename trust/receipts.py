@@ -43,8 +43,10 @@ def receipt(
     reason: str | None = None,
     verifier: str | None = None,
     evaluations: Sequence[Mapping[str, Any]] | None = None,
+    limits: Sequence[Mapping[str, Any]] | None = None,
 ) -> dict[str, Any]:
-    """A signed receipt of ``type`` (one of RECEIPT_TYPES)."""
+    """A signed receipt of ``type`` (one of RECEIPT_TYPES); ``limits``, a verification's use
+    limits (issue 31), are signed as they are (each limit's room after an allowed use)."""
     if type not in RECEIPT_TYPES:
         raise ValueError(f"unknown receipt type {type!r}")
     body: dict[str, Any] = {
@@ -61,6 +63,7 @@ def receipt(
         "reason": reason,
         "verifier": verifier,
         "evaluationsDigest": None if evaluations is None else digest_sri(list(evaluations)),
+        "limits": [dict(limit) for limit in limits] if limits else None,
     }
     body.update({name: value for name, value in optional.items() if value is not None})
     return sign_document(body, key, proof_purpose=ASSERTION_METHOD, created=timestamp)

@@ -8,7 +8,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 from pydantic.json_schema import SkipJsonSchema
 
 from core.kinds import CredentialStatus
-from wire.models import Strict, Timestamp
+from wire.models import LimitUse, Strict, Timestamp
 from wire.signed import DocumentItemJson, PinnedAction, SignedDocument, SignedDocumentProof, SignedReceipt
 from wire.texts import one_line_text
 
@@ -83,6 +83,17 @@ class CredentialEntityOut(BaseModel):
     revokedAt: Timestamp | None
     revocationReason: str | None
     revocationReceipt: SignedReceipt | None = Field(description="The MANDATE_REVOKED receipt once revoked")
+    maxExecutions: int | None = Field(default=None, description="POLICY: the request's bound on uses")
+    executionsRemaining: int | None = Field(
+        default=None,
+        description=(
+            "Uses left under maxExecutions and the action's executions limits (the smaller): null "
+            "when unlimited, 0 when spent (the mandate then revoked itself, reason `exhausted`)"
+        ),
+    )
+    limits: list[LimitUse] = Field(
+        default_factory=list, description="Each use limit with its use in the current period (UTC)"
+    )
 
 
 class CredentialDetailOut(BaseModel):

@@ -307,6 +307,26 @@ class DecisionOut(BaseModel):
     decidedAt: Timestamp
 
 
+class LimitUse(BaseModel):
+    """A use limit of a mandate and its use in the current period (issue 31)."""
+
+    name: str = Field(description="The action's limit name, or `maxExecutions` for the request's bound")
+    kind: Literal["executions", "sum", "rate"]
+    max: float
+    used: float = Field(description="Used in the current period (or the mandate's life)")
+    remaining: float
+    param: str | SkipJsonSchema[None] = Field(default=None, description="A sum's execution param")
+    period: Literal["P1D", "P1W", "P1M"] | SkipJsonSchema[None] = Field(
+        default=None, description="A UTC calendar day, ISO week or month; absent: the mandate's life"
+    )
+    unit: str | SkipJsonSchema[None] = Field(default=None, description="A sum's unit")
+    resetsAt: str | SkipJsonSchema[None] = Field(
+        default=None,
+        description="When the current period ends (UTC)",
+        json_schema_extra={"format": "date-time"},
+    )
+
+
 class CredentialOut(BaseModel):
     id: str = Field(description="The mandate URN once issued, else the credential id")
     resourceType: Literal["POLICY", "DOCUMENT"]
@@ -324,6 +344,17 @@ class CredentialOut(BaseModel):
     data: list[DocumentItemJson] | None = Field(description="DOCUMENT: its items")
     validFrom: Timestamp | None
     validUntil: Timestamp | None
+    maxExecutions: int | None = Field(default=None, description="POLICY: the request's bound on uses")
+    executionsRemaining: int | None = Field(
+        default=None,
+        description=(
+            "Uses left under maxExecutions and the action's executions limits (the smaller): null "
+            "when unlimited, 0 when spent (the mandate then revoked itself)"
+        ),
+    )
+    limits: list[LimitUse] = Field(
+        default_factory=list, description="Each use limit with its use in the current period"
+    )
 
 
 class RequestOut(BaseModel):

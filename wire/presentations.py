@@ -131,13 +131,37 @@ DenyReason = Literal[
     "execution_params_invalid",
     "rule_failed",
     "rule_limit_exceeded",
+    "limit_exceeded",
 ]  # CONTRACT 5, in the order verify checks them (services.verification.MESSAGES)
+
+
+class LimitUseOut(BaseModel):
+    """One use limit of the mandate as this verification found it (issue 31): after this use on an
+    allow, as it stands (nothing used) on a deny."""
+
+    name: str = Field(description="The limit's name; `maxExecutions` for the request's own bound")
+    kind: Literal["executions", "sum", "rate"]
+    max: float = Field(description="The bound, as signed into the mandate")
+    used: float = Field(description="Used in the current period (life, day, week or month)")
+    remaining: float = Field(description="Room left in the current period")
+    amount: float = Field(description="What this verification counts: 1, or the summed param's value")
+    result: Literal["pass", "fail"]
+    param: str | SkipJsonSchema[None] = Field(default=None, description="A sum's execution param")
+    period: Literal["P1D", "P1W", "P1M"] | SkipJsonSchema[None] = Field(
+        default=None, description="UTC calendar day, ISO week or month; absent: the mandate's life"
+    )
+    unit: str | SkipJsonSchema[None] = Field(default=None, description="A sum's unit, as declared")
+    resetsAt: str | SkipJsonSchema[None] = Field(default=None, description="When the period ends (UTC)")
+    reason: str | SkipJsonSchema[None] = Field(default=None, description="Why it does not fit")
 
 
 class VerifyAllowed(BaseModel):
     decision: Literal["allow"]
     credentialId: str = Field(description="The verified mandate's URN")
     evaluations: list[EvaluationOut] = Field(description="One per rule of the pinned action version")
+    limits: list[LimitUseOut] = Field(
+        default_factory=list, description="Each use limit of the mandate with its room after this use"
+    )
     receipt: SignedReceipt = Field(description="The signed VERIFICATION_APPROVED receipt")
 
 
@@ -146,4 +170,8 @@ class VerifyDenied(ErrorOut):
     reason: DenyReason
     credentialId: str = Field(description="The mandate's URN, or empty when the VP names none")
     evaluations: list[EvaluationOut] = Field(description="Empty when the denial came before the rules")
+    limits: list[LimitUseOut] = Field(
+        default_factory=list,
+        description="With `limit_exceeded`: each use limit, the one that has no room marked `fail`",
+    )
     receipt: SignedReceipt = Field(description="The signed VERIFICATION_DENIED receipt")

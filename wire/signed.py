@@ -138,11 +138,31 @@ class MandateContext(_Signed):
     authorizedDIDs: list[Did] = Field(description="Who may obtain a VP: the organization's DID first")
 
 
+class SignedLimit(_Signed):
+    """A use limit of the mandate (issue 31): the action's, its ``max`` read from the request."""
+
+    name: str
+    kind: Literal["executions", "sum", "rate"]
+    max: float = Field(description="At most this many uses, or this sum of `param`")
+    param: str | SkipJsonSchema[None] = Field(default=None, description="A sum's execution param")
+    period: Literal["P1D", "P1W", "P1M"] | SkipJsonSchema[None] = Field(
+        default=None, description="A UTC calendar day, ISO week or month; absent: the mandate's life"
+    )
+    unit: str | SkipJsonSchema[None] = Field(default=None, description="A sum's unit (EUR)")
+
+
 class Mandate(_Signed):
     grantor: list[Did] = Field(description="The subjects who accepted")
     scope: str
     context: MandateContext
     action: ActionPin | SkipJsonSchema[None] = None
+    limits: list[SignedLimit] | SkipJsonSchema[None] = Field(
+        default=None, description="The action version's use limits, when it has any"
+    )
+    maxExecutions: int | SkipJsonSchema[None] = Field(
+        default=None,
+        description="The request's bound on allowed verifications; absent: unlimited",
+    )
 
 
 class MandateSubject(_Signed):

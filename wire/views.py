@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from core.settings import Settings
 from store.requests import RequestBundle
 from store.tables import Credential, Subject
 from trust.did import web_organization_did, web_subject_did
+from wire.limit_views import executions_remaining, limit_uses
 from wire.models import (
     ContactOut,
     CredentialListItem,
     CredentialOut,
     DecisionOut,
+    LimitUse,
     RequestListItem,
     RequestOut,
     SubjectListItem,
@@ -32,7 +36,7 @@ def _subject(settings: Settings, subject: Subject, internal_id: str | None) -> S
     )
 
 
-def _credential(bundle: RequestBundle, cred: Credential) -> CredentialOut:
+def _credential(bundle: RequestBundle, cred: Credential, now: datetime) -> CredentialOut:
     return CredentialOut(
         id=cred.mandate_id or cred.id,
         resourceType=cred.resource_type,
@@ -47,6 +51,9 @@ def _credential(bundle: RequestBundle, cred: Credential) -> CredentialOut:
         data=cred.data,
         validFrom=cred.valid_from,
         validUntil=cred.valid_until,
+        maxExecutions=cred.max_executions,
+        executionsRemaining=executions_remaining(cred, now),
+        limits=[LimitUse(**use) for use in limit_uses(cred, now)],
         decisions=[
             DecisionOut(id=d.id, contact=s.contact, accepted=d.accepted, decidedAt=d.decided_at)
             for d, s in bundle.decisions.get(cred.id, [])
@@ -55,13 +62,13 @@ def _credential(bundle: RequestBundle, cred: Credential) -> CredentialOut:
 
 
 def request_out(settings: Settings, bundle: RequestBundle) -> RequestOut:
-    req = bundle.request
+    req, now = bundle.request, datetime.now(UTC)
     return RequestOut(
         id=req.id,
         securityLevel=req.security_level,
         createdAt=req.created_at,
         subjects=[_subject(settings, s, link.internal_id) for link, s in bundle.subjects],
-        credentials=[_credential(bundle, c) for c in bundle.credentials],
+        credentials=[_credential(bundle, c, now) for c in bundle.credentials],
         name=req.name,
         language=req.language,
         redirectUrl=req.redirect_url,

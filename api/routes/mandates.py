@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import uuid
+from datetime import UTC, datetime
 from functools import partial
 from typing import Annotated, Any
 
@@ -34,6 +35,7 @@ from services.audit import document_of
 from services.mandates import CredentialRecord
 from trust.did import web_organization_did, web_service_did
 from wire import patterns
+from wire.limit_views import executions_remaining, limit_uses
 from wire.mandates import (
     CredentialDetailOut,
     CredentialEntityOut,
@@ -43,7 +45,7 @@ from wire.mandates import (
     RevokeIn,
     RevokeOut,
 )
-from wire.models import QueryBool
+from wire.models import LimitUse, QueryBool
 from wire.signed import StatusListCredential
 
 router = APIRouter(tags=["credentials"], route_class=VersionedRoute)
@@ -90,7 +92,7 @@ async def revoke_mandate_alias(
 
 
 def entity_of(record: CredentialRecord) -> CredentialEntityOut:
-    cred = record.credential
+    cred, now = record.credential, datetime.now(UTC)
     document = cred.document_credential
     signed_data = (document or {}).get("credentialSubject", {}).get("data")
     if document is not None:
@@ -118,6 +120,9 @@ def entity_of(record: CredentialRecord) -> CredentialEntityOut:
         revokedAt=cred.revoked_at,
         revocationReason=cred.revocation_reason,
         revocationReceipt=cred.revocation_receipt,
+        maxExecutions=cred.max_executions,
+        executionsRemaining=executions_remaining(cred, now),
+        limits=[LimitUse(**use) for use in limit_uses(cred, now)],
     )
 
 

@@ -150,6 +150,7 @@ async def verify_presentation(body: VerifyIn, request: Request, caller: CallerDe
             "decision": verdict.decision,
             "credentialId": verdict.credential_id,
             "evaluations": verdict.evaluations,
+            **({"limits": verdict.limits} if verdict.limits else {}),
             "receipt": verdict.receipt,
         }
         return JSONResponse(allowed)
@@ -160,6 +161,7 @@ async def verify_presentation(body: VerifyIn, request: Request, caller: CallerDe
         reason=verdict.reason,
         credentialId=verdict.credential_id,
         evaluations=verdict.evaluations,
+        **({"limits": verdict.limits} if verdict.limits else {}),
         receipt=verdict.receipt,
     )
     return JSONResponse(denied, status_code=403)

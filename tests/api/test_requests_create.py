@@ -71,6 +71,8 @@ CREDENTIAL_FIELDS = {
     "decisions",
 }
 CREDENTIAL_EXTRAS = {"scope", "action", "data", "validFrom", "validUntil"}
+# use limits (issue 31): the request's bound, the uses left (null: unlimited), each limit's use
+CREDENTIAL_EXTRAS |= {"maxExecutions", "executionsRemaining", "limits"}
 
 
 pytestmark = pytest.mark.usefixtures("no_server_errors")

@@ -75,7 +75,7 @@ def checked(
     receipt = body["receipt"]
     if reason is None:
         assert resp.status_code == 200, resp.text
-        assert set(body) == {"decision", "credentialId", "evaluations", "receipt"}
+        assert set(body) - {"limits"} == {"decision", "credentialId", "evaluations", "receipt"}
         assert body["decision"] == "allow" and receipt["type"] == "VERIFICATION_APPROVED"
         assert "reason" not in receipt
     else:
@@ -83,6 +83,7 @@ def checked(
         assert (body["error"], body["decision"], body["reason"]) == ("Forbidden", "deny", reason), body
         assert receipt["type"] == "VERIFICATION_DENIED" and receipt["reason"] == reason
     assert receipt["decision"] == body["decision"] and receipt["credentialId"] == body["credentialId"]
+    assert receipt.get("limits") == body.get("limits")  # each use limit, signed as answered
     verify_receipt(
         receipt,
         did_resolver(engine, settings),

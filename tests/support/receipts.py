@@ -93,6 +93,8 @@ OUR_MEMBERS = {
     "action",
     "version",
     "userParams",
+    "maxExecutions",
+    "limits",
     "evidences",
     "location",
     "proofs",

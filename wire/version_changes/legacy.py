@@ -46,8 +46,10 @@ def legacy_credential(credential: Body) -> Body:
     out = legacy_status(credential)
     out["w3cCredential"] = credential.get("w3cCredential") or {}
     out["decisions"] = [[decision] for decision in credential.get("decisions") or []]
-    out["executionsRemaining"] = UNLIMITED_EXECUTIONS
-    return out
+    # the releases' model refuses null: -1 is their "no use limit" (issue 31: the room left otherwise)
+    remaining = credential.get("executionsRemaining")
+    out["executionsRemaining"] = UNLIMITED_EXECUTIONS if remaining is None else remaining
+    return without(out, "limits", "maxExecutions")
 
 
 def legacy_subject(subject: Body) -> Body:
