@@ -9,10 +9,11 @@ code the way the context's database wants it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from sqlalchemy import Engine
 
@@ -53,12 +54,20 @@ class Context:
     loop_reads: LoopReads | None = field(init=False)
     # the evaluation processes of costly rules, started on first use (services.rule_pool)
     rules: RulePool = field(init=False)
+    # work started after an answer and not awaited by it (an event after a verification's commit)
+    tasks: set[asyncio.Task[None]] = field(init=False, default_factory=set)
 
     def client(self) -> Client:
         """The Temporal client, for the operations that need the workflows."""
         if self.temporal is None:
             raise RuntimeError("Temporal client not connected")
         return self.temporal
+
+    def spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` on the event loop without waiting for it (held here until it ends)."""
+        task = asyncio.get_running_loop().create_task(work)
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
 
     def __post_init__(self) -> None:
         self.started_marks = GroupCommit(partial(store_requests.mark_workflows_started, self.engine))

@@ -60,6 +60,7 @@ from policy import ActionSpec, limits, validate_values
 from policy.cost import RULE_BUDGET
 from policy.jobs import RulesJob
 from policy.rules import RulesRun
+from services import limit_events
 from services.context import Context
 from services.verdicts import MESSAGES as MESSAGES
 from services.verdicts import Verdict as Verdict
@@ -438,7 +439,22 @@ async def verify_grouped(
     )
     pending = await (asyncio.to_thread(ending) if large else _on_loop_if_cached(ctx, ending))
     await ctx.verifications.submit(pending)
+    _announce_revocation(ctx, pending)
     return verdict(pending)
+
+
+def _announce_revocation(ctx: Context, pending: Pending) -> None:
+    """The ``mandate.revoked`` event of a mandate this verification's use exhausted, made and sent
+    after the answer (``services.limit_events``; the worker's pass when this cannot)."""
+    revoked = pending.revocation
+    if revoked is None or pending.failed is not None or ctx.temporal is None:
+        return
+    row = pending.out.credential_row or ""
+    ctx.spawn(
+        limit_events.announce(
+            ctx.engine, ctx.settings, ctx.temporal, revoked.organization_id, revoked.request_id, row
+        )
+    )
 
 
 async def _checked(

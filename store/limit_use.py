@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, select, update
+from sqlalchemy import Connection, Engine, and_, bindparam, literal, or_, select, update
 
 from core.actors import SYSTEM
 from core.kinds import CredentialStatus
@@ -31,7 +31,7 @@ from policy import limits
 from policy.limits import Bound, Use
 from store import audit
 from store.prepared import Prepared
-from store.tables import Credential, CredentialRequest
+from store.tables import Credential, CredentialRequest, WebhookEvent
 from trust.eddsa_jcs import format_datetime
 
 EXHAUSTED = "exhausted"  # the revocation reason of a mandate whose last use was spent
@@ -176,3 +176,45 @@ def revoke(conn: Connection, credential_row: str, now: datetime, sign: Revocatio
         now,
     )
     return Revocation(found.mandate_id, found.request_id, found.organization_id, now, receipt, record)
+
+
+# --- the integrator's event, after the commit --------------------------------------------------
+
+REVOKED_EVENT = "mandate.revoked"
+_E = WebhookEvent.__table__  # type: ignore[attr-defined]
+
+
+def fact_key(mandate_id: str) -> str:
+    """The fact a ``mandate.revoked`` event reports (``store.webhooks``: one event per fact)."""
+    return f"{REVOKED_EVENT}:{mandate_id}"
+
+
+@dataclass(frozen=True)
+class Unannounced:
+    organization_id: str
+    request_id: str
+    credential_row: str
+
+
+def unannounced(engine: Engine, since: datetime, before: datetime, limit: int = 100) -> list[Unannounced]:
+    """Mandates revoked by their last use between ``since`` and ``before`` whose event was never
+    made, or made and never started (still pending with no attempt): the API's start after the
+    commit did not happen (the process died, Temporal was away)."""
+    event = and_(_E.c.fact_key == literal(REVOKED_EVENT + ":") + _C.c.mandate_id)
+    query = (
+        select(_R.c.organization_id, _C.c.request_id, _C.c.id)
+        .join_from(_C, _R, _R.c.id == _C.c.request_id)
+        .outerjoin(_E, event)
+        .where(
+            _C.c.revoked_at >= since,
+            _C.c.revoked_at < before,
+            _C.c.revocation_reason == EXHAUSTED,
+            or_(
+                _E.c.id.is_(None), and_(_E.c.state == "pending", _E.c.attempts == 0, _E.c.created_at < before)
+            ),
+        )
+        .order_by(_C.c.revoked_at)
+        .limit(limit)
+    )
+    with engine.connect() as conn:
+        return [Unannounced(*row) for row in conn.execute(query)]

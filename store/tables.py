@@ -160,7 +160,7 @@ class Credential(SQLModel, table=True):
     issued_at: datetime | None = None
     status_list_id: str | None = Field(default=None, max_length=36)
     status_list_index: int | None = None
-    revoked_at: datetime | None = None
+    revoked_at: datetime | None = Field(default=None, index=True)  # index: migration 0018
     revocation_reason: str | None = Field(default=None, max_length=500)
     revocation_receipt: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     # use limits (issue 31, migration 0018): the request's maxExecutions; the action's limits with

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, bindparam, func, select, update
+from sqlalchemy import Connection, Engine, bindparam, func, select, update
 
 from policy.limits import Bound, Use
 from store import audit, guards, limit_use
@@ -266,24 +266,7 @@ def _write_together(engine: Engine, batch: list[Pending], *, step_by_step: bool 
             used = use_up(consuming)
         for pending, result in zip(consuming, used, strict=True):
             pending._used_up(result.first() is not None)
-        # use limits (issue 31): the rows of the mandates with bounds locked in id order, after the
-        # presentations and before the chains' heads; each allowed use counted, in batch order
-        limited = [p for p in written if p.out.bounds and p.out.reason is None]
-        if limited:
-            counts = limit_use.count(
-                conn,
-                [
-                    limit_use.Item(p.out.credential_row or "", p.out.bounds, p.out.values, p.now)
-                    for p in limited
-                ],
-            )
-            for pending, counted in zip(limited, counts, strict=True):
-                pending._counted(counted)
-            for pending in limited:
-                if pending.out.exhausted and pending.sign_revocation is not None:
-                    at = pending.now.replace(microsecond=0)  # revokedAt, receipt and proof: one instant
-                    credential_row = pending.out.credential_row or ""
-                    pending.revocation = limit_use.revoke(conn, credential_row, at, pending.sign_revocation)
+        _count_limits(conn, written)
         # all but the chain's place and the signature made before the heads are locked: a chain's
         # head is held for as short as can be, since every write of its organization waits for it
         drafts = []
@@ -300,6 +283,23 @@ def _write_together(engine: Engine, batch: list[Pending], *, step_by_step: bool 
             chains.add(key, record)
         chains.write()
         conn.commit()  # in a pipeline: the records, the heads' moves and the COMMIT in one round trip
+
+
+def _count_limits(conn: Connection, written: list[Pending]) -> None:
+    """Use limits (issue 31): the rows of the mandates with bounds locked in id order, after the
+    presentations and before the chains' heads; each allowed use counted, in batch order; a
+    mandate whose last use was spent revoked (``store.limit_use``)."""
+    limited = [p for p in written if p.out.bounds and p.out.reason is None]
+    if not limited:
+        return
+    items = [limit_use.Item(p.out.credential_row or "", p.out.bounds, p.out.values, p.now) for p in limited]
+    for pending, counted in zip(limited, limit_use.count(conn, items), strict=True):
+        pending._counted(counted)
+    for pending in limited:
+        if pending.out.exhausted and pending.sign_revocation is not None:
+            at = pending.now.replace(microsecond=0)  # revokedAt, receipt and proof: one instant
+            credential_row = pending.out.credential_row or ""
+            pending.revocation = limit_use.revoke(conn, credential_row, at, pending.sign_revocation)
 
 
 def _signature_order(pending: Pending) -> tuple[str, str]:

@@ -141,6 +141,40 @@ def credential_event(
     return _in_version(event)
 
 
+def mandate_revoked_event(
+    settings: Settings,
+    bundle: RequestBundle,
+    api_version: str,
+    event_id: str,
+    created_at: datetime,
+    credential_id: str,
+) -> dict[str, Any]:
+    """A mandate revoked by itself (issue 31: its last use spent): ``credential`` as GET /request
+    shows it (status REVOKED, ``executionsRemaining`` 0) and ``revocation`` {reason, revokedAt,
+    receipt}; ``user`` is the request's first subject (a grantor)."""
+    req = bundle.request
+    [position] = [i for i, c in enumerate(bundle.credentials) if c.id == credential_id]
+    cred = bundle.credentials[position]
+    _, subject = bundle.subjects[0]
+    event = _envelope(
+        event_id,
+        "mandate.revoked",
+        req.id,
+        req.internal_id,
+        settings,
+        _user(settings, bundle, subject.id),
+        api_version,
+        created_at,
+    )
+    event["credential"] = request_out(settings, bundle).credentials[position].model_dump(mode="json")
+    event["revocation"] = {
+        "reason": cred.revocation_reason,
+        "revokedAt": iso(cred.revoked_at) if cred.revoked_at is not None else None,
+        "receipt": cred.revocation_receipt,
+    }
+    return _in_version(event)
+
+
 def sample_event(settings: Settings, api_version: str, event_id: str, created_at: datetime) -> dict[str, Any]:
     """Sample request and user, so a receiver's parser sees every common field filled."""
     user = {"contact": "test@example.com", "id": web_subject_did(settings.public_url, TEST_SUBJECT)}

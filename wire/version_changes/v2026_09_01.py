@@ -147,7 +147,7 @@ VERSION_CHANGES: list[VersionChange] = [
     VersionChange(
         V2026_09_01,
         "a credential event's status is INACTIVE with inactiveAt (was the reason itself)",
-        "webhook:credential",
+        ("webhook:credential", "webhook:mandate.revoked"),
         to_previous=_event_status_was_the_reason,
     ),
     VersionChange(

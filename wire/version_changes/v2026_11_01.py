@@ -353,7 +353,7 @@ VERSION_CHANGES: list[VersionChange] = [
     VersionChange(
         V2026_11_01,
         "a credential event's credential is SPEC.md's record (was CredentialEntity)",
-        "webhook:credential",
+        ("webhook:credential", "webhook:mandate.revoked"),
         to_previous=_event_credential_was_an_entity,
     ),
 ]

@@ -22,9 +22,12 @@ def upgrade() -> None:
     op.add_column("credential", sa.Column("max_executions", sa.Integer(), nullable=True))
     op.add_column("credential", sa.Column("limits", sa.JSON(), nullable=True))
     op.add_column("credential", sa.Column("usage", sa.JSON(), nullable=True))
+    # the worker finds mandates revoked by their last use whose event is still to be made
+    op.create_index(op.f("ix_credential_revoked_at"), "credential", ["revoked_at"], unique=False)
 
 
 def downgrade() -> None:
+    op.drop_index(op.f("ix_credential_revoked_at"), table_name="credential")
     op.drop_column("credential", "usage")  # SQLite 3.35+: ALTER TABLE DROP COLUMN
     op.drop_column("credential", "limits")
     op.drop_column("credential", "max_executions")
