@@ -14,11 +14,13 @@ from pydantic import (
     ConfigDict,
     Field,
     PlainSerializer,
+    SerializerFunctionWrapHandler,
     StrictBool,
     StrictInt,
     ValidationInfo,
     WithJsonSchema,
     field_validator,
+    model_serializer,
     model_validator,
 )
 from pydantic.json_schema import SkipJsonSchema
@@ -308,7 +310,12 @@ class DecisionOut(BaseModel):
 
 
 class LimitUse(BaseModel):
-    """A use limit of a mandate and its use in the current period (issue 31)."""
+    """A use limit of a mandate and its use in the current period (issue 31). An optional member
+    that does not apply is absent, never null."""
+
+    @model_serializer(mode="wrap")
+    def _absent_not_null(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        return {k: v for k, v in handler(self).items() if v is not None}
 
     name: str = Field(description="The action's limit name, or `maxExecutions` for the request's bound")
     kind: Literal["executions", "sum", "rate"]

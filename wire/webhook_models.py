@@ -21,7 +21,7 @@ from pydantic.json_schema import SkipJsonSchema
 from core.ids import UUID_PATTERN
 from wire.models import CredentialOut
 from wire.patterns import OBJECT_ID
-from wire.signed import COMPONENTS, absent_not_null
+from wire.signed import COMPONENTS, SignedReceipt, absent_not_null
 from wire.versioning import VERSION_RE
 
 BASE64 = "^[A-Za-z0-9+/]*={0,2}$"
@@ -124,6 +124,23 @@ class OtpFailedEvent(_Event):
     otp: OtpFailure
 
 
+class MandateRevocation(_Described):
+    reason: Literal["exhausted"] = Field(description="`exhausted`: the mandate's last allowed use was spent")
+    revokedAt: str = Field(pattern=EVENT_TIME)
+    receipt: SignedReceipt = Field(description="The signed MANDATE_REVOKED receipt")
+
+
+class MandateRevokedEvent(_Event):
+    """A mandate revoked itself: the verification that spent its last use (`maxExecutions`, or an
+    executions limit of its action) was allowed, and the mandate was revoked in the same
+    transaction. `credential` is the mandate as GET /request/{requestId} shows it (status
+    `REVOKED`, `executionsRemaining` 0); `user` is the request's first subject."""
+
+    eventType: Literal["mandate.revoked"]
+    credential: CredentialOut = Field(description="The mandate as GET /request/{requestId} shows it")
+    revocation: MandateRevocation
+
+
 class TestEvent(_Event):
     """Sent on demand (the dashboard, `mandatum webhook test`), with a sample request and user."""
 
@@ -137,6 +154,7 @@ EVENTS: dict[str, type[_Event]] = {
     "credential": CredentialEvent,
     "identity": IdentityEvent,
     "otp.failed": OtpFailedEvent,
+    "mandate.revoked": MandateRevokedEvent,
     "test": TestEvent,
 }
 

@@ -12,6 +12,7 @@ import os
 import uuid
 from collections.abc import Iterator
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 from fastapi import FastAPI
@@ -21,6 +22,7 @@ from tests.support.api_client import Credentials
 from tests.support.live_stack import LiveStack
 from tests.support.openapi import Oracle, write_examples
 from tests.support.sdk import (
+    EXAMPLE_ACTION_ID,
     create_request,
     decide,
     events_of,
@@ -36,6 +38,13 @@ from wire import versioning
 from wire.webhook_models import EVENTS, OTP_FAILURES
 
 RECORD = os.environ.get("MANDATUM_RECORD_OPENAPI_EXAMPLES") == "1"
+ONE_USE = {
+    "type": "POLICY",
+    "name": "One payment",
+    "scope": "payments",
+    "action": {"id": EXAMPLE_ACTION_ID, "userParams": {"maxAmount": 1200}},
+    "maxExecutions": 1,
+}
 JSON = "application/json"
 
 
@@ -122,6 +131,21 @@ async def deliveries(live: LiveStack, creds: Credentials, receiver: Receiver) ->
     live.smtp.refuse(gone)
     request = await create_request(live, creds, contacts=[gone])
     got["otp.failed"].append(await wait_for_event(receiver, "otp.failed", request["id"]))
+
+    # mandate.revoked: the one allowed use of a mandate with maxExecutions 1
+    dana = new_contact("dana")
+    once = await create_request(live, creds, contacts=[dana], credentials=[ONE_USE])
+    await decide(live, once, dana)
+    accepted = (await wait_for_event(receiver, "credential", once["id"])).event or {}
+    mandate_path = quote(accepted["credential"]["id"], safe="")
+    presented = await raw(live, creds, "POST", f"/credential/{mandate_path}/presentation")
+    vp = presented.json()["data"]["presentation"]
+    execution = {"amount": 100, "payee": "Bob"}
+    used = await raw(
+        live, creds, "POST", "/credential/verify", {"presentation": vp, "executionParams": execution}
+    )
+    assert used.status_code == 200, used.text
+    got["mandate.revoked"].append(await wait_for_event(receiver, "mandate.revoked", once["id"]))
 
     created = create_test_event(live.engine, live.settings, creds.organization_id)
     await deliver(live.temporal, live.settings.task_queue, created)
