@@ -74,7 +74,7 @@ def check_spec(spec: ActionSpec) -> list[str]:
     if errors:
         return errors
     return check_limits(spec.limits, spec.execution_params, spec.user_params) + check_rules(
-        spec.rules, spec.execution_params, spec.user_params
+        spec.rules, spec.execution_params, spec.user_params, limits=[limit.name for limit in spec.limits]
     )
 
 

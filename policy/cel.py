@@ -14,7 +14,7 @@ from __future__ import annotations
 import operator
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, cast
 
@@ -346,4 +346,26 @@ def params_map(declared: list[Param], values: dict[str, Any]) -> celtypes.MapTyp
                 out[celtypes.StringType(param.name)] = to_cel(param, values[param.name])
             except (TypeError, ValueError, OverflowError):
                 continue
+    return celtypes.MapType(out)
+
+
+USAGE = "usage"  # the root rules read a mandate's use from (issue 31)
+USAGE_FIELDS = ("used", "remaining")  # each limit's, numbers before this verification
+_USAGE_PARAMS = [Param(field, "number") for field in USAGE_FIELDS]
+
+
+def usage_map(usage: Mapping[str, Mapping[str, Any]] | None) -> celtypes.MapType:
+    """``usage`` as the CEL map rules read: per limit, ``used`` and ``remaining`` as doubles, as a
+    ``number`` param is (a whole number is exact: a bound is at most ``policy.limits.MAX_NUMBER``).
+    A field that is not a number is left out, as ``params_map`` leaves out a value that does not
+    convert, so a rule reading it errors with "no value for field"."""
+    out: dict[Any, Any] = {}
+    for name, fields in (usage or {}).items():
+        if isinstance(fields, Mapping):
+            numbers = {
+                field: value
+                for field, value in fields.items()
+                if isinstance(value, int | float) and not isinstance(value, bool)
+            }
+            out[celtypes.StringType(name)] = params_map(_USAGE_PARAMS, numbers)
     return celtypes.MapType(out)

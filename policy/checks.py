@@ -14,6 +14,12 @@ in two layers:
    the values (division by zero, an index out of range, a failed conversion) are left to run time,
    where they give result "error".
 
+A rule also reads a mandate's use of each limit its action declares (issue 31): `usage.<limit>.used`
+and `usage.<limit>.remaining`, numbers (CEL doubles) before this verification. Only those two paths
+are fields: `usage` or `usage.<limit>` on its own, an undeclared limit and any other field of one are
+refused like an undeclared param. A request's own `maxExecutions` bound is not a limit of the action
+(some requests have none), so rules cannot read it.
+
 Limits: the inference treats indexing (`list[0]`), macro variables and `dyn()` as unknown, and the
 evaluation sees only the sample values, so a non-boolean or type error reachable only for other
 values (a ternary over a specific string, say) is found at verify time instead, where it gives
@@ -22,6 +28,7 @@ result "error" and the verification is denied. Nothing unsafe passes: a rule nev
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -29,6 +36,7 @@ import lark
 from celpy import celtypes
 
 from policy import cel
+from policy.cel import USAGE, USAGE_FIELDS
 from policy.params import Param
 
 PARAM_ROOTS = ("executionParams", "userParams")
@@ -89,7 +97,17 @@ LITERAL_KIND = {
 NON_BOOLEAN = "a non-boolean value"
 
 Kinds = frozenset[str] | None  # None: not known statically
+# The declared names by root: each param of executionParams and userParams, and under "usage" each
+# limit the action declares, as a number (the type of its fields, used and remaining).
 Declared = dict[str, dict[str, Param]]
+
+
+def declare(execution: list[Param], user: list[Param], limits: Sequence[str] = ()) -> Declared:
+    return {
+        "executionParams": {p.name: p for p in execution},
+        "userParams": {p.name: p for p in user},
+        USAGE: {name: Param(name, "number") for name in limits},
+    }
 
 
 def _children(node: lark.Tree) -> list[Any]:
@@ -98,6 +116,24 @@ def _children(node: lark.Tree) -> list[Any]:
 
 def _root_ident(node: Any) -> str | None:
     """The name when `node` is a bare identifier (member -> primary -> ident), else None."""
+    node = _bare(node)
+    if isinstance(node, lark.Tree) and node.data == "ident":
+        return str(node.children[0])
+    return None
+
+
+def _usage_limit(node: Any) -> str | None:
+    """The limit's name when `node` is `usage.<limit>`, else None."""
+    node = _bare(node)
+    if isinstance(node, lark.Tree) and node.data == "member_dot":
+        target, field = _children(node)
+        if _root_ident(target) == USAGE:
+            return str(field)
+    return None
+
+
+def _bare(node: Any) -> Any:
+    """`node` without the levels that only hand one child's value on."""
     while isinstance(node, lark.Tree) and node.data in (
         "member",
         "primary",
@@ -113,9 +149,7 @@ def _root_ident(node: Any) -> str | None:
         if len(kids) != 1:
             return None
         node = kids[0]
-    if isinstance(node, lark.Tree) and node.data == "ident":
-        return str(node.children[0])
-    return None
+    return node
 
 
 def references(tree: lark.Tree, declared: Declared) -> list[str]:
@@ -131,13 +165,8 @@ def _walk(node: Any, scope: frozenset[str], declared: Declared, problems: list[s
     kids = _children(node)
     data = node.data
     if data == "member_dot":
-        target, field = kids
-        root = _root_ident(target)
-        if root in PARAM_ROOTS and root not in scope:
-            if str(field) not in declared[root]:
-                problems.append(f"refers to undeclared field {root}.{field}")
-            return
-        _walk(target, scope, declared, problems)
+        if not _field_problems(kids[0], str(kids[1]), scope, declared, problems):
+            _walk(kids[0], scope, declared, problems)
     elif data == "member_dot_arg":
         target, method, *rest = kids
         _walk(target, scope, declared, problems)
@@ -165,8 +194,12 @@ def _walk(node: Any, scope: frozenset[str], declared: Declared, problems: list[s
             return
         if name in PARAM_ROOTS:
             problems.append(f"uses {name} other than as {name}.<declared field>")
+        elif name == USAGE:
+            problems.append(f"uses {USAGE} other than as {USAGE}.<declared limit>.used or .remaining")
         else:
-            problems.append(f"refers to unknown identifier '{name}' (only executionParams, userParams, now)")
+            problems.append(
+                f"refers to unknown identifier '{name}' (only executionParams, userParams, {USAGE}, now)"
+            )
     elif data in ("dot_ident", "dot_ident_arg"):
         problems.append(f"refers to unknown identifier '.{kids[0]}'")
     elif data == "member_object":
@@ -174,6 +207,39 @@ def _walk(node: Any, scope: frozenset[str], declared: Declared, problems: list[s
     else:
         for child in kids:
             _walk(child, scope, declared, problems)
+
+
+def _field_problems(
+    target: Any, field: str, scope: frozenset[str], declared: Declared, problems: list[str]
+) -> bool:
+    """Adds the problems of `target.field` when it reads a root's field (a param, `usage.<limit>`
+    or one of its fields); whether it does (and so is checked: the caller walks `target` if not)."""
+    root = _root_ident(target)
+    if root in scope:
+        return False
+    if root in PARAM_ROOTS:
+        if field not in declared[root]:
+            problems.append(f"refers to undeclared field {root}.{field}")
+        return True
+    limits = declared.get(USAGE, {})
+    limit = _usage_limit(target)
+    if limit is not None and USAGE not in scope:
+        if limit not in limits:
+            problems.append(
+                f"refers to undeclared field {USAGE}.{limit}.{field} (no limit {limit} is declared)"
+            )
+        elif field not in USAGE_FIELDS:
+            problems.append(
+                f"refers to undeclared field {USAGE}.{limit}.{field} (a limit has used and remaining)"
+            )
+        return True
+    if root == USAGE:
+        if field not in limits:
+            problems.append(f"refers to undeclared field {USAGE}.{field} (no limit {field} is declared)")
+        else:
+            problems.append(f"uses {USAGE}.{field} other than as {USAGE}.{field}.used or .remaining")
+        return True
+    return False
 
 
 def result_kinds(node: Any, declared: Declared) -> Kinds:
@@ -201,6 +267,8 @@ def result_kinds(node: Any, declared: Declared) -> Kinds:
         inner = result_kinds(kids[1], declared)
         return frozenset({NON_BOOLEAN}) if inner is None or "bool" in inner else inner
     if data == "member_dot":
+        if _usage_limit(kids[0]) is not None and str(kids[1]) in USAGE_FIELDS:
+            return frozenset({"double"})
         root = _root_ident(kids[0])
         param = declared.get(root or "", {}).get(str(kids[1]))
         return frozenset({CEL_KIND[param.type]}) if param else None
@@ -257,14 +325,24 @@ def _sample(param: Param, variant: int, position: int) -> Any:
     return _SAMPLES[param.type][variant % VARIANTS]
 
 
-def sample_activations(execution: list[Param], user: list[Param]) -> list[dict[str, Any]]:
+def sample_activations(
+    execution: list[Param], user: list[Param], limits: Sequence[str] = ()
+) -> list[dict[str, Any]]:
     activations = []
+    numbers = _SAMPLES["number"]
     for variant in range(VARIANTS):
         roots = {}
         for root, params in (("executionParams", execution), ("userParams", user)):
             values = {p.name: _sample(p, variant, i) for i, p in enumerate(params)}
             roots[root] = cel.params_map(params, values)
-        activations.append({**roots, "now": cel.timestamp(SAMPLE_NOW)})
+        usage = {
+            name: {
+                "used": numbers[(variant + i) % VARIANTS],
+                "remaining": numbers[(variant + i + 1) % VARIANTS],
+            }
+            for i, name in enumerate(limits)
+        }
+        activations.append({**roots, USAGE: cel.usage_map(usage), "now": cel.timestamp(SAMPLE_NOW)})
     return activations
 
 

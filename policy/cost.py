@@ -2,14 +2,15 @@
 parse tree and the largest values its params may hold, before it ever runs.
 
 Every value a rule reads has a bound: a param's ``maxLength`` and ``maxItems`` (``policy.params``),
-a literal its own size. From these the estimate follows each node to a *shape*: what kinds of value
-it may yield (string, list, map, or a scalar) and how large. A node costs one step plus its
-children's; a macro costs its target plus, for each item the target may hold, one iteration and its
-body (with the macro's variable holding an item of the target's shape); an operation that walks its
-operands (``in``, ``==``, ``+``, ``contains``, ``string()``) costs their volume, as the meter charges
-it. The estimate is an upper bound of what the meter counts on any values within the bounds
-(tests/policy/test_cost.py checks it against the meter on generated rules), so a rule whose estimate
-fits the budget can never be stopped by it, and one that does not is refused before it is published.
+a literal its own size, a limit's use (``usage.<limit>``) its two numbers. From these the estimate
+follows each node to a *shape*: what kinds of value it may yield (string, list, map, or a scalar)
+and how large. A node costs one step plus its children's; a macro costs its target plus, for each
+item the target may hold, one iteration and its body (with the macro's variable holding an item of
+the target's shape); an operation that walks its operands (``in``, ``==``, ``+``, ``contains``,
+``string()``) costs their volume, as the meter charges it. The estimate is an upper bound of what
+the meter counts on any values within the bounds (tests/policy/test_cost.py checks it against the
+meter on generated rules), so a rule whose estimate fits the budget can never be stopped by it, and
+one that does not is refused before it is published.
 
 Publishing refuses a version whose rules together may take more than ``RULE_BUDGET`` steps;
 verification runs a version's rules inline when their estimate at the values sent is at most
@@ -18,6 +19,7 @@ verification runs a version's rules inline when their estimate at the values sen
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -105,20 +107,29 @@ def value_shape(value: Any) -> Shape:
 
 Roots = dict[str, dict[str, Shape]]
 
+# A limit's use as rules read it (``usage.<limit>``): a map of its two numbers (``cel.usage_map``
+# holds no other field, whatever it is given), the most it may be, as declared or as sent.
+USAGE_SHAPE = Shape(frozenset({"map"}), len(cel.USAGE_FIELDS), SCALAR)
 
-def declared_roots(execution: list[Param], user: list[Param]) -> Roots:
-    """The shapes of every param at its bounds: what publishing estimates with."""
+
+def declared_roots(execution: list[Param], user: list[Param], limits: Sequence[str] = ()) -> Roots:
+    """The shapes of every param at its bounds, and of each declared limit's use: what publishing
+    estimates with."""
     return {
         "executionParams": {p.name: param_shape(p) for p in execution},
         "userParams": {p.name: param_shape(p) for p in user},
+        cel.USAGE: dict.fromkeys(limits, USAGE_SHAPE),
     }
 
 
-def value_roots(execution: dict[str, Any], user: dict[str, Any]) -> Roots:
+def value_roots(
+    execution: dict[str, Any], user: dict[str, Any], usage: Mapping[str, Any] | None = None
+) -> Roots:
     """The shapes of the values of one verification."""
     return {
         "executionParams": {name: value_shape(v) for name, v in execution.items()},
         "userParams": {name: value_shape(v) for name, v in user.items()},
+        cel.USAGE: dict.fromkeys(usage or {}, USAGE_SHAPE),
     }
 
 

@@ -1,15 +1,15 @@
 """A verification's rules as one self-contained job (issue 30): what an evaluation process receives
 and answers, one line of JSON each way (``policy.process``, ``services.rule_pool``).
 
-A job carries everything its evaluation needs (the rules, the declared params, the values, ``now``
-and the step budget), so a process keeps no state but its compiled programs, and the same job gives
-the same answer in the API's own thread and in any process.
+A job carries everything its evaluation needs (the rules, the declared params, the values, ``now``,
+the step budget and the mandate's use of its limits), so a process keeps no state but its compiled
+programs, and the same job gives the same answer in the API's own thread and in any process.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -31,6 +31,9 @@ class RulesJob:
     user: dict[str, Any]
     now: datetime
     budget: int
+    # what rules read as usage.<limit>.used and .remaining (policy.limits.usage_fields); last, with
+    # a default, so a job made without it (no limits) is made as before
+    usage: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def run(self) -> RulesRun:
         return run_rules(
@@ -42,6 +45,7 @@ class RulesJob:
             execution_types=self.execution_types,
             user_types=self.user_types,
             budget=self.budget,
+            usage=self.usage,
         )
 
     def runs_inline(self) -> bool:
@@ -54,18 +58,19 @@ class RulesJob:
 
     def steps_at_most(self, *, declared: bool = False) -> int:
         """The rules' estimated steps (``policy.cost``) at the declared bounds (remembered per
-        version, rules and params: a draft tried again may have changed any of them) or on this
-        job's values."""
+        version, rules, params and limits read: a draft tried again may have changed any of them)
+        or on this job's values. A job's limits are those of its ``usage``."""
         bounds = tuple(
             (p.name, p.type, p.length_limit, p.items_limit) for p in self.execution_types + self.user_types
         )
-        key = (self.version_key, bounds, *(r.expression for r in self.rules))
+        limits = tuple(sorted(self.usage))
+        key = (self.version_key, bounds, limits, *(r.expression for r in self.rules))
         if declared and key in _declared:
             return _declared[key]
         roots = (
-            cost.declared_roots(self.execution_types, self.user_types)
+            cost.declared_roots(self.execution_types, self.user_types, limits)
             if declared
-            else cost.value_roots(self.execution, self.user)
+            else cost.value_roots(self.execution, self.user, self.usage)
         )
         steps = 0
         for rule in self.rules:
@@ -88,6 +93,7 @@ class RulesJob:
                 "user": self.user,
                 "now": self.now.isoformat(),
                 "budget": self.budget,
+                "usage": self.usage,
             }
         )
 
@@ -101,6 +107,9 @@ def decode_job(line: bytes) -> RulesJob:
     )
     user_types, user_errors = parse_params(raw["userTypes"], where="userParams", allow_defaults=True)
     now = parse_timestamp(raw["now"])
+    usage = raw.get("usage", {})
+    if not isinstance(usage, dict) or not all(isinstance(fields, dict) for fields in usage.values()):
+        raise ValueError("not a rules job")
     if rule_errors or execution_errors or user_errors or now is None:
         raise ValueError("not a rules job")
     return RulesJob(
@@ -112,6 +121,7 @@ def decode_job(line: bytes) -> RulesJob:
         dict(raw["user"]),
         now,
         int(raw["budget"]),
+        {str(name): dict(fields) for name, fields in usage.items()},
     )
 
 

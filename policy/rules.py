@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -85,16 +86,20 @@ def parse_rules(raw: Any, *, where: str = "rules") -> tuple[list[Rule], list[str
 
 
 def check_rules(
-    rules: list[Rule], execution_params: list[Param], user_params: list[Param], *, where: str = "rules"
+    rules: list[Rule],
+    execution_params: list[Param],
+    user_params: list[Param],
+    *,
+    where: str = "rules",
+    limits: Sequence[str] = (),
 ) -> list[str]:
     """What publishing refuses: a rule that does not compile, refers to an undeclared field or
-    identifier, or does not yield a boolean (see policy.checks for how that is decided)."""
-    declared: checks.Declared = {
-        "executionParams": {p.name: p for p in execution_params},
-        "userParams": {p.name: p for p in user_params},
-    }
-    activations = checks.sample_activations(execution_params, user_params)
-    roots = cost.declared_roots(execution_params, user_params)
+    identifier, or does not yield a boolean (see policy.checks for how that is decided). ``limits``
+    are the names of the limits the action declares: rules may read ``usage.<limit>.used`` and
+    ``.remaining`` of those only (not of a request's ``maxExecutions``, which not every request has)."""
+    declared = checks.declare(execution_params, user_params, limits)
+    activations = checks.sample_activations(execution_params, user_params, limits)
+    roots = cost.declared_roots(execution_params, user_params, limits)
     errors: list[str] = []
     total = 0
     for i, rule in enumerate(rules):
@@ -227,15 +232,19 @@ def run_rules(
     execution_types: list[Param],
     user_types: list[Param],
     budget: int = cost.RULE_BUDGET,
+    usage: Mapping[str, Mapping[str, int | float]] | None = None,
 ) -> RulesRun:
     """One evaluation per rule, in declared order, all of them within ``budget`` steps. Never
     raises for a bad rule or bad values: such a rule gets result "error" with a reason (and the
-    caller denies); so does the rule the budget runs out on, and each after it."""
+    caller denies); so does the rule the budget runs out on, and each after it. ``usage`` is what
+    rules read as ``usage.<limit>.used`` and ``.remaining`` (``policy.limits.usage_fields``); a
+    limit not in it is a field without a value, as a param not sent is."""
     if not rules:
         return RulesRun([])
     activation = {
         "executionParams": cel.params_map(execution_types, execution_params or {}),
         "userParams": cel.params_map(user_types, user_params or {}),
+        cel.USAGE: cel.usage_map(usage),
         # A naive `now` is taken as UTC rather than failing every rule.
         "now": cel.timestamp(now if now.tzinfo else now.replace(tzinfo=UTC)),
     }
@@ -265,6 +274,7 @@ def evaluate(
     *,
     execution_types: list[Param],
     user_types: list[Param],
+    usage: Mapping[str, Mapping[str, int | float]] | None = None,
 ) -> list[Evaluation]:
     """``run_rules``' evaluations, within the budget of one verification."""
     return run_rules(
@@ -275,6 +285,7 @@ def evaluate(
         now,
         execution_types=execution_types,
         user_types=user_types,
+        usage=usage,
     ).evaluations
 
 
