@@ -88,12 +88,18 @@ def check(ctx: Context, actor: Actor, raw: dict[str, Any]) -> Checked:
     execution, _ = parse_params(raw.get("executionParams"), where="executionParams", allow_defaults=False)
     user, _ = parse_params(raw.get("userParams"), where="userParams", allow_defaults=True)
     rules = raw.get("rules")
+    declared = raw.get("limits")
+    names = (
+        [item["name"] for item in declared if isinstance(item, dict) and isinstance(item.get("name"), str)]
+        if isinstance(declared, list)
+        else []
+    )
     unreadable = {p.index for p in problems if p.part == "rules" and p.text.startswith("expression")}
     for index, item in enumerate(rules if isinstance(rules, list) else []):
         expression = item.get("expression") if isinstance(item, dict) else None
         if index in unreadable or not isinstance(expression, str):
             continue
-        for message in check_rules([Rule(name="rule", expression=expression)], execution, user):
+        for message in check_rules([Rule(name="rule", expression=expression)], execution, user, limits=names):
             problems.append(Problem("rules", index, message.removeprefix("rules.0 (rule)").strip()))
     return Checked(None, problems)
 

@@ -214,6 +214,7 @@ def _apply_action(
         pin.get("userParams") or {},
         now,
         RULE_BUDGET,
+        limits.usage_fields(out.bounds, out.held_usage, now) if spec.limits else {},
     )
     return out, job
 

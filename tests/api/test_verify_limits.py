@@ -199,3 +199,27 @@ async def test_a_document_takes_no_max_executions(api: SignedClient) -> None:
     }
     body = assert_error_shape(await api.post("/request", policy_request(credentials=[document])), 400)
     assert "DOCUMENT credential has none" in str(body["message"])
+
+
+async def test_rules_read_the_use_before_this_verification(
+    api: SignedClient, temporal: Any, engine: Engine, settings: Settings
+) -> None:
+    version = actions.install_published(
+        engine,
+        api.creds.organization_id,
+        {
+            "name": "Two quick ones",
+            "limits": [{"name": "uses", "kind": "executions", "max": 5}],
+            "rules": [
+                {"name": "firstTwo", "expression": "usage.uses.used < 2.0 && usage.uses.remaining > 3.0"}
+            ],
+        },
+    )
+    credential = {"type": "POLICY", "name": "Two", "scope": "two", "action": {"id": version.action_id}}
+    mandate = await issued_mandate(api, temporal, credentials=[credential])
+    for used in (1, 2):
+        body = checked(await verified(api, mandate, None), engine, settings)
+        assert body["limits"][0]["used"] == used
+    body = checked(await verified(api, mandate, None), engine, settings, "rule_failed")
+    assert body["evaluations"][0]["result"] == "fail" and "limits" not in body
+    assert row_of(engine, mandate["id"]).usage == {"uses": {"p": "", "u": "2"}}  # the denial used nothing
