@@ -24,7 +24,12 @@ or its credential is not that VP's mandate, not issued by us, or pins an unknown
 ``rule_failed``: a rule of the *pinned* version fails or errors, evaluated at ``now``; or
 ``rule_limit_exceeded``: the rules took more than ``policy.cost.RULE_BUDGET`` steps (issue 30: they
 run on the loop only when they cannot take more than ``policy.cost.INLINE_STEPS``, else in an
-evaluation process, ``services.rule_pool``).
+evaluation process, ``services.rule_pool``); (10) ``limit_exceeded``: a use limit signed into the
+mandate (its action's ``limits``, the request's ``maxExecutions``: ``policy.limits``) has no room for
+this verification, as its row was read; the write counts it again with the row locked
+(``store.limit_use``, docs/limits.md), so a denial there is the same reason. A denied verification
+uses nothing; the allowed one that spends an executions bound revokes the mandate (``exhausted``),
+and its ``mandate.revoked`` event follows the commit (``services.limit_events``).
 
 A VP expired at the time of the call is still checked for its signatures first: the proof is
 verified as of its own expiry, so a tampered expired VP reports the signature, not the expiry.
