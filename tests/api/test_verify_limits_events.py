@@ -52,7 +52,7 @@ async def test_the_last_use_sends_one_mandate_revoked_event(
         await wait_for(revoked_delivered)
         [delivery] = [d for d in receiver.deliveries if d.event and d.event["eventType"] == "mandate.revoked"]
     assert delivery.signature_ok
-    sent = delivery.event
+    sent = delivery.event or {}
     assert (sent["requestId"], sent["credential"]["id"], sent["credential"]["status"]) == (
         mandate["requestId"],
         mandate["id"],
