@@ -102,9 +102,11 @@ class Item:
 def count(conn: Connection, items: list[Item]) -> list[Counted]:
     """Each allowed verification with bounds counted against its mandate's locked row, in order;
     the rows whose usage changed written once. One ``Counted`` per item."""
+    rows = sorted({item.credential_row for item in items})
+    locking = [LOCK.send(conn, {"row": row}) for row in rows]  # in a pipeline: one round trip
     held: dict[str, Any] = {}
-    for row in sorted({item.credential_row for item in items}):
-        found = LOCK.run(conn, {"row": row}).first()
+    for row, result in zip(rows, locking, strict=True):
+        found = result.first()
         held[row] = None if found is None else {"status": found.status, "usage": found.usage}
     results: list[Counted] = []
     changed: set[str] = set()
@@ -124,7 +126,7 @@ def count(conn: Connection, items: list[Item]) -> list[Counted]:
         changed.add(item.credential_row)
         results.append(counted)
     for row in sorted(changed):
-        SET_USAGE.run(conn, {"row": row, "usage": held[row]["usage"]})
+        SET_USAGE.send(conn, {"row": row, "usage": held[row]["usage"]})  # sent with the next read
     return results
 
 

@@ -15,7 +15,7 @@ from store import actions
 from store.db import read_session
 from store.tables import AuditRecord, Credential
 from tests.support.api_client import SignedClient, assert_error_shape, policy_request
-from tests.support.mandates import issued_mandate
+from tests.support.mandates import accept_all, issued_mandate
 from tests.support.presentations import GOOD, checked, present, presented, verify
 
 pytestmark = pytest.mark.usefixtures("worker", "no_server_errors")
@@ -223,3 +223,25 @@ async def test_rules_read_the_use_before_this_verification(
     body = checked(await verified(api, mandate, None), engine, settings, "rule_failed")
     assert body["evaluations"][0]["result"] == "fail" and "limits" not in body
     assert row_of(engine, mandate["id"]).usage == {"uses": {"p": "", "u": "2"}}  # the denial used nothing
+
+
+@pytest.mark.parametrize("version", ["2026-05-20", "2026-09-01"])
+async def test_every_api_version_takes_max_executions_and_reads_what_is_left(
+    api: SignedClient, temporal: Any, engine: Engine, settings: Settings, version: str
+) -> None:
+    headers = {"api-version": version}
+    body = policy_request(credentials=[{**policy_request()["credentials"][0], "maxExecutions": 2}])
+    created = await api.post("/request", body, headers=headers)
+    assert created.status_code == 201, created.text
+    request_id = created.json()["id"]  # the older versions answer a summary
+    got = await api.get(f"/request/{request_id}", headers=headers)
+    assert got.json()["credentials"][0]["executionsRemaining"] == 2
+    request = (await api.get(f"/request/{request_id}")).json()
+    [cred] = await accept_all(api, temporal, request)
+    checked(await verified(api, cred, GOOD), engine, settings)
+    got = await api.get(f"/request/{request_id}", headers=headers)
+    [shown] = got.json()["credentials"]
+    assert shown["executionsRemaining"] == 1 and "limits" not in shown and "maxExecutions" not in shown
+    unlimited = await api.post("/request", policy_request(), headers=headers)
+    got = await api.get(f"/request/{unlimited.json()['id']}", headers=headers)
+    assert got.json()["credentials"][0]["executionsRemaining"] == -1  # the releases' "no limit"
