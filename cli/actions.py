@@ -63,7 +63,7 @@ def _read_spec(path: Path) -> ActionSpec:
         problem = getattr(exc, "problem", None) or str(exc)
         fail(f"{path}: YAML syntax error{where}: {problem}")
     if not isinstance(raw, dict):
-        fail(f"{path}: the action must be a mapping with name, executionParams, userParams, rules")
+        fail(f"{path}: the action must be a mapping with name, executionParams, userParams, rules, limits")
     from policy.actions import parse_action_spec
 
     spec, errors = parse_action_spec(raw)

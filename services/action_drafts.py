@@ -21,20 +21,24 @@ from core.actors import Actor
 from policy.actions import ActionSpec, canonical_content, check_spec, parse_action_spec
 from policy.cost import RULE_BUDGET
 from policy.jobs import RulesJob
-from policy.params import parse_params, validate_values
+from policy.limits import check_limits, parse_limits
+from policy.params import Param, parse_params, validate_values
 from policy.rules import Evaluation, Rule, RulesRun, check_rules
 from services.action_text import text_problems
 from services.context import Context
 from wire.numbers import reject_non_jcs
 
-_PLACE_RE = re.compile(r"(executionParams|userParams|rules)\.(\d+)(.*)", re.DOTALL)
+# a param's, rule's or limit's place: ``rules.3 (name)``, ``userParams.0.``, ``limits[1].`` or
+# ``limits.1.``; and a limit named by what publishing checks of it (``limit monthly: ...``)
+_PLACE_RE = re.compile(r"(executionParams|userParams|rules|limits)(?:\.(\d+)|\[(\d+)\])(.*)", re.DOTALL)
+_LIMIT_RE = re.compile(r"limit ([a-zA-Z_][a-zA-Z0-9_]*): (.*)", re.DOTALL)
 
 
 @dataclass(frozen=True)
 class Problem:
     """A problem of a draft and what it concerns: ``part`` (``executionParams``, ``userParams``,
-    ``rules``) and ``index`` (its position in that list) for a param or a rule, else ``action``
-    and None; ``text`` without the place, shown next to the field."""
+    ``rules``, ``limits``) and ``index`` (its position in that list) for a param, a rule or a
+    limit, else ``action`` and None; ``text`` without the place, shown next to the field."""
 
     part: str
     index: int | None
@@ -54,16 +58,26 @@ class Checked:
         return self.spec is not None and not self.problems
 
 
-def placed(messages: list[str], spec: ActionSpec | None = None) -> list[Problem]:
+def placed(
+    messages: list[str], spec: ActionSpec | None = None, limit_names: list[Any] | None = None
+) -> list[Problem]:
     """The messages of ``parse_action_spec``, ``check_spec`` or a refused publish, each with the
-    param or rule it concerns (their messages start with ``rules.3 (name)`` or ``userParams.0.``)."""
+    param, rule or limit it concerns (their messages start with ``rules.3 (name)``,
+    ``userParams.0.``, ``limits[1].``, or ``limit <name>:``, placed at the first limit of that name
+    in ``limit_names``, by default the spec's)."""
+    if limit_names is None:
+        limit_names = [limit.name for limit in spec.limits] if spec is not None else []
     problems = []
     for message in messages:
         match = _PLACE_RE.fullmatch(message)
+        named = _LIMIT_RE.fullmatch(message)
+        if named is not None and named.group(1) in limit_names:
+            problems.append(Problem("limits", limit_names.index(named.group(1)), named.group(2)))
+            continue
         if match is None:
             problems.append(Problem("action", None, message))
             continue
-        part, index, rest = match.group(1), int(match.group(2)), match.group(3)
+        part, index, rest = match.group(1), int(match.group(2) or match.group(3)), match.group(4)
         if rest.startswith("."):
             rest = rest[1:]
         elif part == "rules" and spec is not None and index < len(spec.rules):
@@ -101,7 +115,17 @@ def check(ctx: Context, actor: Actor, raw: dict[str, Any]) -> Checked:
             continue
         for message in check_rules([Rule(name="rule", expression=expression)], execution, user, limits=names):
             problems.append(Problem("rules", index, message.removeprefix("rules.0 (rule)").strip()))
-    return Checked(None, problems)
+    return Checked(None, problems + _limits_against(raw, execution, user))
+
+
+def _limits_against(raw: dict[str, Any], execution: list[Param], user: list[Param]) -> list[Problem]:
+    """The params each limit that can be read names, checked against the params that can: a
+    limit's param is checked while another row is still being typed."""
+    declared = raw.get("limits")
+    limits, _ = parse_limits(declared)
+    items: list[Any] = declared if isinstance(declared, list) else []
+    names = [item.get("name") if isinstance(item, dict) else None for item in items]
+    return [p for p in placed(check_limits(limits, execution, user), limit_names=names) if p.part == "limits"]
 
 
 def unsignable(spec: ActionSpec) -> list[Problem]:

@@ -1,10 +1,10 @@
 """The texts of an action version people read or its digest covers, held to ``core.text``'s rule
 wherever a spec enters (the command line's spec file, the dashboard's editor, publishing a draft
-stored before the rule): the name and each rule's name on one line; the descriptions and the rule
-expressions may break lines but hold no other control character and no bidi control (a reordered
-expression could read as another rule than the one that runs); a userParam's default, which the
-subject reads as the value being approved when the request leaves it out, on one line like every
-userParams string (``wire.models.one_line_strings``)."""
+stored before the rule): the name, each rule's name and each limit's unit on one line; the
+descriptions and the rule expressions may break lines but hold no other control character and no
+bidi control (a reordered expression could read as another rule than the one that runs); a
+userParam's default, which the subject reads as the value being approved when the request leaves
+it out, on one line like every userParams string (``wire.models.one_line_strings``)."""
 
 from __future__ import annotations
 
@@ -31,6 +31,11 @@ def _texts(spec: ActionSpec) -> Iterator[tuple[str, str, bool]]:
         if rule.description is not None:
             yield f"rules.{index}.description", rule.description, True
         yield f"rules.{index}.expression", rule.expression, True
+    for index, limit in enumerate(spec.limits):
+        if limit.unit is not None:
+            yield f"limits.{index}.unit", limit.unit, False
+        if limit.description is not None:
+            yield f"limits.{index}.description", limit.description, True
 
 
 def text_problems(spec: ActionSpec) -> list[str]:

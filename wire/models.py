@@ -32,6 +32,7 @@ from wire.contacts import normalize_contact
 from wire.dates import in_utc
 from wire.numbers import reject_non_jcs
 from wire.signed import (
+    ActionLimitJson,
     ActionParamJson,
     ActionRuleJson,
     DocumentItemJson,
@@ -462,6 +463,10 @@ class ActionVersionOut(BaseModel):
     executionParams: list[ActionParamJson]
     userParams: list[ActionParamJson]
     rules: list[ActionRuleJson]
+    limits: list[ActionLimitJson] | SkipJsonSchema[None] = Field(
+        default=None,
+        description="The version's use limits (issue 31); absent when it declares none, as in its content",
+    )
 
 
 class ActionVersionOfAction(ActionVersionOut):

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 from pydantic.json_schema import SkipJsonSchema
 
 from core.ids import UUID_PATTERN
+from policy.limits import MAX_EXECUTIONS, MAX_NUMBER, USER_REF_RE
 from policy.params import DEFAULT_MAX_ITEMS, DEFAULT_MAX_LENGTH, MAX_ITEMS_CEILING, MAX_LENGTH_CEILING
 
 COMPONENTS = "#/components/schemas/"
@@ -282,6 +283,48 @@ class ActionRule(_Signed):
     expression: str = Field(description="CEL over executionParams.<name>, userParams.<name> and now")
 
 
+class ActionLimit(_Signed):
+    """A use limit the version declares (issue 31). A version that declares none has no ``limits``
+    in its content (which its digestSRI covers), so it is absent then, never ``[]``."""
+
+    name: str = Field(
+        pattern="^[a-zA-Z_][a-zA-Z0-9_]*$",
+        max_length=100,
+        description=f"Unique in the version; never `{MAX_EXECUTIONS}`, the request's own executions bound",
+    )
+    kind: Literal["executions", "sum", "rate"] = Field(
+        description=(
+            "`executions`: at most `max` allowed verifications over the mandate's life; `sum`: the "
+            "allowed verifications' `param` adds up to at most `max` per `period`; `rate`: at most "
+            "`max` allowed verifications per `period`"
+        )
+    )
+    max: Annotated[float, Field(ge=0, le=MAX_NUMBER)] | Annotated[str, Field(pattern=USER_REF_RE.pattern)] = (
+        Field(
+            description=(
+                "A number (whole for `executions` and `rate`), or `userParams.<name>`: a numeric user "
+                "param, so each request sets its own bound"
+            )
+        )
+    )
+    param: str | SkipJsonSchema[None] = Field(
+        default=None,
+        pattern="^[a-zA-Z_][a-zA-Z0-9_]*$",
+        description="`sum` only: the numeric execution param added up",
+    )
+    period: Literal["P1D", "P1W", "P1M"] | SkipJsonSchema[None] = Field(
+        default=None,
+        description=(
+            "UTC calendar periods: a day, an ISO week (from Monday 00:00) or a month; absent, the "
+            "mandate's life. `rate` needs one; `executions` takes none"
+        ),
+    )
+    unit: str | SkipJsonSchema[None] = Field(
+        default=None, min_length=1, max_length=16, description="`sum` only: what the amounts count (EUR)"
+    )
+    description: str | SkipJsonSchema[None] = Field(default=None, max_length=500)
+
+
 # --- identity documents and status lists ---------------------------------------------------------
 
 
@@ -344,6 +387,7 @@ DOCUMENTED: tuple[type[BaseModel], ...] = (
     DocumentItem,
     ActionParam,
     ActionRule,
+    ActionLimit,
     DidDocument,
     StatusListCredential,
     JsonLdContext,
@@ -359,3 +403,4 @@ PinnedAction = Annotated[dict[str, Any], documented_as(ActionPin)]
 DocumentItemJson = Annotated[dict[str, Any], documented_as(DocumentItem)]
 ActionParamJson = Annotated[dict[str, Any], documented_as(ActionParam)]
 ActionRuleJson = Annotated[dict[str, Any], documented_as(ActionRule)]
+ActionLimitJson = Annotated[dict[str, Any], documented_as(ActionLimit)]

@@ -59,11 +59,13 @@ def action_out(view: actions.ActionView) -> ActionOut:
 
 def _render(action: ActionOut, version: str) -> dict[str, Any]:
     """The action in the caller's version. Each version shows its content verbatim (a description
-    it does not have is absent, not null), so a client can recompute the digestSRI from it."""
+    or limits it does not have are absent, not null), so a client can recompute the digestSRI from
+    it."""
     body = action.model_dump(mode="json")
     for item in body["versions"]:
-        if item.get("description") is None:
-            item.pop("description", None)
+        for optional in ("description", "limits"):
+            if item.get(optional) is None:
+                item.pop(optional, None)
     return body
 
 

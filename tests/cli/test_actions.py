@@ -257,3 +257,99 @@ def test_rules_over_the_budget_are_refused_naming_the_rule(cli: Cli, org_id: str
         write(tmp_path, "fits.json", fits),
     )
     assert (added["number"], added["status"]) == (2, "published")
+
+
+LIMITS_YAML = """\
+name: Pay suppliers
+executionParams:
+  - {name: amount, type: number}
+  - {name: supplier, type: string}
+userParams:
+  - {name: monthlyLimit, type: number}
+  - {name: label, type: string, default: none}
+rules:
+  - name: positive
+    expression: executionParams.amount > 0
+limits:
+  - {name: uses, kind: executions, max: 5}
+  - {name: monthly, kind: sum, param: amount, max: userParams.monthlyLimit, period: P1M, unit: EUR}
+"""
+EXAMPLE_LIMITS = [
+    {"name": "uses", "kind": "executions", "max": 5},
+    {
+        "name": "monthly",
+        "kind": "sum",
+        "param": "amount",
+        "max": "userParams.monthlyLimit",
+        "period": "P1M",
+        "unit": "EUR",
+    },
+]
+
+
+def test_limits_in_a_file_are_installed_and_shown(cli: Cli, org_id: str, tmp_path: Path) -> None:
+    """Use limits (issue 31) in a spec file: installed in the declared order, as ``GET /actions``
+    shows them and the version's digestSRI covers them."""
+    created = cli.json(
+        "action", "create", "--org", org_id, "--publish", "--file", write(tmp_path, "l.yaml", LIMITS_YAML)
+    )
+    assert created["status"] == "published"
+    engine = make_engine(cli.database_url)
+    try:
+        view = actions_store.get_action(engine, org_id, created["actionId"])
+        assert view is not None
+        [version] = action_out(view).model_dump(mode="json", exclude_none=True)["versions"]
+    finally:
+        engine.dispose()
+    assert version["limits"] == EXAMPLE_LIMITS
+    content = {k: v for k, v in version.items() if k not in {"id", "number", "digestSRI", "publishedAt"}}
+    assert version["digestSRI"] == created["digestSRI"] == digest_sri(content)
+
+
+def test_limit_problems_are_listed_per_limit(cli: Cli, org_id: str, tmp_path: Path) -> None:
+    """Each limit's problems are named by its place (a shape the file cannot have) or its name (what
+    publishing checks against the params); a refused --publish stores nothing."""
+    before = [a["name"] for a in cli.json("action", "list", "--org", org_id)]
+    shapeless = {
+        "name": "Bad limits",
+        "executionParams": [{"name": "amount", "type": "number"}],
+        "limits": [
+            {"name": "uses", "kind": "executions", "max": 5},
+            {"name": "spend", "kind": "budget", "max": 10},
+            {"name": "daily", "kind": "rate", "max": 2, "period": "P1Y"},
+            {"name": "maxExecutions", "kind": "executions", "max": 3},
+            {"name": "uses", "kind": "executions", "max": 1},
+        ],
+    }
+    path = write(tmp_path, "shapeless.json", shapeless)
+    refused = cli.run("action", "create", "--org", org_id, "--file", path)
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert refused.stderr == (
+        f"error: {path}: the action is not valid:\n"
+        "  - limits[1].kind must be one of executions, sum, rate\n"
+        "  - limits[2].period must be one of P1D, P1W, P1M, or absent for the mandate's life\n"
+        "  - limits[3].name maxExecutions is the request's own bound: choose another name\n"
+        "  - limits[4].name uses is declared twice\n"
+    )
+    unknown = {
+        "name": "Unknown params",
+        "executionParams": [{"name": "amount", "type": "number"}, {"name": "supplier", "type": "string"}],
+        "userParams": [{"name": "label", "type": "string"}],
+        "limits": [
+            {"name": "total", "kind": "sum", "param": "amont", "max": 100},
+            {"name": "bySupplier", "kind": "sum", "param": "supplier", "max": 100},
+            {"name": "monthly", "kind": "sum", "param": "amount", "max": "userParams.cap", "period": "P1M"},
+            {"name": "labelled", "kind": "rate", "max": "userParams.label", "period": "P1W"},
+        ],
+    }
+    path = write(tmp_path, "unknown.json", unknown)
+    refused = cli.run("action", "create", "--org", org_id, "--publish", "--file", path)
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert refused.stderr == (
+        f"error: {path}: cannot publish:\n"
+        "  - limit total: executionParams has no param amont\n"
+        "  - limit bySupplier: executionParams.supplier is a string; a sum needs a number\n"
+        "  - limit monthly: userParams has no param cap\n"
+        "  - limit labelled: userParams.label is a string; a max needs a number\n"
+    )
+    assert [a["name"] for a in cli.json("action", "list", "--org", org_id)] == before  # nothing stored

@@ -187,7 +187,9 @@ def _actions_were_summaries(body: Body) -> Body:
     return {**body, "data": [action(a) for a in body["data"]]}
 
 
-CONTENT_FIELDS = ("name", "description", "executionParams", "userParams", "rules")
+# a version's content: what its digestSRI covers (``limits`` only where it declares any, issue 31;
+# the releases read ``content`` as any object)
+CONTENT_FIELDS = ("name", "description", "executionParams", "userParams", "rules", "limits")
 
 
 def _action_versions_held_their_content(body: Body) -> Body:

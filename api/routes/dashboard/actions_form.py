@@ -2,11 +2,12 @@
 ``services.action_drafts`` checks and ``services.actions`` stores) and a draft written back as the
 rows of the form, with each problem next to the field it concerns.
 
-The form is plain HTML, usable without JavaScript: one row per param and rule (``e-0-name``,
-``u-1-default``, ``r-2-expression``) and one blank row per list to add another; a row left blank
-is dropped, so clearing a row removes it. Defaults and the "Try it" values are typed as text and
-read by the param's type: a number as JSON writes it, ``true``/``false``, an array as JSON
-(``["a", "b"]``); left empty, a value is absent (a default then applies).
+The form is plain HTML, usable without JavaScript: one row per param, rule and use limit
+(``e-0-name``, ``u-1-default``, ``r-2-expression``, ``l-0-max``: ``actions_limits``) and one blank
+row per list to add another; a row left blank is dropped, so clearing a row removes it. Defaults
+and the "Try it" values are typed as text and read by the param's type: a number as JSON writes
+it, ``true``/``false``, an array as JSON (``["a", "b"]``); left empty, a value is absent (a
+default then applies).
 
 A param's size bounds (``e-0-maxlength``, ``e-0-maxitems``) are typed as digits and read into its
 ``maxLength`` and ``maxItems``; anything else is passed on as typed, for the params' own check to
@@ -29,6 +30,7 @@ from typing import Any
 
 from fastapi import Request
 
+from api.routes.dashboard.actions_limits import LIMIT_FIELDS, MAX_LIMIT_ROWS, SELECTS, limit_item, limit_row
 from api.routes.dashboard.common import BUILDERS
 from policy.cel import MAX_EXPRESSION_LENGTH
 from policy.params import PARAM_TYPES, Param, read_timestamp
@@ -49,7 +51,9 @@ PARTS = {
     "executionParams": ("e", PARAM_FIELDS),
     "userParams": ("u", USER_FIELDS),
     "rules": ("r", RULE_FIELDS),
+    "limits": ("l", LIMIT_FIELDS),
 }
+MOST_ROWS = {"limits": MAX_LIMIT_ROWS}  # the rows a list may have, where not MAX_ROWS
 # a "Try it" value: long enough for an array past the default bounds (100 items of 1,000 characters)
 MAX_TRY_VALUE = 200_000
 # a bound's form field, the member of a param's dict form it is read into, and the types it applies to
@@ -59,7 +63,7 @@ BOUNDS = {
 }
 _DIGITS_RE = re.compile(r"[0-9]+")
 _NUMBER_RE = re.compile(r"-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]{1,3})?")
-_ROW_FIELD_RE = re.compile(r"([eur])-([0-9]{1,3})-([a-z]+)")
+_ROW_FIELD_RE = re.compile(r"([eurl])-([0-9]{1,3})-([a-z]+)")
 
 
 def key_of(action_id: str) -> str:
@@ -131,13 +135,14 @@ def read_form(form: dict[str, str], name: str, description: str | None) -> Draft
         rows, positions = [], []
         for position in sorted(i for p, i in by_row if p == prefix):
             row = {key: by_row[(prefix, position)].get(key, "") for key in limits}
-            if any(value.strip() for key, value in row.items() if key != "type"):
+            if any(value.strip() for key, value in row.items() if key not in ("type", *SELECTS)):
                 rows.append(row)
                 positions.append(position)
         draft.rows[part], draft.positions[part] = rows, positions
-        if len(rows) > MAX_ROWS:
-            draft.problems.append(Problem("action", None, f"{part} has more than {MAX_ROWS} rows."))
-            rows = rows[:MAX_ROWS]
+        most = MOST_ROWS.get(part, MAX_ROWS)
+        if len(rows) > most:
+            draft.problems.append(Problem("action", None, f"{part} has more than {most} rows."))
+            rows = rows[:most]
         draft.raw[part] = [_item(part, index, row, limits, draft.problems) for index, row in enumerate(rows)]
     # one character more than a value may hold, for ``too_long`` to name it
     draft.tries = {key: value[: MAX_TRY_VALUE + 1] for key, value in form.items() if key.startswith("try-")}
@@ -145,7 +150,7 @@ def read_form(form: dict[str, str], name: str, description: str | None) -> Draft
 
 
 def _item(part: str, index: int, row: dict[str, str], limits: dict[str, int], problems: list[Problem]) -> Any:
-    """One row as a param or rule in dict form; a field longer than it may be is a problem."""
+    """One row as a param, rule or limit in dict form; a field longer than it may be is a problem."""
     item: dict[str, Any] = {name: row[name][:limit].strip() for name, limit in limits.items()}
     for name, limit in limits.items():
         if len(row[name]) > limit and (part, name) != ("rules", "expression"):
@@ -153,6 +158,8 @@ def _item(part: str, index: int, row: dict[str, str], limits: dict[str, int], pr
             problems.append(Problem(part, index, f"{shown} is longer than {limit} characters"))
             if name in BOUNDS:
                 item[name] = ""  # a bound's first digits are no bound: the one problem is its length
+    if part == "limits":
+        return limit_item(item)
     if part == "rules":
         # as typed (a compile error's column counts from its start); one character more than a rule
         # may hold is enough for the rules' own check to say it is too long
@@ -186,6 +193,9 @@ def rows_of(raw: dict[str, Any]) -> dict[str, list[dict[str, str]]]:
     for part, (_, limits) in PARTS.items():
         rows[part] = []
         for item in raw.get(part) or []:
+            if part == "limits":
+                rows[part].append(limit_row(item))
+                continue
             row = {name: _text(item.get(BOUNDS[name][0] if name in BOUNDS else name)) for name in limits}
             if "default" in limits and "default" in item:
                 param = Param(item["name"], item["type"], default=item["default"], has_default=True)

@@ -26,6 +26,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from api.deps import ContextDep
 from api.errors import service_error_status
 from api.routes.dashboard import actions_form as forms
+from api.routes.dashboard import actions_limits
 from api.routes.dashboard.actions_form import (
     ACTION_ROLES,
     NUMBER_RE,
@@ -38,6 +39,7 @@ from api.routes.dashboard.common import form_by, member_page, not_found, org_of,
 from core.kinds import ActionVersionStatus
 from policy.actions import ActionSpec
 from policy.cost import RULE_BUDGET
+from policy.limits import KINDS, MAX_EXECUTIONS
 from policy.params import (
     DEFAULT_MAX_ITEMS,
     DEFAULT_MAX_LENGTH,
@@ -121,12 +123,7 @@ def _version_html(
         published=published,
         published_at=when(version.published_at) if version.published_at else "",
         rows=rows,
-        bounds=forms.shown_bounds(raw) if published else {},
-        bound_types={name: applies for name, (_, applies) in forms.BOUNDS.items()},
-        default_length=f"{DEFAULT_MAX_LENGTH:,}",
-        default_items=f"{DEFAULT_MAX_ITEMS:,}",
-        ceiling_length=f"{MAX_LENGTH_CEILING:,}",
-        ceiling_items=f"{MAX_ITEMS_CEILING:,}",
+        **_bounds_and_limits(raw, published),
         budget=f"{RULE_BUDGET:,}",
         by_row=by_row,
         general=general,
@@ -138,6 +135,25 @@ def _version_html(
         tried=tried,
         **extra,
     )
+
+
+def _bounds_and_limits(raw: dict[str, Any], published: bool) -> dict[str, Any]:
+    """What the page says of the params' bounds and of the use limits: a published version's, in
+    words, or the editor's choices, defaults and ceilings."""
+    return {
+        "bounds": forms.shown_bounds(raw) if published else {},
+        "bound_types": {name: applies for name, (_, applies) in forms.BOUNDS.items()},
+        "default_length": f"{DEFAULT_MAX_LENGTH:,}",
+        "default_items": f"{DEFAULT_MAX_ITEMS:,}",
+        "ceiling_length": f"{MAX_LENGTH_CEILING:,}",
+        "ceiling_items": f"{MAX_ITEMS_CEILING:,}",
+        "limits_shown": actions_limits.described(raw) if published else [],
+        "kinds": KINDS,
+        "periods": actions_limits.PERIOD_CHOICES,
+        "limit_applies": actions_limits.APPLIES,
+        "max_limits": actions_limits.MAX_LIMIT_ROWS,
+        "max_executions": MAX_EXECUTIONS,
+    }
 
 
 @router.get(VERSION_PATH, response_class=HTMLResponse)
