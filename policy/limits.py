@@ -95,7 +95,9 @@ def _limit_problems(raw: dict[str, Any], at: str) -> list[str]:
         if not 0 <= most <= MAX_NUMBER:
             problems.append(f"{at}.max must be between 0 and {MAX_NUMBER:,}")
         elif kind in ("executions", "rate") and not float(most).is_integer():
-            problems.append(f"{at}.max of a {kind} limit must be a whole number")
+            problems.append(
+                f"{at}.max of {'an' if kind == 'executions' else 'a'} {kind} limit must be a whole number"
+            )
     elif not (isinstance(most, str) and USER_REF_RE.match(most)):
         problems.append(f"{at}.max must be a number or userParams.<name>")
     if kind == "sum" and not (isinstance(param, str) and NAME_RE.match(param)):

@@ -38,7 +38,7 @@ def errors_of(raw: Any) -> list[str]:
         ({"name": "1x", "kind": "executions", "max": 1}, "limits[0].name must be an identifier"),
         ({"name": "maxExecutions", "kind": "executions", "max": 1}, "is the request's own bound"),
         ({"name": "a", "kind": "count", "max": 1}, "limits[0].kind must be one of executions, sum, rate"),
-        ({"name": "a", "kind": "executions", "max": 2.5}, "max of a executions limit must be a whole"),
+        ({"name": "a", "kind": "executions", "max": 2.5}, "max of an executions limit must be a whole"),
         ({"name": "a", "kind": "executions", "max": -1}, "max must be between 0 and"),
         ({"name": "a", "kind": "executions", "max": "5"}, "max must be a number or userParams.<name>"),
         ({"name": "a", "kind": "executions", "max": True}, "max must be a number or userParams.<name>"),
