@@ -1,19 +1,25 @@
 """What the pages read of a mandate's use limits (issue 31): its bounds as a person reads them (each
 limit with its ``max`` resolved for the request, its action version's ``description`` beside it,
-then the request's ``maxExecutions``). The counting itself is ``store.limit_use``'s, in the
-verification's transaction."""
+then the request's ``maxExecutions``) and the verifications that used it or were refused for want
+of room. The counting itself is ``store.limit_use``'s, in the verification's transaction."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from sqlalchemy import Engine, func, or_, select
 from sqlmodel import Session, col
 from sqlmodel import select as select_rows
 
 from policy import limits
 from policy.limits import Bound
-from store.tables import ActionVersion, Credential
+from store.db import read_session
+from store.tables import ActionVersion, Credential, Presentation, Verification
+
+LIMIT_EXCEEDED = "limit_exceeded"  # the reason of a verification refused for want of room
+_P = Presentation.__table__  # type: ignore[attr-defined]
+_V = Verification.__table__  # type: ignore[attr-defined]
 
 
 def descriptions(content: Mapping[str, Any]) -> dict[str, str]:
@@ -61,3 +67,34 @@ def bounds(cred: Credential, described: Mapping[str, str] | None = None) -> list
         {**b.as_json(), **({"description": text} if text else {})}
         for b, text in described_bounds(cred, described)
     ]
+
+
+def bounds_of(engine: Engine, org_id: str, cred: Credential) -> list[tuple[Bound, str | None]]:
+    """``described_bounds`` of one credential of the organization, its version's descriptions read."""
+    version = str((cred.action or {}).get("version") or "")
+    if not cred.limits or not version:
+        return described_bounds(cred)
+    with read_session(engine) as session:
+        described = version_descriptions(session, org_id, [version]).get(version)
+    return described_bounds(cred, described)
+
+
+def use_history(
+    engine: Engine, credential_id: str, mandate_id: str, limit: int
+) -> tuple[list[Verification], int]:
+    """The newest ``limit`` verifications that used the mandate (allowed) or were refused for want
+    of room (``limit_exceeded``), and how many there are. As in ``store.verifications
+    .of_credential``, only the verifications of the VPs this service issued of the credential
+    count: what a stranger made up about the mandate is not its use."""
+    ours = select(_P.c.id).where(_P.c.credential_id == credential_id)
+    conds = (
+        _V.c.mandate_id == mandate_id,
+        _V.c.presentation_id.in_(ours),
+        or_(_V.c.decision == "allow", _V.c.reason == LIMIT_EXCEEDED),
+    )
+    with engine.connect() as conn:
+        total = conn.execute(select(func.count()).select_from(_V).where(*conds)).scalar_one()
+        rows = conn.execute(
+            select(_V).where(*conds).order_by(_V.c.created_at.desc(), _V.c.id.desc()).limit(limit)
+        ).all()
+    return [Verification.model_validate(dict(r._mapping)) for r in rows], int(total)
