@@ -1,10 +1,14 @@
 """Every text a subject sees, in the four languages of CONTRACT 8: the code message and the pages.
 
 ``text(language, key, **values)`` formats one entry; an unknown language falls back to ENG, and a
-test checks that every language has every key with the same placeholders.
+test checks that every language has every key with the same placeholders. ``number`` writes a
+number as the language does (``1,000.5``, ``1000,5``, ``10 000,5``) and ``one`` says whether a
+count takes the singular (French: 0 and 1, the others: 1).
 """
 
 from __future__ import annotations
+
+from decimal import Decimal
 
 LANGUAGES = ("ENG", "PRT", "SPA", "FRA")
 DEFAULT_LANGUAGE = "ENG"
@@ -73,6 +77,21 @@ CATALOG: dict[str, dict[str, str]] = {
             "check, or a second time. Open the link from your message again and "
             "enter a new code to go on."
         ),
+        # a mandate's use limits, in words (issue 31): never a limit's raw name
+        "limits_heading": "Use limits",
+        "limit_uses_one": "At most {n} use",
+        "limit_uses": "At most {n} uses",
+        "limit_rate_one": "At most {n} use {period}",
+        "limit_rate": "At most {n} uses {period}",
+        "limit_sum": "At most {amount} {unit} {period}",
+        "limit_sum_bare": "At most {amount} {period}",
+        "limit_sum_plain": "At most {amount} in total amount {period}",
+        "limit_sum_plain_total": "At most {amount} in total amount",
+        "limit_described": "{limit}: {description}",
+        "period_P1D": "per day (UTC)",
+        "period_P1W": "per week (Monday to Sunday, UTC)",
+        "period_P1M": "per calendar month (UTC)",
+        "period_total": "in total",
         "step": "Step {n} of {total}",
         "language": "Language",
         "unavailable": "The service is busy. Please try again in a moment.",
@@ -141,6 +160,20 @@ CATALOG: dict[str, dict[str, str]] = {
             "identidade, ou pela segunda vez. Abra novamente o link da sua mensagem "
             "e introduza um novo código para continuar."
         ),
+        "limits_heading": "Limites de utilização",
+        "limit_uses_one": "No máximo {n} utilização",
+        "limit_uses": "No máximo {n} utilizações",
+        "limit_rate_one": "No máximo {n} utilização {period}",
+        "limit_rate": "No máximo {n} utilizações {period}",
+        "limit_sum": "No máximo {amount} {unit} {period}",
+        "limit_sum_bare": "No máximo {amount} {period}",
+        "limit_sum_plain": "No máximo {amount} de montante total {period}",
+        "limit_sum_plain_total": "No máximo {amount} de montante total",
+        "limit_described": "{limit}: {description}",
+        "period_P1D": "por dia (UTC)",
+        "period_P1W": "por semana (de segunda a domingo, UTC)",
+        "period_P1M": "por mês civil (UTC)",
+        "period_total": "no total",
         "step": "Passo {n} de {total}",
         "language": "Idioma",
         "unavailable": "O serviço está ocupado. Tente novamente dentro de momentos.",
@@ -205,6 +238,20 @@ CATALOG: dict[str, dict[str, str]] = {
             "identidad, o por segunda vez. Abra de nuevo el enlace de su mensaje e "
             "introduzca un código nuevo para continuar."
         ),
+        "limits_heading": "Límites de uso",
+        "limit_uses_one": "Como máximo {n} uso",
+        "limit_uses": "Como máximo {n} usos",
+        "limit_rate_one": "Como máximo {n} uso {period}",
+        "limit_rate": "Como máximo {n} usos {period}",
+        "limit_sum": "Como máximo {amount} {unit} {period}",
+        "limit_sum_bare": "Como máximo {amount} {period}",
+        "limit_sum_plain": "Como máximo {amount} de importe total {period}",
+        "limit_sum_plain_total": "Como máximo {amount} de importe total",
+        "limit_described": "{limit}: {description}",
+        "period_P1D": "por día (UTC)",
+        "period_P1W": "por semana (de lunes a domingo, UTC)",
+        "period_P1M": "por mes natural (UTC)",
+        "period_total": "en total",
         "step": "Paso {n} de {total}",
         "language": "Idioma",
         "unavailable": "El servicio está ocupado. Inténtelo de nuevo en un momento.",
@@ -275,6 +322,20 @@ CATALOG: dict[str, dict[str, str]] = {
             "d'identité, ou une seconde fois. Ouvrez à nouveau le lien de votre "
             "message et saisissez un nouveau code pour continuer."
         ),
+        "limits_heading": "Limites d'utilisation",
+        "limit_uses_one": "Au plus {n} utilisation",
+        "limit_uses": "Au plus {n} utilisations",
+        "limit_rate_one": "Au plus {n} utilisation {period}",
+        "limit_rate": "Au plus {n} utilisations {period}",
+        "limit_sum": "Au plus {amount} {unit} {period}",
+        "limit_sum_bare": "Au plus {amount} {period}",
+        "limit_sum_plain": "Au plus {amount} de montant total {period}",
+        "limit_sum_plain_total": "Au plus {amount} de montant total",
+        "limit_described": "{limit} : {description}",
+        "period_P1D": "par jour (UTC)",
+        "period_P1W": "par semaine (du lundi au dimanche, UTC)",
+        "period_P1M": "par mois civil (UTC)",
+        "period_total": "au total",
         "step": "Étape {n} sur {total}",
         "language": "Langue",
         "unavailable": "Le service est occupé. Réessayez dans un instant.",
@@ -288,3 +349,31 @@ def language_of(value: str | None) -> str:
 
 def text(language: str | None, key: str, **values: object) -> str:
     return CATALOG[language_of(language)][key].format(**values)
+
+
+# each language's grouping and decimal separators, and the fewest digits of a whole part that is
+# grouped (CLDR: European Portuguese and Spanish write 1000 but 10 000 and 10.000; the Portuguese
+# group is a no-break space, the French one a narrow no-break space)
+NUMBER_STYLE = {
+    "ENG": (",", ".", 4),
+    "PRT": ("\u00a0", ",", 5),
+    "SPA": (".", ",", 5),
+    "FRA": ("\u202f", ",", 4),
+}
+
+
+def number(language: str | None, value: Decimal | int | float) -> str:
+    """``value`` as the language writes it, with as many decimals as it has (no trailing zero)."""
+    group, point, grouped_from = NUMBER_STYLE[language_of(language)]
+    exact = Decimal(str(value))
+    whole, _, fraction = format(abs(exact), "f").partition(".")
+    fraction = fraction.rstrip("0")
+    if len(whole) >= grouped_from:
+        head = len(whole) % 3 or 3
+        whole = group.join([whole[:head], *(whole[i : i + 3] for i in range(head, len(whole), 3))])
+    return ("-" if exact < 0 else "") + whole + (point + fraction if fraction else "")
+
+
+def one(language: str | None, count: Decimal | int | float) -> bool:
+    """Whether ``count`` takes the singular: 1, and in French 0 too."""
+    return count == 1 or (language_of(language) == "FRA" and count == 0)

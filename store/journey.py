@@ -11,6 +11,7 @@ from sqlalchemy import Engine, update
 from sqlmodel import col, select
 
 from core.kinds import CredentialStatus
+from store import limit_usage
 from store.db import read_session, write_connection
 from store.tables import (
     Action,
@@ -26,8 +27,9 @@ from store.tables import (
 
 @dataclass(frozen=True)
 class CredentialShown:
-    """A credential as the subject reads it: for a mandate the action and the userParams being
-    approved, for a document its visible fields."""
+    """A credential as the subject reads it: for a mandate the action, the userParams being
+    approved and its use limits (``store.limit_usage.bounds``: each with its max for this request
+    and its description, then the request's maxExecutions), for a document its visible fields."""
 
     id: str
     name: str
@@ -37,6 +39,7 @@ class CredentialShown:
     action_description: str | None = None
     params: list[tuple[str, str]] = field(default_factory=list)
     fields: list[tuple[str, str]] = field(default_factory=list)
+    limits: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -69,7 +72,9 @@ def shown_value(value: Any) -> str:
     return str(value) if value not in (None, "") else "—"
 
 
-def _shown(cred: Credential, actions: dict[str, Action]) -> CredentialShown:
+def _shown(
+    cred: Credential, actions: dict[str, Action], described: dict[str, dict[str, str]]
+) -> CredentialShown:
     if cred.resource_type == "DOCUMENT":
         fields = [
             (str(item.get("label", "")), shown_value(item.get("value", "")))
@@ -88,6 +93,7 @@ def _shown(cred: Credential, actions: dict[str, Action]) -> CredentialShown:
         action_name=found.name if found else None,
         action_description=found.description if found else None,
         params=params,
+        limits=limit_usage.bounds(cred, described.get(str(action.get("version")))),
     )
 
 
@@ -125,7 +131,10 @@ def load_journey(engine: Engine, request_id: str, subject_id: str) -> Journey | 
             )
         }
         challenge = session.get(OtpChallenge, (request_id, subject_id))
-        return Journey(req, org, subject, link, [_shown(c, actions) for c in creds], decided, challenge)
+        versions = [str(c.action.get("version")) for c in creds if c.limits and c.action]
+        described = limit_usage.version_descriptions(session, req.organization_id, versions)
+        shown = [_shown(c, actions, described) for c in creds]
+        return Journey(req, org, subject, link, shown, decided, challenge)
 
 
 def mark_sent(engine: Engine, request_id: str) -> None:

@@ -24,7 +24,7 @@ from core.kinds import IDENTITY_SOURCES, IdentityStatus, RequestStatus, Surface
 from core.origins import header_origins, origin_of_url, safe_url
 from core.otp import mask_contact
 from orchestration.temporal import temporal_unavailable
-from services import journey
+from services import journey, limit_views
 from services.journey import Journey
 from workflows.messages import IDENTITY_FAILED, IDENTITY_REQUIRED, identity_state
 
@@ -88,6 +88,7 @@ def render(
             step_total=total if number else None,
             kyc_source=IDENTITY_SOURCES.get(j.request.security_level),
             languages=language_links(page) if step == "otp" else None,
+            limit_lines=partial(limit_views.subject_lines, lang),
         )
         if page.surface == IFRAME and page.parent:
             frame_ancestors = page.parent

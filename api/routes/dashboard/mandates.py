@@ -1,7 +1,8 @@
 """Issued credentials (every member: owners, developers and support): the organization's
 credentials, newest first, paged and filtered by status and request; one credential with its
-subjects, the signed W3C credential, the PDF of a document, its verifications with their receipts;
-revoking a mandate with a reason, recorded as the member's.
+subjects, the signed W3C credential, the PDF of a document, its verifications with their receipts,
+a mandate's use limits with their use and its history (``mandate_limits``); revoking a mandate with
+a reason, recorded as the member's.
 
 A credential is named in the path by its id (24 lower-case hex characters) or its mandate URN, as
 in the REST API; another organization's answers 404 exactly like one that does not exist.
@@ -29,9 +30,10 @@ from api.routes.dashboard.common import (
     when,
 )
 from api.routes.dashboard.common import page as plain_page
+from api.routes.dashboard.mandate_limits import use_section
 from api.routes.mandates import entity_of, sheet_of
 from core.kinds import CredentialStatus
-from services import mandates, members
+from services import limit_views, mandates, members
 from services.context import Context
 from services.errors import Conflict, Invalid, NotFound
 from services.mandates import CredentialFilter, CredentialRecord, ListedCredential
@@ -228,7 +230,10 @@ async def _detail_page(
 ) -> HTMLResponse:
     detail = _detail(view, ctx.settings.public_url)
     title = f"{detail['name']} · Mandates · Mandatum"
-    return await _render(ctx, member, token, "dashboard/mandate.html", title=title, cred=detail, **extra)
+    use = use_section(await limit_views.mandate_use(ctx, org_of(member), view.record.credential))
+    return await _render(
+        ctx, member, token, "dashboard/mandate.html", title=title, cred=detail, use=use, **extra
+    )
 
 
 @router.get("/dashboard/mandates/{credential_id}", response_class=HTMLResponse)
