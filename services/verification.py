@@ -310,13 +310,18 @@ def conclude(
     # the key is fetched before the write transaction: never a second connection inside it
     key = service_key(engine, cipher, settings)
     sign = partial(signed_receipt, key=key, settings=settings, verifier_did=verifier_did, now=now)
-    receipt = sign(out)  # the likely outcome, signed outside the write lock
+    # the likely outcome, signed outside the write lock; but an allow under use limits is signed
+    # once, in the write, with the counts of its locked row (``Pending._counted``): signed here, it
+    # would be signed again whenever another verification of the mandate came first
+    counted_in_write = bool(out.bounds) and out.reason is None
+    receipt = {} if counted_in_write else sign(out)
     pending = Pending(
         out, receipt, sign, key, verifier_org_id, presentation, execution_params, now, str(actor), signature
     )
     if out.bounds:
         pending.sign_revocation = partial(exhaustion_signer, key, settings)
-    pending.draft()  # its row and audit record encoded here, not in the write
+    if not counted_in_write:
+        pending.draft()  # its row and audit record encoded here, not in the write
     return pending
 
 

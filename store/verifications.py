@@ -167,14 +167,14 @@ class Pending:
             self._drafts = None
 
     def _counted(self, outcome: limit_use.Counted) -> None:
-        """Its use limits as the locked row has them (``store.limit_use``): the outcome and receipt
-        again when they differ from what was decided before the write."""
+        """Its use limits as the locked row has them (``store.limit_use``): the receipt signed now
+        (an allow under limits is signed only here), or again when the outcome changed."""
         out = self.out
         if outcome.reason is not None:
             out.evaluations = out.evaluations if outcome.reason == "limit_exceeded" else []
             out.deny(outcome.reason, outcome.detail)
         out.uses, out.exhausted = outcome.uses, outcome.exhausted
-        if outcome.limits != out.limits or outcome.reason is not None:
+        if outcome.limits != out.limits or outcome.reason is not None or not self.receipt:
             out.limits = outcome.limits
             self.receipt = self.sign(out)
             self._drafts = None
@@ -341,8 +341,8 @@ def _landed(engine: Engine, batch: list[Pending]) -> bool:
     """Whether the failed transaction of ``batch`` committed after all: every verification row it
     was writing is there (one transaction: all of them or none). A batch of replays only wrote
     nothing, and when even this read fails the batch is taken as not written."""
-    ids = [p.receipt["id"] for p in batch if not p.replayed]
-    if not ids:
+    ids = [p.receipt.get("id") for p in batch if not p.replayed]
+    if not ids or None in ids:  # a receipt still to be signed in the write: it did not get there
         return False
     try:
         with engine.connect() as conn:
