@@ -92,6 +92,7 @@ bench: $(STAMP)
 	$(PY) -m bench.intake
 	$(PY) -m bench.trust
 	$(PY) -m bench.verify
+	$(PY) -m bench.verify_limits
 	$(PY) -m bench.isolation
 	$(PY) -m bench.webhook
 
