@@ -25,7 +25,8 @@ from tests.support.audit import chain, issued_mandate, new_request
 from trust.did import web_service_did
 from trust.eddsa_jcs import verify_document
 
-pytestmark = pytest.mark.usefixtures("no_server_errors")
+# on both databases: what it tests goes through the storage (tests/conftest.py)
+pytestmark = [pytest.mark.usefixtures("no_server_errors"), pytest.mark.both_databases]
 GOOD = {"amount": 100, "payee": "Bob"}
 VERIFIER = Actor.shell_operator("verifier")
 

@@ -6,12 +6,16 @@ from __future__ import annotations
 import asyncio
 
 import httpx
+import pytest
 from sqlalchemy import Engine
 
 from core.secretbox import SecretCipher
 from store import orgs
 from tests.support.api_client import Credentials, SignedClient, assert_error_shape, now_ms, policy_request
 from tests.support.signatures import client_for_key, compact_json, create_request_id
+
+# on both databases: what it tests goes through the storage (tests/conftest.py)
+pytestmark = pytest.mark.both_databases
 
 
 async def test_same_signed_post_twice_is_refused(api: SignedClient) -> None:

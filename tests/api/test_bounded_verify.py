@@ -29,7 +29,8 @@ from tests.support.audit import chain
 from tests.support.presentations import GOOD, checked, new_vp, verify
 from trust.credentials import digest_sri
 
-pytestmark = pytest.mark.usefixtures("worker", "no_server_errors")
+# on both databases: what it tests goes through the storage (tests/conftest.py)
+pytestmark = [pytest.mark.usefixtures("worker", "no_server_errors"), pytest.mark.both_databases]
 
 # the attack: every item compared with every other one
 QUADRATIC = "executionParams.items.all(x, executionParams.items.exists_one(y, y == x))"

@@ -24,7 +24,8 @@ from store.tables import CredentialRequest
 from tests.support.api_client import SignedClient, assert_error_shape, policy_request
 from wire.versioning import VERSIONS
 
-pytestmark = pytest.mark.usefixtures("worker", "no_server_errors")
+# on both databases: what it tests goes through the storage (tests/conftest.py)
+pytestmark = [pytest.mark.usefixtures("worker", "no_server_errors"), pytest.mark.both_databases]
 
 FIRST_SECOND = date(1, 1, 1).toordinal() * 86_400
 LAST_SECOND = date(9999, 12, 31).toordinal() * 86_400 + 86_399  # its microseconds too

@@ -22,7 +22,8 @@ from tests.support.mandates import accept_all, create_request
 from trust.credentials import verify_document_credential
 from trust.did import web_service_did
 
-pytestmark = pytest.mark.usefixtures("worker", "no_server_errors")
+# on both databases: what it tests goes through the storage (tests/conftest.py)
+pytestmark = [pytest.mark.usefixtures("worker", "no_server_errors"), pytest.mark.both_databases]
 
 
 async def get(api: SignedClient, ident: str, **params: Any) -> dict[str, Any]:

@@ -36,7 +36,8 @@ def unique_ts() -> str:
     return str(_last_ts)
 
 
-pytestmark = pytest.mark.usefixtures("no_server_errors")
+# on both databases: what it tests goes through the storage (tests/conftest.py)
+pytestmark = [pytest.mark.usefixtures("no_server_errors"), pytest.mark.both_databases]
 
 
 async def post(

@@ -28,7 +28,8 @@ from trust.did import web_service_did
 from trust.eddsa_jcs import parse_datetime
 from trust.receipts import verify_receipt
 
-pytestmark = pytest.mark.usefixtures("worker", "no_server_errors")
+# on both databases: what it tests goes through the storage (tests/conftest.py)
+pytestmark = [pytest.mark.usefixtures("worker", "no_server_errors"), pytest.mark.both_databases]
 
 DOCUMENT = {
     "type": "DOCUMENT",

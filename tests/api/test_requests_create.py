@@ -75,7 +75,8 @@ CREDENTIAL_EXTRAS = {"scope", "action", "data", "validFrom", "validUntil"}
 CREDENTIAL_EXTRAS |= {"maxExecutions", "executionsRemaining", "limits"}
 
 
-pytestmark = pytest.mark.usefixtures("no_server_errors")
+# on both databases: what it tests goes through the storage (tests/conftest.py)
+pytestmark = [pytest.mark.usefixtures("no_server_errors"), pytest.mark.both_databases]
 
 
 def parse_time(value: str) -> datetime:

@@ -36,7 +36,8 @@ LIST_FIELDS = {
 LIST_EXTRAS = {"canceledAt", "status"}  # CONTRACT 2: extra fields may be added
 
 
-pytestmark = pytest.mark.usefixtures("no_server_errors")
+# on both databases: what it tests goes through the storage (tests/conftest.py)
+pytestmark = [pytest.mark.usefixtures("no_server_errors"), pytest.mark.both_databases]
 
 
 async def create(api: SignedClient, **overrides: Any) -> dict[str, Any]:

@@ -29,7 +29,8 @@ from trust.credentials import verify_document_credential, verify_mandate
 from trust.did import web_service_did
 from trust.receipts import verify_receipt
 
-pytestmark = pytest.mark.usefixtures("worker", "no_server_errors")
+# on both databases: what it tests goes through the storage (tests/conftest.py)
+pytestmark = [pytest.mark.usefixtures("worker", "no_server_errors"), pytest.mark.both_databases]
 
 
 def path_of(mandate_id: str) -> str:

@@ -27,7 +27,8 @@ from trust.credentials import to_standard
 from trust.did import Resolver, did_document, key_id, web_service_did
 from trust.keys import Ed25519KeyPair
 
-pytestmark = pytest.mark.usefixtures("worker", "no_server_errors")
+# on both databases: what it tests goes through the storage (tests/conftest.py)
+pytestmark = [pytest.mark.usefixtures("worker", "no_server_errors"), pytest.mark.both_databases]
 
 DOCUMENT = {
     "type": "DOCUMENT",

@@ -40,7 +40,8 @@ from tests.support.mandates import issued_mandate
 from tests.support.operators import log_in_as_operator
 from tests.support.presentations import presented, verify
 
-pytestmark = pytest.mark.usefixtures("worker", "no_server_errors")
+# on both databases: what it tests goes through the storage (tests/conftest.py)
+pytestmark = [pytest.mark.usefixtures("worker", "no_server_errors"), pytest.mark.both_databases]
 
 REASON = "lost\n12:00 REVOKED by root \u202egnp.exe"
 ESCAPED = "lost\\u000a12:00 REVOKED by root \\u202egnp.exe"  # the PDF: a line feed would break the line

@@ -17,7 +17,8 @@ from store.tables import Presentation, Verification
 from tests.support.api_client import SignedClient, assert_error_shape, policy_request
 from tests.support.presentations import GOOD, checked, new_vp, stored, verify
 
-pytestmark = pytest.mark.usefixtures("worker", "no_server_errors")
+# on both databases: what it tests goes through the storage (tests/conftest.py)
+pytestmark = [pytest.mark.usefixtures("worker", "no_server_errors"), pytest.mark.both_databases]
 
 RULES = [
     ("amountWithinLimit", "executionParams.amount <= userParams.maxAmount"),

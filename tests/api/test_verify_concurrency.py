@@ -27,7 +27,8 @@ from tests.support.presentations import GOOD, checked, new_vp, verify
 from trust.did import web_service_did
 from trust.receipts import verify_receipt
 
-pytestmark = pytest.mark.usefixtures("worker", "no_server_errors")
+# on both databases: what it tests goes through the storage (tests/conftest.py)
+pytestmark = [pytest.mark.usefixtures("worker", "no_server_errors"), pytest.mark.both_databases]
 CALLS = 50
 # threads of the store-level race, each holding a connection at once: within the engine's pool
 # (20), so that on PostgreSQL the race never opens more than that and another suite sharing the

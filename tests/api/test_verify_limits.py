@@ -18,7 +18,8 @@ from tests.support.api_client import SignedClient, assert_error_shape, policy_re
 from tests.support.mandates import accept_all, issued_mandate
 from tests.support.presentations import GOOD, checked, present, presented, verify
 
-pytestmark = pytest.mark.usefixtures("worker", "no_server_errors")
+# on both databases: what it tests goes through the storage (tests/conftest.py)
+pytestmark = [pytest.mark.usefixtures("worker", "no_server_errors"), pytest.mark.both_databases]
 
 PAY = {
     "name": "Pay an invoice",
