@@ -140,7 +140,11 @@ async def live(
                     serving.result()
                 await asyncio.sleep(0.02)
             try:
-                async with httpx.AsyncClient(base_url=url, timeout=30) as client:
+                # idle connections dropped after 2 s: uvicorn closes them after 5 s (its
+                # timeout_keep_alive), httpx's default is also 5 s, and a request sent on a
+                # connection the server is closing at that moment fails with a ReadError
+                limits = httpx.Limits(keepalive_expiry=2.0)
+                async with httpx.AsyncClient(base_url=url, timeout=30, limits=limits) as client:
                     yield LiveStack(url, stack_settings, engine, temporal, smtp_server, sms, client)
             finally:
                 server.should_exit = True
