@@ -41,6 +41,16 @@ _MAX_DESCRIPTION = 500
 UNIT_RE = re.compile(r"^[^\x00-\x1f\x7f-\x9f\u2028\u2029]{1,16}$")  # "EUR", "kWh": one short line
 
 
+def _present(**members: Any) -> dict[str, Any]:
+    """The optional members that apply: an absent one is left out, never null."""
+    return {name: value for name, value in members.items() if value is not None}
+
+
+def instant(moment: datetime) -> str:
+    """A period's end as the answers write it (UTC, whole seconds, Z)."""
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 @dataclass(frozen=True)
 class Limit:
     """A limit as an action version declares it."""
@@ -60,16 +70,10 @@ class Limit:
         return found.group(1) if found else None
 
     def as_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "kind": self.kind, "max": self.max}
-        if self.param is not None:
-            out["param"] = self.param
-        if self.period is not None:
-            out["period"] = self.period
-        if self.unit is not None:
-            out["unit"] = self.unit
-        if self.description is not None:
-            out["description"] = self.description
-        return out
+        optional = _present(
+            param=self.param, period=self.period, unit=self.unit, description=self.description
+        )
+        return {"name": self.name, "kind": self.kind, "max": self.max, **optional}
 
 
 def _number(value: Any) -> TypeGuard[int | float]:
@@ -194,19 +198,17 @@ class Bound:
     unit: str | None = None
 
     def as_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "kind": self.kind, "max": self.max}
-        if self.param is not None:
-            out["param"] = self.param
-        if self.period is not None:
-            out["period"] = self.period
-        if self.unit is not None:
-            out["unit"] = self.unit
-        return out
+        optional = _present(param=self.param, period=self.period, unit=self.unit)
+        return {"name": self.name, "kind": self.kind, "max": self.max, **optional}
 
     @property
     def counts_uses(self) -> bool:
         """An executions bound: when spent, the mandate can never be used again."""
         return self.kind == "executions"
+
+    def room(self, used: Decimal) -> Decimal:
+        """What is left of it once ``used`` is used (never below zero)."""
+        return max(Decimal(0), decimal(self.max) - used)
 
 
 def resolve(limits: Iterable[Limit], user_values: Mapping[str, Any]) -> tuple[list[Bound], list[str]]:
@@ -236,6 +238,13 @@ def with_max_executions(bounds: list[Bound], max_executions: int | None) -> list
     if max_executions is None:
         return list(bounds)
     return [*bounds, Bound(MAX_EXECUTIONS, "executions", max_executions)]
+
+
+def stored_bounds(limits: list[dict[str, Any]] | None, max_executions: int | None) -> list[Bound]:
+    """A credential row's bounds (its ``limits`` and ``max_executions`` columns, as signed): the
+    action's, then the request's ``maxExecutions``."""
+    found = signed_bounds({"limits": limits} if limits else {}) or []
+    return with_max_executions(found, max_executions)
 
 
 def signed_bounds(mandate: Mapping[str, Any]) -> list[Bound] | None:
@@ -321,12 +330,12 @@ class Use:
 
     @property
     def remaining(self) -> Decimal:
-        return max(Decimal(0), decimal(self.bound.max) - self.used)
+        return self.bound.room(self.used)
 
     def evaluation(self, *, allowed: bool) -> dict[str, Any]:
         """As a verification reports it: after this use when ``allowed``, else as it stands."""
         used = self.used + self.amount if allowed else self.used
-        remaining = max(Decimal(0), decimal(self.bound.max) - used)
+        remaining = self.bound.room(used)
         out: dict[str, Any] = {
             "name": self.bound.name,
             "kind": self.bound.kind,
@@ -341,7 +350,7 @@ class Use:
         if self.bound.period is not None:
             out["period"] = self.bound.period
         if self.resets_at is not None:
-            out["resetsAt"] = self.resets_at.strftime("%Y-%m-%dT%H:%M:%SZ")
+            out["resetsAt"] = instant(self.resets_at)
         if self.problem is not None:
             out["reason"] = self.problem
         elif not allowed and not self.fits:
@@ -402,9 +411,7 @@ def executions_remaining(
     bounds: Iterable[Bound], usage: Mapping[str, Any] | None, now: datetime
 ) -> int | None:
     """The uses left under the mandate's executions bounds (the smallest); None for none."""
-    left = [
-        int(max(Decimal(0), decimal(b.max) - used_now(b, usage, now)[2])) for b in bounds if b.counts_uses
-    ]
+    left = [int(b.room(used_now(b, usage, now)[2])) for b in bounds if b.counts_uses]
     return min(left) if left else None
 
 
@@ -417,6 +424,6 @@ def usage_fields(
         used = used_now(bound, usage, now)[2]
         out[bound.name] = {
             "used": as_number(used),
-            "remaining": as_number(max(Decimal(0), decimal(bound.max) - used)),
+            "remaining": as_number(bound.room(used)),
         }
     return out

@@ -136,7 +136,7 @@ def _bound_uses(cred: Credential, org_id: str, engine: Engine, now: datetime) ->
     out = []
     for bound, description in limit_usage.bounds_of(engine, org_id, cred):
         _, resets, used = limits.used_now(bound, cred.usage, now)
-        remaining = max(Decimal(0), limits.decimal(bound.max) - used)
+        remaining = bound.room(used)
         item = {**bound.as_json(), "description": description}
         out.append(BoundUse(bound, description, _words("ENG", item), used, remaining, resets))
     return out

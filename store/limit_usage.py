@@ -54,10 +54,9 @@ def described_bounds(
 ) -> list[tuple[Bound, str | None]]:
     """The credential's bounds, each with its ``description`` when its action version gives one:
     the action's limits (their max resolved for the request), then the request's maxExecutions."""
-    signed = limits.signed_bounds({"limits": cred.limits} if cred.limits else {}) or []
     return [
         (b, None if b.name == limits.MAX_EXECUTIONS else (described or {}).get(b.name) or None)
-        for b in limits.with_max_executions(signed, cred.max_executions)
+        for b in limits.stored_bounds(cred.limits, cred.max_executions)
     ]
 
 

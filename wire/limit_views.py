@@ -6,7 +6,6 @@ row: its ``max_executions``, its ``limits`` (the action's bounds, resolved for t
 from __future__ import annotations
 
 from datetime import datetime
-from decimal import Decimal
 from typing import Any, Protocol
 
 from policy import limits
@@ -23,9 +22,7 @@ class Limited(Protocol):
 
 def bounds_of(cred: Limited) -> list[Bound]:
     """The credential's bounds: its action's, then the request's ``maxExecutions``."""
-    raw = {"limits": cred.limits} if cred.limits else {}
-    found = limits.signed_bounds(raw) or []
-    return limits.with_max_executions(found, cred.max_executions)
+    return limits.stored_bounds(cred.limits, cred.max_executions)
 
 
 def limit_uses(cred: Limited, now: datetime) -> list[dict[str, Any]]:
@@ -36,10 +33,10 @@ def limit_uses(cred: Limited, now: datetime) -> list[dict[str, Any]]:
         item: dict[str, Any] = {
             **bound.as_json(),
             "used": limits.as_number(used),
-            "remaining": limits.as_number(max(Decimal(0), limits.decimal(bound.max) - used)),
+            "remaining": limits.as_number(bound.room(used)),
         }
         if resets is not None:
-            item["resetsAt"] = resets.strftime("%Y-%m-%dT%H:%M:%SZ")
+            item["resetsAt"] = limits.instant(resets)
         out.append(item)
     return out
 
