@@ -66,7 +66,6 @@ class Counted:
     """One verification's limits as the locked row had them: ``limits`` as reported, and a
     ``reason`` when it is denied after all."""
 
-    uses: list[Use]
     limits: list[dict[str, Any]]
     reason: str | None = None
     detail: str | None = None
@@ -78,7 +77,6 @@ def denial(uses: list[Use]) -> Counted:
     stands, the ones without room marked ``fail``."""
     short = [u.bound.name for u in uses if not u.fits]
     return Counted(
-        uses,
         [u.evaluation(allowed=False) for u in uses],
         "limit_exceeded",
         f"no room left under {', '.join(short)}",
@@ -86,7 +84,7 @@ def denial(uses: list[Use]) -> Counted:
 
 
 def allowed(uses: list[Use]) -> Counted:
-    return Counted(uses, [u.evaluation(allowed=True) for u in uses], exhausted=limits.exhausted(uses))
+    return Counted([u.evaluation(allowed=True) for u in uses], exhausted=limits.exhausted(uses))
 
 
 @dataclass(frozen=True)
@@ -113,7 +111,7 @@ def count(conn: Connection, items: list[Item]) -> list[Counted]:
     for item in items:
         state = held.get(item.credential_row)
         if state is None or state["status"] != CredentialStatus.ACTIVE:
-            results.append(Counted([], [], "credential_revoked"))
+            results.append(Counted([], "credential_revoked"))
             continue
         uses = limits.assess(item.bounds, state["usage"], item.values, item.now)
         if not all(u.fits for u in uses):
@@ -202,7 +200,7 @@ def unannounced(engine: Engine, since: datetime, before: datetime, limit: int = 
     """Mandates revoked by their last use between ``since`` and ``before`` whose event was never
     made, or made and never started (still pending with no attempt): the API's start after the
     commit did not happen (the process died, Temporal was away)."""
-    event = and_(_E.c.fact_key == literal(REVOKED_EVENT + ":") + _C.c.mandate_id)
+    event = _E.c.fact_key == literal(REVOKED_EVENT + ":") + _C.c.mandate_id
     query = (
         select(_R.c.organization_id, _C.c.request_id, _C.c.id)
         .join_from(_C, _R, _R.c.id == _C.c.request_id)

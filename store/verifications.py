@@ -21,7 +21,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, bindparam, func, select, update
 
-from policy.limits import Bound, Use
+from policy.limits import Bound
 from store import audit, guards, limit_use
 from store.db import write_connection
 from store.prepared import LoopReads, Prepared, pipeline
@@ -71,11 +71,10 @@ class Outcome:
     detail: str | None = None
     evaluations: list[dict[str, Any]] = field(default_factory=list)
     # use limits (issue 31, ``store.limit_use``): the credential's row, the mandate's signed bounds,
-    # the checked executionParams, each bound's use as decided, and as reported (``Use.evaluation``)
+    # the checked executionParams, and each bound's use as reported (``Use.evaluation``)
     credential_row: str | None = None
     bounds: list[Bound] = field(default_factory=list)
     values: dict[str, Any] = field(default_factory=dict)
-    uses: list[Use] = field(default_factory=list)
     limits: list[dict[str, Any]] = field(default_factory=list)
     exhausted: bool = False  # this allowed use spent an executions bound: the mandate is revoked
     held_usage: dict[str, Any] | None = None  # the row's usage when read, before the write
@@ -173,7 +172,7 @@ class Pending:
         if outcome.reason is not None:
             out.evaluations = out.evaluations if outcome.reason == "limit_exceeded" else []
             out.deny(outcome.reason, outcome.detail)
-        out.uses, out.exhausted = outcome.uses, outcome.exhausted
+        out.exhausted = outcome.exhausted
         if outcome.limits != out.limits or outcome.reason is not None or not self.receipt:
             out.limits = outcome.limits
             self.receipt = self.sign(out)
