@@ -15,29 +15,12 @@ from store import actions
 from store.db import read_session
 from store.tables import AuditRecord, Credential
 from tests.support.api_client import SignedClient, assert_error_shape, policy_request
+from tests.support.mandates import PAY_WITH_LIMITS as PAY
 from tests.support.mandates import accept_all, issued_mandate
 from tests.support.presentations import GOOD, checked, present, presented, verify
 
 # on both databases: what it tests goes through the storage (tests/conftest.py)
 pytestmark = [pytest.mark.usefixtures("worker", "no_server_errors"), pytest.mark.both_databases]
-
-PAY = {
-    "name": "Pay an invoice",
-    "executionParams": [{"name": "amount", "type": "number"}],
-    "userParams": [{"name": "monthlyLimit", "type": "number"}],
-    "rules": [{"name": "positive", "expression": "executionParams.amount > 0"}],
-    "limits": [
-        {
-            "name": "monthly",
-            "kind": "sum",
-            "param": "amount",
-            "max": "userParams.monthlyLimit",
-            "period": "P1M",
-            "unit": "EUR",
-        },
-        {"name": "daily", "kind": "rate", "max": 10, "period": "P1D"},
-    ],
-}
 
 
 def row_of(engine: Engine, mandate_id: str) -> Credential:

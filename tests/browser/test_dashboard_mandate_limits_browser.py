@@ -23,26 +23,8 @@ from tests.support.a11y import assert_accessible
 from tests.support.api_client import Credentials
 from tests.support.dashboard_browser import fits, live_context, set_password_and_log_in, shot
 from tests.support.live_stack import LiveStack
+from tests.support.mandates import PAY_WITH_LIMITS as PAY
 from tests.support.presentations import presented, verify
-
-PAY = {
-    "name": "Pay an invoice",
-    "executionParams": [{"name": "amount", "type": "number"}],
-    "userParams": [{"name": "monthlyLimit", "type": "number"}],
-    "rules": [{"name": "positive", "expression": "executionParams.amount > 0"}],
-    "limits": [
-        {
-            "name": "monthly",
-            "kind": "sum",
-            "param": "amount",
-            "max": "userParams.monthlyLimit",
-            "period": "P1M",
-            "unit": "EUR",
-            "description": "Card payments",
-        },
-        {"name": "daily", "kind": "rate", "max": 10, "period": "P1D"},
-    ],
-}
 
 
 def limited_mandate(live: LiveStack, org_id: str) -> tuple[str, str]:

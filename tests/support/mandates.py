@@ -37,3 +37,24 @@ async def issued_mandate(api: SignedClient, temporal: Client, **overrides: Any) 
     [cred, *_] = await accept_all(api, temporal, request)
     assert cred["status"] == "ACTIVE", cred
     return {**cred, "requestId": request["id"]}
+
+
+# an action with use limits (issue 31): a monthly budget each request sets, and a daily rate
+PAY_WITH_LIMITS = {
+    "name": "Pay an invoice",
+    "executionParams": [{"name": "amount", "type": "number"}],
+    "userParams": [{"name": "monthlyLimit", "type": "number"}],
+    "rules": [{"name": "positive", "expression": "executionParams.amount > 0"}],
+    "limits": [
+        {
+            "name": "monthly",
+            "kind": "sum",
+            "param": "amount",
+            "max": "userParams.monthlyLimit",
+            "period": "P1M",
+            "unit": "EUR",
+            "description": "Card payments",
+        },
+        {"name": "daily", "kind": "rate", "max": 10, "period": "P1D"},
+    ],
+}

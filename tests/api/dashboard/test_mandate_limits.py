@@ -33,30 +33,13 @@ from tests.support.api_client import Credentials, SignedClient
 from tests.support.audit import issued_mandate
 from tests.support.dashboard import log_in_as, page_client
 from tests.support.documents import LEASE
+from tests.support.mandates import PAY_WITH_LIMITS as PAY
 from tests.support.mandates import issued_mandate as accepted_over_the_api
 from tests.support.presentations import checked, presented, verify
 
 pytestmark = pytest.mark.usefixtures("no_server_errors")
 
 NOW = datetime(2026, 11, 18, 10, 0, tzinfo=UTC)  # a Wednesday, in ISO week 2026-W47
-PAY = {
-    "name": "Pay an invoice",
-    "executionParams": [{"name": "amount", "type": "number"}],
-    "userParams": [{"name": "monthlyLimit", "type": "number"}],
-    "rules": [{"name": "positive", "expression": "executionParams.amount > 0"}],
-    "limits": [
-        {
-            "name": "monthly",
-            "kind": "sum",
-            "param": "amount",
-            "max": "userParams.monthlyLimit",
-            "period": "P1M",
-            "unit": "EUR",
-            "description": "Card payments",
-        },
-        {"name": "daily", "kind": "rate", "max": 10, "period": "P1D"},
-    ],
-}
 
 
 def rows(section: str) -> list[list[str]]:
