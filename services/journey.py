@@ -10,8 +10,9 @@ records the subject or the organization as their actor.
 from __future__ import annotations
 
 import asyncio
+import logging
 from datetime import datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from sqlalchemy import Engine
 
@@ -34,6 +35,7 @@ from store import webhooks as webhook_store
 from store.db import run_db, utcnow
 from store.journey import Journey as Journey  # what the subject's pages show of a request
 from store.tables import KycCheck, WebhookEvent
+from trust.frame_jwe import BadFrameKey, encrypt_for_frame
 from wire.contacts import normalize_contact
 from workflows.messages import (
     DecisionInput,
@@ -48,6 +50,8 @@ from workflows.messages import (
 
 T = TypeVar("T")
 NOT_CONFIRMED = "The request did not confirm this step in time; try again"
+ENCRYPTED_MESSAGE = "mandatum.encrypted"  # the ``type`` of a message encrypted to iframe.pubKey
+log = logging.getLogger(__name__)
 
 
 async def load(ctx: Context, request_id: str, subject_id: str) -> Journey | None:
@@ -67,6 +71,22 @@ async def decision_events(ctx: Context, decision_ids: list[str]) -> list[Webhook
         )
     )
     return [e for e in events if e is not None]
+
+
+async def encrypted_messages(public_key: str, payloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each event whole, as its webhook carries it, encrypted to the request's registered key
+    (``iframe.pubKey``): ``{"type": "mandatum.encrypted", "jwe": <compact JWE>}``. On a thread: an
+    event holds the signed credential and a document's data (bounded by the request's body, 1 MiB).
+    A stored key that no longer passes the check gives no message at all, never a readable one."""
+
+    def encrypt() -> list[dict[str, Any]]:
+        return [{"type": ENCRYPTED_MESSAGE, "jwe": encrypt_for_frame(p, public_key)} for p in payloads]
+
+    try:
+        return await asyncio.to_thread(encrypt)
+    except BadFrameKey:
+        log.warning("a request's stored iframe key is not a P-256 key: no message posted to the parent")
+        return []
 
 
 async def frame_origins(ctx: Context, request_id: str) -> list[str]:

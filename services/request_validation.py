@@ -56,6 +56,7 @@ def _to_new_request(
         redirect_url=body.redirectUrl,
         internal_id=body.internalId,
         authorized_dids=extra_dids,
+        iframe_pub_key=body.iframe.pubKey if body.iframe else None,
     )
 
 

@@ -77,6 +77,7 @@ class NewRequest:
     redirect_url: str | None = None
     internal_id: str | None = None
     authorized_dids: list[str] = field(default_factory=list)
+    iframe_pub_key: str | None = None  # trust.frame_jwe.check_frame_key's spelling
 
 
 @dataclass
@@ -253,6 +254,7 @@ def _insert_rows_of(
         redirect_url=new.redirect_url,
         internal_id=new.internal_id,
         authorized_dids=new.authorized_dids,
+        iframe_pub_key=new.iframe_pub_key,
         status=RequestStatus.PENDING,
         created_at=now,
         expires_at=expires_at,

@@ -96,6 +96,9 @@ class CredentialRequest(SQLModel, table=True):
     redirect_url: str | None = Field(default=None, max_length=2048)
     internal_id: str | None = Field(default=None, index=True, max_length=255)
     authorized_dids: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    # the integrator's P-256 key the iframe's messages are encrypted to (``iframe.pubKey``, base64
+    # DER SPKI as ``trust.frame_jwe.check_frame_key`` spells it; migration 0022); public, no secret
+    iframe_pub_key: str | None = Field(default=None, max_length=256)
     status: str = Field(max_length=32)
     created_at: datetime
     expires_at: datetime

@@ -7,9 +7,10 @@ Each step is a POST whose answer is the next page; after the code is accepted, t
 them); it is never put in a URL. The one cookie is the identity check's: it binds the provider's
 return to the browser that started the check (see ``start_identity_check``). How each step's page
 is made, and where a subject stands, are ``api.routes.journey_pages``.
-Only the iframe's last page runs a script: it posts the ``credential`` events, cut down to the
-credential's id and status (``for_the_browser``: no document data reaches the browser), to the
-parent window, targeted at the allow-listed origin the integrator named.
+Only the iframe's last page runs a script: it posts the ``credential`` events to the parent window,
+targeted at the allow-listed origin the integrator named: each encrypted whole to the key the
+request registered (``iframe.pubKey``, a JWE only the integrator opens), or without one cut down to
+the credential's id and status (``for_the_browser``: no document data reaches the browser).
 
 Every answer has a strict Content-Security-Policy (scripts and styles only with the page's nonce;
 ``frame-ancestors 'none'`` for the hosted page, the organization's allowed origin for the iframe),
@@ -36,7 +37,7 @@ from api.routes.journey_pages import (
     after_code,
     continue_page,
     done_page,
-    for_the_browser,
+    frame_messages,
     load_page,
     render,
     subject_of,
@@ -306,7 +307,7 @@ async def decide(
             headers={"Referrer-Policy": "no-referrer", "Cache-Control": "no-store"},
         )
     events = await journey.decision_events(ctx, decided)
-    return done_page(page, [for_the_browser(e.payload) for e in events])
+    return done_page(page, await frame_messages(page, [e.payload for e in events]))
 
 
 def _choices(page: Page, form: Mapping[str, Any]) -> dict[str, bool] | None:

@@ -158,6 +158,18 @@ async def with_session(
     return page
 
 
+async def frame_messages(page: Page, payloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What the iframe's last page posts to the parent for the decisions' ``credential`` events:
+    each encrypted whole to the request's registered key (``iframe.pubKey``), else cut down to what
+    identifies it (``for_the_browser``); nothing outside the iframe."""
+    if page.surface != IFRAME or not page.parent:
+        return []
+    key = page.journey.request.iframe_pub_key
+    if key:
+        return await journey.encrypted_messages(key, payloads)
+    return [for_the_browser(p) for p in payloads]
+
+
 def done_page(page: Page, post_message: list[dict[str, Any]] | None = None) -> HTMLResponse:
     if page.journey.link.identity_result == IdentityStatus.FAILED:  # declined for them: say why
         return render("kyc_failed", page=page, status=403)

@@ -15,7 +15,7 @@ import pytest
 from playwright.async_api import Page, async_playwright, expect
 from sqlmodel import select
 
-from api.routes.journey import for_the_browser
+from api.routes.journey_pages import for_the_browser
 from core import i18n
 from store import orgs
 from store.audit import OTP_LOCKED

@@ -24,6 +24,17 @@ def _contacts_became_users(body: Body) -> Body:
     return out
 
 
+def _pub_key_went_into_iframe(body: Body) -> Body:
+    """2026-05-20 took the iframe's key at the top, ``pubKey`` (null: none). With ``iframe`` as
+    well it is left in place, so the request is refused naming it."""
+    if "pubKey" not in body or "iframe" in body:
+        return body
+    out = without(body, "pubKey")
+    if body["pubKey"] is not None:
+        out["iframe"] = {"pubKey": body["pubKey"]}
+    return out
+
+
 def _status_was_the_reason(credential: Body) -> Body:
     """1.0.5's statuses: DRAFT, ACTIVE, REJECTED, CANCELED, REVOKED, EXPIRED (a credential that
     could never be signed, FAILED here, shows as CANCELED)."""
@@ -119,6 +130,12 @@ VERSION_CHANGES: list[VersionChange] = [
         "POST /request takes users: [{contact}] (took contacts)",
         "create_request",
         request_from_previous=_contacts_became_users,
+    ),
+    VersionChange(
+        V2026_09_01,
+        "POST /request takes the iframe's key as iframe.pubKey (took pubKey)",
+        "create_request",
+        request_from_previous=_pub_key_went_into_iframe,
     ),
     VersionChange(
         V2026_09_01,
