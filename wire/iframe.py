@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from trust.frame_jwe import MAX_KEY_CHARS, BadFrameKey, check_frame_key
 
@@ -20,6 +20,8 @@ class IframeIn(BaseModel):
     """The approval page in an iframe (1.2.0's ``GenerateRequestIFrameDto``): ``pubKey``, the
     integrator's P-256 public key (base64 DER SubjectPublicKeyInfo) the page's messages to the
     parent window are encrypted to (``trust.frame_jwe``), kept in one spelling."""
+
+    model_config = ConfigDict(extra="forbid")
 
     pubKey: Annotated[
         str,
