@@ -8,15 +8,22 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
 from playwright.async_api import Page, expect
+from sqlmodel import col, select
 
 from store import orgs
-from tests.browser.test_journey_browser import events_of, new_request, parent_site
+from store.db import read_session
+from store.tables import WebhookEvent
+from tests.support.api_client import policy_request
 from tests.support.frame_keys import new_key_pair
+from tests.support.journey_messages import code_in
 from tests.support.live_stack import LiveStack, free_port
+from tests.support.parent_site import parent_site
+from tests.support.smtp_server import text_of
 
 RECEIVER = (Path(__file__).parents[2] / "docs" / "frame-decrypt.js").read_text()
 
@@ -42,6 +49,16 @@ PARENT_PAGE = """<!doctype html><html lang="en"><head><title>Integrator app</tit
 </script></body></html>"""
 
 
+def credential_events(live: LiveStack, request_id: str) -> list[WebhookEvent]:
+    with read_session(live.engine) as session:
+        found = session.exec(
+            select(WebhookEvent).where(
+                col(WebhookEvent.request_id) == request_id, col(WebhookEvent.event_type) == "credential"
+            )
+        )
+        return list(found)
+
+
 async def wait_for(page: Page, expression: str, count: int) -> list[Any]:
     found: list[Any] = []
     for _ in range(200):
@@ -56,14 +73,18 @@ async def test_the_parent_page_opens_the_event_with_its_private_key(
     live: LiveStack, browser_page: Page
 ) -> None:
     pair, other = new_key_pair(), new_key_pair()
-    request, code, _ = await new_request(live, iframe={"pubKey": pair.spki})
+    creds, contact = live.new_org(), f"subject-{uuid.uuid4().hex[:10]}@example.com"
+    created = await live.api(creds).post(
+        "/request", policy_request(contacts=[contact], iframe={"pubKey": pair.spki})
+    )
+    assert created.status_code == 201, created.text
+    request_id = created.json()["data"]["id"]
+    code = code_in(text_of(await live.smtp.wait_for(contact, timeout=20)))
     parent_port = free_port()
     parent_origin = f"http://localhost:{parent_port}"
-    orgs.set_frame_origins(
-        live.engine, request["org"].organization_id, [parent_origin], True, actor="operator:tests"
-    )
-    link = await live.api(request["org"]).get(
-        f"/request/link/{request['id']}", params={"contact": request["contact"], "parent": parent_origin}
+    orgs.set_frame_origins(live.engine, creds.organization_id, [parent_origin], True, actor="operator:tests")
+    link = await live.api(creds).get(
+        f"/request/link/{request_id}", params={"contact": contact, "parent": parent_origin}
     )
     html = (
         PARENT_PAGE.replace("SRC", link.json()["data"]["iframeUrl"])
@@ -87,12 +108,12 @@ async def test_the_parent_page_opens_the_event_with_its_private_key(
     [message] = received
     assert message["origin"] == live.url  # from the approval page, to this parent only
     assert set(message["data"]) == {"type", "jwe"} and message["data"]["type"] == "mandatum.encrypted"
-    [event] = events_of(live, request["id"], "credential")
+    [event] = credential_events(live, request_id)
     assert opened == [event.payload]  # the webhook's event whole, opened by WebCrypto in the page
     assert pair.open(message["data"]["jwe"]) == event.payload  # and by a JOSE library
     assert event.payload["decision"]["action"] == "accept"
     posted = json.dumps(message)  # nothing of it readable on the way
-    for readable in (request["id"], request["contact"], event.payload["credential"]["id"], "accept"):
+    for readable in (request_id, contact, event.payload["credential"]["id"], "accept"):
         assert readable not in posted
     # the same message under another P-256 key: WebCrypto's AES-GCM refuses it
     assert others == [] and len(failures) == 1 and "OperationError" in failures[0], failures

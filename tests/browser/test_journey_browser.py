@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from threading import Thread
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -25,6 +23,7 @@ from tests.support.api_client import policy_request
 from tests.support.journey_fixtures import CHROMIUM
 from tests.support.journey_messages import LINK_RE, code_in
 from tests.support.live_stack import LiveStack, free_port
+from tests.support.parent_site import parent_site
 from tests.support.smtp_server import text_of
 
 
@@ -154,32 +153,6 @@ PARENT_PAGE = """<!doctype html><html lang="en"><head><title>Integrator app</tit
     window.received.push({{origin: event.origin, data: event.data}});
   }});
 </script></body></html>"""
-
-
-@contextmanager
-def parent_site(port: int, html: str) -> Iterator[str]:
-    """An integrator's page on its own origin (http://localhost:<port>, another site than the
-    service on 127.0.0.1)."""
-    body = html.encode()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
-    Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://localhost:{port}"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 async def test_iframe_posts_the_credential_event_to_the_allowed_parent(
