@@ -51,6 +51,9 @@ class Journey:
     credentials: list[CredentialShown]
     decided: dict[str, bool]  # credential id -> accepted, this subject's decisions
     challenge: OtpChallenge | None
+    # the secondary contact that receives the subject's code (issue 36), opened by the service
+    # that shows it (``services.journey.load``); kept encrypted on ``link``
+    secondary_contact: str | None = None
 
     @property
     def channel(self) -> str:
