@@ -60,6 +60,13 @@ class Journey:
         return "email" if self.subject.contact_kind == "email" else "sms"
 
     @property
+    def code_channel(self) -> str:
+        """Where the subject's codes go, the channel their decision is recorded with: their
+        secondary contact's when they have one (issue 36), else their contact's."""
+        kind = self.link.secondary_contact_kind or self.subject.contact_kind
+        return "email" if kind == "email" else "sms"
+
+    @property
     def open_credentials(self) -> list[CredentialShown]:
         return [c for c in self.credentials if c.id not in self.decided]
 

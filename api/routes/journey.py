@@ -347,7 +347,7 @@ async def _decide_each(
                 j.subject.id,
                 credential_id,
                 accept,
-                j.channel,
+                j.code_channel,
                 page.surface,
             )
         except Refused as exc:

@@ -13,7 +13,9 @@ import json
 import uuid
 from typing import Any
 
+from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
+from temporalio.worker import Replayer
 
 from adapters.delivery import Outbox, OutboxEntry
 from core import i18n
@@ -24,6 +26,7 @@ from tests.support.journey_messages import SESSION_RE, TEST_OUTBOX, code_in, jou
 from tests.support.live_stack import LiveStack
 from tests.support.smtp_server import text_of
 from tests.support.workflow import executor, sends_returned, ts_queue  # noqa: F401 (fixtures)
+from workflows.credential_request import CredentialRequestWorkflow
 
 
 def fresh_number() -> str:
@@ -103,6 +106,11 @@ async def test_the_link_to_the_contact_the_code_to_the_secondary(live: LiveStack
         "sendNumber": 1,
         "recipient": "secondaryContact",
     }
+    # the decision is recorded with the channel the subject proved: the secondary contact's
+    decisions = await api.get(
+        "/activity", params={"type": "HUMAN_DECISION_ACCEPT", "requestId": request["id"]}
+    )
+    assert [r["data"]["channel"] for r in decisions.json()["data"]] == ["sms"]
     everything = json.dumps((await api.get("/activity", params={"requestId": request["id"]})).json())
     assert number not in everything and number[1:] not in everything and first_code not in everything
 
@@ -160,6 +168,45 @@ async def test_a_resend_goes_to_the_secondary_contact(
     assert rows == [
         ("OTP_RESENT", f"subject:{subject}", "email", "secondaryContact"),
         ("OTP_SENT", f"subject:{subject}", "email", "secondaryContact"),
+    ]
+    handle = request_handle(ts_env.client, request_id)
+    await sends_returned(handle)
+    assert (await ts_api.delete(f"/request/{request_id}")).status_code == 200
+    await handle.result()
+    # the new path (the link, the open, the codes to the secondary contact) replays deterministically
+    replayer = Replayer(workflows=[CredentialRequestWorkflow], data_converter=pydantic_data_converter)
+    replayed = await replayer.replay_workflow(await handle.fetch_history())
+    assert replayed.replay_failure is None
+
+
+async def test_a_code_resent_before_the_link_is_opened(
+    ts_env: WorkflowEnvironment, ts_api: SignedClient
+) -> None:
+    """Before the link is opened no code exists (a code entered is "no code", at once); the
+    integrator's resend sends it to the secondary contact, and opening the link then sends none."""
+    contact, secondary = f"prim-{uuid.uuid4().hex[:8]}@example.com", f"sec-{uuid.uuid4().hex[:8]}@example.com"
+    created = await ts_api.post(
+        "/request", policy_request(contacts=[{"contact": contact, "secondaryContact": secondary}])
+    )
+    data = created.json()["data"]
+    request_id, subject = data["id"], data["subjects"][0]["id"].rsplit(":", 1)[1]
+    await message_for(request_id, subject)  # the link went out
+    path = f"/r/{journey_secrets().link_token(request_id, subject)}"
+    early = await ts_api.http.post(f"{path}/otp", data={"code": "123456"})
+    assert early.status_code == 403 and i18n.text("ENG", "otp_no_code") in early.text
+
+    resent = await ts_api.request("PATCH", f"/request/resend/{request_id}", params={"contact": contact})
+    assert resent.status_code == 200, resent.text
+    [code] = await codes_to(secondary, 1)
+    assert code_in(code.text) == journey_secrets().code_for(request_id, subject, 1)
+    assert (await ts_api.http.get(path)).status_code == 200
+    await asyncio.sleep(0.3)
+    assert len(await asyncio.to_thread(Outbox(TEST_OUTBOX).entries, secondary, 50)) == 1
+    trail = await ts_api.get(
+        "/activity", params={"type": ["OTP_SENT", "OTP_RESENT"], "requestId": request_id}
+    )
+    assert [(r["type"], r["actor"], r["data"]["recipient"]) for r in trail.json()["data"]] == [
+        ("OTP_RESENT", f"apiKey:{ts_api.creds.key_id}", "secondaryContact")
     ]
     handle = request_handle(ts_env.client, request_id)
     await sends_returned(handle)
