@@ -13,6 +13,7 @@ import json
 import uuid
 from typing import Any
 
+from sqlmodel import select
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Replayer
@@ -21,6 +22,8 @@ from adapters.delivery import Outbox, OutboxEntry
 from core import i18n
 from core.otp import JourneySecrets, mask_contact
 from orchestration.temporal import request_handle
+from store.db import read_session
+from store.tables import WebhookEvent
 from tests.support.api_client import SignedClient, policy_request
 from tests.support.journey_messages import SESSION_RE, TEST_OUTBOX, code_in, journey_secrets, message_for
 from tests.support.live_stack import LiveStack
@@ -212,3 +215,33 @@ async def test_a_code_resent_before_the_link_is_opened(
     await sends_returned(handle)
     assert (await ts_api.delete(f"/request/{request_id}")).status_code == 200
     await handle.result()
+
+
+async def otp_failed(live: LiveStack, request_id: str) -> dict[str, Any]:
+    """The request's one ``otp.failed`` event (waiting for it)."""
+    for _ in range(200):
+        with read_session(live.engine) as session:
+            found = session.exec(
+                select(WebhookEvent).where(
+                    WebhookEvent.request_id == request_id, WebhookEvent.event_type == "otp.failed"
+                )
+            ).all()
+        if found:
+            [event] = found
+            return dict(event.payload)
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"no otp.failed event for request {request_id}")
+
+
+async def test_a_link_the_contact_cannot_receive_is_an_otp_failed_event(live: LiveStack) -> None:
+    contact, number = f"gone-{uuid.uuid4().hex[:8]}@example.com", fresh_number()
+    live.smtp.refuse(contact)
+    creds = live.new_org()
+    created = await live.api(creds).post(
+        "/request", policy_request(contacts=[{"contact": contact, "secondaryContact": number}])
+    )
+    assert created.status_code == 201, created.text
+    payload = await otp_failed(live, created.json()["data"]["id"])
+    assert payload["otp"]["error"]["code"] == "UNDELIVERABLE"
+    assert payload["user"]["contact"] == contact and number not in json.dumps(payload)
+    assert live.sms.to(number) == []  # no code without the link
