@@ -24,6 +24,7 @@ from core import i18n
 from core.actors import Actor
 from core.observe import events
 from core.otp import JourneySecrets, approval_url
+from core.secretbox import SecretCipher
 from core.settings import Settings
 from core.text import one_line
 from services import journey as journey_service
@@ -34,6 +35,7 @@ from workflows.ids import ActivityNames
 from workflows.messages import (
     CheckOtpInput,
     RecordIdentityInput,
+    SendLinkInput,
     SendOtpInput,
     SendOtpResult,
     VerifyOtpResult,
@@ -79,9 +81,55 @@ def code_message(
     )
 
 
+def link_message(
+    channel: str, to: str, language: str | None, organization: str, names: list[str], link: str
+) -> Message:
+    """The message of a subject whose code goes to their secondary contact (issue 36): the link
+    alone, never a code, set apart as ``code_message`` sets it."""
+    org = one_line(organization, ORG_LIMIT)
+    if channel == "email":
+        what = "\n".join(f"  - {quoted_name(name)}" for name in names)
+        return Message(
+            "email",
+            to,
+            i18n.text(language, "email_subject", org=org),
+            i18n.text(language, "link_email_body", org=org, what=what, link=link),
+        )
+    return Message("sms", to, "", i18n.text(language, "link_sms_body", org=org, link=link))
+
+
+def secondary_code_message(
+    channel: str, to: str, language: str | None, organization: str, code: str, minutes: int
+) -> Message:
+    """The code alone, for a subject's secondary contact: never the link, which only their
+    contact receives."""
+    org = one_line(organization, ORG_LIMIT)
+    if channel == "email":
+        return Message(
+            "email",
+            to,
+            i18n.text(language, "code_email_subject", org=org),
+            i18n.text(language, "code_email_body", org=org, code=code, minutes=minutes),
+        )
+    return Message("sms", to, "", i18n.text(language, "code_sms_body", org=org, code=code, minutes=minutes))
+
+
+def channel_of(kind: str) -> str:
+    """The transport of a contact of ``kind`` (email | phone)."""
+    return "email" if kind == "email" else "sms"
+
+
 class JourneyActivities:
-    def __init__(self, engine: Engine, settings: Settings, secrets: JourneySecrets) -> None:
+    def __init__(
+        self, engine: Engine, settings: Settings, secrets: JourneySecrets, cipher: SecretCipher | None = None
+    ) -> None:
         self._engine, self._settings, self._secrets = engine, settings, secrets
+        # opens a subject's secondary contact, kept encrypted (store.tables.RequestSubject)
+        self._cipher = cipher or SecretCipher(settings.master_key_bytes())
+
+    def _secondary(self, journey: journeys.Journey) -> str | None:
+        sealed = journey.link.secondary_contact_sealed
+        return None if sealed is None else self._cipher.decrypt(sealed)
 
     @defn(name=ActivityNames.SEND_OTP)
     def send_otp(self, inp: SendOtpInput) -> SendOtpResult:
@@ -92,7 +140,9 @@ class JourneyActivities:
                 type="not_found",
                 non_retryable=True,
             )
-        channel = journey.channel
+        secondary = self._secondary(journey)
+        kind = journey.link.secondary_contact_kind
+        channel = channel_of(kind) if secondary is not None and kind else journey.channel
         code = self._secrets.code_for(inp.request_id, inp.subject_id, inp.send_number)
         expires_at = otp_store.store_code(
             self._engine,
@@ -104,8 +154,16 @@ class JourneyActivities:
             utcnow(),
             resent_by=inp.resent_by,
             reason=inp.reason,
+            # a code to the secondary contact is recorded with its channel (never the contact)
+            secondary_by=None if secondary is None else str(Actor.subject(inp.subject_id)),
         )
-        message = self._message(journey, code)
+        if secondary is None:
+            message = self._message(journey, code)
+        else:
+            minutes = int(otp_store.CODE_LIFETIME.total_seconds() // 60)
+            message = secondary_code_message(
+                channel, secondary, journey.request.language, journey.organization.name, code, minutes
+            )
         ids: dict[str, Any] = {
             "organization_id": journey.request.organization_id,
             "request_id": inp.request_id,
@@ -147,6 +205,41 @@ class JourneyActivities:
             link,
         )
 
+    @defn(name=ActivityNames.SEND_LINK)
+    def send_link(self, inp: SendLinkInput) -> SendOtpResult:
+        """The link alone to the contact of a subject whose code goes to their secondary contact
+        when they open it (issue 36). Sending it makes the request's credentials PENDING."""
+        journey = journeys.load_journey(self._engine, inp.request_id, inp.subject_id)
+        if journey is None:
+            raise ApplicationError(
+                f"request {inp.request_id} has no subject {inp.subject_id}",
+                type="not_found",
+                non_retryable=True,
+            )
+        channel = journey.channel
+        link = approval_url(self._settings.public_url, self._secrets, journey.request.id, journey.subject.id)
+        message = link_message(
+            channel,
+            journey.subject.contact,
+            journey.request.language,
+            journey.organization.name,
+            [c.name for c in journey.credentials],
+            link,
+        )
+        try:
+            transport_for(self._settings, channel).send(message)
+        except Undeliverable as exc:
+            return SendOtpResult(
+                channel=channel, delivered=False, error_code=exc.code, error_message=exc.message
+            )
+        except Exception as exc:  # worth retrying; its text stays here (see send_otp)
+            raise ApplicationError(
+                f"the {channel} transport failed ({type(exc).__name__}); the link is sent again",
+                type="transport_failed",
+            ) from None
+        journeys.mark_sent(self._engine, inp.request_id)
+        return SendOtpResult(channel=channel, delivered=True)
+
     @defn(name=ActivityNames.CHECK_OTP)
     def check_otp(self, inp: CheckOtpInput) -> VerifyOtpResult:
         return journey_service.check_code(
@@ -160,4 +253,4 @@ class JourneyActivities:
         )
 
     def all(self) -> list[Callable[..., Any]]:
-        return [self.send_otp, self.check_otp, self.record_identity]
+        return [self.send_otp, self.send_link, self.check_otp, self.record_identity]

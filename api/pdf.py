@@ -80,6 +80,7 @@ class Acceptance:
     contact: str
     accepted: bool
     decided_at: datetime
+    signer_quality: str | None = None  # in which capacity they signed, as the credential signs it
 
 
 @dataclass(frozen=True)
@@ -196,7 +197,8 @@ def render(sheet: CredentialSheet, font: tuple[Path, Path] | Literal["auto"] | N
     out.heading("Decisions")
     for decision in sheet.decisions:
         verb = "accepted" if decision.accepted else "rejected"
-        out.line(f"{decision.contact}: {verb} on {_when(decision.decided_at)}")
+        quality = f" (as {decision.signer_quality})" if decision.signer_quality else ""
+        out.line(f"{decision.contact}{quality}: {verb} on {_when(decision.decided_at)}")
     if not sheet.decisions:
         out.line("No decision yet.", color=GREY)
 

@@ -27,6 +27,26 @@ CATALOG: dict[str, dict[str, str]] = {
             "If you did not expect this message, ignore it: nothing happens without you."
         ),
         "sms_body": "{code} is your security code for {org} (valid {minutes} min). Decide at {link}",
+        # a subject with a secondary contact (issue 36): the link to the contact, the code to the other
+        "link_email_body": (
+            "{org} asks you to review and approve the following "
+            "(names as written by {org}):\n\n{what}\n\n"
+            "Open this link to decide:\n{link}\n\n"
+            "When you open it, your security code is sent to your other contact.\n\n"
+            "If you did not expect this message, ignore it: nothing happens without you."
+        ),
+        "link_sms_body": (
+            "{org} asks for your approval. Decide at {link} (your code goes to your other contact)"
+        ),
+        "code_email_subject": "{org}: your security code",
+        "code_email_body": (
+            "Your security code for the approval {org} asks of you:\n\n{code}\n\n"
+            "It expires in {minutes} minutes. Enter it on the page you opened from the link "
+            "{org} sent to your other contact.\n\n"
+            "If you did not expect this message, ignore it: nothing happens without you."
+        ),
+        "code_sms_body": "{code} is your security code for {org} (valid {minutes} min).",
+        "signer_quality": "You sign as: {quality}",
         # pages
         "page_title": "Approval request from {org}",
         "asks": "{org} asks for your approval",
@@ -107,6 +127,25 @@ CATALOG: dict[str, dict[str, str]] = {
             "Se não esperava esta mensagem, ignore-a: nada acontece sem si."
         ),
         "sms_body": "{code} é o seu código de segurança para {org} (válido {minutes} min). Decida em {link}",
+        "link_email_body": (
+            "{org} pede-lhe que reveja e aprove o seguinte "
+            "(nomes tal como escritos por {org}):\n\n{what}\n\n"
+            "Abra esta ligação para decidir:\n{link}\n\n"
+            "Quando a abrir, o seu código de segurança é enviado para o seu outro contacto.\n\n"
+            "Se não esperava esta mensagem, ignore-a: nada acontece sem si."
+        ),
+        "link_sms_body": (
+            "{org} pede a sua aprovação. Decida em {link} (o código vai para o seu outro contacto)"
+        ),
+        "code_email_subject": "{org}: o seu código de segurança",
+        "code_email_body": (
+            "O seu código de segurança para a aprovação que {org} lhe pede:\n\n{code}\n\n"
+            "Expira em {minutes} minutos. Introduza-o na página que abriu a partir da ligação "
+            "que {org} enviou para o seu outro contacto.\n\n"
+            "Se não esperava esta mensagem, ignore-a: nada acontece sem si."
+        ),
+        "code_sms_body": "{code} é o seu código de segurança para {org} (válido {minutes} min).",
+        "signer_quality": "Assina na qualidade de: {quality}",
         "page_title": "Pedido de aprovação de {org}",
         "asks": "{org} pede a sua aprovação",
         "request_name": "Pedido: {name}",
@@ -189,6 +228,23 @@ CATALOG: dict[str, dict[str, str]] = {
             "Si no esperaba este mensaje, ignórelo: nada ocurre sin usted."
         ),
         "sms_body": "{code} es su código de seguridad para {org} (válido {minutes} min). Decida en {link}",
+        "link_email_body": (
+            "{org} le pide que revise y apruebe lo siguiente "
+            "(nombres tal como los escribió {org}):\n\n{what}\n\n"
+            "Abra este enlace para decidir:\n{link}\n\n"
+            "Al abrirlo, su código de seguridad se envía a su otro contacto.\n\n"
+            "Si no esperaba este mensaje, ignórelo: no ocurre nada sin usted."
+        ),
+        "link_sms_body": "{org} solicita su aprobación. Decida en {link} (el código va a su otro contacto)",
+        "code_email_subject": "{org}: su código de seguridad",
+        "code_email_body": (
+            "Su código de seguridad para la aprobación que {org} le solicita:\n\n{code}\n\n"
+            "Caduca en {minutes} minutos. Introdúzcalo en la página que abrió desde el enlace "
+            "que {org} envió a su otro contacto.\n\n"
+            "Si no esperaba este mensaje, ignórelo: no ocurre nada sin usted."
+        ),
+        "code_sms_body": "{code} es su código de seguridad para {org} (válido {minutes} min).",
+        "signer_quality": "Firma en calidad de: {quality}",
         "page_title": "Solicitud de aprobación de {org}",
         "asks": "{org} solicita su aprobación",
         "request_name": "Solicitud: {name}",
@@ -269,6 +325,25 @@ CATALOG: dict[str, dict[str, str]] = {
         "sms_body": (
             "{code} est votre code de sécurité pour {org} (valable {minutes} min). Décidez sur {link}"
         ),
+        "link_email_body": (
+            "{org} vous demande d'examiner et d'approuver ce qui suit "
+            "(noms tels qu'écrits par {org}) :\n\n{what}\n\n"
+            "Ouvrez ce lien pour décider :\n{link}\n\n"
+            "À son ouverture, votre code de sécurité est envoyé à votre autre contact.\n\n"
+            "Si vous n'attendiez pas ce message, ignorez-le : rien ne se fait sans vous."
+        ),
+        "link_sms_body": (
+            "{org} demande votre approbation. Décidez sur {link} (le code va à votre autre contact)"
+        ),
+        "code_email_subject": "{org} : votre code de sécurité",
+        "code_email_body": (
+            "Votre code de sécurité pour l'approbation que {org} vous demande :\n\n{code}\n\n"
+            "Il expire dans {minutes} minutes. Saisissez-le sur la page ouverte depuis le lien "
+            "que {org} a envoyé à votre autre contact.\n\n"
+            "Si vous n'attendiez pas ce message, ignorez-le : rien ne se fait sans vous."
+        ),
+        "code_sms_body": "{code} est votre code de sécurité pour {org} (valable {minutes} min).",
+        "signer_quality": "Vous signez en qualité de : {quality}",
         "page_title": "Demande d'approbation de {org}",
         "asks": "{org} demande votre approbation",
         "request_name": "Demande : {name}",

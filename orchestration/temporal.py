@@ -99,6 +99,7 @@ def workflow_input(bundle: store.RequestBundle) -> CredentialRequestInput:
         subject_ids=[s.id for _, s in bundle.subjects],
         credential_ids=[c.id for c in bundle.credentials],
         expires_at=req.expires_at,
+        codes_on_open=[s.id for link, s in bundle.subjects if link.secondary_contact_kind is not None],
     )
 
 

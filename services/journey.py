@@ -10,6 +10,7 @@ records the subject or the organization as their actor.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from datetime import datetime
 from typing import Any, TypeVar
@@ -40,6 +41,8 @@ from wire.contacts import normalize_contact
 from workflows.messages import (
     DecisionInput,
     DecisionResult,
+    OpenJourneyInput,
+    OpenJourneyResult,
     RecordIdentityInput,
     RequestStatusView,
     ResendOtpInput,
@@ -56,8 +59,26 @@ log = logging.getLogger(__name__)
 
 async def load(ctx: Context, request_id: str, subject_id: str) -> Journey | None:
     """What the subject's page shows: the request, its organization, the subject and their
-    credentials and decisions; None when the subject is not one of the request's."""
-    return await run_db(ctx.engine, journeys.load_journey, ctx.engine, request_id, subject_id)
+    credentials and decisions, and where their code goes when they have a secondary contact; None
+    when the subject is not one of the request's."""
+    found = await run_db(ctx.engine, journeys.load_journey, ctx.engine, request_id, subject_id)
+    sealed = found.link.secondary_contact_sealed if found is not None else None
+    if found is None or sealed is None:
+        return found
+    return dataclasses.replace(found, secondary_contact=ctx.cipher.decrypt(sealed))
+
+
+def code_waits_for_open(found: Journey) -> bool:
+    """The subject's code goes to their secondary contact and none was sent yet: opening their
+    link sends it (``open_journey``)."""
+    return found.link.secondary_contact_sealed is not None and found.challenge is None
+
+
+async def open_journey(ctx: Context, actor: Actor, request_id: str, subject_id: str) -> OpenJourneyResult:
+    """The subject opened their link: the workflow sends their first code to their secondary
+    contact, once (a later open, or a code sent before, sends none)."""
+    opened = OpenJourneyInput(subject_id=subject_id)
+    return await _update(ctx, request_id, "open_journey", opened, OpenJourneyResult)
 
 
 async def decision_events(ctx: Context, decision_ids: list[str]) -> list[WebhookEvent]:

@@ -309,6 +309,11 @@ def _status_entry(settings: Settings, list_id: str, index: int) -> dict[str, Any
 def _signed(settings: Settings, key: Ed25519KeyPair, now: datetime, draft: Draft) -> Signed:
     cred, request, action_name = draft.credential, draft.request, draft.action_name
     grantors = [web_subject_did(settings.public_url, subject.id) for subject, _ in draft.acceptances]
+    qualities = [
+        {"id": web_subject_did(settings.public_url, subject.id), "signerQuality": quality}
+        for subject, _ in draft.acceptances
+        if (quality := draft.signer_qualities.get(subject.id))
+    ]
     evidences = _evidences(settings, draft)
     status = _status_entry(settings, draft.status_list_id, draft.status_list_index)
     org_did = web_organization_did(settings.public_url, request.organization_id)
@@ -325,6 +330,7 @@ def _signed(settings: Settings, key: Ed25519KeyPair, now: datetime, draft: Draft
         issuance_date=now,
         evidences=evidences,
         credential_status=status,
+        signer_qualities=qualities,
     )
     w3c = document
     if cred.resource_type == "POLICY":
@@ -345,6 +351,7 @@ def _signed(settings: Settings, key: Ed25519KeyPair, now: datetime, draft: Draft
             credential_status=status,
             limits=cred.limits,
             max_executions=cred.max_executions,
+            signer_qualities=qualities,
         )
     return Signed(mandate_id, w3c, document)
 

@@ -15,16 +15,18 @@ from services.errors import Invalid
 from store import actions as action_store
 from store import requests as store
 from trust.did import web_organization_did
+from wire.contacts import NormalContact
 from wire.models import CreateRequestIn
 
 
 def _to_new_request(
     body: CreateRequestIn,
     organization_did: str,
-    contacts: list[tuple[str, str, str | None]],
+    contacts: list[NormalContact],
     pinned_actions: dict[int, dict[str, Any]],
     contact_hash: Callable[[str], str],
     bounds: dict[int, list[dict[str, Any]]],
+    seal: Callable[[str], bytes],
 ) -> store.NewRequest:
     """The request to store; ``pinned_actions`` replaces the ``action`` of POLICY credentials (by
     position) with the pinned version and the filled userParams; ``bounds`` are their action's
@@ -33,7 +35,18 @@ def _to_new_request(
     extra_dids = list(dict.fromkeys(d for d in body.authorizedDIDs if d != organization_did))
     return store.NewRequest(
         security_level=body.securityLevel.value,
-        contacts=[store.NewContact(c, kind, internal, contact_hash(c)) for c, kind, internal in contacts],
+        contacts=[
+            store.NewContact(
+                c.contact,
+                c.kind,
+                c.internal_id,
+                contact_hash(c.contact),
+                secondary_sealed=seal(c.secondary[0]) if c.secondary else None,
+                secondary_kind=c.secondary[1] if c.secondary else None,
+                signer_quality=c.signer_quality,
+            )
+            for c in contacts
+        ],
         credentials=[
             store.NewCredential(
                 resource_type=c.type,
@@ -110,4 +123,5 @@ async def validated(ctx: Context, org_id: str, body: CreateRequestIn) -> store.N
         pinned,
         ctx.journey.contact_hash,
         bounds,
+        ctx.cipher.encrypt,  # a secondary contact is kept only encrypted (store.tables.RequestSubject)
     )

@@ -63,6 +63,7 @@ VERIFY_ACCEPT = "VERIFY_ACCEPT"
 VERIFY_DENY = "VERIFY_DENY"
 OTP_LOCKED = "OTP_LOCKED"
 OTP_RESENT = "OTP_RESENT"
+OTP_SENT = "OTP_SENT"  # a subject's first code went to their secondary contact (issue 36): its channel
 IDENTITY_VERIFIED = "IDENTITY_VERIFIED"
 IDENTITY_FAILED = "IDENTITY_FAILED"
 # changes to how the organization is set up, each by its actor (never a secret in them)
@@ -99,6 +100,7 @@ RECORD_TYPES = (
     VERIFY_DENY,
     OTP_LOCKED,
     OTP_RESENT,
+    OTP_SENT,
     IDENTITY_VERIFIED,
     IDENTITY_FAILED,
     REQUEST_EXPIRED,

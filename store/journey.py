@@ -51,10 +51,20 @@ class Journey:
     credentials: list[CredentialShown]
     decided: dict[str, bool]  # credential id -> accepted, this subject's decisions
     challenge: OtpChallenge | None
+    # the secondary contact that receives the subject's code (issue 36), opened by the service
+    # that shows it (``services.journey.load``); kept encrypted on ``link``
+    secondary_contact: str | None = None
 
     @property
     def channel(self) -> str:
         return "email" if self.subject.contact_kind == "email" else "sms"
+
+    @property
+    def code_channel(self) -> str:
+        """Where the subject's codes go, the channel their decision is recorded with: their
+        secondary contact's when they have one (issue 36), else their contact's."""
+        kind = self.link.secondary_contact_kind or self.subject.contact_kind
+        return "email" if kind == "email" else "sms"
 
     @property
     def open_credentials(self) -> list[CredentialShown]:

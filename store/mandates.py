@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -74,6 +74,8 @@ class Draft:
     status_list_id: str
     status_list_index: int
     action_name: str | None  # the pinned action's name, for a mandate
+    # each subject's signer quality in this request, by subject id, when they have one (issue 36)
+    signer_qualities: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -106,9 +108,11 @@ def issue(
             raise NotIssuable(f"credential {credential_id} is {cred.status}")
         request = session.get(CredentialRequest, cred.request_id)
         assert request is not None
-        acceptances = _acceptances(session, request, cred)
+        acceptances, qualities = _acceptances(session, request, cred)
         list_id, index = _allocate_status_entry(session, now)
-        signed = sign(Draft(cred, request, acceptances, list_id, index, _action_name(session, cred)))
+        signed = sign(
+            Draft(cred, request, acceptances, list_id, index, _action_name(session, cred), qualities)
+        )
         cred.mandate_id = signed.mandate_id
         cred.w3c_credential, cred.document_credential = signed.w3c_credential, signed.document_credential
         cred.status_list_id, cred.status_list_index = list_id, index
@@ -176,9 +180,9 @@ def record_issuance_failure(
 
 def _acceptances(
     session: Session, request: CredentialRequest, cred: Credential
-) -> list[tuple[Subject, Decision]]:
-    """Every subject of the request (request order) with their decision on ``cred``; raises
-    NotIssuable unless every one of them accepted."""
+) -> tuple[list[tuple[Subject, Decision]], dict[str, str]]:
+    """Every subject of the request (request order) with their decision on ``cred``, and their
+    signer qualities; raises NotIssuable unless every one of them accepted."""
     subjects = list(
         session.exec(
             select(RequestSubject, Subject)
@@ -193,7 +197,8 @@ def _acceptances(
     missing = [s.contact for _, s in subjects if s.id not in decisions or not decisions[s.id].accepted]
     if missing:
         raise NotIssuable(f"credential {cred.id} is not accepted by {', '.join(missing)}")
-    return [(subject, decisions[subject.id]) for _, subject in subjects]
+    qualities = {subject.id: link.signer_quality for link, subject in subjects if link.signer_quality}
+    return [(subject, decisions[subject.id]) for _, subject in subjects], qualities
 
 
 def _action_name(session: Session, cred: Credential) -> str | None:

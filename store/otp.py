@@ -44,15 +44,21 @@ def store_code(
     *,
     resent_by: str | None = None,
     reason: str | None = None,
+    secondary_by: str | None = None,
 ) -> datetime:
     """Keep ``code_hash`` as the subject's current code (the ``send_number``-th sent), clearing wrong
     tries and a lock; its expiry. A retried send of the same number replaces the code it stored.
 
     A resend (``resent_by``: its actor) is recorded as ``OTP_RESENT`` in the same transaction, once
     per send number (a retried activity finds its number stored and records nothing again), with
-    the ``reason`` the actor gave, if any."""
+    the ``reason`` the actor gave, if any.
+
+    A code for a subject's secondary contact (``secondary_by``: the subject, who opened their link)
+    says so: its first send is recorded as ``OTP_SENT``, a resend's ``OTP_RESENT`` names it too,
+    each with the channel (email | sms), never the contact or the code (issue 36)."""
     expires_at = now + CODE_LIFETIME
-    key = audit.signer(engine) if resent_by is not None else None
+    recorded = resent_by is not None or secondary_by is not None
+    key = audit.signer(engine) if recorded else None
     with write_session(engine) as session:
         row = session.get(OtpChallenge, (request_id, subject_id))
         first_time = row is None or row.sends < send_number
@@ -71,7 +77,8 @@ def store_code(
             row.sent_at, row.expires_at = now, expires_at
             row.failures, row.locked_at, row.verified_at, row.delivery_error = 0, None, None, None
         session.add(row)
-        if key is not None and resent_by is not None and first_time:
+        actor = resent_by or secondary_by
+        if key is not None and actor is not None and first_time:
             request = session.get(CredentialRequest, request_id)
             assert request is not None
             session.flush()
@@ -80,10 +87,10 @@ def store_code(
                 "channel": channel,
                 "sendNumber": send_number,
                 **({"reason": reason} if reason else {}),
+                **({"recipient": "secondaryContact"} if secondary_by is not None else {}),
             }
-            entry = audit.Entry(
-                audit.OTP_RESENT, request.organization_id, request_id=request_id, actor=resent_by, data=data
-            )
+            kind = audit.OTP_RESENT if resent_by is not None else audit.OTP_SENT
+            entry = audit.Entry(kind, request.organization_id, request_id=request_id, actor=actor, data=data)
             audit.append(session.connection(), key, entry)
     return expires_at
 

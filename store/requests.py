@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, func, select
+from sqlmodel import Session, col, func, select
 
 from core.ids import new_object_id, new_subject_uuid
 from core.kinds import CredentialStatus, RequestStatus, SubjectIdentity, SubjectKyc
@@ -49,6 +49,12 @@ class NewContact:
     kind: str  # "email" | "phone"
     internal_id: str | None = None
     contact_hash: str | None = None  # its keyed hash (core.otp.JourneySecrets.contact_hash)
+    # the subject's options in this request (issue 36): the secondary contact that receives the
+    # code, encrypted (core.secretbox), and its kind; the quality in which they sign (None: the
+    # one of their latest earlier request in the organization that had one, ``_signer_qualities``)
+    secondary_sealed: bytes | None = None
+    secondary_kind: str | None = None
+    signer_quality: str | None = None
 
 
 @dataclass(frozen=True)
@@ -261,14 +267,54 @@ def _insert_rows_of(
     )
     _insert_rows(session, [req])  # before the links that reference it
     subjects = _ensure_subjects(session, org_id, new.contacts)
+    earlier = _signer_qualities(
+        session,
+        req.id,
+        [s.id for s, c in zip(subjects, new.contacts, strict=True) if c.signer_quality is None],
+    )
     links = [
-        RequestSubject(request_id=req.id, subject_id=s.id, position=i, internal_id=c.internal_id)
+        RequestSubject(
+            request_id=req.id,
+            subject_id=s.id,
+            position=i,
+            internal_id=c.internal_id,
+            secondary_contact_sealed=c.secondary_sealed,
+            secondary_contact_kind=c.secondary_kind,
+            signer_quality=c.signer_quality if c.signer_quality is not None else earlier.get(s.id),
+        )
         for i, (s, c) in enumerate(zip(subjects, new.contacts, strict=True))
     ]
     creds = [_new_credential(req.id, i, c) for i, c in enumerate(new.credentials)]
     _insert_rows(session, links)
     _insert_rows(session, creds)
     return RequestBundle(req, list(zip(links, subjects, strict=True)), creds, {})
+
+
+def _signer_qualities(session: Session, request_id: str, subject_ids: list[str]) -> dict[str, str]:
+    """The signer quality each subject had in the latest earlier request (of the organization: a
+    subject is one organization's) that gave them one: what a request that omits it propagates."""
+    if not subject_ids:
+        return {}
+    newest = (
+        func.row_number()
+        .over(
+            partition_by=col(RequestSubject.subject_id),
+            order_by=(col(CredentialRequest.created_at).desc(), col(CredentialRequest.id).desc()),
+        )
+        .label("newest")
+    )
+    ranked = (
+        select(RequestSubject.subject_id, RequestSubject.signer_quality, newest)
+        .join(CredentialRequest, col(CredentialRequest.id) == col(RequestSubject.request_id))
+        .where(
+            col(RequestSubject.subject_id).in_(subject_ids),
+            col(RequestSubject.signer_quality).is_not(None),
+            RequestSubject.request_id != request_id,
+        )
+        .subquery()
+    )
+    rows = session.execute(select(ranked.c.subject_id, ranked.c.signer_quality).where(ranked.c.newest == 1))
+    return {subject_id: quality for subject_id, quality in rows}
 
 
 def _new_credential(request_id: str, position: int, c: NewCredential) -> Credential:

@@ -134,6 +134,13 @@ class RequestSubject(SQLModel, table=True):
     internal_id: str | None = Field(default=None, index=True, max_length=255)
     # the identity check this request required of the subject: VERIFIED | FAILED (migration 0008)
     identity_result: str | None = Field(default=None, max_length=16)
+    # the subject's options in this request (issue 36, migration 0021): the secondary contact that
+    # receives the code while the contact receives the link, encrypted under the master key
+    # (core.secretbox; never stored in the clear), its kind (email | phone), and the capacity in
+    # which the subject signs (``signerQuality``, signed into the credential)
+    secondary_contact_sealed: bytes | None = Field(default=None, sa_column=Column(LargeBinary, nullable=True))
+    secondary_contact_kind: str | None = Field(default=None, max_length=8)
+    signer_quality: str | None = Field(default=None, max_length=100)
 
 
 class Credential(SQLModel, table=True):

@@ -74,6 +74,8 @@ _TERMS: dict[str, Any] = {
     "maxExecutions": {"@id": _iri("maxExecutions"), "@type": "http://www.w3.org/2001/XMLSchema#integer"},
     "limits": _json("limits"),
     "evidences": _ref("evidences"),
+    # in which capacity each signer signed (issue 36): [{id: <subject DID>, signerQuality}]
+    "signerQualities": _json("signerQualities"),
     "location": _ref("location"),
     "proofs": _PROOF | {"@id": _iri("proofs")},
     # document form

@@ -139,6 +139,17 @@ def _check_signers(proofs: Sequence[Mapping[str, Any]], did: str, what: str) -> 
             raise WrongSigner(f"a proof is not by the {what} {did}")
 
 
+def _subject(
+    organization_did: str, members: Mapping[str, Any], signer_qualities: Sequence[Mapping[str, str]]
+) -> dict[str, Any]:
+    """``credentialSubject``: the organization, the form's members, and ``signerQualities`` only
+    when a signer has one (a credential without them is signed exactly as before)."""
+    subject: dict[str, Any] = {"id": organization_did, **members}
+    if signer_qualities:
+        subject["signerQualities"] = [dict(q) for q in signer_qualities]
+    return subject
+
+
 # --- mandate form --------------------------------------------------------------------------------
 
 
@@ -159,10 +170,13 @@ def mandate_credential(
     credential_status: Mapping[str, Any] | None = None,
     limits: Sequence[Mapping[str, Any]] | None = None,
     max_executions: int | None = None,
+    signer_qualities: Sequence[Mapping[str, str]] = (),
 ) -> dict[str, Any]:
     """The signed mandate, in the mandate form (signatures under ``proofs``); ``credential_status``
     is its W3C status entry (a BitstringStatusListEntry) when given; ``limits`` (the action's use
-    limits, each ``max`` resolved) and ``max_executions`` (the request's) when it has them."""
+    limits, each ``max`` resolved) and ``max_executions`` (the request's) when it has them;
+    ``signer_qualities`` (``{id: <grantor DID>, signerQuality}``, in which capacity each grantor
+    signed) when any grantor has one."""
     mandate: dict[str, Any] = {
         "grantor": list(grantors),
         "scope": scope,
@@ -180,7 +194,7 @@ def mandate_credential(
         "type": ["VerifiableCredential", MANDATE_TYPE],
         "issuer": _signing_did(issuer_key),
         "validFrom": format_datetime(valid_from),
-        "credentialSubject": {"id": organization_did, "mandate": mandate},
+        "credentialSubject": _subject(organization_did, {"mandate": mandate}, signer_qualities),
         "evidences": [dict(e) for e in evidences],
     }
     if valid_until is not None:  # VC Data Model 2.0: a date-time or no member at all, never null
@@ -262,8 +276,10 @@ def document_credential(
     evidences: Sequence[Mapping[str, str]] = (),
     action_type: str = ISSUE,
     credential_status: Mapping[str, Any] | None = None,
+    signer_qualities: Sequence[Mapping[str, str]] = (),
 ) -> dict[str, Any]:
-    """The signed document form, with one ``proof`` item of ``action_type`` made at issuance."""
+    """The signed document form, with one ``proof`` item of ``action_type`` made at issuance (and
+    ``signer_qualities`` as the mandate form has them)."""
     credential: dict[str, Any] = {
         "@context": contexts(context_url),
         "id": credential_id,
@@ -271,7 +287,9 @@ def document_credential(
         "issuer": _signing_did(issuer_key),
         "issuanceDate": format_datetime(issuance_date),
         "validFrom": format_datetime(valid_from),
-        "credentialSubject": {"id": organization_did, "data": [dict(item) for item in data]},
+        "credentialSubject": _subject(
+            organization_did, {"data": [dict(item) for item in data]}, signer_qualities
+        ),
         "evidences": [dict(e) for e in evidences],
     }
     if valid_until is not None:

@@ -27,8 +27,14 @@ from pydantic.json_schema import SkipJsonSchema
 
 from core.kinds import CredentialStatus, RequestStatus, SecurityLevel, SubjectIdentity, SubjectKyc
 from core.origins import BadOrigin, check_url
-from core.text import quote_input, shown
-from wire.contacts import normalize_contact
+from core.text import quote_input
+from wire.contacts import (
+    MAX_SIGNER_QUALITY,
+    SECONDARY_CONTACT_DOC,
+    SIGNER_QUALITY_DOC,
+    NormalContact,
+    normalize_subjects,
+)
 from wire.dates import in_utc
 from wire.iframe import IframeIn
 from wire.numbers import reject_non_jcs
@@ -119,10 +125,18 @@ class Strict(BaseModel):
 
 
 class ContactIn(Strict):
-    """A contact given as an object, to attach the integrator's own subject reference."""
+    """A contact given as an object, to attach the integrator's own subject reference and the
+    subject's options in this request."""
 
     contact: str
     internalId: Ref | None = None
+    secondaryContact: Annotated[str, Field(max_length=320)] | None = Field(
+        default=None, description=SECONDARY_CONTACT_DOC
+    )
+    signerQuality: (
+        Annotated[str, Field(min_length=1, max_length=MAX_SIGNER_QUALITY), AfterValidator(one_line_text)]
+        | None
+    ) = Field(default=None, description=SIGNER_QUALITY_DOC)
 
 
 # What a DOCUMENT may hold: its PDF costs about 13 microseconds of CPU per character (api/pdf.py)
@@ -260,26 +274,9 @@ class CreateRequestIn(Strict):
         except BadOrigin as exc:
             raise ValueError(str(exc)) from exc
 
-    def normalized_contacts(self) -> tuple[list[tuple[str, str, str | None]], list[str]]:
-        """(contact, kind, internalId) per contact, and a message per contact that is not valid."""
-        out: list[tuple[str, str, str | None]] = []
-        problems: list[str] = []
-        seen: dict[str, int] = {}
-        for i, item in enumerate(self.contacts):
-            raw, internal = (item, None) if isinstance(item, str) else (item.contact, item.internalId)
-            try:
-                contact, kind = normalize_contact(raw)
-            except ValueError as exc:
-                problems.append(f"contacts.{i}: {exc}")
-                continue
-            if contact in seen:
-                problems.append(
-                    f"contacts.{i}: {shown(contact)} is the same subject as contacts.{seen[contact]}"
-                )
-                continue
-            seen[contact] = i
-            out.append((contact, kind, internal))
-        return out, problems
+    def normalized_contacts(self) -> tuple[list[NormalContact], list[str]]:
+        """Each contact normalized with its options, and a message per contact that is not valid."""
+        return normalize_subjects([ContactIn(contact=c) if isinstance(c, str) else c for c in self.contacts])
 
 
 # --- responses ----------------------------------------------------------------------------------
@@ -303,6 +300,10 @@ class SubjectOut(BaseModel):
     createdAt: Timestamp
     internalId: str | None
     kyc: SubjectKyc
+    signerQuality: str | None = Field(
+        default=None,
+        description="In which capacity the subject signs in this request (given, or their earlier one)",
+    )
 
 
 class DecisionOut(BaseModel):

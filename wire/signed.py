@@ -166,9 +166,19 @@ class Mandate(_Signed):
     )
 
 
+class SignerQuality(_Signed):
+    """In which capacity a signer signed (issue 36), as the request gave it."""
+
+    id: Did = Field(description="The signer (a grantor's DID)")
+    signerQuality: str = Field(description='Free text, one line: "CEO of Acme", "legal guardian"')
+
+
 class MandateSubject(_Signed):
     id: Did = Field(description="The organization (grantee)")
     mandate: Mandate
+    signerQualities: list[SignerQuality] | SkipJsonSchema[None] = Field(
+        default=None, description="In which capacity signers signed, when the request gave it"
+    )
 
 
 class MandateCredential(_Signed):
@@ -199,6 +209,9 @@ class DocumentItem(_Signed):
 class DocumentSubject(_Signed):
     id: Did = Field(description="The organization")
     data: list[DocumentItem]
+    signerQualities: list[SignerQuality] | SkipJsonSchema[None] = Field(
+        default=None, description="In which capacity signers signed, when the request gave it"
+    )
 
 
 class DocumentCredential(_Signed):

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 from core.settings import Settings
 from store.requests import RequestBundle
-from store.tables import Credential, Subject
+from store.tables import Credential, RequestSubject, Subject
 from trust.did import web_organization_did, web_subject_did
 from wire.limit_views import executions_remaining, limit_uses
 from wire.models import (
@@ -23,7 +23,7 @@ from wire.models import (
 )
 
 
-def _subject(settings: Settings, subject: Subject, internal_id: str | None) -> SubjectOut:
+def _subject(settings: Settings, subject: Subject, link: RequestSubject) -> SubjectOut:
     return SubjectOut(
         id=web_subject_did(settings.public_url, subject.id),
         contact=subject.contact,
@@ -31,8 +31,9 @@ def _subject(settings: Settings, subject: Subject, internal_id: str | None) -> S
         identityStatus=subject.identity_status,
         organization=SubjectOrganization(contacts=[subject.contact]),
         createdAt=subject.created_at,
-        internalId=internal_id,
+        internalId=link.internal_id,
         kyc=subject.kyc,
+        signerQuality=link.signer_quality,
     )
 
 
@@ -67,7 +68,7 @@ def request_out(settings: Settings, bundle: RequestBundle) -> RequestOut:
         id=req.id,
         securityLevel=req.security_level,
         createdAt=req.created_at,
-        subjects=[_subject(settings, s, link.internal_id) for link, s in bundle.subjects],
+        subjects=[_subject(settings, s, link) for link, s in bundle.subjects],
         credentials=[_credential(bundle, c, now) for c in bundle.credentials],
         name=req.name,
         language=req.language,

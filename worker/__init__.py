@@ -60,7 +60,7 @@ def worker_activities(engine: Engine, settings: Settings) -> list[Callable[..., 
         *RequestActivities(engine).all(),
         *MandateActivities(engine, cipher, settings).all(),
         *WebhookActivities(engine, cipher, settings).all(),
-        *JourneyActivities(engine, settings, JourneySecrets(settings.master_key_bytes())).all(),
+        *JourneyActivities(engine, settings, JourneySecrets(settings.master_key_bytes()), cipher).all(),
     ]
 
 

@@ -44,6 +44,8 @@ with workflow.unsafe.imports_passed_through():
         DecisionView,
         IdentityInput,
         IdentityResult,
+        OpenJourneyInput,
+        OpenJourneyResult,
         RecordCancellationInput,
         RecordDecisionInput,
         RecordExpiryInput,
@@ -304,6 +306,15 @@ class CredentialRequestWorkflow:
         self._refuse_outside_journey(inp.subject_id)
         self._refuse_when_decided_all(inp.subject_id)
         self._journey.refuse_resend(inp.subject_id)
+
+    @workflow.update(name="open_journey")
+    async def open_journey(self, inp: OpenJourneyInput) -> OpenJourneyResult:
+        return await self._journey.open_journey(inp)
+
+    @open_journey.validator
+    def _validate_open_journey(self, inp: OpenJourneyInput) -> None:
+        self._refuse_outside_journey(inp.subject_id)
+        self._refuse_when_decided_all(inp.subject_id)
 
     @workflow.update(name="record_identity")
     async def record_identity(self, inp: IdentityInput) -> IdentityResult:

@@ -82,6 +82,7 @@ class ActivityNames:
     DELIVER_WEBHOOK = "deliver_webhook"
     RECORD_WEBHOOK_FAILURE = "record_webhook_failure"
     SEND_OTP = "send_otp"
+    SEND_LINK = "send_link"  # the link alone, when the code goes to a secondary contact (issue 36)
     CHECK_OTP = "check_otp"
     CREATE_OTP_FAILED_EVENT = "create_otp_failed_event"
     RECORD_IDENTITY = "record_identity"

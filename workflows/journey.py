@@ -39,8 +39,11 @@ with workflow.unsafe.imports_passed_through():
         CheckOtpInput,
         CredentialRequestInput,
         IdentityInput,
+        OpenJourneyInput,
+        OpenJourneyResult,
         RecordIdentityInput,
         ResendOtpInput,
+        SendLinkInput,
         SendOtpInput,
         SendOtpResult,
         SubjectProgressView,
@@ -87,7 +90,52 @@ class SubjectJourney:
     # --- codes --------------------------------------------------------------------------------
 
     async def send_codes(self, subject_ids: list[str]) -> None:
-        await asyncio.gather(*(self.send_code(subject) for subject in subject_ids))
+        """Each subject's first message: the code with the link, or for a subject with a secondary
+        contact the link alone (their code waits until they open it, ``open_journey``)."""
+        later = set(self._input.codes_on_open)
+        await asyncio.gather(
+            *(
+                self.send_link(subject) if subject in later else self.send_code(subject)
+                for subject in subject_ids
+            )
+        )
+
+    async def send_link(self, subject_id: str) -> None:
+        """The link without a code to the subject's contact; one that cannot receive it is reported
+        as ``otp.failed`` (the subject cannot reach their code without it)."""
+        try:
+            sent = await send(
+                ActivityNames.SEND_LINK,
+                SendLinkInput(request_id=self._input.request_id, subject_id=subject_id),
+                SendOtpResult,
+                summary=f"link to subject {subject_id}",
+            )
+        except ActivityError as err:
+            if isinstance(err.cause, CancelledError):
+                raise asyncio.CancelledError("the request closed before the link was sent") from err
+            sent = SendOtpResult(
+                channel="unknown",
+                delivered=False,
+                error_code="UNDELIVERABLE",
+                error_message="The link could not be sent",
+            )
+        if not sent.delivered:
+            self._codes[subject_id].undelivered += 1
+            await self._events.otp_failed(
+                subject_id,
+                "undelivered:link",
+                sent.error_code or "UNDELIVERABLE",
+                sent.error_message or "The link could not be delivered",
+            )
+
+    async def open_journey(self, inp: OpenJourneyInput) -> OpenJourneyResult:
+        """The subject opened their link: a subject whose code waits for that is sent it now (to
+        their secondary contact), once; a later open, or a subject sent a code before, sends none."""
+        codes = self._codes[inp.subject_id]
+        if inp.subject_id not in self._input.codes_on_open or codes.sends > 0:
+            return OpenJourneyResult(code_sent=False)
+        sent = await self.send_code(inp.subject_id)
+        return OpenJourneyResult(code_sent=True, delivered=sent.delivered)
 
     async def send_code(
         self, subject_id: str, resent_by: str | None = None, reason: str | None = None
@@ -147,7 +195,9 @@ class SubjectJourney:
         wrong one counts towards the lock (``otp.failed`` when it locks the code)."""
         # a code is checked against the one stored by the send, so the first send must be done
         codes = self._codes[inp.subject_id]
-        await workflow.wait_condition(lambda: codes.sends > 0)
+        # (a subject whose code waits for their link to be opened has none until then: no wait)
+        waits = inp.subject_id in self._input.codes_on_open
+        await workflow.wait_condition(lambda: codes.sends > 0 or waits)
         checked = await write_for(
             ActivityNames.CHECK_OTP,
             CheckOtpInput(

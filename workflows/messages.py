@@ -29,6 +29,10 @@ class CredentialRequestInput(BaseModel):
     subject_ids: list[str]
     credential_ids: list[str]
     expires_at: datetime
+    # subjects with a secondary contact (issue 36): their first message carries the link alone,
+    # and their first code goes to the secondary contact when they open it (``open_journey``).
+    # Histories recorded before it have none, so they replay sending every subject a code.
+    codes_on_open: list[str] = Field(default_factory=list)
 
 
 class CredentialRequestResult(BaseModel):
@@ -191,6 +195,24 @@ class SendOtpInput(BaseModel):
     send_number: int  # 1 for the first code
     resent_by: str | None = None  # the actor of a resend (its OTP_RESENT record); None at the start
     reason: str | None = None  # the reason the actor of a resend gave (in that record)
+
+
+class SendLinkInput(BaseModel):
+    """The link alone to a subject whose code goes to their secondary contact (issue 36)."""
+
+    request_id: str
+    subject_id: str
+
+
+class OpenJourneyInput(BaseModel):
+    """The subject opened their link: their first code goes out now when it waits for that."""
+
+    subject_id: str
+
+
+class OpenJourneyResult(BaseModel):
+    code_sent: bool  # this call sent the subject's first code (False: it was sent before, or waits not)
+    delivered: bool = True  # False when the code sent now could not be delivered
 
 
 class CheckOtpInput(BaseModel):

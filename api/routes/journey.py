@@ -76,6 +76,16 @@ async def approval_page(
         return page
     if not page.journey.open_credentials:
         return done_page(page)
+    if journey.code_waits_for_open(page.journey):  # the code goes to the secondary contact now
+        j = page.journey
+        try:
+            opened = await journey.open_journey(ctx, subject_of(page), j.request.id, j.subject.id)
+        except Refused:
+            return render("ended", page=page, status=410)
+        except Unavailable:
+            return unavailable(page)
+        if not opened.delivered:
+            return render("otp", page=page, status=502, error=page.t("otp_no_code"))
     return render("otp", page=page)
 
 
@@ -338,7 +348,7 @@ async def _decide_each(
                 j.subject.id,
                 credential_id,
                 accept,
-                j.channel,
+                j.code_channel,
                 page.surface,
             )
         except Refused as exc:

@@ -78,7 +78,9 @@ def render(
             org=org,
             title=t("page_title", org=org),
             request_name=j.request.name,
-            contact=mask_contact(j.subject.contact),
+            # where the code goes: the secondary contact when the subject has one (issue 36)
+            contact=mask_contact(j.secondary_contact or j.subject.contact),
+            signer_quality=j.link.signer_quality,
             credentials=j.credentials,
             open_credentials=j.open_credentials,
             base=page.base,

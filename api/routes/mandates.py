@@ -33,7 +33,7 @@ from core.text import shown
 from services import mandates
 from services.audit import document_of
 from services.mandates import CredentialRecord
-from trust.did import web_organization_did, web_service_did
+from trust.did import web_organization_did, web_service_did, web_subject_did
 from wire import patterns
 from wire.limit_views import executions_remaining, limit_uses
 from wire.mandates import (
@@ -131,6 +131,9 @@ def sheet_of(
 ) -> pdf.CredentialSheet:
     cred, document = record.credential, record.credential.document_credential or {}
     status_url = (document.get("credentialStatus") or {}).get("statusListCredential")
+    # each signer's quality as the credential signs it (issue 36), beside their decision
+    signed = (document.get("credentialSubject") or {}).get("signerQualities") or []
+    qualities = {str(q.get("id")): str(q.get("signerQuality")) for q in signed if isinstance(q, dict)}
     hint = (
         "This PDF is a rendering for reading. What verifies is the signed W3C credential "
         f"(w3cCredential): the issuer's keys are at {settings.public_url.rstrip('/')}"
@@ -143,7 +146,15 @@ def sheet_of(
         resource_type=cred.resource_type,
         status=cred.status,
         items=entity.data,
-        decisions=[pdf.Acceptance(s.contact, d.accepted, d.decided_at) for d, s in record.decisions],
+        decisions=[
+            pdf.Acceptance(
+                s.contact,
+                d.accepted,
+                d.decided_at,
+                qualities.get(web_subject_did(settings.public_url, s.id)),
+            )
+            for d, s in record.decisions
+        ],
         credential_id=cred.id,
         mandate_id=cred.mandate_id,
         issuer=str(document.get("issuer") or web_service_did(settings.public_url)),

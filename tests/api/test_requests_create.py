@@ -58,6 +58,7 @@ SUBJECT_FIELDS = {
     "createdAt",
     "internalId",
     "kyc",
+    "signerQuality",  # issue 36: null unless given (or propagated)
 }
 CREDENTIAL_FIELDS = {
     "id",

@@ -18,7 +18,8 @@ a cancel requested in Temporal (the workflow ends canceled, with no result: test
 status from EXPECTED), ``issuance_failed`` an acceptance whose issuance fails for good (both
 recorded before the decisions' local activities), ``decide_local_writes`` two subjects deciding on
 two credentials after their codes, each decision's issuance and event run as local activities
-(the ``decision-writes-local`` patch: markers instead of activity events).
+(the ``decision-writes-local`` patch: markers instead of activity events); ``secondary_contact``
+a subject whose code goes to a secondary contact (issue 36: the link alone, ``open_journey``).
 
 No secrets go in: the workflow input carries opaque ids only (no contact, no key material), the
 canceler is a made-up key id, and worker identities (process id and host name, also in sticky
@@ -61,6 +62,8 @@ from workflows.messages import (
     DecisionResult,
     IdentityInput,
     IdentityResult,
+    OpenJourneyInput,
+    OpenJourneyResult,
     VerifyOtpInput,
     VerifyOtpResult,
 )
@@ -79,6 +82,7 @@ EXPECTED = {
     "cancel_in_temporal": "CANCELED",
     "issuance_failed": "COMPLETED",
     "decide_local_writes": "COMPLETED",
+    "secondary_contact": "COMPLETED",
 }
 # where the scenarios' worker writes its messages, and the keys of its codes (set in main)
 JOURNEY: dict[str, Any] = {}
@@ -299,6 +303,41 @@ async def decide_local_writes(
     return handle
 
 
+async def secondary_contact(
+    client: Client, engine: Engine, queue: str, org_id: str
+) -> WorkflowHandle[Any, Any]:
+    """Issue 36: a subject with a secondary contact is sent the link alone, opens it (their code
+    goes to the secondary contact), confirms it and accepts; a subject without one as before."""
+    sealed = SecretCipher(JOURNEY["master_key"]).encrypt("+351912345678")
+    new = store.NewRequest(
+        security_level="CONTACT",
+        contacts=[
+            store.NewContact(
+                "subject0@example.com", "email", secondary_sealed=sealed, secondary_kind="phone"
+            ),
+            store.NewContact("subject1@example.com", "email"),
+        ],
+        credentials=[store.NewCredential("POLICY", "Credential 0", scope="payments")],
+        internal_id="history-example",
+    )
+    bundle = store.create_request(engine, org_id, new, timedelta(days=30), 1000, None, None)
+    assert isinstance(bundle, store.RequestBundle)
+    handle = await started(client, queue, bundle)
+    request_id = bundle.request.id
+    (s0, s1), [c0] = [s.id for _, s in bundle.subjects], [c.id for c in bundle.credentials]
+    opened = await handle.execute_update(
+        "open_journey", OpenJourneyInput(subject_id=s0), result_type=OpenJourneyResult
+    )
+    assert opened.code_sent and opened.delivered
+    secrets: JourneySecrets = JOURNEY["secrets"]
+    assert await confirm(handle, request_id, s0, secrets.code_for(request_id, s0, 1)) == "passed"
+    message = await message_for(request_id, s1, outbox=JOURNEY["outbox"], secrets=secrets)
+    assert await confirm(handle, request_id, s1, code_in(message.text)) == "passed"
+    await decide(handle, s0, c0, True)
+    assert (await decide(handle, s1, c0, True)).mandate_id is not None
+    return handle
+
+
 SCENARIOS: dict[str, Scenario] = {
     "cancel": cancel_path,
     "decide_then_complete": decide_then_complete,
@@ -310,6 +349,7 @@ SCENARIOS: dict[str, Scenario] = {
     "cancel_in_temporal": cancel_in_temporal,
     "issuance_failed": issuance_failed,
     "decide_local_writes": decide_local_writes,
+    "secondary_contact": secondary_contact,
 }
 
 
@@ -363,7 +403,7 @@ async def main(names: list[str]) -> None:
             public_url="https://mandatum.test",
         )
         audit.use_service_key(engine, SecretCipher(master_key), settings)
-        JOURNEY.update(outbox=Path(tmp) / "outbox", secrets=JourneySecrets(master_key))
+        JOURNEY.update(outbox=Path(tmp) / "outbox", secrets=JourneySecrets(master_key), master_key=master_key)
         async with env:
             with ThreadPoolExecutor(max_workers=4) as executor:
                 async with build_worker(env.client, engine, queue, executor, settings):

@@ -199,6 +199,8 @@ def ours() -> dict[str, Any]:
             {"max": 250, "currencies": ["EUR", "USD"]},
         ),
         evidences=[evidence_entry("urn:via:evidence:1", b"consent record", f"{BASE_URL}/evidence/1")],
+        # issue 36: in safe mode every term must be defined, signerQualities too
+        signer_qualities=[{"id": SUBJECT_DID, "signerQuality": "CEO of Acme"}],
     )
     vp = presentation(
         mandate,
@@ -272,16 +274,21 @@ def _receipt_job(ours: dict[str, Any], signed: dict[str, Any]) -> Job:
 def test_our_mandate_credential_verifies_in_js_and_a_tampered_copy_does_not(ours: dict[str, Any]) -> None:
     mandate = ours["mandate"]
     params = ("credentialSubject", "mandate", "action", "userParams", "max")
-    good, bad_params, bad_scope = js_verify(
+    quality = dict(mandate["credentialSubject"]["signerQualities"][0], signerQuality="Janitor")
+    good, bad_params, bad_scope, bad_quality = js_verify(
         [
             _credential_job(ours, mandate),
             _credential_job(ours, _tampered(mandate, *params, value=25000)),
             _credential_job(ours, _tampered(mandate, "credentialSubject", "mandate", "scope", value="all")),
+            _credential_job(
+                ours, _tampered(mandate, "credentialSubject", "signerQualities", value=[quality])
+            ),
         ]
     )
     _assert_verified(good)
     _assert_rejected(bad_params, "Invalid signature")
     _assert_rejected(bad_scope, "Invalid signature")
+    _assert_rejected(bad_quality, "Invalid signature")
 
 
 def test_our_vp_verifies_in_js_and_a_tampered_copy_does_not(ours: dict[str, Any]) -> None:

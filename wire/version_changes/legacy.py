@@ -53,7 +53,8 @@ def legacy_credential(credential: Body) -> Body:
 
 
 def legacy_subject(subject: Body) -> Body:
-    return {**subject, "identityStatus": legacy_identity_status(subject)}
+    # 2026-09-01's subject entities have no signerQuality (issue 36: the newest shape's alone)
+    return {**without(subject, "signerQuality"), "identityStatus": legacy_identity_status(subject)}
 
 
 def without(body: Body, *names: str) -> Body:

@@ -182,6 +182,9 @@ def _detail_view(found: requests.Detail) -> dict[str, Any]:
                 "id": s.id,
                 "contact": s.contact,
                 "internal_id": link.internal_id or "",
+                "signer_quality": link.signer_quality or "",
+                # issue 36: the code goes to a secondary contact (kept encrypted: its kind alone)
+                "code_to": link.secondary_contact_kind or "",
                 "identity": s.identity_status,
                 **_progress(found.progress.get(s.id)),
             }

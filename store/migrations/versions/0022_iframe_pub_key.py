@@ -2,7 +2,7 @@
 ``iframe.pubKey`` of POST /request)
 
 Revision ID: 0022
-Revises: 0018
+Revises: 0021
 Create Date: 2026-11-27 23:00:00.000000
 """
 
@@ -13,7 +13,7 @@ import sqlmodel
 from alembic import op
 
 revision: str = "0022"
-down_revision: str | None = "0018"
+down_revision: str | None = "0021"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -215,3 +215,25 @@ async def test_every_form_needs_the_sessions_csrf_token(app: FastAPI, ctx: Conte
                 refused = await browser.post(path, data={"csrf": token, "confirm": "yes"})
                 assert refused.status_code == 403 and "This form has expired" in refused.text, path
     assert await _status(app, org, request_id) == "PENDING"
+
+
+async def test_a_subjects_options_on_the_request_page(app: FastAPI, ctx: Context, org: Credentials) -> None:
+    """Issue 36: the signer quality (escaped) and where the codes go, never the secondary contact."""
+    made = await create_request(
+        app,
+        org,
+        contacts=[
+            {
+                "contact": "ana@example.com",
+                "secondaryContact": "+351912345678",
+                "signerQuality": "CEO <Acme>",
+            },
+            "bob@example.com",
+        ],
+    )
+    async with page_client(app) as browser:
+        await log_in_as(browser, ctx, org, MemberRole.SUPPORT, "support")
+        page = (await browser.get(f"/dashboard/requests/{made['id']}")).text
+    assert "<dt>Signs as</dt><dd>CEO &lt;Acme&gt;</dd>" in page
+    assert page.count("Codes go to") == 1 and "secondary contact (phone)" in page
+    assert "912345678" not in page
