@@ -31,6 +31,7 @@ from core.text import quote_input, shown
 from wire.contacts import normalize_contact
 from wire.dates import in_utc
 from wire.numbers import reject_non_jcs
+from wire.placements import PlacementsIn, PlacementsOut
 from wire.signed import (
     ActionLimitJson,
     ActionParamJson,
@@ -184,6 +185,7 @@ class CredentialIn(Strict):
     data: Annotated[list[DataItem], Field(min_length=1, max_length=MAX_DOCUMENT_ITEMS)] | None = None
     validFrom: AwareDatetime | None = None
     validUntil: AwareDatetime | None = None
+    placements: PlacementsIn | None = None
     maxExecutions: Annotated[StrictInt, Field(ge=1, le=MAX_EXECUTIONS)] | None = Field(
         default=None,
         description=(
@@ -352,6 +354,7 @@ class CredentialOut(BaseModel):
     data: list[DocumentItemJson] | None = Field(description="DOCUMENT: its items")
     validFrom: Timestamp | None
     validUntil: Timestamp | None
+    placements: PlacementsOut = []
     maxExecutions: int | None = Field(default=None, description="POLICY: the request's bound on uses")
     executionsRemaining: int | None = Field(
         default=None,
