@@ -1,0 +1,182 @@
+"""A DOCUMENT credential's placements (issue 36): each checked where it enters (a 400 naming it,
+nothing stored), kept and shown with the request, signed into the document, and drawn on its page
+of the PDF inside its rectangle: an empty labelled box before the signer accepts, their mark after.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+from sqlalchemy import Engine
+
+from core.settings import Settings
+from store.keys import did_resolver
+from tests.support.api_client import SignedClient, assert_message
+from tests.support.documents import LEASE
+from tests.support.mandates import accept_all, create_request
+from tests.support.placements import box, page_count, page_image, runs
+from trust.credentials import verify_document_credential
+
+pytestmark = pytest.mark.usefixtures("no_server_errors")
+ANA, BEA = "ana@example.com", "bea@example.com"
+SIGNATURE = {"contact": ANA, "type": "SIGNATURE", "x": 55, "y": 80, "width": 40, "height": 10, "pageIndex": 0}
+
+
+def lease(*placements: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    return {**copy.deepcopy(LEASE), "placements": list(placements), **changes}
+
+
+def body(*placements: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    return {
+        "contacts": [ANA, BEA],
+        "securityLevel": "CONTACT",
+        "credentials": [lease(*placements, **changes)],
+    }
+
+
+async def pdf_of(api: SignedClient, ident: str) -> bytes:
+    resp = await api.get(f"/credential/{quote(ident, safe='')}", params={"includePdf": "true"})
+    assert resp.status_code == 200, resp.text
+    return base64.b64decode(resp.json()["pdf"])
+
+
+def text_in(pdf: bytes, placement: dict[str, Any]) -> str:
+    """The text runs whose origin lies in the placement's rectangle on its page, in order."""
+    rect = box(pdf, placement)
+    return " ".join(r.text for r in runs(pdf) if r.page == placement["pageIndex"] and rect.holds(r))
+
+
+def assert_only_in_boxes(pdf: bytes, *placements: dict[str, Any]) -> None:
+    """Masked contacts are drawn only in the marks (the sheet's text shows contacts whole)."""
+    masked = [r for r in runs(pdf) if "\u2022" in r.text and "(hidden)" not in r.text]
+    assert masked
+    for run in masked:
+        assert any(run.page == p["pageIndex"] and box(pdf, p).holds(run) for p in placements), run
+
+
+BAD = [
+    ({**SIGNATURE, "x": 70}, ("credentials.0.placements.0", "x + width is 110")),
+    ({**SIGNATURE, "y": 95}, ("credentials.0.placements.0", "y + height is 105")),
+    ({**SIGNATURE, "x": -1}, ("credentials.0.placements.0.x", "greater than or equal to 0")),
+    ({**SIGNATURE, "width": 0}, ("credentials.0.placements.0", "width and height must be more than 0")),
+    ({**SIGNATURE, "height": 101}, ("credentials.0.placements.0.height", "less than or equal to 100")),
+    ({**SIGNATURE, "x": "10"}, ("credentials.0.placements.0.x", "must be a number")),
+    ({**SIGNATURE, "x": True}, ("credentials.0.placements.0.x", "must be a number")),
+    ({**SIGNATURE, "pageIndex": 1.5}, ("credentials.0.placements.0.pageIndex",)),
+    ({**SIGNATURE, "pageIndex": -1}, ("credentials.0.placements.0.pageIndex",)),
+    ({**SIGNATURE, "pageIndex": 7}, ("credentials.0.placements.0.pageIndex", "page 7 is off the document")),
+    ({**SIGNATURE, "contact": "eve@example.com"}, ("placements.0.contact", "eve@example.com", "not one of")),
+    ({**SIGNATURE, "contact": "not a contact"}, ("placements.0.contact", "not a contact")),
+    ({**SIGNATURE, "type": "STAMP"}, ("credentials.0.placements.0.type",)),
+    ({**SIGNATURE, "type": "OPEN_TEXT"}, ("placements.0", "type OPEN_TEXT is not offered")),
+    ({**SIGNATURE, "type": "CHECKBOX"}, ("placements.0", "type CHECKBOX is not offered")),
+    ({**SIGNATURE, "identityType": "FULL_NAME"}, ("placements.0", "identityType is for an IDENTITY_FIELD")),
+    ({**SIGNATURE, "type": "IDENTITY_FIELD", "identityType": "SHOE_SIZE"}, ("placements.0.identityType",)),
+    ({**SIGNATURE, "colour": "red"}, ("placements.0.colour",)),
+]
+
+
+@pytest.mark.parametrize(("placement", "fragments"), BAD, ids=[str(i) for i in range(len(BAD))])
+async def test_a_bad_placement_is_refused_naming_it(
+    api: SignedClient, placement: dict[str, Any], fragments: tuple[str, ...]
+) -> None:
+    assert_message(await api.post("/request", body(placement)), *fragments)
+
+
+async def test_placements_belong_to_a_document_and_are_bounded(api: SignedClient) -> None:
+    policy = body()
+    policy["credentials"] = [
+        {
+            "type": "POLICY",
+            "name": "Pay",
+            "action": {"id": "urn:via:action:00000000-0000-4000-8000-000000000000", "userParams": {}},
+            "placements": [SIGNATURE],
+        }
+    ]
+    assert_message(await api.post("/request", policy), "placements", "a POLICY credential has none")
+    assert_message(await api.post("/request", body(*[SIGNATURE] * 51)), "placements", "at most 50")
+    # none of the refused bodies above stored anything
+    assert (await api.get("/request")).json() == {"data": [], "totalPages": 0}
+
+
+async def test_placements_are_kept_normalized_and_shown(api: SignedClient) -> None:
+    identity = {**SIGNATURE, "contact": " Bea@Example.COM", "type": "IDENTITY_FIELD", "y": 10, "height": 4}
+    dated = {**SIGNATURE, "type": "DATE", "pageIndex": 0.0, "x": 0, "width": 100.0}
+    created = await create_request(api, **body(SIGNATURE, identity, dated))
+    got = (await api.get(f"/request/{created['id']}")).json()
+    [cred] = got["credentials"]
+    assert cred["placements"] == created["credentials"][0]["placements"]
+    assert cred["placements"] == [
+        {"contact": ANA, "type": "SIGNATURE", "x": 55, "y": 80, "width": 40, "height": 10, "pageIndex": 0},
+        {
+            "contact": BEA,  # normalized, as the request's contacts
+            "type": "IDENTITY_FIELD",
+            "identityType": "FULL_NAME",  # when omitted
+            "x": 55,
+            "y": 10,
+            "width": 40,
+            "height": 4,
+            "pageIndex": 0,
+        },
+        {"contact": ANA, "type": "DATE", "x": 0, "y": 80, "width": 100, "height": 10, "pageIndex": 0},
+    ]
+
+
+async def test_the_page_index_is_checked_against_the_pdfs_pages(api: SignedClient) -> None:
+    long = lease(data=[{"label": f"Clause {i}", "type": "text", "value": "word " * 700} for i in range(4)])
+    plain = await create_request(api, contacts=[ANA], securityLevel="CONTACT", credentials=[long])
+    pages = page_count(await pdf_of(api, plain["credentials"][0]["id"]))
+    assert pages >= 2
+    last = {**SIGNATURE, "pageIndex": pages - 1}
+    off = {**SIGNATURE, "pageIndex": pages}
+    refused = await api.post("/request", {**body(), "credentials": [{**long, "placements": [off]}]})
+    assert_message(refused, "pageIndex", f"page {pages} is off the document", f"has {pages} pages")
+    placed = await create_request(api, contacts=[ANA, BEA], credentials=[{**long, "placements": [last]}])
+    assert placed["credentials"][0]["placements"][0]["pageIndex"] == pages - 1
+
+
+@pytest.mark.usefixtures("worker")
+async def test_marks_are_drawn_in_their_rectangles_and_signed(
+    api: SignedClient, temporal: Any, engine: Engine, settings: Settings, tmp_path: Path
+) -> None:
+    initials = {**SIGNATURE, "contact": BEA, "type": "INITIALS", "x": 5, "y": 80, "width": 10, "height": 5}
+    field = {**SIGNATURE, "type": "IDENTITY_FIELD", "identityType": "COUNTRY", "x": 20, "width": 30}
+    date = {**SIGNATURE, "contact": BEA, "type": "DATE", "x": 5, "y": 90, "width": 20, "height": 4}
+    request = await create_request(api, **body(SIGNATURE, initials, field, date))
+    cred_id = request["credentials"][0]["id"]
+
+    before = await pdf_of(api, cred_id)
+    # an empty box, labelled with the signer's masked contact (wrapped as the box's width allows)
+    assert [text_in(before, p).replace(" ", "") for p in (SIGNATURE, initials, field, date)] == [
+        "Signature:a•••@example.com",
+        "Initials:b•••@example.com",
+        "Country:a•••@example.com",
+        "Date:b•••@example.com",
+    ]
+    assert_only_in_boxes(before, SIGNATURE, initials, field, date)
+
+    [issued] = await accept_all(api, temporal, request)
+    after = await pdf_of(api, issued["id"])
+    assert after != before  # the decisions are part of what the PDF's digest covers
+    decisions = {d["contact"]: d for d in issued["decisions"]}
+    signature = text_in(after, SIGNATURE)
+    assert signature.startswith(f"a•••@example.com accepted {decisions[ANA]['decidedAt'][:10]}"), signature
+    assert decisions[ANA]["id"] in signature.replace(" ", ""), signature  # wrapped where it is long
+    assert text_in(after, initials) == "B."
+    assert text_in(after, field) == "\u2014"  # the identity check reported no country
+    assert text_in(after, date) == decisions[BEA]["decidedAt"][:10]
+    assert_only_in_boxes(after, SIGNATURE, initials, field, date)
+
+    document = issued["w3cCredential"]
+    verify_document_credential(document, did_resolver(engine, settings))
+    signed = document["credentialSubject"]["placements"]
+    dids = {s["contact"]: s["id"] for s in request["subjects"]}
+    assert [p["subject"] for p in signed] == [dids[ANA], dids[BEA], dids[ANA], dids[BEA]]
+    assert signed[0] == {**{k: v for k, v in SIGNATURE.items() if k != "contact"}, "subject": dids[ANA]}
+    image = page_image(after, 0, tmp_path / "placements-page-0.png")
+    assert image.stat().st_size > 10_000
