@@ -7,13 +7,17 @@ from __future__ import annotations
 
 import base64
 import copy
+import html
+import re
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import httpx
 import pytest
 from sqlalchemy import Engine
 
+from core import i18n
 from core.settings import Settings
 from store.keys import did_resolver
 from tests.support.api_client import SignedClient, assert_message
@@ -180,3 +184,25 @@ async def test_marks_are_drawn_in_their_rectangles_and_signed(
     assert signed[0] == {**{k: v for k, v in SIGNATURE.items() if k != "contact"}, "subject": dids[ANA]}
     image = page_image(after, 0, tmp_path / "placements-page-0.png")
     assert image.stat().st_size > 10_000
+
+
+@pytest.mark.parametrize("language", ["ENG", "PRT"])
+async def test_the_approval_page_tells_each_subject_where_their_marks_go(
+    api: SignedClient, http: httpx.AsyncClient, language: str
+) -> None:
+    mine = [SIGNATURE, {**SIGNATURE, "type": "DATE", "y": 5, "height": 4}]
+    theirs = {**SIGNATURE, "contact": BEA, "type": "INITIALS", "x": 5, "width": 10}
+    request = await create_request(api, **body(*mine, theirs), language=language)
+    for contact, expected in ((ANA, ["mark_SIGNATURE", "mark_DATE"]), (BEA, ["mark_INITIALS"])):
+        link = await api.get(f"/request/link/{request['id']}", params={"contact": contact})
+        page = await http.get(link.json()["data"]["url"].removeprefix("https://mandatum.test"))
+        assert page.status_code == 200
+        found = re.findall(
+            r'<p id="marks-[0-9a-f]{24}"><strong>([^<]*)</strong></p>\s*<ul class="limits"[^>]*>(.*?)</ul>',
+            page.text,
+            re.S,
+        )
+        assert [
+            (html.unescape(h), [html.unescape(i) for i in re.findall(r"<li>(.*?)</li>", items)])
+            for h, items in found
+        ] == [(i18n.text(language, "marks_heading"), [i18n.text(language, key, page=1) for key in expected])]
