@@ -9,6 +9,8 @@ import base64
 import copy
 import html
 import re
+from dataclasses import asdict
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -17,6 +19,7 @@ import httpx
 import pytest
 from sqlalchemy import Engine
 
+from api import pdf
 from core import i18n
 from core.settings import Settings
 from store.keys import did_resolver
@@ -206,3 +209,67 @@ async def test_the_approval_page_tells_each_subject_where_their_marks_go(
             (html.unescape(h), [html.unescape(i) for i in re.findall(r"<li>(.*?)</li>", items)])
             for h, items in found
         ] == [(i18n.text(language, "marks_heading"), [i18n.text(language, key, page=1) for key in expected])]
+
+
+async def test_busy_renderers_refuse_placements_for_now(
+    api: SignedClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(pdf.RENDERER, "_admitted_max", 0)  # every rendering slot taken
+    busy = await api.post("/request", body(SIGNATURE))
+    assert busy.status_code == 503 and busy.headers["Retry-After"] == "5", busy.text
+    assert (await api.get("/request")).json() == {"data": [], "totalPages": 0}
+    assert (await api.post("/request", body())).status_code == 201  # no placements: no page to count
+
+
+@pytest.mark.parametrize("font", ["auto", None], ids=["dejavu-or-core", "core"])
+def test_text_is_fitted_into_boxes_of_any_size(font: Any) -> None:
+    """From a full page down to a sliver, every mark's text starts inside its box (and is clipped
+    to it); a box narrower than a character stays empty rather than failing the rendering."""
+    sizes = [(100, 100), (40, 10), (10, 3), (3, 1), (1, 0.4), (0.05, 0.05)]
+    accepted = datetime(2026, 11, 27, 22, 0, tzinfo=UTC)
+    marks = [
+        pdf.Mark(
+            kind=kind,
+            page_index=i % 2,
+            x=0 if w == 100 else 50,
+            y=0,
+            width=w,
+            height=h,
+            contact="a\u2022\u2022\u2022@example.com",
+            name="Ana Maria da Silva Ferreira",
+            decision_id="urn:via:decision:0b7d5e0a-7a54-4a3f-9d3f-2b0c7d7bfe11",
+            accepted_at=accepted,
+        )
+        for i, (w, h) in enumerate(sizes)
+        for kind in ("SIGNATURE", "INITIALS", "DATE")
+    ]
+    sheet = pdf.CredentialSheet(**{**SHEET, "marks": marks})
+    rendered = pdf.render(sheet, font)
+    assert page_count(rendered) == 2  # a page the text does not reach is added for its marks
+    boxes = [(m.page_index, box(rendered, {**asdict(m), "pageIndex": m.page_index})) for m in marks]
+    drawn = [r for r in runs(rendered) if r.text.startswith(("Ana", "A.M.", "accepted", "2026-11-27", "urn"))]
+    assert {"Ana Maria da Silva Ferreira", "A.M.D.S.", "2026-11-27"} <= {r.text for r in drawn}
+    for run in drawn:
+        assert any(page == run.page and b.holds(run) for page, b in boxes), run
+    assert pdf.sheet_digest(sheet) != pdf.sheet_digest(pdf.CredentialSheet(**{**SHEET, "marks": marks[:-1]}))
+
+
+SHEET: dict[str, Any] = {
+    "organization_name": "Acme",
+    "name": "Lease",
+    "description": None,
+    "resource_type": "DOCUMENT",
+    "status": "ACTIVE",
+    "items": [],
+    "decisions": [],
+    "credential_id": "0" * 24,
+    "mandate_id": None,
+    "issuer": "did:web:mandatum.test",
+    "subject": "did:web:mandatum.test:orgs:1",
+    "issued_at": None,
+    "valid_from": None,
+    "valid_until": None,
+    "revoked_at": None,
+    "revocation_reason": None,
+    "verify_hint": "A rendering.",
+}
