@@ -20,6 +20,16 @@ it), and renderings run on their own small
 thread pool, never the default executor the database calls share: at most ``RENDER_WORKERS`` at
 once and ``RENDER_WAITING`` more queued; a caller beyond that gets ``Busy`` (503 with
 ``Retry-After``). Concurrent calls for the same key share one rendering.
+
+Placements (``wire.placements``): after the sheet's text, each placement of a DOCUMENT is drawn on
+its page (counted from 0) in its rectangle, given in percent of the page's width and height from
+the page's top-left corner (the y axis points down, as in the hosted SDK's editor; in PDF user
+space, whose origin is the bottom-left corner, a box's top edge is at ``height * (1 - y/100)``).
+For a signer who accepted it holds their mark (``Mark``); for one who has not, an empty box with
+its label. Its text is fitted to the box (the largest size that fits, down to ``MIN_MARK_SIZE``)
+and clipped to it, so nothing is ever drawn outside it. A page a placement names that the sheet's
+text does not reach (the text can only grow after creation, when the page count was checked, so
+this is a safeguard) is added blank.
 """
 
 from __future__ import annotations
@@ -37,7 +47,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from fpdf import FPDF
-from fpdf.enums import XPos, YPos
+from fpdf.enums import MethodReturnValue, XPos, YPos
+from fpdf.errors import FPDFException
 
 from core.kinds import CredentialStatus
 from core.text import escaped
@@ -65,14 +76,25 @@ STATUS_WORDS: dict[str, str] = {  # every CredentialStatus (a test checks)
     CredentialStatus.FAILED: "accepted, but it could not be issued; nothing was issued",
 }
 GREY, BLACK = (90, 90, 90), (0, 0, 0)
+OTHER = (1, 2, 3)  # a colour set only to be replaced (_place)
 log = logging.getLogger("mandatum.api.pdf")
 RENDER_WORKERS = 1  # fpdf2 is pure Python: under the GIL a second thread adds no speed, only contention
 RENDER_WAITING = 8
 RETRY_AFTER_SECONDS = 5
 CACHE_BYTES = 64 * 1024 * 1024
 # part of every PDF's digest: a change to how a sheet is drawn renders the kept PDFs anew
-# (2: unsafe characters shown as \uXXXX)
-RENDERING = 2
+# (2: unsafe characters shown as \uXXXX; 3: placements)
+RENDERING = 3
+MIN_MARK_SIZE, MAX_MARK_SIZE = 3.0, 12.0  # points, the text in a placement's box
+PT_MM = 25.4 / 72
+MARK_LABELS = {"SIGNATURE": "Signature", "INITIALS": "Initials", "DATE": "Date"}
+IDENTITY_LABELS = {
+    "FULL_NAME": "Full name",
+    "BIRTH_DATE": "Birth date",
+    "DOCUMENT_NUMBER": "Document number",
+    "COUNTRY": "Country",
+}
+NO_VALUE = "\u2014"  # an identity field the identity check did not provide
 
 
 @dataclass(frozen=True)
@@ -81,6 +103,25 @@ class Acceptance:
     accepted: bool
     decided_at: datetime
     signer_quality: str | None = None  # in which capacity they signed, as the credential signs it
+
+
+@dataclass(frozen=True)
+class Mark:
+    """One placement as drawn, chosen by the caller: its rectangle (percent of the page, from its
+    top-left corner) on page ``page_index`` (from 0), and what goes in it."""
+
+    kind: str  # SIGNATURE | INITIALS | IDENTITY_FIELD | DATE
+    page_index: int
+    x: float
+    y: float
+    width: float
+    height: float
+    contact: str  # the signer's contact as shown (masked)
+    name: str | None = None  # the signer's verified name, when their identity check gave one
+    identity_type: str | None = None  # IDENTITY_FIELD: FULL_NAME, BIRTH_DATE, ...
+    identity_value: str | None = None  # its verified value, when the identity check gave one
+    decision_id: str | None = None  # set when the signer accepted
+    accepted_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -104,6 +145,7 @@ class CredentialSheet:
     revoked_at: datetime | None
     revocation_reason: str | None
     verify_hint: str
+    marks: Sequence[Mark] = ()
 
 
 def unicode_font() -> tuple[Path, Path] | None:
@@ -172,6 +214,17 @@ class _Writer:
 def render(sheet: CredentialSheet, font: tuple[Path, Path] | Literal["auto"] | None = "auto") -> bytes:
     """The PDF bytes. ``font``: "auto" uses DejaVu Sans when installed, else the core font; a
     (regular, bold) pair of TrueType files; None forces the core font."""
+    out = _sheet(sheet, font)
+    _place(out, sheet.marks)
+    return bytes(out.pdf.output())
+
+
+def page_count(sheet: CredentialSheet, font: tuple[Path, Path] | Literal["auto"] | None = "auto") -> int:
+    """How many pages the sheet's text fills (its placements add none): laid out, not serialized."""
+    return _sheet(sheet, font).pdf.pages_count
+
+
+def _sheet(sheet: CredentialSheet, font: tuple[Path, Path] | Literal["auto"] | None) -> _Writer:
     out = _Writer(unicode_font() if font == "auto" else font)
     out.pdf.set_title(out.text(sheet.name))
     out.pdf.set_author(out.text(sheet.organization_name))
@@ -213,7 +266,84 @@ def render(sheet: CredentialSheet, font: tuple[Path, Path] | Literal["auto"] | N
     out.field("Status", sheet.status)
     out.pdf.ln(4)
     out.line(sheet.verify_hint, size=8, color=GREY)
-    return bytes(out.pdf.output())
+    return out
+
+
+def _initials(name: str) -> str:
+    return "".join(f"{word[0].upper()}." for word in name.split()[:4] if word)
+
+
+def mark_text(mark: Mark) -> tuple[list[str], bool]:
+    """The lines drawn in a placement's box, and whether the signer accepted (else it is a label)."""
+    label = IDENTITY_LABELS.get(mark.identity_type or "FULL_NAME", "Identity")
+    if mark.kind != "IDENTITY_FIELD":
+        label = MARK_LABELS.get(mark.kind, mark.kind.title())
+    who = mark.name or mark.contact
+    if mark.accepted_at is None:
+        return [f"{label}: {who}"], False
+    if mark.kind == "SIGNATURE":
+        return [who, f"accepted {_when(mark.accepted_at)}", mark.decision_id or ""], True
+    if mark.kind == "INITIALS":
+        return [_initials(mark.name) if mark.name else who[:1].upper() + "."], True
+    if mark.kind == "IDENTITY_FIELD":
+        return [mark.identity_value or NO_VALUE], True
+    return [_when(mark.accepted_at)[:10]], True  # DATE: the decision's UTC date
+
+
+def _place(out: _Writer, marks: Sequence[Mark]) -> None:
+    """Each mark on its page, fitted and clipped to its box (see the module doc)."""
+    if not marks:
+        return
+    pdf = out.pdf
+    pdf.set_auto_page_break(False)
+    while pdf.pages_count <= max(m.page_index for m in marks):
+        pdf.page = pdf.pages_count
+        pdf.add_page()
+    for mark in marks:
+        pdf.page = mark.page_index + 1
+        x, w = pdf.w * mark.x / 100, pdf.w * mark.width / 100
+        y, h = pdf.h * mark.y / 100, pdf.h * mark.height / 100
+        lines, accepted = mark_text(mark)
+        # fpdf2 writes a colour, width or font only when it differs from the last one set, which
+        # may have been set on another page: each is set twice here, so it is written on this one
+        pdf.set_draw_color(*OTHER)
+        pdf.set_draw_color(*(BLACK if accepted else GREY))
+        pdf.set_line_width(0.3)
+        pdf.set_line_width(0.2)
+        pdf.rect(x, y, w, h)
+        # the clip's q/Q also restore the font, which fpdf2 does not track: the local context keeps
+        # its idea of the font in step
+        with pdf.local_context(), pdf.rect_clip(x, y, w, h):
+            _fitted(out, [out.text(line) for line in lines if line], x, y, w, h, accepted)
+    pdf.page = pdf.pages_count
+
+
+def _fitted(out: _Writer, lines: list[str], x: float, y: float, w: float, h: float, accepted: bool) -> None:
+    """``lines`` in the box at the largest size (MAX_MARK_SIZE down to MIN_MARK_SIZE) whose wrapped
+    lines fit it, centred vertically; at the smallest size, what overflows is clipped by the caller."""
+    pdf = out.pdf
+    pad = min(1.0, w * 0.05, h * 0.05)
+    inner_w, inner_h = w - 2 * pad, h - 2 * pad
+    pdf.set_text_color(*OTHER)
+    pdf.set_text_color(*(BLACK if accepted else GREY))
+    size = MAX_MARK_SIZE
+    while True:
+        pdf.font_family = ""  # as the colours in _place: set_font then always writes the font
+        pdf.set_font(out.family, "B" if accepted else "", size)
+        line_h = size * PT_MM * 1.15
+        count = 0  # lines once wrapped (a word wider than the box is broken)
+        for line in lines:
+            try:
+                wrapped = pdf.multi_cell(inner_w, line_h, line, dry_run=True, output=MethodReturnValue.LINES)
+            except FPDFException:  # narrower than one character: the box stays empty
+                return
+            count += len(wrapped) if isinstance(wrapped, list) else 1
+        if count * line_h <= inner_h or size <= MIN_MARK_SIZE:
+            break
+        size = max(MIN_MARK_SIZE, size - 0.5)
+    pdf.set_xy(x + pad, y + pad + max(0.0, (inner_h - count * line_h) / 2))
+    for line in lines:
+        pdf.multi_cell(inner_w, line_h, line, align="C", new_x=XPos.LEFT, new_y=YPos.NEXT)
 
 
 Load = Callable[[str, str], "bytes | None"]  # (credential id, content digest) -> a kept PDF
@@ -248,6 +378,7 @@ class Renderer:
         self._cache: OrderedDict[str, bytes] = OrderedDict()
         self._cached_bytes = 0
         self._inflight: dict[str, asyncio.Future[bytes]] = {}
+        self._counting = 0  # page counts laid out or waiting (``page_count``)
         self.renders = 0  # renderings started, for tests and operators
 
     async def pdf(self, sheet: CredentialSheet, load: Load | None = None, save: Save | None = None) -> bytes:
@@ -264,7 +395,7 @@ class Renderer:
                 return stored
         running = self._inflight.get(key)
         if running is None:
-            if len(self._inflight) >= self._admitted_max:
+            if len(self._inflight) + self._counting >= self._admitted_max:
                 raise Busy(RETRY_AFTER_SECONDS)
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(self._workers, thread_name_prefix="mandatum-pdf")
@@ -276,6 +407,21 @@ class Renderer:
             self.renders += 1
             running.add_done_callback(lambda done: self._settle(key, done))
         return await asyncio.shield(running)
+
+    async def page_count(self, sheet: CredentialSheet) -> int:
+        """The sheet's page count (``page_count``), laid out on the same bounded pool (``Busy``)."""
+        if len(self._inflight) + self._counting >= self._admitted_max:
+            raise Busy(RETRY_AFTER_SECONDS)
+        if self._executor is None:
+            self._executor = ThreadPoolExecutor(self._workers, thread_name_prefix="mandatum-pdf")
+        self._counting += 1
+        # like a rendering, not tied to its caller: one who leaves does not free the slot early
+        counting = asyncio.get_running_loop().run_in_executor(self._executor, page_count, sheet)
+        counting.add_done_callback(self._counted)
+        return await asyncio.shield(counting)
+
+    def _counted(self, _: asyncio.Future[int]) -> None:
+        self._counting -= 1
 
     def _settle(self, key: str, done: asyncio.Future[bytes]) -> None:
         self._inflight.pop(key, None)

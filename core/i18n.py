@@ -115,6 +115,12 @@ CATALOG: dict[str, dict[str, str]] = {
         "step": "Step {n} of {total}",
         "language": "Language",
         "unavailable": "The service is busy. Please try again in a moment.",
+        # a document's placements the subject's acceptance fills (issue 36)
+        "marks_heading": "Placed on the document's PDF when you accept",
+        "mark_SIGNATURE": "Your signature, page {page}",
+        "mark_INITIALS": "Your initials, page {page}",
+        "mark_IDENTITY_FIELD": "A field of your verified identity, page {page}",
+        "mark_DATE": "The date of your decision, page {page}",
     },
     "PRT": {
         "email_subject": "{org} pede a sua aprovação",
@@ -216,6 +222,12 @@ CATALOG: dict[str, dict[str, str]] = {
         "step": "Passo {n} de {total}",
         "language": "Idioma",
         "unavailable": "O serviço está ocupado. Tente novamente dentro de momentos.",
+        # a document's placements the subject's acceptance fills (issue 36)
+        "marks_heading": "Colocado no PDF do documento quando aceitar",
+        "mark_SIGNATURE": "A sua assinatura, página {page}",
+        "mark_INITIALS": "As suas iniciais, página {page}",
+        "mark_IDENTITY_FIELD": "Um campo da sua identidade verificada, página {page}",
+        "mark_DATE": "A data da sua decisão, página {page}",
     },
     "SPA": {
         "email_subject": "{org} solicita su aprobación",
@@ -311,6 +323,12 @@ CATALOG: dict[str, dict[str, str]] = {
         "step": "Paso {n} de {total}",
         "language": "Idioma",
         "unavailable": "El servicio está ocupado. Inténtelo de nuevo en un momento.",
+        # a document's placements the subject's acceptance fills (issue 36)
+        "marks_heading": "Se coloca en el PDF del documento cuando acepte",
+        "mark_SIGNATURE": "Su firma, página {page}",
+        "mark_INITIALS": "Sus iniciales, página {page}",
+        "mark_IDENTITY_FIELD": "Un campo de su identidad verificada, página {page}",
+        "mark_DATE": "La fecha de su decisión, página {page}",
     },
     "FRA": {
         "email_subject": "{org} demande votre approbation",
@@ -414,6 +432,12 @@ CATALOG: dict[str, dict[str, str]] = {
         "step": "Étape {n} sur {total}",
         "language": "Langue",
         "unavailable": "Le service est occupé. Réessayez dans un instant.",
+        # a document's placements the subject's acceptance fills (issue 36)
+        "marks_heading": "Placé sur le PDF du document quand vous acceptez",
+        "mark_SIGNATURE": "Votre signature, page {page}",
+        "mark_INITIALS": "Vos initiales, page {page}",
+        "mark_IDENTITY_FIELD": "Un champ de votre identité vérifiée, page {page}",
+        "mark_DATE": "La date de votre décision, page {page}",
     },
 }
 

@@ -331,6 +331,7 @@ def _signed(settings: Settings, key: Ed25519KeyPair, now: datetime, draft: Draft
         evidences=evidences,
         credential_status=status,
         signer_qualities=qualities,
+        placements=_signed_placements(settings, cred, draft),
     )
     w3c = document
     if cred.resource_type == "POLICY":
@@ -354,6 +355,20 @@ def _signed(settings: Settings, key: Ed25519KeyPair, now: datetime, draft: Draft
             signer_qualities=qualities,
         )
     return Signed(mandate_id, w3c, document)
+
+
+def _signed_placements(settings: Settings, cred: Any, draft: Draft) -> list[dict[str, Any]]:
+    """A DOCUMENT's placements as signed: each signer named by their DID, not their contact (the
+    credential names its grantors by DID). Every placement's contact is one of the request's, all
+    of whom accepted before issuance."""
+    subjects = {subject.contact: subject.id for subject, _ in draft.acceptances}
+    signed = []
+    for placement in cred.placements or []:
+        if placement.get("contact") not in subjects:  # checked at creation: a record changed since
+            raise ValueError("a placement names no subject of the request")
+        did = web_subject_did(settings.public_url, subjects[placement["contact"]])
+        signed.append({"subject": did} | {k: v for k, v in placement.items() if k != "contact"})
+    return signed
 
 
 def _document_data(cred: Any, action_name: str | None) -> list[dict[str, Any]]:

@@ -1,22 +1,30 @@
 """A new credential request checked before it is stored (``services.requests.create``): its
-contacts, its ``redirectUrl``, and each POLICY credential's action pinned to the organization's
-newest published version of it (CONTRACT 6); every problem is listed at once (``Invalid``).
+contacts, its ``redirectUrl``, each POLICY credential's action pinned to the organization's
+newest published version of it (CONTRACT 6), and each DOCUMENT credential's placements against
+the request's contacts and its PDF's pages (``wire.placements``); every problem is listed at once
+(``Invalid``).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from core.origins import BadOrigin, check_url
+from core.text import shown
 from services.context import Context
 from services.errors import Invalid
 from store import actions as action_store
+from store import orgs as org_store
 from store import requests as store
 from trust.did import web_organization_did
-from wire.contacts import NormalContact
-from wire.models import CreateRequestIn
+from wire.contacts import NormalContact, normalize_contact
+from wire.models import CreateRequestIn, CredentialIn
+
+# (organization name, credential) -> the page count of the credential's PDF as it is first rendered;
+# the API passes one (``api.pdf``): the service layer does not draw PDFs
+PageCount = Callable[[str, CredentialIn], Awaitable[int]]
 
 
 def _to_new_request(
@@ -27,6 +35,7 @@ def _to_new_request(
     contact_hash: Callable[[str], str],
     bounds: dict[int, list[dict[str, Any]]],
     seal: Callable[[str], bytes],
+    placements: dict[int, list[dict[str, Any]]],
 ) -> store.NewRequest:
     """The request to store; ``pinned_actions`` replaces the ``action`` of POLICY credentials (by
     position) with the pinned version and the filled userParams; ``bounds`` are their action's
@@ -61,6 +70,7 @@ def _to_new_request(
                 valid_until=c.validUntil,
                 max_executions=c.maxExecutions,
                 limits=bounds.get(i),
+                placements=placements.get(i),
             )
             for i, c in enumerate(body.credentials)
         ],
@@ -101,8 +111,58 @@ def _pin_actions(ctx: Context, org_id: str, body: CreateRequestIn) -> Pinned:
     return pinned, bounds, problems
 
 
-async def validated(ctx: Context, org_id: str, body: CreateRequestIn) -> store.NewRequest:
-    """The request to store, or ``Invalid`` listing every contact and action problem at once."""
+async def _placements(
+    ctx: Context,
+    org_id: str,
+    body: CreateRequestIn,
+    contacts: list[NormalContact],
+    page_count: PageCount | None,
+) -> tuple[dict[int, list[dict[str, Any]]], list[str]]:
+    """Each DOCUMENT credential's placements as stored (by credential position), each naming one
+    of the request's ``contacts`` (normalized) and a page of the credential's PDF; with one
+    message per problem."""
+    placed: dict[int, list[dict[str, Any]]] = {}
+    problems: list[str] = []
+    known = {c.contact for c in contacts}
+    org_name: str | None = None
+    for i, cred in enumerate(body.credentials):
+        if not cred.placements:
+            continue
+        pages = None
+        if page_count is not None:
+            if org_name is None:
+                org_name = (await asyncio.to_thread(org_store.get_organization, ctx.engine, org_id)).name
+            pages = await page_count(org_name, cred)
+        stored: list[dict[str, Any]] = []
+        for j, placement in enumerate(cred.placements):
+            where = f"credentials.{i}.placements.{j}"
+            try:
+                contact, _ = normalize_contact(placement.contact)
+            except ValueError as exc:
+                problems.append(f"{where}.contact: {exc}")
+                continue
+            if contact not in known:
+                problems.append(f"{where}.contact: {shown(contact)} is not one of the request's contacts")
+                continue
+            if pages is None:
+                problems.append(f"{where}: placements are taken through the API only")
+                continue
+            if placement.pageIndex >= pages:
+                problems.append(
+                    f"{where}.pageIndex: page {placement.pageIndex} is off the document, whose PDF has "
+                    f"{pages} page{'s' if pages != 1 else ''} (pageIndex counts from 0)"
+                )
+                continue
+            stored.append(placement.stored(contact))
+        placed[i] = stored
+    return placed, problems
+
+
+async def validated(
+    ctx: Context, org_id: str, body: CreateRequestIn, page_count: PageCount | None = None
+) -> store.NewRequest:
+    """The request to store, or ``Invalid`` listing every contact, action and placement problem at
+    once. ``page_count`` gives a DOCUMENT credential's page count, to check its placements."""
     contacts, problems = body.normalized_contacts()
     if body.redirectUrl is not None and not ctx.settings.allow_loopback_http:
         try:  # the model checked its shape; production also refuses http on a local host
@@ -114,8 +174,9 @@ async def validated(ctx: Context, org_id: str, body: CreateRequestIn) -> store.N
     action_problems: list[str] = []
     if any(c.action is not None for c in body.credentials):
         pinned, bounds, action_problems = await asyncio.to_thread(_pin_actions, ctx, org_id, body)
-    if problems or action_problems:
-        raise Invalid(problems + action_problems)
+    placements, placement_problems = await _placements(ctx, org_id, body, contacts, page_count)
+    if problems or action_problems or placement_problems:
+        raise Invalid(problems + action_problems + placement_problems)
     return _to_new_request(
         body,
         web_organization_did(ctx.settings.public_url, org_id),
@@ -124,4 +185,5 @@ async def validated(ctx: Context, org_id: str, body: CreateRequestIn) -> store.N
         ctx.journey.contact_hash,
         bounds,
         ctx.cipher.encrypt,  # a secondary contact is kept only encrypted (store.tables.RequestSubject)
+        placements,
     )

@@ -30,7 +30,7 @@ from orchestration.updates import run_update
 from services.audit import optional_reason
 from services.context import Context
 from services.errors import Conflict, Invalid, NotFound, Refused, TooMany, Unavailable
-from services.request_validation import validated
+from services.request_validation import PageCount, validated
 from store import audit_queries, guards, orgs
 from store import request_queries as queries
 from store import requests as store
@@ -223,11 +223,13 @@ async def create(
     *,
     rate_per_minute: int,
     idempotency_key: str | None = None,
+    page_count: PageCount | None = None,
 ) -> Created:
     """Validate, store (one transaction: idempotency, rate limit, rows, ``REQUEST_CREATED`` naming
-    ``actor``), start the workflow and mark it started. A failed start is left to the reconciler."""
+    ``actor``), start the workflow and mark it started. A failed start is left to the reconciler.
+    ``page_count``: a DOCUMENT's PDF page count, to check its placements (without it they are refused)."""
     settings = ctx.settings
-    new = await validated(ctx, org_id, body)
+    new = await validated(ctx, org_id, body, page_count)
     idem = None
     if idempotency_key is not None and "\x00" in idempotency_key:
         raise Invalid("Idempotency-Key must not contain NUL characters")

@@ -29,7 +29,8 @@ from store.tables import (
 class CredentialShown:
     """A credential as the subject reads it: for a mandate the action, the userParams being
     approved and its use limits (``store.limit_usage.bounds``: each with its max for this request
-    and its description, then the request's maxExecutions), for a document its visible fields."""
+    and its description, then the request's maxExecutions), for a document its visible fields and
+    where this subject's marks go on its PDF (``marks``: each placement's type and page, from 1)."""
 
     id: str
     name: str
@@ -40,6 +41,7 @@ class CredentialShown:
     params: list[tuple[str, str]] = field(default_factory=list)
     fields: list[tuple[str, str]] = field(default_factory=list)
     limits: list[dict[str, Any]] = field(default_factory=list)
+    marks: list[tuple[str, int]] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -83,7 +85,7 @@ def shown_value(value: Any) -> str:
 
 
 def _shown(
-    cred: Credential, actions: dict[str, Action], described: dict[str, dict[str, str]]
+    cred: Credential, actions: dict[str, Action], described: dict[str, dict[str, str]], contact: str
 ) -> CredentialShown:
     if cred.resource_type == "DOCUMENT":
         fields = [
@@ -91,7 +93,14 @@ def _shown(
             for item in cred.data or []
             if not item.get("hidden")
         ]
-        return CredentialShown(cred.id, cred.name, cred.description, cred.resource_type, fields=fields)
+        marks = [
+            (str(p["type"]), int(p["pageIndex"]) + 1)
+            for p in cred.placements or []
+            if p.get("contact") == contact
+        ]
+        return CredentialShown(
+            cred.id, cred.name, cred.description, cred.resource_type, fields=fields, marks=marks
+        )
     action = cred.action or {}
     found = actions.get(str(action.get("id")))
     params = [(name, shown_value(value)) for name, value in (action.get("userParams") or {}).items()]
@@ -143,7 +152,7 @@ def load_journey(engine: Engine, request_id: str, subject_id: str) -> Journey | 
         challenge = session.get(OtpChallenge, (request_id, subject_id))
         versions = [str(c.action.get("version")) for c in creds if c.limits and c.action]
         described = limit_usage.version_descriptions(session, req.organization_id, versions)
-        shown = [_shown(c, actions, described) for c in creds]
+        shown = [_shown(c, actions, described, subject.contact) for c in creds]
         return Journey(req, org, subject, link, shown, decided, challenge)
 
 

@@ -71,6 +71,7 @@ class NewCredential:
     valid_until: datetime | None = None
     max_executions: int | None = None
     limits: list[dict[str, Any]] | None = None  # the action's bounds (``policy.limits.Bound``)
+    placements: list[dict[str, Any]] | None = None  # a DOCUMENT's (``wire.placements``)
 
 
 @dataclass(frozen=True)
@@ -335,6 +336,7 @@ def _new_credential(request_id: str, position: int, c: NewCredential) -> Credent
         valid_until=c.valid_until,
         max_executions=c.max_executions,
         limits=c.limits,
+        placements=c.placements,
     )
 
 

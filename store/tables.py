@@ -180,6 +180,9 @@ class Credential(SQLModel, table=True):
     max_executions: int | None = None
     limits: list[dict[str, Any]] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     usage: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    # a DOCUMENT's placements on its PDF's pages (issue 36, migration 0024; ``wire.placements``),
+    # each with its normalized contact; None when it has none
+    placements: list[dict[str, Any]] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
 
 
 class Decision(SQLModel, table=True):

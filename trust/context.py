@@ -8,10 +8,10 @@ credentials v2 context.
   when the service moves or runs under another host name.
 - The context is ``@protected`` and redefines none of the v2 context's terms (top level or
   type-scoped), which JSON-LD would refuse; it only adds ours.
-- Free-form values are JSON literals (``@json``): the approved ``userParams`` and a document's
-  ``data`` items (``label``, ``type``, ``value``, ``hidden``, ``fields``). A data item's own
-  ``type`` ("text", ...) must not be read as a JSON-LD ``@type``, and the literal keeps the items
-  exactly as signed. The item terms are still defined, for use outside ``data``.
+- Free-form values are JSON literals (``@json``): the approved ``userParams``, a document's
+  ``data`` items (``label``, ``type``, ``value``, ``hidden``, ``fields``) and its ``placements``.
+  A data item's own ``type`` ("text", ...) must not be read as a JSON-LD ``@type``, and the
+  literal keeps the items exactly as signed. The item terms are still defined, for use outside ``data``.
 - Receipts have ``type`` values ``PRESENTATION_ISSUED`` and the like (CONTRACT section 5). Those
   types carry a type-scoped context that defines ``proof`` as v2 does inside a credential, since
   a receipt is not a credential and v2 defines ``proof`` only within its own types.
@@ -85,6 +85,7 @@ _TERMS: dict[str, Any] = {
     "value": _iri("value"),
     "hidden": _iri("hidden"),
     "fields": _json("fields"),
+    "placements": _json("placements"),
     "actionType": _iri("actionType"),
     "actionProof": {"@id": _iri("actionProof"), "@type": SRI_STRING},
     "createdAt": _date("createdAt"),

@@ -19,7 +19,9 @@ Mandate form (a ``POLICY`` credential, SPEC "mandate form"):
 
 Document form (a ``DOCUMENT`` credential, SPEC "document form"):
     as the mandate form but type ``[VerifiableCredential, VIADocument]``, an ``issuanceDate``,
-    ``credentialSubject: {id, data: [...]}`` and the signatures under ``proof`` (a list). Each
+    ``credentialSubject: {id, data: [...], placements?: [...]}`` and the signatures under ``proof``
+    (a list); a placement names its signer by DID (``{subject, type, identityType?, x, y, width,
+    height, pageIndex}``), so it is signed with what the subjects approved. Each
     proof carries ``actionType`` (``ISSUE``, ...), ``actionProof`` and ``createdAt`` as extra members
     of the signed proof configuration, beside the standard ``created`` (same instant), so a
     standard verifier accepts the document as it is. ``actionProof`` is the ``digest_sri`` of the
@@ -277,9 +279,11 @@ def document_credential(
     action_type: str = ISSUE,
     credential_status: Mapping[str, Any] | None = None,
     signer_qualities: Sequence[Mapping[str, str]] = (),
+    placements: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
     """The signed document form, with one ``proof`` item of ``action_type`` made at issuance (and
-    ``signer_qualities`` as the mandate form has them)."""
+    ``signer_qualities`` as the mandate form has them); ``placements`` (where each signer's marks go
+    on the document's pages) join its subject."""
     credential: dict[str, Any] = {
         "@context": contexts(context_url),
         "id": credential_id,
@@ -292,6 +296,8 @@ def document_credential(
         ),
         "evidences": [dict(e) for e in evidences],
     }
+    if placements:
+        credential["credentialSubject"]["placements"] = [dict(p) for p in placements]
     if valid_until is not None:
         credential["validUntil"] = format_datetime(valid_until)
     if credential_status is not None:

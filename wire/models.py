@@ -38,10 +38,8 @@ from wire.contacts import (
 from wire.dates import in_utc
 from wire.iframe import IframeIn
 from wire.numbers import reject_non_jcs
+from wire.placements import PlacementsIn, PlacementsOut
 from wire.signed import (
-    ActionLimitJson,
-    ActionParamJson,
-    ActionRuleJson,
     DocumentItemJson,
     PinnedAction,
     SignedDocument,
@@ -199,6 +197,7 @@ class CredentialIn(Strict):
     data: Annotated[list[DataItem], Field(min_length=1, max_length=MAX_DOCUMENT_ITEMS)] | None = None
     validFrom: AwareDatetime | None = None
     validUntil: AwareDatetime | None = None
+    placements: PlacementsIn | None = None
     maxExecutions: Annotated[StrictInt, Field(ge=1, le=MAX_EXECUTIONS)] | None = Field(
         default=None,
         description=(
@@ -355,6 +354,7 @@ class CredentialOut(BaseModel):
     data: list[DocumentItemJson] | None = Field(description="DOCUMENT: its items")
     validFrom: Timestamp | None
     validUntil: Timestamp | None
+    placements: PlacementsOut = []
     maxExecutions: int | None = Field(default=None, description="POLICY: the request's bound on uses")
     executionsRemaining: int | None = Field(
         default=None,
@@ -452,48 +452,3 @@ class ApprovalLink(BaseModel):
 
 class ApprovalLinkEnvelope(BaseModel):
     data: ApprovalLink
-
-
-class ActionVersionOut(BaseModel):
-    """A published version: its canonical content (what `digestSRI` covers) and when it was published."""
-
-    id: str = Field(description="urn:via:action-version:<uuid>")
-    number: int
-    digestSRI: str
-    publishedAt: Timestamp
-    name: str
-    description: str | SkipJsonSchema[None] = None  # absent when the version has none
-    executionParams: list[ActionParamJson]
-    userParams: list[ActionParamJson]
-    rules: list[ActionRuleJson]
-    limits: list[ActionLimitJson] | SkipJsonSchema[None] = Field(
-        default=None,
-        description="The version's use limits (issue 31); absent when it declares none, as in its content",
-    )
-
-
-class ActionVersionOfAction(ActionVersionOut):
-    actionId: str
-
-
-class ActionVersionPage(BaseModel):
-    data: list[ActionVersionOfAction]
-    totalPages: int
-
-
-class ActionOut(BaseModel):
-    id: str
-    name: str
-    description: str | None
-    createdAt: Timestamp
-    currentVersion: str
-    versions: list[ActionVersionOut]
-
-
-class ActionEnvelope(BaseModel):
-    data: ActionOut
-
-
-class ActionList(BaseModel):
-    data: list[ActionOut]
-    totalPages: int

@@ -21,6 +21,7 @@ from wire.models import (
     SubjectOrganization,
     SubjectOut,
 )
+from wire.placements import PlacementOut
 
 
 def _subject(settings: Settings, subject: Subject, link: RequestSubject) -> SubjectOut:
@@ -52,6 +53,7 @@ def _credential(bundle: RequestBundle, cred: Credential, now: datetime) -> Crede
         data=cred.data,
         validFrom=cred.valid_from,
         validUntil=cred.valid_until,
+        placements=[PlacementOut(**p) for p in cred.placements or []],
         maxExecutions=cred.max_executions,
         executionsRemaining=executions_remaining(cred, now),
         limits=[LimitUse(**use) for use in limit_uses(cred, now)],

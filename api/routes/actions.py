@@ -19,14 +19,8 @@ from api.versions import VersionedRoute
 from services import actions
 from store.tables import ActionVersion
 from wire import patterns
-from wire.models import (
-    ActionEnvelope,
-    ActionList,
-    ActionOut,
-    ActionVersionOut,
-    ActionVersionPage,
-    QueryBool,
-)
+from wire.action_models import ActionEnvelope, ActionList, ActionOut, ActionVersionOut, ActionVersionPage
+from wire.models import QueryBool
 
 router = APIRouter(tags=["actions"], route_class=VersionedRoute)
 ONE_ACTION = errors(400, 401, 404, s404="No published action of the caller's organization has this id")

@@ -28,6 +28,8 @@ from api.deps import CallerDep, ContextDep
 from api.errors import ApiError
 from api.responses import answer, errors, json_document_responses, path_param
 from api.versions import VersionedRoute
+from core.kinds import CredentialStatus
+from core.otp import mask_contact
 from core.settings import Settings
 from core.text import shown
 from services import mandates
@@ -45,7 +47,7 @@ from wire.mandates import (
     RevokeIn,
     RevokeOut,
 )
-from wire.models import LimitUse, QueryBool
+from wire.models import CredentialIn, LimitUse, QueryBool
 from wire.signed import StatusListCredential
 
 router = APIRouter(tags=["credentials"], route_class=VersionedRoute)
@@ -126,6 +128,60 @@ def entity_of(record: CredentialRecord) -> CredentialEntityOut:
     )
 
 
+def _verify_hint(settings: Settings, status_url: str | None) -> str:
+    return (
+        "This PDF is a rendering for reading. What verifies is the signed W3C credential "
+        f"(w3cCredential): the issuer's keys are at {settings.public_url.rstrip('/')}"
+        "/.well-known/did.json" + (f"; its revocation status at {status_url}." if status_url else ".")
+    )
+
+
+def marks_of(record: CredentialRecord) -> list[pdf.Mark]:
+    """The credential's placements as drawn: a signer's acceptance fills their boxes. The identity
+    checks report no identity values here, so a name or identity field is shown only when one is
+    known (never yet: the masked contact stands for the name, and an identity field shows a dash)."""
+    accepted = {s.contact: d for d, s in record.decisions if d.accepted}
+    return [
+        pdf.Mark(
+            kind=str(p["type"]),
+            page_index=int(p["pageIndex"]),
+            x=float(p["x"]),
+            y=float(p["y"]),
+            width=float(p["width"]),
+            height=float(p["height"]),
+            contact=mask_contact(str(p["contact"])),
+            identity_type=p.get("identityType"),
+            decision_id=accepted[p["contact"]].id if p["contact"] in accepted else None,
+            accepted_at=accepted[p["contact"]].decided_at if p["contact"] in accepted else None,
+        )
+        for p in record.credential.placements or []
+    ]
+
+
+def draft_sheet(settings: Settings, org_id: str, org_name: str, cred: CredentialIn) -> pdf.CredentialSheet:
+    """The sheet of a DOCUMENT credential about to be created, as its PDF first shows it: what its
+    placements' page indexes are checked against (the text only grows with decisions)."""
+    return pdf.CredentialSheet(
+        organization_name=org_name,
+        name=cred.name,
+        description=cred.description,
+        resource_type=cred.type,
+        status=CredentialStatus.DRAFT,
+        items=[item.model_dump() for item in cred.data or []],
+        decisions=[],
+        credential_id="0" * 24,  # as wide as the id it will have
+        mandate_id=None,
+        issuer=web_service_did(settings.public_url),
+        subject=web_organization_did(settings.public_url, org_id),
+        issued_at=None,
+        valid_from=cred.validFrom,
+        valid_until=cred.validUntil,
+        revoked_at=None,
+        revocation_reason=None,
+        verify_hint=_verify_hint(settings, None),
+    )
+
+
 def sheet_of(
     settings: Settings, record: CredentialRecord, entity: CredentialEntityOut
 ) -> pdf.CredentialSheet:
@@ -134,11 +190,7 @@ def sheet_of(
     # each signer's quality as the credential signs it (issue 36), beside their decision
     signed = (document.get("credentialSubject") or {}).get("signerQualities") or []
     qualities = {str(q.get("id")): str(q.get("signerQuality")) for q in signed if isinstance(q, dict)}
-    hint = (
-        "This PDF is a rendering for reading. What verifies is the signed W3C credential "
-        f"(w3cCredential): the issuer's keys are at {settings.public_url.rstrip('/')}"
-        "/.well-known/did.json" + (f"; its revocation status at {status_url}." if status_url else ".")
-    )
+    hint = _verify_hint(settings, status_url)
     return pdf.CredentialSheet(
         organization_name=record.organization_name,
         name=cred.name,
@@ -165,6 +217,7 @@ def sheet_of(
         revoked_at=cred.revoked_at,
         revocation_reason=cred.revocation_reason,
         verify_hint=hint,
+        marks=marks_of(record),
     )
 
 

@@ -4,21 +4,26 @@ from __future__ import annotations
 
 import logging
 import math
+from functools import partial
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query
 from fastapi.responses import JSONResponse
 
+from api import pdf
 from api.deps import CallerDep, ContextDep, RequestDep, RequestId, TemporalDep
 from api.errors import ApiError
 from api.responses import answer, errors, retry_after_header
+from api.routes.mandates import draft_sheet
 from api.versions import VersionedRoute
 from core.kinds import SecurityLevel
+from core.settings import Settings
 from services import requests
 from wire.models import (
     ApprovalLinkEnvelope,
     CodeUndelivered,
     CreateRequestIn,
+    CredentialIn,
     RequestEnvelope,
     RequestListItem,
     RequestOut,
@@ -44,6 +49,7 @@ SubjectRef = Annotated[str | None, Query(description="The subject's internalId i
         **errors(400, 401, 413),
         **answer(409, "Idempotency-Key already used with another body"),
         **answer(429, "Too many requests created this minute (the organization's rate)"),
+        **answer(503, "With placements: every PDF renderer is busy (`Retry-After`)"),
     },
 )
 async def create_request(
@@ -61,8 +67,19 @@ async def create_request(
         body,
         rate_per_minute=caller.key.request_rate_per_minute,
         idempotency_key=idempotency_key,
+        page_count=partial(_page_count, ctx.settings, caller.organization_id),
     )
     return JSONResponse(created.response, status_code=created.status_code)
+
+
+async def _page_count(settings: Settings, org_id: str, org_name: str, cred: CredentialIn) -> int:
+    """The page count of a DOCUMENT credential's PDF as first rendered, for its placements."""
+    try:
+        return await pdf.RENDERER.page_count(draft_sheet(settings, org_id, org_name, cred))
+    except pdf.Busy as exc:
+        raise ApiError(
+            503, "PDF rendering is busy; retry shortly", headers={"Retry-After": str(exc.retry_after)}
+        ) from exc
 
 
 @router.get("/request", response_model=RequestPage, responses=errors(400, 401))

@@ -74,6 +74,8 @@ CREDENTIAL_FIELDS = {
 CREDENTIAL_EXTRAS = {"scope", "action", "data", "validFrom", "validUntil"}
 # use limits (issue 31): the request's bound, the uses left (null: unlimited), each limit's use
 CREDENTIAL_EXTRAS |= {"maxExecutions", "executionsRemaining", "limits"}
+# placements (issue 36): where a DOCUMENT's signers' marks are drawn on its PDF (empty otherwise)
+CREDENTIAL_EXTRAS |= {"placements"}
 
 
 # on both databases: what it tests goes through the storage (tests/conftest.py)

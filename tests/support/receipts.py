@@ -104,6 +104,7 @@ OUR_MEMBERS = {
     "value",
     "hidden",
     "fields",
+    "placements",  # a document's placements (issue 36)
     "actionType",
     "actionProof",
     "createdAt",

@@ -49,7 +49,7 @@ def legacy_credential(credential: Body) -> Body:
     # the releases' model refuses null: -1 is their "no use limit" (issue 31: the room left otherwise)
     remaining = credential.get("executionsRemaining")
     out["executionsRemaining"] = UNLIMITED_EXECUTIONS if remaining is None else remaining
-    return without(out, "limits", "maxExecutions")
+    return without(out, "limits", "maxExecutions", "placements")  # 1.2.0's entity has no placements
 
 
 def legacy_subject(subject: Body) -> Body:
