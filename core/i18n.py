@@ -50,6 +50,13 @@ CATALOG: dict[str, dict[str, str]] = {
         "resend_too_soon": "Please wait {seconds} seconds before asking for another code.",
         "resend_limit": "No more codes can be sent for this request.",
         "session_expired": "Your session has ended. Enter a new code to go on.",
+        # the trusted browser session (iframe.cookie)
+        "trusted_opened": (
+            "This browser is remembered for {hours} h: {org} will not ask you for a code here until then."
+        ),
+        "trusted_used": "This browser is remembered: no code was needed this time.",
+        "trusted_forget": "Forget this browser",
+        "trusted_forgotten": "This browser is forgotten: next time, a code is asked.",
         "decide_heading": "Your decision",
         "decide_intro": "Choose for each item. Your decision is recorded and signed.",
         "approve": "Approve",
@@ -129,6 +136,12 @@ CATALOG: dict[str, dict[str, str]] = {
         "resend_too_soon": "Aguarde {seconds} segundos antes de pedir outro código.",
         "resend_limit": "Não é possível enviar mais códigos para este pedido.",
         "session_expired": "A sua sessão terminou. Introduza um novo código para continuar.",
+        "trusted_opened": (
+            "Este navegador fica lembrado durante {hours} h: {org} não lhe pedirá um código aqui até lá."
+        ),
+        "trusted_used": "Este navegador está lembrado: desta vez não foi preciso um código.",
+        "trusted_forget": "Esquecer este navegador",
+        "trusted_forgotten": "Este navegador foi esquecido: da próxima vez, é pedido um código.",
         "decide_heading": "A sua decisão",
         "decide_intro": "Escolha para cada item. A sua decisão é registada e assinada.",
         "approve": "Aprovar",
@@ -211,6 +224,12 @@ CATALOG: dict[str, dict[str, str]] = {
         "resend_too_soon": "Espere {seconds} segundos antes de pedir otro código.",
         "resend_limit": "No se pueden enviar más códigos para esta solicitud.",
         "session_expired": "Su sesión ha terminado. Introduzca un código nuevo para continuar.",
+        "trusted_opened": (
+            "Este navegador se recuerda durante {hours} h: {org} no le pedirá un código aquí hasta entonces."
+        ),
+        "trusted_used": "Este navegador se recuerda: esta vez no hizo falta un código.",
+        "trusted_forget": "Olvidar este navegador",
+        "trusted_forgotten": "Este navegador se ha olvidado: la próxima vez se pedirá un código.",
         "decide_heading": "Su decisión",
         "decide_intro": "Elija para cada elemento. Su decisión queda registrada y firmada.",
         "approve": "Aprobar",
@@ -291,6 +310,12 @@ CATALOG: dict[str, dict[str, str]] = {
         "resend_too_soon": "Veuillez attendre {seconds} secondes avant de demander un autre code.",
         "resend_limit": "Plus aucun code ne peut être envoyé pour cette demande.",
         "session_expired": "Votre session a pris fin. Saisissez un nouveau code pour continuer.",
+        "trusted_opened": (
+            "Ce navigateur est mémorisé pendant {hours} h : {org} ne vous demandera pas de code ici d'ici là."
+        ),
+        "trusted_used": "Ce navigateur est mémorisé : aucun code n'a été nécessaire cette fois.",
+        "trusted_forget": "Oublier ce navigateur",
+        "trusted_forgotten": "Ce navigateur est oublié : la prochaine fois, un code sera demandé.",
         "decide_heading": "Votre décision",
         "decide_intro": "Choisissez pour chaque élément. Votre décision est enregistrée et signée.",
         "approve": "Approuver",

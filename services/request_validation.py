@@ -56,6 +56,7 @@ def _to_new_request(
         redirect_url=body.redirectUrl,
         internal_id=body.internalId,
         authorized_dids=extra_dids,
+        trusted_session_seconds=body.iframe.cookie.seconds if body.iframe and body.iframe.cookie else None,
     )
 
 

@@ -77,6 +77,7 @@ class NewRequest:
     redirect_url: str | None = None
     internal_id: str | None = None
     authorized_dids: list[str] = field(default_factory=list)
+    trusted_session_seconds: int | None = None  # ``iframe.cookie``: the session's lifetime if allowed
 
 
 @dataclass
@@ -253,6 +254,7 @@ def _insert_rows_of(
         redirect_url=new.redirect_url,
         internal_id=new.internal_id,
         authorized_dids=new.authorized_dids,
+        trusted_session_seconds=new.trusted_session_seconds,
         status=RequestStatus.PENDING,
         created_at=now,
         expires_at=expires_at,

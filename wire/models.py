@@ -31,6 +31,7 @@ from core.text import quote_input, shown
 from wire.contacts import normalize_contact
 from wire.dates import in_utc
 from wire.numbers import reject_non_jcs
+from wire.request_options import IframeIn
 from wire.signed import (
     ActionLimitJson,
     ActionParamJson,
@@ -237,6 +238,7 @@ class CreateRequestIn(Strict):
     redirectUrl: Annotated[str, Field(max_length=2048)] | None = None
     internalId: Ref | None = None
     authorizedDIDs: Annotated[list[Did], Field(max_length=20)] = Field(default_factory=list)
+    iframe: IframeIn | None = None
 
     @field_validator("language", "authorizedDIDs", mode="before")
     @classmethod

@@ -83,6 +83,7 @@ class ActivityNames:
     RECORD_WEBHOOK_FAILURE = "record_webhook_failure"
     SEND_OTP = "send_otp"
     CHECK_OTP = "check_otp"
+    CHECK_TRUSTED_SESSION = "check_trusted_session"
     CREATE_OTP_FAILED_EVENT = "create_otp_failed_event"
     RECORD_IDENTITY = "record_identity"
     CREATE_IDENTITY_EVENT = "create_identity_event"
