@@ -54,6 +54,15 @@ class IframeCookieIn(_Strict):
         """SDKs send absent optional fields as null: that means the default."""
         return False if value is None else value
 
+    @field_validator("duration", mode="before")
+    @classmethod
+    def _whole(cls, value: Any) -> Any:
+        """A whole number of seconds: 7200 or 7200.0 (JSON does not tell them apart; the release's
+        model takes a float), never true, "7200" or 7200.5."""
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        return value
+
     @property
     def seconds(self) -> int | None:
         """The session's lifetime when the request allows one, else None."""

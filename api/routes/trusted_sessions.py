@@ -32,7 +32,7 @@ class SessionsRevokedOut(BaseModel):
     response_model=SessionsRevokedOut,
     responses=errors(400, 401, 404, s404="No subject of the caller's organization has this contact or DID"),
 )
-async def revoke_sessions(
+async def revoke_trusted_sessions(
     caller: CallerDep,
     ctx: ContextDep,
     contact: Annotated[str | None, Query(max_length=320, description="The subject's contact")] = None,

@@ -367,6 +367,7 @@ async def test_a_bad_cookie_option_is_refused_and_nothing_stored(
         ({"allow": True, "duration": None}, 3600),
         ({"allow": True, "duration": 3600}, 3600),
         ({"allow": True, "duration": 86400}, 86400),
+        ({"allow": True, "duration": 7200.0}, 7200),
     ],
 )
 async def test_the_allowed_lifetime_is_stored_with_the_request(
