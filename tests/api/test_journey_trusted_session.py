@@ -23,7 +23,7 @@ from core.kinds import Surface
 from core.secretbox import SecretCipher
 from core.settings import Settings
 from orchestration.temporal import request_handle
-from store import audit
+from store import audit, orgs
 from store.db import read_session, utcnow, write_session
 from store.tables import AuditRecord, CredentialRequest, Decision, TrustedSession
 from tests.conftest import new_org
@@ -124,7 +124,7 @@ async def trusted_browser(
 
 
 async def test_the_code_opens_a_session_and_a_later_request_skips_the_code(
-    http: httpx.AsyncClient, api: SignedClient, engine: Engine
+    http: httpx.AsyncClient, api: SignedClient, engine: Engine, temporal: Client
 ) -> None:
     async with browser(http) as ana:
         first = await open_request(api, "ana.trusted@example.com")
@@ -178,6 +178,9 @@ async def test_the_code_opens_a_session_and_a_later_request_skips_the_code(
     assert (await api.get(f"/request/{second['id']}")).json()["credentials"][0]["status"] == "ACTIVE"
     [used] = sessions(engine, first["subject"])
     assert used.last_used_at is not None
+    # the workflow's history holds the token's keyed hash, never the token
+    history = (await request_handle(temporal, second["id"]).fetch_history()).to_json()
+    assert token not in history and "verify_session" in history
 
 
 async def test_the_code_is_asked_when_no_valid_session_stands_in(
@@ -378,6 +381,30 @@ async def test_the_allowed_lifetime_is_stored_with_the_request(
     with read_session(engine) as session:
         row = session.get(CredentialRequest, resp.json()["data"]["id"])
     assert row is not None and row.trusted_session_seconds == stored
+
+
+async def test_inside_the_iframe_the_session_is_its_own_partitioned_cookie(
+    http: httpx.AsyncClient, api: SignedClient, engine: Engine
+) -> None:
+    parent = "https://app.example.com"
+    orgs.set_frame_origins(engine, api.creds.organization_id, [parent], False, actor="operator:tests")
+    framing = {"surface": "iframe", "parent": parent}
+    async with browser(http) as ana:
+        first = await open_request(api, "hal.trusted@example.com")
+        page = await ana.post(f"{first['path']}/otp", data={"code": first["code"], **framing})
+        assert is_review_step(page, first), page.text
+        [set_cookie] = page.headers.get_list("set-cookie")
+        token = ana.cookies[TRUSTED_COOKIE[Surface.IFRAME]]
+        assert set_cookie == (
+            f"mandatum_trusted_frame={token}; Max-Age=7200; Path=/r/; HttpOnly; "
+            "SameSite=None; Secure; Partitioned"
+        )
+        [row] = sessions(engine, first["subject"])
+        assert row.surface == "iframe"
+        later = await open_request(api, "hal.trusted@example.com")
+        assert is_review_step(await ana.get(later["path"], params=framing), later)
+        # the frame's cookie is not the hosted page's: the hosted page asks the code
+        assert is_code_step(await ana.get(later["path"]), later)
 
 
 def test_the_cookie_inside_an_iframe_is_partitioned() -> None:
