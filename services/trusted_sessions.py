@@ -78,11 +78,16 @@ async def open_session(
 async def confirm_browser(
     ctx: Context, actor: Actor, request_id: str, subject_id: str, token: str
 ) -> VerifySessionResult:
-    """The browser's session in place of the subject's code: the request's workflow checks it
-    (``verify_session``) and, when it holds, takes the subject as confirmed."""
+    """The browser's session in place of the subject's code: read first here, then checked by the
+    request's workflow (``verify_session``), which, when it holds, takes the subject as confirmed."""
     if not JourneySecrets.trusted_session_token_wellformed(token):
         return VerifySessionResult(passed=False)
-    checked = VerifySessionInput(subject_id=subject_id, token_hash=ctx.journey.trusted_session_hash(token))
+    token_hash = ctx.journey.trusted_session_hash(token)
+    if not await run_db(
+        ctx.engine, store.may_stand_in, ctx.engine, request_id, subject_id, token_hash, utcnow()
+    ):  # a cookie that opens nothing never reaches the workflow (nor grows its history)
+        return VerifySessionResult(passed=False)
+    checked = VerifySessionInput(subject_id=subject_id, token_hash=token_hash)
     try:
         return await run_update(ctx.client(), request_id, "verify_session", checked, VerifySessionResult)
     except UpdateRefused as exc:

@@ -103,6 +103,29 @@ def _by_hash(session: Session, token_hash: str) -> list[TrustedSession]:
     )
 
 
+def _valid(
+    row: TrustedSession, req: CredentialRequest, subject_id: str, token_hash: str, now: datetime
+) -> bool:
+    return (
+        hmac.compare_digest(row.token_hash, token_hash)
+        and row.subject_id == subject_id
+        and row.organization_id == req.organization_id
+        and row.revoked_at is None
+        and row.expires_at > now
+    )
+
+
+def may_stand_in(engine: Engine, request_id: str, subject_id: str, token_hash: str, now: datetime) -> bool:
+    """``check`` without noting the use: read by the page before it asks the workflow, so a cookie
+    that opens nothing never reaches the request's history."""
+    with read_session(engine) as session:
+        req = _request_allows(session, request_id, subject_id)
+        if req is None:
+            return False
+        rows = session.exec(select(TrustedSession).where(TrustedSession.token_hash == token_hash))
+        return any(_valid(row, req, subject_id, token_hash, now) for row in rows)
+
+
 def check(engine: Engine, request_id: str, subject_id: str, token_hash: str, now: datetime) -> str | None:
     """The id of the session that lets this browser skip the code for the subject of the request,
     or None: the request must allow sessions, and the session be this subject's (so this
@@ -112,13 +135,7 @@ def check(engine: Engine, request_id: str, subject_id: str, token_hash: str, now
         if req is None:
             return None
         for row in _by_hash(session, token_hash):
-            if (
-                hmac.compare_digest(row.token_hash, token_hash)
-                and row.subject_id == subject_id
-                and row.organization_id == req.organization_id
-                and row.revoked_at is None
-                and row.expires_at > now
-            ):
+            if _valid(row, req, subject_id, token_hash, now):
                 row.last_used_at = now
                 session.add(row)
                 return row.id

@@ -192,6 +192,8 @@ class SubjectJourney:
         confirms the subject as a right code does, so the identity check the level requires is
         still asked (or an earlier one reused, as after a code); an invalid one changes nothing."""
         codes = self._codes[inp.subject_id]
+        if codes.passed:  # confirmed already (by a code, or a session): nothing to check or change
+            return VerifySessionResult(passed=True, identity=self.identity_state(inp.subject_id))
         checked = await write_for(
             ActivityNames.CHECK_TRUSTED_SESSION,
             CheckSessionInput(

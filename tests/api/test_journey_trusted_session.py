@@ -189,9 +189,19 @@ async def test_the_code_is_asked_when_no_valid_session_stands_in(
     engine: Engine,
     cipher: SecretCipher,
     settings: Settings,
+    temporal: Client,
 ) -> None:
     async with browser(http) as ana:
-        await trusted_browser(ana, api, "bea.trusted@example.com")
+        first, _ = await trusted_browser(ana, api, "bea.trusted@example.com")
+        # reloading the request whose code opened the session: no code asked, the code's channel kept
+        again = await ana.get(first["path"])
+        assert is_review_step(again, first)
+        choice = {f"decision-{first['credential']}": "accept"}
+        decided = await ana.post(f"{first['path']}/decide", data={"session": page_session(again), **choice})
+        assert decided.status_code == 200, decided.text
+        with read_session(engine) as db:
+            [decision] = db.exec(select(Decision).where(Decision.credential_id == first["credential"]))
+        assert decision.channel == "email"
 
         # another browser (no cookie)
         later = await open_request(api, "bea.trusted@example.com")
@@ -200,6 +210,9 @@ async def test_the_code_is_asked_when_no_valid_session_stands_in(
             # a forged cookie: well formed, unknown
             stranger.cookies.set(COOKIE, "A" * 43, domain="mandatum.test", path="/r/")
             assert is_code_step(await stranger.get(later["path"]), later)
+        # a cookie that opens nothing never reaches the request's workflow
+        history = (await request_handle(temporal, later["id"]).fetch_history()).to_json()
+        assert "verify_session" not in history
         # another contact of the same organization
         other_contact = await open_request(api, "carl.trusted@example.com")
         assert is_code_step(await ana.get(other_contact["path"]), other_contact)
