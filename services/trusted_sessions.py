@@ -16,9 +16,11 @@ from sqlalchemy import Engine
 
 from core.actors import Actor
 from core.otp import JourneySecrets
+from core.text import quote_input
 from orchestration.updates import Refused as UpdateRefused
 from orchestration.updates import Unavailable as UpdateUnavailable
 from orchestration.updates import run_update
+from services import requests
 from services.context import Context
 from services.errors import Invalid, NotFound, Unavailable
 from services.requests import refused
@@ -136,6 +138,20 @@ async def revoke(
         raise NotFound(f"No subject of this organization with that {'contact' if normalized else 'id'}")
     return await run_db(
         ctx.engine, store.revoke_subject, ctx.engine, org_id, subject.id, str(actor), utcnow()
+    )
+
+
+async def revoke_request_subject(
+    ctx: Context, actor: Actor, org_id: str, request_id: str, subject_id: str
+) -> list[str]:
+    """The dashboard's "Forget trusted browsers" on a request's subject: every open session of that
+    subject ends (recorded naming ``actor``, the member). ``NotFound`` for another organization's
+    request or a subject the request does not have."""
+    bundle = await requests.get(ctx, org_id, request_id)
+    if subject_id not in {s.id for _, s in bundle.subjects}:
+        raise NotFound(f"Request {request_id} has no subject {quote_input(subject_id)}")
+    return await run_db(
+        ctx.engine, store.revoke_subject, ctx.engine, org_id, subject_id, str(actor), utcnow()
     )
 
 
