@@ -28,12 +28,15 @@ from core.secretbox import SecretCipher
 from core.settings import Settings
 from core.text import one_line
 from services import journey as journey_service
+from services import trusted_sessions
 from store import journey as journeys
 from store import otp as otp_store
 from store.db import utcnow
 from workflows.ids import ActivityNames
 from workflows.messages import (
     CheckOtpInput,
+    CheckSessionInput,
+    CheckSessionResult,
     RecordIdentityInput,
     SendLinkInput,
     SendOtpInput,
@@ -246,6 +249,12 @@ class JourneyActivities:
             self._engine, Actor.subject(inp.subject_id), inp.request_id, inp.subject_id, inp.code_hash
         )
 
+    @defn(name=ActivityNames.CHECK_TRUSTED_SESSION)
+    def check_trusted_session(self, inp: CheckSessionInput) -> CheckSessionResult:
+        return trusted_sessions.check_session(
+            self._engine, Actor.subject(inp.subject_id), inp.request_id, inp.subject_id, inp.token_hash
+        )
+
     @defn(name=ActivityNames.RECORD_IDENTITY)
     def record_identity(self, inp: RecordIdentityInput) -> None:
         journey_service.record_identity(
@@ -253,4 +262,10 @@ class JourneyActivities:
         )
 
     def all(self) -> list[Callable[..., Any]]:
-        return [self.send_otp, self.send_link, self.check_otp, self.record_identity]
+        return [
+            self.send_otp,
+            self.send_link,
+            self.check_otp,
+            self.check_trusted_session,
+            self.record_identity,
+        ]

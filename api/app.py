@@ -32,12 +32,14 @@ from api.routes import (
     dev,
     identity,
     journey,
+    journey_trusted,
     mandates,
     me,
     not_offered,
     presentations,
     requests,
     subject_identity,
+    trusted_sessions,
 )
 from api.telemetry import ObservedFastAPI, observed_client, telemetry_config
 from core.observe import metrics, tracing
@@ -130,7 +132,9 @@ def _include_routes(app: FastAPI, ctx: Context) -> None:
     app.include_router(me.router)
     app.include_router(activity.router)
     app.include_router(subject_identity.router)
+    app.include_router(trusted_sessions.router)
     app.include_router(journey.router)
+    app.include_router(journey_trusted.router)
     app.include_router(dev.router)
     app.include_router(not_offered.router)
     app.include_router(dashboard.router)

@@ -21,6 +21,11 @@ purpose), so nothing that leaves the process lets anyone recompute another:
   a random browser secret in an HttpOnly cookie and stores only ``kyc_browser_hash`` of it on the
   check; the return URL names the check, which is worthless without the cookie and used once
   (``api.routes.journey``).
+- **The trusted browser session** (``iframe.cookie``, issue 36): a subject who confirmed their
+  code on a request that allows it gets a fresh random token in an HttpOnly cookie; only
+  ``trusted_session_hash`` of it is stored, with the organization, the subject and the expiry
+  (``store.trusted``). A later request of that organization to that subject that allows it too
+  skips the code in that browser; a stored hash opens nothing.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ CODE_DIGITS = 6
 SESSION_LIFETIME_SECONDS = 30 * 60
 KYC_RETURN_SECONDS = SESSION_LIFETIME_SECONDS  # how long after its start a check's return is taken
 KYC_BROWSER_SECRET_BYTES = 32
+TRUSTED_TOKEN_BYTES = 32
 _LINK_MAC_BYTES = 16
 _LINK_BYTES = 12 + 16 + _LINK_MAC_BYTES  # request ObjectId, subject UUID, MAC
 
@@ -81,6 +87,7 @@ class JourneySecrets:
         self._session_key = self._derive(master_key, b"mandatum page session v1")
         self._kyc_return_key = self._derive(master_key, b"mandatum kyc return browser v1")
         self._contact_key = self._derive(master_key, b"mandatum contact lookup v1")
+        self._trusted_key = self._derive(master_key, b"mandatum trusted browser session v1")
 
     @staticmethod
     def _derive(master_key: bytes, info: bytes) -> bytes:
@@ -166,6 +173,24 @@ class JourneySecrets:
     def kyc_browser_secret_wellformed(secret: str | None) -> bool:
         """A cookie value that ``kyc_browser_secret`` could have made (checked before any use)."""
         return secret is not None and len(secret) == 43 and _B64_RE.fullmatch(secret) is not None
+
+    # --- the trusted browser session ----------------------------------------------------------
+
+    @staticmethod
+    def trusted_session_token() -> str:
+        """A fresh token for a browser the subject trusts (its cookie's value): 256 random bits."""
+        return secrets.token_urlsafe(TRUSTED_TOKEN_BYTES)
+
+    def trusted_session_hash(self, token: str) -> str:
+        """What is stored of a trusted browser's token, and how it is found: a keyed hash under its
+        own sub-key, so a copy of the table (or of the workflow's history, which carries the hash)
+        does not open a session."""
+        return _b64(hmac.new(self._trusted_key, token.encode(), hashlib.sha256).digest())
+
+    @staticmethod
+    def trusted_session_token_wellformed(token: str | None) -> bool:
+        """A cookie value that ``trusted_session_token`` could have made (checked before any use)."""
+        return token is not None and len(token) == 43 and _B64_RE.fullmatch(token) is not None
 
 
 def mask_contact(contact: str) -> str:

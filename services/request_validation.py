@@ -80,6 +80,7 @@ def _to_new_request(
         internal_id=body.internalId,
         authorized_dids=extra_dids,
         iframe_pub_key=body.iframe.pubKey if body.iframe else None,
+        trusted_session_seconds=body.iframe.cookie.seconds if body.iframe and body.iframe.cookie else None,
     )
 
 

@@ -438,6 +438,7 @@ def record_decision(engine: Engine, actor: Actor, decision: RecordDecisionInput)
         decision.completes_request,
         reason=decision.reason,
         actor=str(actor),
+        trusted_session_id=decision.trusted_session_id,
     )
 
 

@@ -87,6 +87,10 @@ MEMBER_SECOND_FACTOR_ON = "MEMBER_SECOND_FACTOR_ON"
 MEMBER_SECOND_FACTOR_OFF = "MEMBER_SECOND_FACTOR_OFF"
 MEMBER_RECOVERY_CODES_MADE = "MEMBER_RECOVERY_CODES_MADE"  # a new set replaced the old one (never a code)
 MEMBER_RECOVERY_CODE_USED = "MEMBER_RECOVERY_CODE_USED"  # one stood in for a code: how many remain
+# a trusted browser session (issue 36, ``iframe.cookie``): opened after a confirmed code, revoked
+# by the subject, the integrator or a newer session in the same browser (never its token)
+TRUSTED_SESSION_OPENED = "TRUSTED_SESSION_OPENED"
+TRUSTED_SESSION_REVOKED = "TRUSTED_SESSION_REVOKED"
 RECORD_TYPES = (
     REQUEST_CREATED,
     MANDATE_ISSUED,
@@ -124,6 +128,8 @@ RECORD_TYPES = (
     MEMBER_SECOND_FACTOR_OFF,
     MEMBER_RECOVERY_CODES_MADE,
     MEMBER_RECOVERY_CODE_USED,
+    TRUSTED_SESSION_OPENED,
+    TRUSTED_SESSION_REVOKED,
 )
 ASSERTION_METHOD = "assertionMethod"
 

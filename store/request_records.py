@@ -101,9 +101,11 @@ def record_decision(
     completes: bool,
     reason: str | None = None,
     actor: str | None = None,
+    trusted_session_id: str | None = None,
 ) -> None:
     """Store a subject's decision once (the decision id is the idempotency key), with its audit
-    record ("human decision: accept / reject", with the OTP channel and the UI surface)."""
+    record ("human decision: accept / reject", with the OTP channel and the UI surface; channel
+    ``trusted`` with the session's id when a trusted browser session stood in for the code)."""
     key = audit.signer(engine)
     with write_session(engine) as session:
         if session.get(Decision, decision_id) is not None:
@@ -141,6 +143,7 @@ def record_decision(
                     "surface": surface,
                     "decidedAt": at.isoformat(),
                     **({"reason": reason} if reason else {}),
+                    **({"trustedSessionId": trusted_session_id} if trusted_session_id else {}),
                 },
             ),
         )

@@ -85,6 +85,7 @@ class NewRequest:
     internal_id: str | None = None
     authorized_dids: list[str] = field(default_factory=list)
     iframe_pub_key: str | None = None  # trust.frame_jwe.check_frame_key's spelling
+    trusted_session_seconds: int | None = None  # ``iframe.cookie``: the session's lifetime if allowed
 
 
 @dataclass
@@ -262,6 +263,7 @@ def _insert_rows_of(
         internal_id=new.internal_id,
         authorized_dids=new.authorized_dids,
         iframe_pub_key=new.iframe_pub_key,
+        trusted_session_seconds=new.trusted_session_seconds,
         status=RequestStatus.PENDING,
         created_at=now,
         expires_at=expires_at,

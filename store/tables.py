@@ -26,6 +26,9 @@ from store.tables_members import MemberRecoveryCode as MemberRecoveryCode
 from store.tables_members import MemberSession as MemberSession
 from store.tables_members import MemberToken as MemberToken
 
+# the trusted browser sessions (issue 36, migration 0023)
+from store.tables_trusted import TrustedSession as TrustedSession
+
 
 class Organization(SQLModel, table=True):
     __tablename__ = "organization"
@@ -105,6 +108,9 @@ class CredentialRequest(SQLModel, table=True):
     canceled_at: datetime | None = None
     canceled_by: str | None = Field(default=None, max_length=255)
     workflow_started_at: datetime | None = None
+    # ``iframe.cookie``: the trusted browser session's lifetime in seconds (3600 to 86400) when the
+    # request allows one, else None (migration 0023; store.trusted)
+    trusted_session_seconds: int | None = None
 
 
 class Subject(SQLModel, table=True):

@@ -35,6 +35,7 @@ with workflow.unsafe.imports_passed_through():
     from core.kinds import IdentityStep, RequestStatus, UpdateRefusal
     from workflows.ids import ActivityNames
     from workflows.messages import (
+        TRUSTED_CHANNEL,
         CancelInput,
         CancelResult,
         CredentialRequestInput,
@@ -54,6 +55,8 @@ with workflow.unsafe.imports_passed_through():
         SendOtpResult,
         VerifyOtpInput,
         VerifyOtpResult,
+        VerifySessionInput,
+        VerifySessionResult,
     )
     from workflows.options import write
 
@@ -218,6 +221,9 @@ class CredentialRequestWorkflow:
         completes = self._all_decided()
         if completes:
             self._outcome = COMPLETED
+        # a trusted browser session stood in for the code: the record says so (histories recorded
+        # before sessions existed never have one, so they replay unchanged)
+        trusted = self._journey.trusted_session(inp.subject_id)
         await write(
             ActivityNames.RECORD_DECISION,
             RecordDecisionInput(
@@ -226,11 +232,12 @@ class CredentialRequestWorkflow:
                 subject_id=inp.subject_id,
                 credential_id=inp.credential_id,
                 accepted=inp.accept,
-                channel=inp.channel,
+                channel=TRUSTED_CHANNEL if trusted else inp.channel,
                 surface=inp.surface,
                 decided_at=at,
                 completes_request=completes,
                 reason=inp.reason,
+                trusted_session_id=trusted,
             ),
         )
         self._recorded.add(key)
@@ -296,6 +303,15 @@ class CredentialRequestWorkflow:
     @verify_otp.validator
     def _validate_verify_otp(self, inp: VerifyOtpInput) -> None:
         self._refuse_outside_journey(inp.subject_id)
+
+    @workflow.update(name="verify_session")
+    async def verify_session(self, inp: VerifySessionInput) -> VerifySessionResult:
+        return await self._journey.verify_session(inp)
+
+    @verify_session.validator
+    def _validate_verify_session(self, inp: VerifySessionInput) -> None:
+        self._refuse_outside_journey(inp.subject_id)
+        self._refuse_when_decided_all(inp.subject_id)
 
     @workflow.update(name="resend_otp")
     async def resend_otp(self, inp: ResendOtpInput) -> SendOtpResult:

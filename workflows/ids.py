@@ -84,6 +84,7 @@ class ActivityNames:
     SEND_OTP = "send_otp"
     SEND_LINK = "send_link"  # the link alone, when the code goes to a secondary contact (issue 36)
     CHECK_OTP = "check_otp"
+    CHECK_TRUSTED_SESSION = "check_trusted_session"
     CREATE_OTP_FAILED_EVENT = "create_otp_failed_event"
     RECORD_IDENTITY = "record_identity"
     CREATE_IDENTITY_EVENT = "create_identity_event"

@@ -37,6 +37,8 @@ with workflow.unsafe.imports_passed_through():
         MAX_SENDS,
         RESEND_INTERVAL_SECONDS,
         CheckOtpInput,
+        CheckSessionInput,
+        CheckSessionResult,
         CredentialRequestInput,
         IdentityInput,
         OpenJourneyInput,
@@ -49,6 +51,8 @@ with workflow.unsafe.imports_passed_through():
         SubjectProgressView,
         VerifyOtpInput,
         VerifyOtpResult,
+        VerifySessionInput,
+        VerifySessionResult,
         identity_state,
     )
     from workflows.options import send, write, write_for
@@ -66,6 +70,8 @@ class Codes:
     wrong: int = 0  # wrong tries at the current code
     wrong_total: int = 0  # wrong tries at every code of this request
     locked: bool = False  # the current code is locked by wrong tries (until a new one is sent)
+    # the trusted browser session that stood in for the code (issue 36), None after a code
+    trusted_session: str | None = None
 
 
 @dataclass
@@ -213,6 +219,7 @@ class SubjectJourney:
             codes.locked = True
         if checked.outcome == OtpOutcome.PASSED:
             codes.passed = True
+            codes.trusted_session = None  # confirmed by the code itself
             await self._reuse_identity(inp.subject_id, checked.kyc, checked.identity_status)
             return checked.model_copy(update={"identity": self.identity_state(inp.subject_id)})
         if checked.outcome == OtpOutcome.LOCKED_NOW:
@@ -226,7 +233,35 @@ class SubjectJourney:
 
     async def resend_otp(self, inp: ResendOtpInput) -> SendOtpResult:
         self._codes[inp.subject_id].passed = False  # a fresh code must be confirmed again
+        self._codes[inp.subject_id].trusted_session = None
         return await self.send_code(inp.subject_id, inp.actor, inp.reason)
+
+    async def verify_session(self, inp: VerifySessionInput) -> VerifySessionResult:
+        """A trusted browser session in place of the code (issue 36): the activity checks it (the
+        request allows sessions; the session is this subject's, open and unexpired). A valid one
+        confirms the subject as a right code does, so the identity check the level requires is
+        still asked (or an earlier one reused, as after a code); an invalid one changes nothing."""
+        codes = self._codes[inp.subject_id]
+        if codes.passed:  # confirmed already (by a code, or a session): nothing to check or change
+            return VerifySessionResult(passed=True, identity=self.identity_state(inp.subject_id))
+        checked = await write_for(
+            ActivityNames.CHECK_TRUSTED_SESSION,
+            CheckSessionInput(
+                request_id=self._input.request_id, subject_id=inp.subject_id, token_hash=inp.token_hash
+            ),
+            CheckSessionResult,
+            summary=f"check trusted session of subject {inp.subject_id}",
+        )
+        if checked.session_id is None:
+            return VerifySessionResult(passed=False, identity=self.identity_state(inp.subject_id))
+        codes.passed = True
+        codes.trusted_session = checked.session_id
+        await self._reuse_identity(inp.subject_id, checked.kyc, checked.identity_status)
+        return VerifySessionResult(passed=True, identity=self.identity_state(inp.subject_id))
+
+    def trusted_session(self, subject_id: str) -> str | None:
+        """The trusted session that confirmed the subject in place of a code, if one did."""
+        return self._codes[subject_id].trusted_session
 
     def code_confirmed(self, subject_id: str) -> bool:
         return self._codes[subject_id].passed

@@ -126,6 +126,8 @@ class RecordDecisionInput(BaseModel):
     decided_at: datetime
     completes_request: bool = False
     reason: str | None = None
+    # the trusted browser session that stood in for the code (its id; the channel is ``trusted``)
+    trusted_session_id: str | None = None
 
 
 class IssueCredentialInput(BaseModel):
@@ -219,6 +221,38 @@ class CheckOtpInput(BaseModel):
     request_id: str
     subject_id: str
     code_hash: str
+
+
+# --- the subject's journey: the trusted browser session (issue 36, ``iframe.cookie``) -------------
+
+# a decision's channel when a trusted browser session stood in for the code (``Decision.channel``)
+TRUSTED_CHANNEL = "trusted"
+
+
+class VerifySessionInput(BaseModel):
+    """A trusted browser's token, as its keyed hash (``core.otp``): the token itself never enters
+    the workflow's history."""
+
+    subject_id: str
+    token_hash: str
+
+
+class CheckSessionInput(BaseModel):
+    request_id: str
+    subject_id: str
+    token_hash: str
+
+
+class CheckSessionResult(BaseModel):
+    session_id: str | None = None  # the session that stands in for the code, None when none does
+    # the subject's standing statuses, as after a code (for reusing an earlier identity check)
+    kyc: SubjectKyc | None = None
+    identity_status: SubjectIdentity | None = None
+
+
+class VerifySessionResult(BaseModel):
+    passed: bool
+    identity: IdentityStep = IdentityStep.NOT_REQUIRED  # the identity step after a passed session
 
 
 # --- the subject's journey: identity (KYC) --------------------------------------------------------

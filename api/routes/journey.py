@@ -30,6 +30,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from adapters.kyc import provider_for
 from api.deps import ContextDep, TemporalDep
+from api.routes import journey_trusted as trusted
 from api.routes.journey_pages import (
     HOSTED,
     IFRAME,
@@ -66,6 +67,7 @@ SurfaceForm = Annotated[str, Form()]
 @router.get("/r/{token}", response_class=HTMLResponse)
 async def approval_page(
     token: str,
+    request: Request,
     ctx: ContextDep,
     lang: str | None = None,
     surface: str | None = None,
@@ -76,6 +78,10 @@ async def approval_page(
         return page
     if not page.journey.open_credentials:
         return done_page(page)
+    # a trusted browser session of this subject stands in for the code (api.routes.journey_trusted)
+    skipped = await trusted.skip_code(page, request, ctx)
+    if skipped is not None:
+        return skipped
     if journey.code_waits_for_open(page.journey):  # the code goes to the secondary contact now
         j = page.journey
         try:
@@ -92,6 +98,7 @@ async def approval_page(
 @router.post("/r/{token}/otp", response_class=HTMLResponse)
 async def submit_code(
     token: str,
+    request: Request,
     ctx: ContextDep,
     temporal: TemporalDep,
     code: Annotated[str, Form()] = "",
@@ -113,7 +120,11 @@ async def submit_code(
     except Unavailable:
         return unavailable(page)
     if checked.outcome == OTP_PASSED:
-        return after_code(page, checked.identity, ctx.journey.session_for(token))
+        opened = await trusted.remember(page, request, ctx)  # when the request allows a session
+        shown = after_code(
+            page, checked.identity, ctx.journey.session_for(token), **trusted.remembered_page(page, opened)
+        )
+        return trusted.set_cookie(shown, page, ctx, opened)
     error = {
         OTP_WRONG: page.t("otp_wrong", left=checked.attempts_left),
         OTP_EXPIRED: page.t("otp_expired"),

@@ -204,18 +204,22 @@ def unavailable(page: Page) -> HTMLResponse:
     return response
 
 
-def after_code(page: Page, identity: str, session: str, error: str | None = None) -> HTMLResponse:
+def after_code(
+    page: Page, identity: str, session: str, error: str | None = None, **extra: Any
+) -> HTMLResponse:
     """The step after a confirmed code: the identity check when the level requires one and it has
-    not passed, the end when it failed, else the decision."""
+    not passed, the end when it failed, else the decision. ``extra`` goes to the page (the trusted
+    browser session's notice and its "forget this browser" form)."""
     if identity == IDENTITY_REQUIRED:
-        return render("kyc", page=page, session=session, error=error)
+        return render("kyc", page=page, session=session, error=error, **extra)
     if identity == IDENTITY_FAILED:
         return render("kyc_failed", page=page, status=403)
-    return render("review", page=page, session=session)
+    return render("review", page=page, session=session, **extra)
 
 
-async def continue_page(page: Page, ctx: ContextDep, session: str) -> HTMLResponse:
-    """Where the subject stands now (after an identity check, or checking again)."""
+async def continue_page(page: Page, ctx: ContextDep, session: str, **extra: Any) -> HTMLResponse:
+    """Where the subject stands now (after an identity check, or checking again); ``extra`` as
+    for ``after_code``."""
     j = page.journey
     try:
         status = await journey.standing(ctx, j.request.id)
@@ -228,7 +232,7 @@ async def continue_page(page: Page, ctx: ContextDep, session: str) -> HTMLRespon
     if j.subject.id not in status.otp_passed:
         return render("otp", page=page, status=403, error=page.t("session_expired"))
     identity = identity_state(j.request.security_level, status.identity.get(j.subject.id))
-    return after_code(page, identity, session)
+    return after_code(page, identity, session, **extra)
 
 
 # what of a credential the iframe's last page posts to the parent: nothing of its content (a

@@ -176,6 +176,11 @@ async def mandates(rec: Recorder, temporal: Client) -> None:
         "POST", "/subject/identity", body={"contact": "ana@example.com", "success": True}
     )
     assert reported.json()["identityStatus"] == "VERIFIED", reported.text
+    # the subject's trusted browser sessions (none opened here), ended by the integrator
+    revoked = await rec.call(
+        "DELETE", "/subject/sessions", params={"contact": "ana@example.com"}, example=False
+    )
+    assert revoked.json() == {"success": True, "revoked": []}, revoked.text
     await rec.call("GET", "/activity", params={"pageSize": 5, "requestId": request["id"]})
 
 

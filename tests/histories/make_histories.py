@@ -20,6 +20,8 @@ recorded before the decisions' local activities), ``decide_local_writes`` two su
 two credentials after their codes, each decision's issuance and event run as local activities
 (the ``decision-writes-local`` patch: markers instead of activity events); ``secondary_contact``
 a subject whose code goes to a secondary contact (issue 36: the link alone, ``open_journey``).
+(the ``decision-writes-local`` patch: markers instead of activity events); ``trusted_session`` a
+trusted browser session standing in for the code (``verify_session``, issue 36).
 
 No secrets go in: the workflow input carries opaque ids only (no contact, no key material), the
 canceler is a made-up key id, and worker identities (process id and host name, also in sticky
@@ -50,7 +52,8 @@ from core.settings import Environment, Settings
 from orchestration.temporal import request_handle, start_request_workflow
 from store import audit, orgs
 from store import requests as store
-from store.db import make_engine, migrate, write_session
+from store import trusted as trusted_store
+from store.db import make_engine, migrate, utcnow, write_session
 from store.tables import Credential
 from tests.support.journey_messages import code_in, message_for
 from tests.support.workflow import start_dev_server
@@ -66,6 +69,8 @@ from workflows.messages import (
     OpenJourneyResult,
     VerifyOtpInput,
     VerifyOtpResult,
+    VerifySessionInput,
+    VerifySessionResult,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -83,6 +88,7 @@ EXPECTED = {
     "issuance_failed": "COMPLETED",
     "decide_local_writes": "COMPLETED",
     "secondary_contact": "COMPLETED",
+    "trusted_session": "COMPLETED",
 }
 # where the scenarios' worker writes its messages, and the keys of its codes (set in main)
 JOURNEY: dict[str, Any] = {}
@@ -91,7 +97,13 @@ Scenario = Callable[[Client, Engine, str, str], Awaitable[WorkflowHandle[Any, An
 
 
 def insert(
-    engine: Engine, org_id: str, contacts: int, credentials: int, expiry: timedelta, level: str = "CONTACT"
+    engine: Engine,
+    org_id: str,
+    contacts: int,
+    credentials: int,
+    expiry: timedelta,
+    level: str = "CONTACT",
+    trusted_session_seconds: int | None = None,
 ) -> store.RequestBundle:
     new = store.NewRequest(
         security_level=level,
@@ -100,6 +112,7 @@ def insert(
             store.NewCredential("POLICY", f"Credential {i}", scope="payments") for i in range(credentials)
         ],
         internal_id="history-example",
+        trusted_session_seconds=trusted_session_seconds,
     )
     bundle = store.create_request(engine, org_id, new, expiry, 1000, None, None)
     assert isinstance(bundle, store.RequestBundle)
@@ -338,6 +351,32 @@ async def secondary_contact(
     return handle
 
 
+async def trusted_session(
+    client: Client, engine: Engine, queue: str, org_id: str
+) -> WorkflowHandle[Any, Any]:
+    """A request allowing trusted browser sessions (issue 36): the subject's browser holds a session
+    (opened here in the store, as an earlier request's page would), which stands in for the code
+    (``verify_session`` and its activity ``check_trusted_session``); the decision is recorded with
+    the channel ``trusted``. One subject, one credential: issuance and event as local activities."""
+    bundle = insert(engine, org_id, 1, 1, timedelta(days=30), trusted_session_seconds=3600)
+    secrets: JourneySecrets = JOURNEY["secrets"]
+    token = JourneySecrets.trusted_session_token()
+    subject = bundle.subjects[0][1].id
+    opened = trusted_store.open_session(
+        engine, bundle.request.id, subject, secrets.trusted_session_hash(token), "hosted", utcnow()
+    )
+    assert opened is not None
+    handle = await started(client, queue, bundle)
+    checked = await handle.execute_update(
+        "verify_session",
+        VerifySessionInput(subject_id=subject, token_hash=secrets.trusted_session_hash(token)),
+        result_type=VerifySessionResult,
+    )
+    assert checked.passed
+    await decide(handle, subject, bundle.credentials[0].id, True)
+    return handle
+
+
 SCENARIOS: dict[str, Scenario] = {
     "cancel": cancel_path,
     "decide_then_complete": decide_then_complete,
@@ -350,6 +389,7 @@ SCENARIOS: dict[str, Scenario] = {
     "issuance_failed": issuance_failed,
     "decide_local_writes": decide_local_writes,
     "secondary_contact": secondary_contact,
+    "trusted_session": trusted_session,
 }
 
 

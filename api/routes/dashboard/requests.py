@@ -35,7 +35,7 @@ from api.routes.dashboard.common import (
 )
 from core.ids import is_object_id
 from core.kinds import RequestStatus, SecurityLevel
-from services import members, requests
+from services import members, requests, trusted_sessions
 from services.context import Context
 from services.errors import NotFound, ServiceError
 from services.requests import RequestFilter
@@ -57,6 +57,7 @@ TEXT_FILTERS = (
 NOTICES = {
     "canceled": "The request is canceled: its subjects can no longer decide.",
     "code-sent": "A fresh code is on its way to the subject.",
+    "browsers-forgotten": "The subject's trusted browsers are forgotten: next time, a code is asked.",
 }
 UNREACHABLE = "The workflow service does not answer right now: try again in a minute."
 
@@ -304,12 +305,13 @@ async def subject_action(
     csrf: Annotated[str, Form(max_length=100)] = "",
 ) -> Response:
     """``resend``: a fresh code to the subject (CONTRACT 4's limits apply); ``link``: the subject's
-    approval link, shown on the page once, to hand out (recorded as shown to the member)."""
+    approval link, shown on the page once, to hand out (recorded as shown to the member);
+    ``forget-browsers``: every trusted browser session of the subject ends (``iframe.cookie``)."""
     found = await form_by(request, ctx, csrf, EVERYONE)
     if isinstance(found, Response):
         return found
     if (
-        change not in ("resend", "link")
+        change not in ("resend", "link", "forget-browsers")
         or not is_object_id(request_id)
         or not SUBJECT_ID_RE.fullmatch(subject_id)
     ):
@@ -320,6 +322,9 @@ async def subject_action(
         if change == "resend":
             await requests.resend_code(ctx, actor, org_id, request_id, subject_id)
             return _done(request_id, "code-sent")
+        if change == "forget-browsers":
+            await trusted_sessions.revoke_request_subject(ctx, actor, org_id, request_id, subject_id)
+            return _done(request_id, "browsers-forgotten")
         link = await requests.hand_out_link(ctx, actor, org_id, request_id, subject_id)
     except Exception as exc:
         return await _refused_on_page(ctx, member, token, request_id, exc)

@@ -2,7 +2,7 @@
 identity field or decision date is drawn on the pages of its PDF
 
 Revision ID: 0024
-Revises: 0022
+Revises: 0023
 Create Date: 2026-11-27 23:00:00.000000
 """
 
@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0024"
-down_revision: str | None = "0022"
+down_revision: str | None = "0023"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
