@@ -38,6 +38,7 @@ from api.routes import (
     presentations,
     requests,
     subject_identity,
+    users,
 )
 from api.telemetry import ObservedFastAPI, observed_client, telemetry_config
 from core.observe import metrics, tracing
@@ -130,6 +131,7 @@ def _include_routes(app: FastAPI, ctx: Context) -> None:
     app.include_router(me.router)
     app.include_router(activity.router)
     app.include_router(subject_identity.router)
+    app.include_router(users.router)
     app.include_router(journey.router)
     app.include_router(dev.router)
     app.include_router(not_offered.router)

@@ -15,6 +15,7 @@ from services.errors import Invalid
 from store import actions as action_store
 from store import requests as store
 from trust.did import web_organization_did
+from wire.identity_match import normalize_document_id
 from wire.models import CreateRequestIn
 
 
@@ -25,6 +26,7 @@ def _to_new_request(
     pinned_actions: dict[int, dict[str, Any]],
     contact_hash: Callable[[str], str],
     bounds: dict[int, list[dict[str, Any]]],
+    document_hash: Callable[[str], str] | None = None,
 ) -> store.NewRequest:
     """The request to store; ``pinned_actions`` replaces the ``action`` of POLICY credentials (by
     position) with the pinned version and the filled userParams; ``bounds`` are their action's
@@ -33,7 +35,16 @@ def _to_new_request(
     extra_dids = list(dict.fromkeys(d for d in body.authorizedDIDs if d != organization_did))
     return store.NewRequest(
         security_level=body.securityLevel.value,
-        contacts=[store.NewContact(c, kind, internal, contact_hash(c)) for c, kind, internal in contacts],
+        contacts=[
+            store.NewContact(
+                c,
+                kind,
+                internal,
+                contact_hash(c),
+                document_hash(normalize_document_id(doc)) if doc and document_hash else None,
+            )
+            for (c, kind, internal), doc in zip(contacts, _doc_ids(body), strict=True)
+        ],
         credentials=[
             store.NewCredential(
                 resource_type=c.type,
@@ -57,6 +68,11 @@ def _to_new_request(
         internal_id=body.internalId,
         authorized_dids=extra_dids,
     )
+
+
+def _doc_ids(body: CreateRequestIn) -> list[str | None]:
+    """Each contact's ``docId`` (None when not given), in the order of ``contacts``."""
+    return [None if isinstance(item, str) else item.docId for item in body.contacts]
 
 
 Pinned = tuple[dict[int, dict[str, Any]], dict[int, list[dict[str, Any]]], list[str]]
@@ -109,4 +125,5 @@ async def validated(ctx: Context, org_id: str, body: CreateRequestIn) -> store.N
         pinned,
         ctx.journey.contact_hash,
         bounds,
+        ctx.journey.document_hash,
     )

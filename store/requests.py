@@ -49,6 +49,7 @@ class NewContact:
     kind: str  # "email" | "phone"
     internal_id: str | None = None
     contact_hash: str | None = None  # its keyed hash (core.otp.JourneySecrets.contact_hash)
+    doc_id_hash: str | None = None  # its docId's keyed hash (core.otp.JourneySecrets.document_hash)
 
 
 @dataclass(frozen=True)
@@ -260,7 +261,13 @@ def _insert_rows_of(
     _insert_rows(session, [req])  # before the links that reference it
     subjects = _ensure_subjects(session, org_id, new.contacts)
     links = [
-        RequestSubject(request_id=req.id, subject_id=s.id, position=i, internal_id=c.internal_id)
+        RequestSubject(
+            request_id=req.id,
+            subject_id=s.id,
+            position=i,
+            internal_id=c.internal_id,
+            doc_id_hash=c.doc_id_hash,
+        )
         for i, (s, c) in enumerate(zip(subjects, new.contacts, strict=True))
     ]
     creds = [_new_credential(req.id, i, c) for i, c in enumerate(new.credentials)]

@@ -30,6 +30,7 @@ from core.origins import BadOrigin, check_url
 from core.text import quote_input, shown
 from wire.contacts import normalize_contact
 from wire.dates import in_utc
+from wire.identity_match import DocumentIdText
 from wire.numbers import reject_non_jcs
 from wire.signed import (
     ActionLimitJson,
@@ -122,6 +123,7 @@ class ContactIn(Strict):
 
     contact: str
     internalId: Ref | None = None
+    docId: DocumentIdText | None = None  # the document its identity check must return (wire.identity_match)
 
 
 # What a DOCUMENT may hold: its PDF costs about 13 microseconds of CPU per character (api/pdf.py)

@@ -67,7 +67,8 @@ def request_out(settings: Settings, bundle: RequestBundle) -> RequestOut:
         id=req.id,
         securityLevel=req.security_level,
         createdAt=req.created_at,
-        subjects=[_subject(settings, s, link.internal_id) for link, s in bundle.subjects],
+        # a subject named without its own internalId shows its user's (POST /user)
+        subjects=[_subject(settings, s, link.internal_id or s.internal_id) for link, s in bundle.subjects],
         credentials=[_credential(bundle, c, now) for c in bundle.credentials],
         name=req.name,
         language=req.language,
@@ -101,7 +102,7 @@ def request_list_item(settings: Settings, bundle: RequestBundle) -> RequestListI
             SubjectListItem(
                 contact=s.contact,
                 did=web_subject_did(settings.public_url, s.id),
-                internalId=link.internal_id,
+                internalId=link.internal_id or s.internal_id,
                 name=None,
                 identityStatus=s.identity_status,
                 kyc=s.kyc,
