@@ -49,7 +49,7 @@ from workflows.messages import DecisionInput, DecisionResult
 
 
 async def open_request(
-    api: SignedClient, level: str, contact: str | dict[str, Any] = "ana@example.com", **overrides: Any
+    api: SignedClient, level: str, contact: str = "ana@example.com", **overrides: Any
 ) -> dict[str, Any]:
     created = await api.post("/request", policy_request(securityLevel=level, contacts=[contact], **overrides))
     assert created.status_code == 201, created.text

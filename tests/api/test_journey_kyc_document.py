@@ -13,13 +13,15 @@ from typing import Any
 import httpx
 import pytest_asyncio
 from sqlalchemy import Engine
+from sqlmodel import col, select
 from temporalio.client import Client
 
 from core.settings import Settings
-from tests.api.test_journey_kyc import credential_of, enter_code, events_of, is_review_step, open_request
-from tests.support.api_client import SignedClient
+from store.db import read_session
+from store.tables import WebhookEvent
+from tests.support.api_client import SignedClient, policy_request
 from tests.support.development import development_client
-from tests.support.journey_messages import SESSION_RE
+from tests.support.journey_messages import LINK_RE, SESSION_RE, code_in, message_for
 
 IDENTITY = {
     "fullName": "Ana Maria Silva",
@@ -27,6 +29,44 @@ IDENTITY = {
     "docId": "PT-778899",
     "countryAlpha3": "PRT",
 }
+
+
+async def open_request(api: SignedClient, level: str, contact: str | dict[str, Any]) -> dict[str, Any]:
+    """A request of one subject at ``level``, with its link and code (as test_journey_kyc's)."""
+    created = await api.post("/request", policy_request(securityLevel=level, contacts=[contact]))
+    assert created.status_code == 201, created.text
+    data: dict[str, Any] = created.json()["data"]
+    subject = data["subjects"][0]["id"].rsplit(":", 1)[1]
+    entry = await message_for(data["id"], subject)
+    [path] = LINK_RE.findall(entry.text)
+    credential = data["credentials"][0]["id"]
+    return {**data, "subject": subject, "path": path, "code": code_in(entry.text), "credential": credential}
+
+
+async def enter_code(http: httpx.AsyncClient, req: dict[str, Any]) -> tuple[httpx.Response, str]:
+    page = await http.post(f"{req['path']}/otp", data={"code": req["code"]})
+    assert page.status_code == 200, page.text
+    [session] = SESSION_RE.findall(page.text)
+    return page, session
+
+
+def is_review_step(page: httpx.Response, req: dict[str, Any]) -> bool:
+    return f'name="decision-{req["credential"]}"' in page.text
+
+
+async def credential_of(api: SignedClient, req: dict[str, Any]) -> dict[str, Any]:
+    return dict((await api.get(f"/request/{req['id']}")).json()["credentials"][0])
+
+
+def events_of(engine: Engine, request_id: str) -> list[WebhookEvent]:
+    with read_session(engine) as session:
+        return list(
+            session.exec(
+                select(WebhookEvent)
+                .where(WebhookEvent.request_id == request_id)
+                .order_by(col(WebhookEvent.created_at))
+            )
+        )
 
 
 @pytest_asyncio.fixture

@@ -51,8 +51,8 @@ def _security_level_query_was_named_humanos(query: Query) -> Query:
 
 def _users_became_contacts(body: Body) -> Body:
     """2026-09-01 named the subjects ``users: [{contact, ...}]``; a user's language becomes the
-    request's when it has none. Other members of a user (a secondary contact, a document id) are
-    kept, so the request is refused naming them: this service does not offer them."""
+    request's when it has none. Other members of a user are kept as the contact object's: a
+    ``docId`` is the document its identity check must return (``wire.models.ContactIn``)."""
     if "users" not in body:
         return body
     out = without(body, "users")
