@@ -111,7 +111,7 @@ class JourneySecrets:
         return hmac.new(self._contact_key, contact.encode(), hashlib.sha256).hexdigest()
 
     def document_hash(self, document_id: str) -> str:
-        """The keyed hash of a normalized document number (``wire.users.normalize_document_id``):
+        """The keyed hash of a normalized document number (``wire.identity_match.normalize_document_id``):
         a request's ``docId``, kept only this way and compared with an identity check's document
         (``RequestSubject.doc_id_hash``). Hex, 64 characters."""
         return hmac.new(self._document_key, document_id.encode(), hashlib.sha256).hexdigest()

@@ -16,7 +16,7 @@ from typing import TypeVar
 from sqlalchemy import Engine
 
 from core.actors import ORGANIZATION, Actor
-from core.kinds import IDENTITY_SOURCES, IdentitySource
+from core.kinds import IDENTITY_SOURCES, IdentitySource, SubjectKyc
 from orchestration import identity
 from orchestration.temporal import request_handle
 from orchestration.updates import Refused as UpdateRefused
@@ -261,6 +261,9 @@ def check_code(
     try locks it (``OTP_LOCKED`` naming ``actor``). With the subject's standing identity statuses."""
     checked = otp_store.check_code(engine, request_id, subject_id, code_hash, utcnow(), str(actor))
     kyc, identity_status = kyc_store.prior_identity(engine, subject_id)
+    if kyc == SubjectKyc.VERIFIED and user_store.expects_document(engine, request_id, subject_id):
+        # a request naming the document (docId) has it checked: an earlier check is not reused
+        kyc = SubjectKyc.NOT_STARTED
     return VerifyOtpResult(
         outcome=checked.outcome, attempts_left=checked.attempts_left, kyc=kyc, identity_status=identity_status
     )

@@ -107,6 +107,20 @@ def imports_since(session: Session, org_id: str, since: datetime) -> int:
     )
 
 
+def _retry_after(session: Session, org_id: str, now: datetime) -> int:
+    """Seconds until the oldest import of the last minute leaves the window."""
+    oldest = session.exec(
+        select(func.min(AuditRecord.created_at)).where(
+            AuditRecord.organization_id == org_id,
+            AuditRecord.created_at >= now - timedelta(minutes=1),
+            AuditRecord.type == audit.USERS_IMPORTED,
+        )
+    ).one()
+    if oldest is None:
+        return 1
+    return max(1, int((oldest + timedelta(minutes=1) - now).total_seconds()) + 1)
+
+
 def _import(
     engine: Engine,
     cipher: SecretCipher,
@@ -126,7 +140,7 @@ def _import(
             if earlier is not None:
                 return _replay(earlier, idempotency)
         if imports_since(session, org_id, now - timedelta(minutes=1)) >= rate_per_minute:
-            raise RateLimited(retry_after=60)
+            raise RateLimited(retry_after=_retry_after(session, org_id, now))
         outcomes = _write_users(session, cipher, org_id, users, now)
         audit.append(
             session.connection(),
@@ -323,3 +337,14 @@ def expected_identity(engine: Engine, cipher: SecretCipher, request_id: str, sub
         else None
     )
     return Expected(link.doc_id_hash if link is not None else None, identity)
+
+
+def expects_document(engine: Engine, request_id: str, subject_id: str) -> bool:
+    """Whether the request names the document the subject's identity check must return (docId)."""
+    with read_session(engine) as session:
+        found = session.exec(
+            select(RequestSubject.doc_id_hash).where(
+                RequestSubject.request_id == request_id, RequestSubject.subject_id == subject_id
+            )
+        ).first()
+    return found is not None

@@ -24,7 +24,7 @@ from core.kinds import SubjectIdentity, SubjectKyc
 from wire.contacts import normalize_contact
 from wire.identity_match import DocumentIdText, normalize_document_id
 from wire.models import Ref, Strict, Timestamp
-from wire.texts import one_line_text
+from wire.texts import multiline_text, one_line_strings, one_line_text
 
 MAX_USERS = 100  # items of one POST /user
 MAX_EXTRA_CONTACTS = 10
@@ -103,8 +103,12 @@ class IdentityIn(Strict):
     documentType: Line | None = None
     documentDiscriminator: Line | None = None
     placeOfBirth: Line | None = None
-    mrzText: Annotated[str, Field(min_length=1, max_length=2000)] | None = None
-    extra: Annotated[dict[str, Any], AfterValidator(_small_json)] | None = None
+    mrzText: Annotated[str, Field(min_length=1, max_length=2000), AfterValidator(multiline_text)] | None = (
+        None
+    )
+    extra: Annotated[dict[str, Any], AfterValidator(_small_json), AfterValidator(one_line_strings)] | None = (
+        None
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> IdentityIn:

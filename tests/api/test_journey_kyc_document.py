@@ -160,3 +160,20 @@ async def test_an_imported_identity_is_matched_by_document_name_birth_and_countr
     message = events_of(engine, req["id"])[0].payload["decision"]["message"]
     assert "identity.fullName" in message and "identity.birth" in message and "identity.docId" not in message
     assert "1990" not in message and "Silva" not in message
+
+
+async def test_a_request_naming_the_document_does_not_reuse_an_earlier_check(
+    api: SignedClient, http: httpx.AsyncClient, provider: httpx.AsyncClient, engine: Engine
+) -> None:
+    contact = mailbox()
+    first = await open_request(api, "PLATFORM_KYC", contact)
+    _, session = await enter_code(http, first)
+    assert is_review_step(await checked(http, provider, first, session), first)
+    # an earlier success is reused by PLATFORM_KYC, unless the request names the document
+    plain = await open_request(api, "PLATFORM_KYC", contact)
+    page, _ = await enter_code(http, plain)
+    assert is_review_step(page, plain)
+    named = await open_request(api, "PLATFORM_KYC", {"contact": contact, "docId": "CD-42"})
+    page, session = await enter_code(http, named)
+    assert not is_review_step(page, named) and f'action="{named["path"]}/kyc"' in page.text
+    assert (await checked(http, provider, named, session, documentNumber="cd 42")).status_code == 200
