@@ -40,6 +40,7 @@ from api.routes import (
     requests,
     subject_identity,
     trusted_sessions,
+    users,
 )
 from api.telemetry import ObservedFastAPI, observed_client, telemetry_config
 from core.observe import metrics, tracing
@@ -133,6 +134,7 @@ def _include_routes(app: FastAPI, ctx: Context) -> None:
     app.include_router(activity.router)
     app.include_router(subject_identity.router)
     app.include_router(trusted_sessions.router)
+    app.include_router(users.router)
     app.include_router(journey.router)
     app.include_router(journey_trusted.router)
     app.include_router(dev.router)

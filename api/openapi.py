@@ -39,6 +39,7 @@ from api.auth import PUBLIC_PREFIXES
 from api.responses import retry_after_header
 from wire import versioning
 from wire.signed import COMPONENTS, DOCUMENTED
+from wire.users import DOCUMENTED_INPUTS
 from wire.webhook_models import EVENT_ID, EVENTS, WebhookBody, component
 
 EXAMPLES_FILE = Path(__file__).with_name("openapi_examples.json")
@@ -339,6 +340,8 @@ def document(app: FastAPI, examples: dict[str, Any] | None = None) -> dict[str, 
     for name in ("HTTPValidationError", "ValidationError"):
         schemas.pop(name, None)
     schemas.update(signed_schemas())
+    # POST /user reads each item itself (an invalid one is answered in its place): its item model
+    schemas.update({k: v for k, v in _components(DOCUMENTED_INPUTS).items() if k not in schemas})
     # the events' schemas use the answers' models (a request's credential): FastAPI's stay
     schemas.update({k: v for k, v in webhook_schemas().items() if k not in schemas})
     components["securitySchemes"] = copy.deepcopy(SECURITY_SCHEMES)

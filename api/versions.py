@@ -116,12 +116,13 @@ def _downgraded(
     if not response.headers.get("content-type", "").startswith("application/json"):
         return response
     parsed = _json(bytes(response.body))
-    answer = response.status_code < 300 or (response.status_code == 403 and "decision" in (parsed or {}))
-    if not isinstance(parsed, dict) or not answer:
+    denial = response.status_code == 403 and isinstance(parsed, dict) and "decision" in parsed
+    # an answer is an object, or a list (POST /user's item results)
+    if not isinstance(parsed, dict | list) or not (response.status_code < 300 or denial):
         return response
     headers = {k: v for k, v in response.headers.items() if k not in ("content-length", "content-type")}
     return JSONResponse(
-        versioning.render(resource, parsed, version, changes),
+        versioning.render(resource, parsed, version, changes),  # type: ignore[arg-type]
         status_code=versioning.status_in(resource, response.status_code, version, changes),
         headers=headers,
         background=response.background,

@@ -88,6 +88,7 @@ class JourneySecrets:
         self._kyc_return_key = self._derive(master_key, b"mandatum kyc return browser v1")
         self._contact_key = self._derive(master_key, b"mandatum contact lookup v1")
         self._trusted_key = self._derive(master_key, b"mandatum trusted browser session v1")
+        self._document_key = self._derive(master_key, b"mandatum document id v1")
 
     @staticmethod
     def _derive(master_key: bytes, info: bytes) -> bytes:
@@ -115,6 +116,12 @@ class JourneySecrets:
         operators find a person's requests in every organization without a new clear copy of the
         contact (``Subject.contact_hash``). Hex, 64 characters."""
         return hmac.new(self._contact_key, contact.encode(), hashlib.sha256).hexdigest()
+
+    def document_hash(self, document_id: str) -> str:
+        """The keyed hash of a normalized document number (``wire.identity_match.normalize_document_id``):
+        a request's ``docId``, kept only this way and compared with an identity check's document
+        (``RequestSubject.doc_id_hash``). Hex, 64 characters."""
+        return hmac.new(self._document_key, document_id.encode(), hashlib.sha256).hexdigest()
 
     # --- the approval link ------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Engine
 
 from core.actors import ORGANIZATION, Actor
-from core.kinds import IDENTITY_SOURCES, IdentitySource
+from core.kinds import IDENTITY_SOURCES, IdentitySource, SubjectKyc
 from orchestration import identity
 from orchestration.temporal import request_handle
 from orchestration.updates import Refused as UpdateRefused
@@ -32,12 +32,14 @@ from store import kyc as kyc_store
 from store import orgs as orgs_store
 from store import otp as otp_store
 from store import request_queries as queries
+from store import users as user_store
 from store import webhooks as webhook_store
 from store.db import run_db, utcnow
 from store.journey import Journey as Journey  # what the subject's pages show of a request
 from store.tables import KycCheck, WebhookEvent
 from trust.frame_jwe import BadFrameKey, encrypt_for_frame
 from wire.contacts import normalize_contact
+from wire.identity_match import MISMATCH, CheckedDocument, mismatches
 from workflows.messages import (
     DecisionInput,
     DecisionResult,
@@ -224,11 +226,38 @@ async def identity_check(ctx: Context, check_id: str) -> KycCheck:
 
 
 async def complete_identity_check(
-    ctx: Context, actor: Actor, check_id: str, success: bool, message: str | None
+    ctx: Context,
+    actor: Actor,
+    check_id: str,
+    success: bool,
+    message: str | None,
+    document: CheckedDocument | None = None,
 ) -> KycCheck:
-    """A provider's result of a platform check (the development provider's page reports it)."""
-    if await run_db(ctx.engine, kyc_store.get_check, ctx.engine, check_id) is None:
+    """A provider's result of a platform check (the development provider's page reports it), with
+    the document it read. A passed check whose document does not match what the organization
+    expects of the subject (the request's ``docId``, the identity it imported) fails, saying which
+    members differ and never what was expected (``wire.identity_match``)."""
+    check = await run_db(ctx.engine, kyc_store.get_check, ctx.engine, check_id)
+    if check is None:
         raise NotFound("Identity check not found")
+    if success:
+        expected = await run_db(
+            ctx.engine,
+            user_store.expected_identity,
+            ctx.engine,
+            ctx.cipher,
+            check.request_id,
+            check.subject_id,
+        )
+        if expected.doc_id_hash is not None or expected.identity is not None:
+            wrong = mismatches(
+                document or CheckedDocument(),
+                expected.doc_id_hash,
+                expected.identity,
+                ctx.journey.document_hash,
+            )
+            if wrong:
+                success, message = False, f"{MISMATCH} ({', '.join(wrong)})"
     return await identity.complete_check(ctx.engine, ctx.client(), check_id, success, message)
 
 
@@ -273,6 +302,9 @@ def check_code(
     try locks it (``OTP_LOCKED`` naming ``actor``). With the subject's standing identity statuses."""
     checked = otp_store.check_code(engine, request_id, subject_id, code_hash, utcnow(), str(actor))
     kyc, identity_status = kyc_store.prior_identity(engine, subject_id)
+    if kyc == SubjectKyc.VERIFIED and user_store.expects_document(engine, request_id, subject_id):
+        # a request naming the document (docId) has it checked: an earlier check is not reused
+        kyc = SubjectKyc.NOT_STARTED
     return VerifyOtpResult(
         outcome=checked.outcome, attempts_left=checked.attempts_left, kyc=kyc, identity_status=identity_status
     )

@@ -20,6 +20,7 @@ from store import orgs as org_store
 from store import requests as store
 from trust.did import web_organization_did
 from wire.contacts import NormalContact, normalize_contact
+from wire.identity_match import normalize_document_id
 from wire.models import CreateRequestIn, CredentialIn
 
 # (organization name, credential) -> the page count of the credential's PDF as it is first rendered;
@@ -36,6 +37,7 @@ def _to_new_request(
     bounds: dict[int, list[dict[str, Any]]],
     seal: Callable[[str], bytes],
     placements: dict[int, list[dict[str, Any]]],
+    document_hash: Callable[[str], str] | None = None,
 ) -> store.NewRequest:
     """The request to store; ``pinned_actions`` replaces the ``action`` of POLICY credentials (by
     position) with the pinned version and the filled userParams; ``bounds`` are their action's
@@ -53,8 +55,9 @@ def _to_new_request(
                 secondary_sealed=seal(c.secondary[0]) if c.secondary else None,
                 secondary_kind=c.secondary[1] if c.secondary else None,
                 signer_quality=c.signer_quality,
+                doc_id_hash=document_hash(normalize_document_id(doc)) if doc and document_hash else None,
             )
-            for c in contacts
+            for c, doc in zip(contacts, _doc_ids(body), strict=True)
         ],
         credentials=[
             store.NewCredential(
@@ -82,6 +85,11 @@ def _to_new_request(
         iframe_pub_key=body.iframe.pubKey if body.iframe else None,
         trusted_session_seconds=body.iframe.cookie.seconds if body.iframe and body.iframe.cookie else None,
     )
+
+
+def _doc_ids(body: CreateRequestIn) -> list[str | None]:
+    """Each contact's ``docId`` (None when not given), in the order of ``contacts``."""
+    return [None if isinstance(item, str) else item.docId for item in body.contacts]
 
 
 Pinned = tuple[dict[int, dict[str, Any]], dict[int, list[dict[str, Any]]], list[str]]
@@ -187,4 +195,5 @@ async def validated(
         bounds,
         ctx.cipher.encrypt,  # a secondary contact is kept only encrypted (store.tables.RequestSubject)
         placements,
+        ctx.journey.document_hash,
     )

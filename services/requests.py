@@ -206,7 +206,7 @@ def subject_of(
     elif did is not None:
         found = [s.id for _, s in bundle.subjects if s.id == queries.subject_id_from_did(did)]
     else:
-        found = [s.id for link, s in bundle.subjects if link.internal_id == internal_id]
+        found = [s.id for link, s in bundle.subjects if (link.internal_id or s.internal_id) == internal_id]
     if not found:
         raise NotFound(f"Request {bundle.request.id} has no subject with that {given[0]}")
     return found[0]

@@ -91,6 +91,7 @@ MEMBER_RECOVERY_CODE_USED = "MEMBER_RECOVERY_CODE_USED"  # one stood in for a co
 # by the subject, the integrator or a newer session in the same browser (never its token)
 TRUSTED_SESSION_OPENED = "TRUSTED_SESSION_OPENED"
 TRUSTED_SESSION_REVOKED = "TRUSTED_SESSION_REVOKED"
+USERS_IMPORTED = "USERS_IMPORTED"  # POST /user: the subjects created, updated, unchanged (no values)
 RECORD_TYPES = (
     REQUEST_CREATED,
     MANDATE_ISSUED,
@@ -130,6 +131,7 @@ RECORD_TYPES = (
     MEMBER_RECOVERY_CODE_USED,
     TRUSTED_SESSION_OPENED,
     TRUSTED_SESSION_REVOKED,
+    USERS_IMPORTED,
 )
 ASSERTION_METHOD = "assertionMethod"
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, exists, or_
+from sqlalchemy import Engine, and_, exists, or_
 from sqlmodel import Session, col, func, select
 
 from store.db import SQLITE_UNICODE_LOWER, read_session
@@ -142,9 +142,18 @@ def list_requests(engine: Engine, org_id: str, f: RequestFilter) -> tuple[list[R
     if f.did_subject_id is not None:
         conds.append(col(CredentialRequest.id).in_(by_subject.where(Subject.id == f.did_subject_id)))
     if f.subject_internal_id is not None:
+        # the request's own internalId for the subject, else its user's (POST /user)
         conds.append(
             col(CredentialRequest.id).in_(
-                select(RequestSubject.request_id).where(RequestSubject.internal_id == f.subject_internal_id)
+                by_subject.where(
+                    or_(
+                        col(RequestSubject.internal_id) == f.subject_internal_id,
+                        and_(
+                            col(RequestSubject.internal_id).is_(None),
+                            col(Subject.internal_id) == f.subject_internal_id,
+                        ),
+                    )
+                )
             )
         )
     if f.internal_id is not None:

@@ -55,6 +55,7 @@ class NewContact:
     secondary_sealed: bytes | None = None
     secondary_kind: str | None = None
     signer_quality: str | None = None
+    doc_id_hash: str | None = None  # its docId's keyed hash (core.otp.JourneySecrets.document_hash)
 
 
 @dataclass(frozen=True)
@@ -284,6 +285,7 @@ def _insert_rows_of(
             secondary_contact_sealed=c.secondary_sealed,
             secondary_contact_kind=c.secondary_kind,
             signer_quality=c.signer_quality if c.signer_quality is not None else earlier.get(s.id),
+            doc_id_hash=c.doc_id_hash,
         )
         for i, (s, c) in enumerate(zip(subjects, new.contacts, strict=True))
     ]

@@ -29,6 +29,10 @@ from store.tables_members import MemberToken as MemberToken
 # the trusted browser sessions (issue 36, migration 0023)
 from store.tables_trusted import TrustedSession as TrustedSession
 
+# what an organization imported about its users (POST /user, issue 36): their identity and extra
+# contacts, encrypted
+from store.tables_users import SubjectProfile as SubjectProfile
+
 
 class Organization(SQLModel, table=True):
     __tablename__ = "organization"
@@ -117,7 +121,11 @@ class Subject(SQLModel, table=True):
     """A person as one organization knows them: one per (organization, contact)."""
 
     __tablename__ = "subject"
-    __table_args__ = (UniqueConstraint("organization_id", "contact", name="uq_subject_org_contact"),)
+    __table_args__ = (
+        UniqueConstraint("organization_id", "contact", name="uq_subject_org_contact"),
+        # the organization's own reference of its user (POST /user), one subject each (migration 0020)
+        Index("uq_subject_org_internal_id", "organization_id", "internal_id", unique=True),
+    )
     id: str = Field(primary_key=True, max_length=36)
     organization_id: str = Field(foreign_key="organization.id", max_length=24)
     contact: str = Field(max_length=320)
@@ -130,6 +138,9 @@ class Subject(SQLModel, table=True):
     identity_status: str = Field(default=SubjectIdentity.UNVERIFIED, max_length=32)
     kyc: str = Field(default=SubjectKyc.NOT_STARTED, max_length=32)
     created_at: datetime
+    # the organization's reference of the person as its user (POST /user, migration 0020); a
+    # request's own internalId for the subject (RequestSubject.internal_id) is shown before it
+    internal_id: str | None = Field(default=None, max_length=255)
 
 
 class RequestSubject(SQLModel, table=True):
@@ -147,6 +158,9 @@ class RequestSubject(SQLModel, table=True):
     secondary_contact_sealed: bytes | None = Field(default=None, sa_column=Column(LargeBinary, nullable=True))
     secondary_contact_kind: str | None = Field(default=None, max_length=8)
     signer_quality: str | None = Field(default=None, max_length=100)
+    # the document id the identity check must return (``docId``; migration 0020): its keyed hash
+    # (``core.otp.JourneySecrets.document_hash``), never the number itself
+    doc_id_hash: str | None = Field(default=None, max_length=64)
 
 
 class Credential(SQLModel, table=True):

@@ -36,6 +36,7 @@ from wire.contacts import (
     normalize_subjects,
 )
 from wire.dates import in_utc
+from wire.identity_match import DocumentIdText
 from wire.iframe import IframeIn
 from wire.numbers import reject_non_jcs
 from wire.placements import PlacementsIn, PlacementsOut
@@ -135,6 +136,7 @@ class ContactIn(Strict):
         Annotated[str, Field(min_length=1, max_length=MAX_SIGNER_QUALITY), AfterValidator(one_line_text)]
         | None
     ) = Field(default=None, description=SIGNER_QUALITY_DOC)
+    docId: DocumentIdText | None = None  # the document its identity check must return (wire.identity_match)
 
 
 # What a DOCUMENT may hold: its PDF costs about 13 microseconds of CPU per character (api/pdf.py)

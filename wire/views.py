@@ -32,7 +32,7 @@ def _subject(settings: Settings, subject: Subject, link: RequestSubject) -> Subj
         identityStatus=subject.identity_status,
         organization=SubjectOrganization(contacts=[subject.contact]),
         createdAt=subject.created_at,
-        internalId=link.internal_id,
+        internalId=link.internal_id or subject.internal_id,  # else its user's (POST /user)
         kyc=subject.kyc,
         signerQuality=link.signer_quality,
     )
@@ -104,7 +104,7 @@ def request_list_item(settings: Settings, bundle: RequestBundle) -> RequestListI
             SubjectListItem(
                 contact=s.contact,
                 did=web_subject_did(settings.public_url, s.id),
-                internalId=link.internal_id,
+                internalId=link.internal_id or s.internal_id,
                 name=None,
                 identityStatus=s.identity_status,
                 kyc=s.kyc,

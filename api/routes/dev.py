@@ -24,6 +24,7 @@ from core.actors import Actor, ActorKind
 from core.kinds import IdentityStatus
 from core.origins import header_origins
 from services import journey
+from wire.identity_match import CheckedDocument
 
 
 def _development_only(request: Request) -> None:
@@ -111,11 +112,23 @@ async def kyc_result(
     document: str = Form("pass"),
     selfie: str = Form("pass"),
     return_: str = Form("", alias="return"),
+    documentNumber: str = Form("", max_length=64),
+    fullName: str = Form("", max_length=200),
+    birth: str = Form("", max_length=10),
+    countryAlpha3: str = Form("", max_length=3),
 ) -> Response:
     failed = [name for name, value in (("document", document), ("selfie", selfie)) if value != "pass"]
     message = f"The {' and '.join(failed)} check failed" if failed else "Document and selfie verified"
+    # what the simulated document says (a real provider reads it from the document): compared with
+    # what the organization expects of the subject (services.journey.complete_identity_check)
+    read = CheckedDocument(
+        document_id=documentNumber.strip() or None,
+        full_name=fullName.strip() or None,
+        birth=birth.strip() or None,
+        country_alpha3=countryAlpha3.strip() or None,
+    )
     # the development provider's page stands in for a provider reporting its result
-    check = await journey.complete_identity_check(ctx, PROVIDER, check_id, not failed, message)
+    check = await journey.complete_identity_check(ctx, PROVIDER, check_id, not failed, message, read)
     if return_:
         return RedirectResponse(
             _safe_return(ctx, return_, check_id),

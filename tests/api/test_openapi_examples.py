@@ -50,6 +50,7 @@ async def issued(rec: Recorder, temporal: Client, example: bool = False, **overr
 async def test_every_operation_answers_as_documented(api: SignedClient, temporal: Client) -> None:
     rec = await recorder(api)
     await reading_and_creating(rec)
+    await users(rec)
     await mandates(rec, temporal)
     await public_documents(rec, api.creds)
 
@@ -102,6 +103,30 @@ async def reading_and_creating(rec: Recorder) -> None:
     assert canceled.json() == {"success": True}
     await rec.call("DELETE", "/request/{requestId}", path=path)  # 409: canceled already
     await rec.call("GET", "/request/{requestId}", path=path, example=False)
+
+
+async def users(rec: Recorder) -> None:
+    """POST /user and GET /user (issue 36): an import answered item by item, a read, refusals."""
+    body = [
+        {
+            "contact": "rui@example.com",
+            "internalId": "crm-1001",
+            "extraContacts": ["+351912000111"],
+            "identity": {
+                "fullName": "Rui Costa",
+                "birth": "1985-06-15",
+                "docId": "AB123456",
+                "countryAlpha3": "PRT",
+            },
+        },
+        {"contact": "not a contact"},
+    ]
+    made = await rec.call("POST", "/user", body=body, headers={"Idempotency-Key": "import-2026-11-27"})
+    assert [i["status"] for i in made.json()] == [201, 400], made.text
+    await rec.call("POST", "/user", body=[])  # 400
+    await rec.call("GET", "/user", params={"internalId": "crm-1001"})
+    await rec.call("GET", "/user", params={"contact": "nobody@example.com"})  # 404
+    await rec.call("GET", "/user", params={"contact": "rui@example.com", "internalId": "crm-1001"})  # 400
 
 
 async def mandates(rec: Recorder, temporal: Client) -> None:

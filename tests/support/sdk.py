@@ -237,7 +237,11 @@ class SdkClient:
         return f"humanos {release.version} (API-Version {release.api_version}) {name}: {outcome}\n{calls}"
 
     def _expected(self, returns: str) -> type:
-        found = getattr(builtins, returns, None) if returns in ("str", "bool") else self.sdk.model(returns)
+        found = (
+            getattr(builtins, returns, None)
+            if returns in ("str", "bool", "list")
+            else self.sdk.model(returns)
+        )
         assert isinstance(found, type), returns
         return found
 

@@ -51,9 +51,9 @@ def _security_level_query_was_named_humanos(query: Query) -> Query:
 
 def _users_became_contacts(body: Body) -> Body:
     """2026-09-01 named the subjects ``users: [{contact, ...}]``; a user's language becomes the
-    request's when it has none. Other members of a user are kept: ``secondaryContact`` and
-    ``signerQuality`` are the newest ``ContactIn``'s too (a member it does not take is refused,
-    named)."""
+    request's when it has none. Other members of a user are kept: ``secondaryContact``,
+    ``signerQuality`` and ``docId`` (the document its identity check must return) are the newest
+    ``ContactIn``'s too (a member it does not take is refused, named)."""
     if "users" not in body:
         return body
     out = without(body, "users")

@@ -2,7 +2,7 @@
 (encrypted under the master key, with its kind) and the signer quality
 
 Revision ID: 0021
-Revises: 0018
+Revises: 0020
 Create Date: 2026-11-27 23:00:00.000000
 """
 
@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0021"
-down_revision: str | None = "0018"
+down_revision: str | None = "0020"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
