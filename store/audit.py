@@ -74,6 +74,8 @@ WEBHOOK_CONFIGURED = "WEBHOOK_CONFIGURED"
 SETTINGS_CHANGED = "ORGANIZATION_SETTINGS_CHANGED"
 ACTION_PUBLISHED = "ACTION_PUBLISHED"
 ACTION_DELETED = "ACTION_DELETED"
+APPROVAL_CHANGED = "APPROVAL_CHANGED"  # an approval created, given a new version or archived
+WORKFLOW_CHANGED = "WORKFLOW_CHANGED"  # a workflow of approvals created or archived
 WEBHOOK_REDELIVERY = "WEBHOOK_REDELIVERY"  # a failed event retried or a delivered one resent, by whom
 SUBJECT_LINK_SHOWN = "SUBJECT_LINK_SHOWN"  # a member or an operator shown a subject's approval link
 # the organization's dashboard members (store.members): who invited, changed, disabled whom
@@ -111,6 +113,8 @@ RECORD_TYPES = (
     SETTINGS_CHANGED,
     ACTION_PUBLISHED,
     ACTION_DELETED,
+    APPROVAL_CHANGED,
+    WORKFLOW_CHANGED,
     SUBJECT_LINK_SHOWN,
     WEBHOOK_REDELIVERY,
     MEMBER_INVITED,
