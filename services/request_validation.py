@@ -1,6 +1,7 @@
 """A new credential request checked before it is stored (``services.requests.create``): its
-contacts, its ``redirectUrl``, and each POLICY credential's action pinned to the organization's
-newest published version of it (CONTRACT 6); every problem is listed at once (``Invalid``).
+contacts, its ``redirectUrl``, each POLICY credential's action pinned to the organization's
+newest published version of it (CONTRACT 6), and the credentials made of the approvals and
+workflows it names (``services.approvals``); every problem is listed at once (``Invalid``).
 """
 
 from __future__ import annotations
@@ -10,12 +11,15 @@ from collections.abc import Callable
 from typing import Any
 
 from core.origins import BadOrigin, check_url
+from services import approvals
 from services.context import Context
 from services.errors import Invalid
 from store import actions as action_store
 from store import requests as store
 from trust.did import web_organization_did
 from wire.models import CreateRequestIn
+
+MAX_CREDENTIALS = 10  # inline and made of approvals together
 
 
 def _to_new_request(
@@ -25,6 +29,7 @@ def _to_new_request(
     pinned_actions: dict[int, dict[str, Any]],
     contact_hash: Callable[[str], str],
     bounds: dict[int, list[dict[str, Any]]],
+    from_approvals: list[store.NewCredential],
 ) -> store.NewRequest:
     """The request to store; ``pinned_actions`` replaces the ``action`` of POLICY credentials (by
     position) with the pinned version and the filled userParams; ``bounds`` are their action's
@@ -50,7 +55,8 @@ def _to_new_request(
                 limits=bounds.get(i),
             )
             for i, c in enumerate(body.credentials)
-        ],
+        ]
+        + from_approvals,
         name=body.name,
         language=body.language.value,
         redirect_url=body.redirectUrl,
@@ -100,6 +106,21 @@ async def validated(ctx: Context, org_id: str, body: CreateRequestIn) -> store.N
     action_problems: list[str] = []
     if any(c.action is not None for c in body.credentials):
         pinned, bounds, action_problems = await asyncio.to_thread(_pin_actions, ctx, org_id, body)
+    made = approvals.Made([], [])
+    if body.resourcesIds or body.groupIds:
+        made = await asyncio.to_thread(
+            approvals.credentials_for_request, ctx, org_id, body.resourcesIds, body.groupIds
+        )
+        action_problems += made.problems
+    total = len(body.credentials) + len(made.credentials)
+    if not body.credentials and not (body.resourcesIds or body.groupIds):
+        problems.append("give credentials, resourcesIds (approvals) or groupIds (workflows)")
+    elif total > MAX_CREDENTIALS:
+        problems.append(
+            f"the request holds {total} credentials with its approvals; at most {MAX_CREDENTIALS}"
+        )
+    if made.forms and len(contacts) > 1:
+        problems.append("a request with a FORM approval names one contact: that subject fills it in")
     if problems or action_problems:
         raise Invalid(problems + action_problems)
     return _to_new_request(
@@ -109,4 +130,5 @@ async def validated(ctx: Context, org_id: str, body: CreateRequestIn) -> store.N
         pinned,
         ctx.journey.contact_hash,
         bounds,
+        made.credentials,
     )

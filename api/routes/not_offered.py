@@ -18,8 +18,6 @@ router = APIRouter(include_in_schema=False)
 NOT_OFFERED: tuple[tuple[str, str, str], ...] = (
     ("POST", "/user", "subjects are created by the requests that name them"),
     ("GET", "/user", "a subject is read through its requests (GET /request?contact=...)"),
-    ("GET", "/approvals", "resources and groups are not part of this service"),
-    ("GET", "/approvals/workflow", "resources and groups are not part of this service"),
     ("GET", "/intelligence/action", "the activity trail (GET /activity) holds these events"),
     ("GET", "/intelligence/snapshot", "the activity trail (GET /activity) holds these events"),
     ("GET", "/intelligence/window", "the activity trail (GET /activity) holds these events"),

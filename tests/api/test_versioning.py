@@ -349,7 +349,15 @@ def test_every_change_names_a_real_operation_or_event(settings: Settings) -> Non
     app = create_app(settings)
     try:
         names = {r.name for r in app.routes if isinstance(r, APIRoute)}
-        for router_module in ("requests", "actions", "presentations", "mandates", "activity", "identity"):
+        for router_module in (
+            "requests",
+            "actions",
+            "approvals",
+            "presentations",
+            "mandates",
+            "activity",
+            "identity",
+        ):
             module = __import__(f"api.routes.{router_module}", fromlist=["router"])
             names |= {r.name for r in module.router.routes if isinstance(r, APIRoute)}
         events = {f"webhook:{event_type}" for event_type in webhook_models.EVENTS}
