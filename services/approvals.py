@@ -16,8 +16,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import ValidationError
-from pypdf import PdfReader
-from pypdf.errors import PyPdfError
 
 from core.actors import Actor
 from core.ids import is_object_id
@@ -55,6 +53,9 @@ def _checked(spec: ApprovalSpec) -> ApprovalSpec:
 def pdf_facts(pdf: bytes) -> dict[str, Any]:
     """A DOCUMENT's PDF checked: at most 5 MB, a PDF pypdf reads, not encrypted, 1 to 200 pages;
     its digest, size and page count. ``Invalid`` otherwise."""
+    from pypdf import PdfReader  # imported when a PDF comes: it is slow to load
+    from pypdf.errors import PyPdfError
+
     if len(pdf) > MAX_PDF_BYTES:
         raise Invalid(f"the PDF is {len(pdf)} bytes; at most {MAX_PDF_BYTES}")
     if not pdf.startswith(b"%PDF-"):
