@@ -40,6 +40,7 @@ class CredentialShown:
     params: list[tuple[str, str]] = field(default_factory=list)
     fields: list[tuple[str, str]] = field(default_factory=list)
     limits: list[dict[str, Any]] = field(default_factory=list)
+    form: list[dict[str, Any]] = field(default_factory=list)  # a FORM's fields the subject fills in
 
 
 @dataclass(frozen=True)
@@ -76,12 +77,18 @@ def _shown(
     cred: Credential, actions: dict[str, Action], described: dict[str, dict[str, str]]
 ) -> CredentialShown:
     if cred.resource_type == "DOCUMENT":
+        items = cred.data or []
+        form = [
+            i["fields"][0] for i in items if str(i.get("type", "")).startswith("FORM:") and i.get("fields")
+        ]
         fields = [
             (str(item.get("label", "")), shown_value(item.get("value", "")))
-            for item in cred.data or []
-            if not item.get("hidden")
+            for item in items
+            if not item.get("hidden") and not (form and str(item.get("type", "")).startswith("FORM:"))
         ]
-        return CredentialShown(cred.id, cred.name, cred.description, cred.resource_type, fields=fields)
+        return CredentialShown(
+            cred.id, cred.name, cred.description, cred.resource_type, fields=fields, form=form
+        )
     action = cred.action or {}
     found = actions.get(str(action.get("id")))
     params = [(name, shown_value(value)) for name, value in (action.get("userParams") or {}).items()]

@@ -45,9 +45,9 @@ from api.routes.journey_pages import (
 )
 from core.kinds import UpdateRefusal
 from core.otp import KYC_RETURN_SECONDS, JourneySecrets
-from services import journey
+from services import approval_forms, journey
 from services.context import utcnow
-from services.errors import Refused, Unavailable
+from services.errors import Conflict, Refused, Unavailable
 from workflows.messages import (
     OTP_EXPIRED,
     OTP_LOCKED,
@@ -291,9 +291,13 @@ async def decide(
     page = await with_session(ctx, token, session, lang, surface, parent)
     if isinstance(page, HTMLResponse):
         return page
-    choices = _choices(page, await request.form())
+    form = await request.form()
+    choices = _choices(page, form)
     if choices is None:
         return render("review", page=page, status=400, session=session, error=page.t("decide_missing"))
+    filled = await _fill_forms(page, ctx, session, choices, form)
+    if filled is not None:
+        return filled
     decided = await _decide_each(page, ctx, session, choices)
     if isinstance(decided, HTMLResponse):
         return decided
@@ -318,6 +322,28 @@ def _choices(page: Page, form: Mapping[str, Any]) -> dict[str, bool] | None:
             return None
         choices[cred.id] = value == "accept"
     return choices
+
+
+async def _fill_forms(
+    page: Page, ctx: ContextDep, session: str, choices: dict[str, bool], form: Mapping[str, Any]
+) -> HTMLResponse | None:
+    """The values of each accepted FORM, checked by type and bounds and written into its
+    credential before the decision (docs/approvals.md); the page again, saying which fields to
+    check, when one is missing or wrong; None when all are stored."""
+    accepted = [c for c in page.journey.open_credentials if c.form and choices.get(c.id)]
+    read = [(c.id, *approval_forms.read_values(c.id, c.form, form)) for c in accepted]
+    wrong = [label for _, _, labels in read for label in labels]
+    if wrong:
+        error = page.t("form_invalid", fields=", ".join(wrong))
+        return render("review", page=page, status=400, session=session, error=error, form_values=form)
+    for credential_id, values, _ in read:
+        try:
+            await approval_forms.fill(
+                ctx, page.journey.request.id, page.journey.subject.id, credential_id, values
+            )
+        except Conflict:
+            return render("ended", page=page, status=410)
+    return None
 
 
 async def _decide_each(
