@@ -17,7 +17,7 @@ from typing import Any
 from core.text import text_problem
 from services.context import Context
 from services.errors import Conflict
-from store import approvals as store
+from store import approval_credentials as store
 from store.db import run_db
 from wire.approvals import MAX_NUMBER, MAX_TEXT_VALUE
 

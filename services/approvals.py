@@ -23,6 +23,7 @@ from core.text import quote_input
 from services.context import Context
 from services.errors import Conflict, Invalid, NotFound
 from store import actions as action_store
+from store import approval_credentials
 from store import approvals as store
 from store.approvals import ApprovalView as ApprovalView
 from store.approvals import Filter as Filter
@@ -297,4 +298,15 @@ def credentials_for_request(
 
 def sources(ctx: Context, credential_ids: list[str]) -> dict[str, Any]:
     """The approval version each credential was made from, by credential id."""
-    return store.sources_of(ctx.engine, credential_ids)
+    return approval_credentials.sources_of(ctx.engine, credential_ids)
+
+
+async def subject_document(ctx: Context, request_id: str, credential_id: str) -> bytes:
+    """The PDF a DOCUMENT credential of the request names (its subject reads it on the approval
+    page before deciding); ``NotFound`` for any other credential."""
+    pdf = await asyncio.to_thread(
+        approval_credentials.document_of_credential, ctx.engine, request_id, credential_id
+    )
+    if pdf is None:
+        raise NotFound("No document")
+    return pdf

@@ -17,15 +17,11 @@ from sqlmodel import Session, col, func, select
 from core.ids import new_object_id
 from store import audit
 from store.db import read_session, utcnow, write_session
-from store.request_records import OPEN_CREDENTIAL_STATES
 from store.tables import (
     Approval,
     ApprovalVersion,
     ApprovalWorkflow,
     ApprovalWorkflowItem,
-    Credential,
-    CredentialApproval,
-    Decision,
     Organization,
 )
 
@@ -442,48 +438,3 @@ def take_for_request(
         else:
             taken.append(Taken(found.approval, found.current, from_workflow))
     return taken, problems
-
-
-def sources_of(engine: Engine, credential_ids: list[str]) -> dict[str, CredentialApproval]:
-    """The approval each of these credentials was made from, by credential id."""
-    if not credential_ids:
-        return {}
-    with read_session(engine) as session:
-        rows = session.exec(
-            select(CredentialApproval).where(col(CredentialApproval.credential_id).in_(credential_ids))
-        )
-        return {r.credential_id: r for r in rows}
-
-
-def fill_form(
-    engine: Engine, request_id: str, credential_id: str, values: dict[str, Any], shown: dict[str, str]
-) -> bool:
-    """A FORM credential's values, once: written into its data items (by field name) and kept
-    typed on its ``credential_approval``, while the credential is open and nobody decided on it.
-    True when the values are stored (now or by an earlier submission), False when it is closed."""
-    with write_session(engine) as session:
-        credential = session.exec(
-            select(Credential)
-            .where(Credential.id == credential_id, Credential.request_id == request_id)
-            .with_for_update()
-        ).first()
-        source = session.get(CredentialApproval, credential_id)
-        if credential is None or source is None or source.type != "FORM":
-            return False
-        if (
-            credential.status not in OPEN_CREDENTIAL_STATES
-            or session.exec(select(Decision.id).where(Decision.credential_id == credential_id)).first()
-        ):
-            return False
-        if source.values is not None:
-            return True  # given before: a second submission changes nothing
-        data = []
-        for item in credential.data or []:
-            definition = (item.get("fields") or [{}])[0]
-            name = definition.get("name") if str(item.get("type", "")).startswith("FORM:") else None
-            data.append({**item, "value": shown[name]} if name in shown else item)
-        credential.data = data
-        source.values = values
-        session.add(credential)
-        session.add(source)
-        return True

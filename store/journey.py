@@ -41,6 +41,7 @@ class CredentialShown:
     fields: list[tuple[str, str]] = field(default_factory=list)
     limits: list[dict[str, Any]] = field(default_factory=list)
     form: list[dict[str, Any]] = field(default_factory=list)  # a FORM's fields the subject fills in
+    pdf: bool = False  # made of a DOCUMENT approval: its PDF is on the page (/r/<token>/document/<id>)
 
 
 @dataclass(frozen=True)
@@ -86,8 +87,9 @@ def _shown(
             for item in items
             if not item.get("hidden") and not (form and str(item.get("type", "")).startswith("FORM:"))
         ]
+        pdf = any(i.get("type") == "PDF" and "approvalId" in (i.get("fields") or [{}])[0] for i in items)
         return CredentialShown(
-            cred.id, cred.name, cred.description, cred.resource_type, fields=fields, form=form
+            cred.id, cred.name, cred.description, cred.resource_type, fields=fields, form=form, pdf=pdf
         )
     action = cred.action or {}
     found = actions.get(str(action.get("id")))

@@ -45,9 +45,9 @@ from api.routes.journey_pages import (
 )
 from core.kinds import UpdateRefusal
 from core.otp import KYC_RETURN_SECONDS, JourneySecrets
-from services import approval_forms, journey
+from services import approval_forms, approvals, journey
 from services.context import utcnow
-from services.errors import Conflict, Refused, Unavailable
+from services.errors import Conflict, NotFound, Refused, Unavailable
 from workflows.messages import (
     OTP_EXPIRED,
     OTP_LOCKED,
@@ -76,6 +76,27 @@ async def approval_page(
     if not page.journey.open_credentials:
         return done_page(page)
     return render("otp", page=page)
+
+
+@router.get("/r/{token}/document/{credential_id}", response_class=Response)
+async def approval_document(token: str, credential_id: str, ctx: ContextDep) -> Response:
+    """The PDF of a DOCUMENT approval the request asks the subject to approve: the link alone
+    shows what is asked, this included (docs/approvals.md)."""
+    target = ctx.journey.parse_link_token(token)
+    found = target and await journey.load(ctx, target.request_id, target.subject_id)
+    shown = found and next((c for c in found.credentials if c.id == credential_id and c.pdf), None)
+    if not found or not shown:
+        return render("invalid", status=404)
+    try:
+        pdf = await approvals.subject_document(ctx, found.request.id, credential_id)
+    except NotFound:
+        return render("invalid", status=404)
+    headers = {
+        "Cache-Control": "no-store",
+        "Content-Disposition": "inline",
+        "X-Content-Type-Options": "nosniff",
+    }
+    return Response(pdf, media_type="application/pdf", headers=headers)
 
 
 @router.post("/r/{token}/otp", response_class=HTMLResponse)

@@ -257,3 +257,26 @@ async def test_refusals_name_the_id_and_store_nothing(
         got = await api.post("/request", body)
         assert any(message in line for line in error_messages(got)), (message, got.text)
     assert requests_of(engine, org_id) == 0
+
+
+async def test_the_subject_reads_the_pdf_on_the_approval_page(
+    api: SignedClient, http: Any, ctx: Context, engine: Engine, other: Credentials
+) -> None:
+    ids = setup(ctx, engine, api.creds.organization_id)
+    created = await api.post("/request", request_body(resourcesIds=[ids["DOCUMENT"], ids["JSON"]]))
+    assert created.status_code == 201, created.text
+    request = created.json()["data"]
+    document, terms = (c["id"] for c in request["credentials"])
+    link = await api.get(f"/request/link/{request['id']}", params={"contact": "ana@example.com"})
+    url = link.json()["data"]["url"].removeprefix("https://mandatum.test")
+    page = await http.get(url)
+    assert f"{url}/document/{document}" in page.text and f"/document/{terms}" not in page.text
+    got = await http.get(f"{url}/document/{document}")
+    assert got.status_code == 200 and got.headers["content-type"] == "application/pdf"
+    assert got.content == pdf() and got.headers["cache-control"] == "no-store"
+    for wrong in (
+        f"{url}/document/{terms}",
+        f"{url}/document/{'0' * 24}",
+        f"/r/{'A' * 59}/document/{document}",
+    ):
+        assert (await http.get(wrong)).status_code == 404, wrong

@@ -11,7 +11,7 @@ from sqlalchemy import Engine
 
 from core.secretbox import SecretCipher
 from core.settings import Settings
-from store import approvals
+from store import approval_credentials, approvals
 from store import requests as request_store
 from tests.conftest import new_org
 from tests.support.api_client import Credentials
@@ -107,7 +107,7 @@ def test_a_request_keeps_the_version_its_credential_came_from(engine: Engine, or
     )
     assert isinstance(bundle, request_store.RequestBundle)
     approvals.add_version(engine, org_id, view.approval.id, json_version("a", 2), actor=ACTOR)
-    found = approvals.sources_of(engine, [c.id for c in bundle.credentials])
+    found = approval_credentials.sources_of(engine, [c.id for c in bundle.credentials])
     inline, made = bundle.credentials
     assert inline.id not in found
     assert (found[made.id].approval_id, found[made.id].version_id, found[made.id].version) == (
