@@ -6,15 +6,18 @@ with the values."""
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from typing import Any
 
 from playwright.async_api import Page, expect
 
 from core import i18n
+from core.kinds import MemberRole
 from services.context import Context
 from tests.support.a11y import assert_accessible
 from tests.support.approvals import DOCUMENT, FORM, make
+from tests.support.dashboard_browser import fits, set_password_and_log_in
 from tests.support.journey_messages import LINK_RE, code_in
 from tests.support.live_stack import LiveStack
 from tests.support.smtp_server import text_of
@@ -78,3 +81,24 @@ async def test_a_form_and_a_document_on_the_approval_page(
         "pro",
     ]
     assert lease["w3cCredential"]["credentialSubject"]["data"][0]["type"] == "PDF"
+
+
+async def test_the_dashboards_approvals_page(
+    live: LiveStack, browser_page: Page, axe_source: str, ctx: Context
+) -> None:
+    org = live.new_org()
+    made = make(ctx, org.organization_id, DOCUMENT)
+    page = browser_page
+    email = f"approvals-{org.organization_id}@example.com"
+    await set_password_and_log_in(page, live, org.organization_id, email, MemberRole.DEVELOPER)
+    await page.get_by_role("link", name="Approvals", exact=True).click()
+    await expect(page.get_by_role("heading", name="Approvals and workflows")).to_be_visible()
+    await page.get_by_label("Spec (JSON or YAML)", exact=True).fill(json.dumps(FORM))
+    await page.get_by_role("button", name="Create the approval").click()
+    await expect(page.get_by_role("status")).to_contain_text("The approval was created")
+    await page.get_by_label("Name", exact=True).fill("Lease")
+    await page.get_by_label("Approval ids, in order (separated by spaces or commas)").fill(made)
+    await page.get_by_role("button", name="Create the workflow").click()
+    await expect(page.get_by_role("status")).to_contain_text("The workflow was created")
+    await assert_accessible(page, axe_source, "the approvals page with approvals and a workflow")
+    await fits(page)
