@@ -28,6 +28,7 @@ from api.openapi import install as install_openapi
 from api.routes import (
     actions,
     activity,
+    approvals,
     dashboard,
     dev,
     identity,
@@ -127,6 +128,7 @@ def _include_routes(app: FastAPI, ctx: Context) -> None:
     """The routers, in the order they match, then the health checks."""
     app.include_router(requests.router)
     app.include_router(actions.router)
+    app.include_router(approvals.router)
     app.include_router(presentations.router)
     app.include_router(mandates.router)
     app.include_router(identity.router)

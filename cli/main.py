@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from cli.actions import action_app
+from cli.approvals import approval_app, workflow_app
 from cli.audit import audit_app
 from cli.common import JsonOpt, command_context, echo, emit, fail, operator
 from cli.mandates import mandate_app
@@ -41,6 +42,8 @@ app.add_typer(key_app, name="key")
 app.add_typer(db_app, name="db")
 app.add_typer(signing_app, name="keys")
 app.add_typer(action_app, name="action")
+app.add_typer(approval_app, name="approval")
+app.add_typer(workflow_app, name="workflow")
 app.add_typer(webhook_app, name="webhook")
 app.add_typer(audit_app, name="audit")
 app.add_typer(request_app, name="request")

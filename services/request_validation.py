@@ -1,6 +1,7 @@
 """A new credential request checked before it is stored (``services.requests.create``): its
 contacts, its ``redirectUrl``, each POLICY credential's action pinned to the organization's
-newest published version of it (CONTRACT 6), and each DOCUMENT credential's placements against
+newest published version of it (CONTRACT 6), the credentials made of the approvals and
+workflows it names (``services.approvals``), and each DOCUMENT credential's placements against
 the request's contacts and its PDF's pages (``wire.placements``); every problem is listed at once
 (``Invalid``).
 """
@@ -13,6 +14,7 @@ from typing import Any
 
 from core.origins import BadOrigin, check_url
 from core.text import shown
+from services import approvals
 from services.context import Context
 from services.errors import Invalid
 from store import actions as action_store
@@ -27,6 +29,8 @@ from wire.models import CreateRequestIn, CredentialIn
 # the API passes one (``api.pdf``): the service layer does not draw PDFs
 PageCount = Callable[[str, CredentialIn], Awaitable[int]]
 
+MAX_CREDENTIALS = 10  # inline and made of approvals together
+
 
 def _to_new_request(
     body: CreateRequestIn,
@@ -37,7 +41,8 @@ def _to_new_request(
     bounds: dict[int, list[dict[str, Any]]],
     seal: Callable[[str], bytes],
     placements: dict[int, list[dict[str, Any]]],
-    document_hash: Callable[[str], str] | None = None,
+    document_hash: Callable[[str], str],
+    from_approvals: list[store.NewCredential],
 ) -> store.NewRequest:
     """The request to store; ``pinned_actions`` replaces the ``action`` of POLICY credentials (by
     position) with the pinned version and the filled userParams; ``bounds`` are their action's
@@ -55,7 +60,7 @@ def _to_new_request(
                 secondary_sealed=seal(c.secondary[0]) if c.secondary else None,
                 secondary_kind=c.secondary[1] if c.secondary else None,
                 signer_quality=c.signer_quality,
-                doc_id_hash=document_hash(normalize_document_id(doc)) if doc and document_hash else None,
+                doc_id_hash=document_hash(normalize_document_id(doc)) if doc else None,
             )
             for c, doc in zip(contacts, _doc_ids(body), strict=True)
         ],
@@ -76,7 +81,8 @@ def _to_new_request(
                 placements=placements.get(i),
             )
             for i, c in enumerate(body.credentials)
-        ],
+        ]
+        + from_approvals,
         name=body.name,
         language=body.language.value,
         redirect_url=body.redirectUrl,
@@ -183,6 +189,21 @@ async def validated(
     action_problems: list[str] = []
     if any(c.action is not None for c in body.credentials):
         pinned, bounds, action_problems = await asyncio.to_thread(_pin_actions, ctx, org_id, body)
+    made = approvals.Made([], [])
+    if body.resourcesIds or body.groupIds:
+        made = await asyncio.to_thread(
+            approvals.credentials_for_request, ctx, org_id, body.resourcesIds, body.groupIds
+        )
+        action_problems += made.problems
+    total = len(body.credentials) + len(made.credentials)
+    if not body.credentials and not (body.resourcesIds or body.groupIds):
+        problems.append("give credentials, resourcesIds (approvals) or groupIds (workflows)")
+    elif total > MAX_CREDENTIALS:
+        problems.append(
+            f"the request holds {total} credentials with its approvals; at most {MAX_CREDENTIALS}"
+        )
+    if made.forms and len(contacts) > 1:
+        problems.append("a request with a FORM approval names one contact: that subject fills it in")
     placements, placement_problems = await _placements(ctx, org_id, body, contacts, page_count)
     if problems or action_problems or placement_problems:
         raise Invalid(problems + action_problems + placement_problems)
@@ -196,4 +217,5 @@ async def validated(
         ctx.cipher.encrypt,  # a secondary contact is kept only encrypted (store.tables.RequestSubject)
         placements,
         ctx.journey.document_hash,
+        made.credentials,
     )

@@ -75,6 +75,8 @@ WEBHOOK_CONFIGURED = "WEBHOOK_CONFIGURED"
 SETTINGS_CHANGED = "ORGANIZATION_SETTINGS_CHANGED"
 ACTION_PUBLISHED = "ACTION_PUBLISHED"
 ACTION_DELETED = "ACTION_DELETED"
+APPROVAL_CHANGED = "APPROVAL_CHANGED"  # an approval created, given a new version or archived
+WORKFLOW_CHANGED = "WORKFLOW_CHANGED"  # a workflow of approvals created or archived
 WEBHOOK_REDELIVERY = "WEBHOOK_REDELIVERY"  # a failed event retried or a delivered one resent, by whom
 SUBJECT_LINK_SHOWN = "SUBJECT_LINK_SHOWN"  # a member or an operator shown a subject's approval link
 # the organization's dashboard members (store.members): who invited, changed, disabled whom
@@ -87,8 +89,7 @@ MEMBER_SECOND_FACTOR_ON = "MEMBER_SECOND_FACTOR_ON"
 MEMBER_SECOND_FACTOR_OFF = "MEMBER_SECOND_FACTOR_OFF"
 MEMBER_RECOVERY_CODES_MADE = "MEMBER_RECOVERY_CODES_MADE"  # a new set replaced the old one (never a code)
 MEMBER_RECOVERY_CODE_USED = "MEMBER_RECOVERY_CODE_USED"  # one stood in for a code: how many remain
-# a trusted browser session (issue 36, ``iframe.cookie``): opened after a confirmed code, revoked
-# by the subject, the integrator or a newer session in the same browser (never its token)
+# a trusted browser session (``iframe.cookie``): opened after a code, revoked (never its token)
 TRUSTED_SESSION_OPENED = "TRUSTED_SESSION_OPENED"
 TRUSTED_SESSION_REVOKED = "TRUSTED_SESSION_REVOKED"
 USERS_IMPORTED = "USERS_IMPORTED"  # POST /user: the subjects created, updated, unchanged (no values)
@@ -118,6 +119,8 @@ RECORD_TYPES = (
     SETTINGS_CHANGED,
     ACTION_PUBLISHED,
     ACTION_DELETED,
+    APPROVAL_CHANGED,
+    WORKFLOW_CHANGED,
     SUBJECT_LINK_SHOWN,
     WEBHOOK_REDELIVERY,
     MEMBER_INVITED,

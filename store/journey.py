@@ -42,6 +42,8 @@ class CredentialShown:
     fields: list[tuple[str, str]] = field(default_factory=list)
     limits: list[dict[str, Any]] = field(default_factory=list)
     marks: list[tuple[str, int]] = field(default_factory=list)
+    form: list[dict[str, Any]] = field(default_factory=list)  # a FORM's fields the subject fills in
+    pdf: bool = False  # made of a DOCUMENT approval: its PDF is on the page (/r/<token>/document/<id>)
 
 
 @dataclass(frozen=True)
@@ -88,18 +90,30 @@ def _shown(
     cred: Credential, actions: dict[str, Action], described: dict[str, dict[str, str]], contact: str
 ) -> CredentialShown:
     if cred.resource_type == "DOCUMENT":
+        items = cred.data or []
+        form = [
+            i["fields"][0] for i in items if str(i.get("type", "")).startswith("FORM:") and i.get("fields")
+        ]
         fields = [
             (str(item.get("label", "")), shown_value(item.get("value", "")))
-            for item in cred.data or []
-            if not item.get("hidden")
+            for item in items
+            if not item.get("hidden") and not (form and str(item.get("type", "")).startswith("FORM:"))
         ]
         marks = [
             (str(p["type"]), int(p["pageIndex"]) + 1)
             for p in cred.placements or []
             if p.get("contact") == contact
         ]
+        pdf = any(i.get("type") == "PDF" and "approvalId" in (i.get("fields") or [{}])[0] for i in items)
         return CredentialShown(
-            cred.id, cred.name, cred.description, cred.resource_type, fields=fields, marks=marks
+            cred.id,
+            cred.name,
+            cred.description,
+            cred.resource_type,
+            fields=fields,
+            marks=marks,
+            form=form,
+            pdf=pdf,
         )
     action = cred.action or {}
     found = actions.get(str(action.get("id")))

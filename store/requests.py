@@ -34,6 +34,7 @@ from store.request_records import record_link_shown as record_link_shown
 from store.request_records import repair_closed_workflow as repair_closed_workflow
 from store.tables import (
     Credential,
+    CredentialApproval,
     CredentialRequest,
     Decision,
     Organization,
@@ -73,6 +74,18 @@ class NewCredential:
     max_executions: int | None = None
     limits: list[dict[str, Any]] | None = None  # the action's bounds (``policy.limits.Bound``)
     placements: list[dict[str, Any]] | None = None  # a DOCUMENT's (``wire.placements``)
+    source: ApprovalSource | None = None  # the approval version it was made from (resourcesIds, groupIds)
+
+
+@dataclass(frozen=True)
+class ApprovalSource:
+    """The approval version a credential was made from (``CredentialApproval``)."""
+
+    approval_id: str
+    version_id: str
+    version: int
+    type: str
+    workflow_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -292,6 +305,21 @@ def _insert_rows_of(
     creds = [_new_credential(req.id, i, c) for i, c in enumerate(new.credentials)]
     _insert_rows(session, links)
     _insert_rows(session, creds)
+    _insert_rows(
+        session,
+        [
+            CredentialApproval(
+                credential_id=row.id,
+                approval_id=c.source.approval_id,
+                version_id=c.source.version_id,
+                version=c.source.version,
+                type=c.source.type,
+                workflow_id=c.source.workflow_id,
+            )
+            for row, c in zip(creds, new.credentials, strict=True)
+            if c.source is not None
+        ],
+    )
     return RequestBundle(req, list(zip(links, subjects, strict=True)), creds, {})
 
 

@@ -18,6 +18,13 @@ from sqlmodel import Field, SQLModel
 
 from core.kinds import SubjectIdentity, SubjectKyc
 
+# approvals and workflows (migration 0019)
+from store.tables_approvals import Approval as Approval
+from store.tables_approvals import ApprovalVersion as ApprovalVersion
+from store.tables_approvals import ApprovalWorkflow as ApprovalWorkflow
+from store.tables_approvals import ApprovalWorkflowItem as ApprovalWorkflowItem
+from store.tables_approvals import CredentialApproval as CredentialApproval
+
 # the dashboard's tables (members, their tokens, codes and sessions, login throttling), importable
 # from here as they always were
 from store.tables_members import LoginThrottle as LoginThrottle

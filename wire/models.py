@@ -104,6 +104,7 @@ QueryBool = Annotated[bool, BeforeValidator(_query_bool)]
 Did = Annotated[str, AfterValidator(_did)]
 Text = Annotated[str, Field(min_length=1, max_length=200), AfterValidator(one_line_text)]
 Ref = Annotated[str, Field(min_length=1, max_length=255), AfterValidator(one_line_text)]
+ApprovalId = Annotated[str, Field(min_length=1, max_length=64)]  # services.approvals checks the form
 
 
 class Language(StrEnum):
@@ -247,7 +248,9 @@ class CredentialIn(Strict):
 class CreateRequestIn(Strict):
     contacts: Annotated[list[str | ContactIn], Field(min_length=1, max_length=100)]
     securityLevel: SecurityLevel
-    credentials: Annotated[list[CredentialIn], Field(min_length=1, max_length=10)]
+    credentials: Annotated[list[CredentialIn], Field(max_length=10)] = Field(default_factory=list)
+    resourcesIds: Annotated[list[ApprovalId], Field(max_length=10)] = Field(default_factory=list)
+    groupIds: Annotated[list[ApprovalId], Field(max_length=10)] = Field(default_factory=list)
     name: Text | None = None
     language: Language = Language.ENG
     redirectUrl: Annotated[str, Field(max_length=2048)] | None = None
@@ -255,7 +258,7 @@ class CreateRequestIn(Strict):
     authorizedDIDs: Annotated[list[Did], Field(max_length=20)] = Field(default_factory=list)
     iframe: IframeIn | None = None
 
-    @field_validator("language", "authorizedDIDs", mode="before")
+    @field_validator("language", "authorizedDIDs", "credentials", "resourcesIds", "groupIds", mode="before")
     @classmethod
     def _null_is_default(cls, value: Any, info: ValidationInfo) -> Any:
         """SDKs send absent optional fields as null: that means the default, not an error."""

@@ -47,9 +47,9 @@ from api.routes.journey_pages import (
 )
 from core.kinds import UpdateRefusal
 from core.otp import KYC_RETURN_SECONDS, JourneySecrets
-from services import journey
+from services import approval_forms, approvals, journey
 from services.context import utcnow
-from services.errors import Refused, Unavailable
+from services.errors import Conflict, NotFound, Refused, Unavailable
 from workflows.messages import (
     OTP_EXPIRED,
     OTP_LOCKED,
@@ -93,6 +93,27 @@ async def approval_page(
         if not opened.delivered:
             return render("otp", page=page, status=502, error=page.t("otp_no_code"))
     return render("otp", page=page)
+
+
+@router.get("/r/{token}/document/{credential_id}", response_class=Response)
+async def approval_document(token: str, credential_id: str, ctx: ContextDep) -> Response:
+    """The PDF of a DOCUMENT approval the request asks the subject to approve: the link alone
+    shows what is asked, this included (docs/approvals.md)."""
+    target = ctx.journey.parse_link_token(token)
+    found = target and await journey.load(ctx, target.request_id, target.subject_id)
+    shown = found and next((c for c in found.credentials if c.id == credential_id and c.pdf), None)
+    if not found or not shown:
+        return render("invalid", status=404)
+    try:
+        pdf = await approvals.subject_document(ctx, found.request.id, credential_id)
+    except NotFound:
+        return render("invalid", status=404)
+    headers = {
+        "Cache-Control": "no-store",
+        "Content-Disposition": "inline",
+        "X-Content-Type-Options": "nosniff",
+    }
+    return Response(pdf, media_type="application/pdf", headers=headers)
 
 
 @router.post("/r/{token}/otp", response_class=HTMLResponse)
@@ -313,9 +334,13 @@ async def decide(
     page = await with_session(ctx, token, session, lang, surface, parent)
     if isinstance(page, HTMLResponse):
         return page
-    choices = _choices(page, await request.form())
+    form = await request.form()
+    choices = _choices(page, form)
     if choices is None:
         return render("review", page=page, status=400, session=session, error=page.t("decide_missing"))
+    filled = await _fill_forms(page, ctx, session, choices, form)
+    if filled is not None:
+        return filled
     decided = await _decide_each(page, ctx, session, choices)
     if isinstance(decided, HTMLResponse):
         return decided
@@ -340,6 +365,28 @@ def _choices(page: Page, form: Mapping[str, Any]) -> dict[str, bool] | None:
             return None
         choices[cred.id] = value == "accept"
     return choices
+
+
+async def _fill_forms(
+    page: Page, ctx: ContextDep, session: str, choices: dict[str, bool], form: Mapping[str, Any]
+) -> HTMLResponse | None:
+    """The values of each accepted FORM, checked by type and bounds and written into its
+    credential before the decision (docs/approvals.md); the page again, saying which fields to
+    check, when one is missing or wrong; None when all are stored."""
+    accepted = [c for c in page.journey.open_credentials if c.form and choices.get(c.id)]
+    read = [(c.id, *approval_forms.read_values(c.id, c.form, form)) for c in accepted]
+    wrong = [label for _, _, labels in read for label in labels]
+    if wrong:
+        error = page.t("form_invalid", fields=", ".join(wrong))
+        return render("review", page=page, status=400, session=session, error=error, form_values=form)
+    for credential_id, values, _ in read:
+        try:
+            await approval_forms.fill(
+                ctx, page.journey.request.id, page.journey.subject.id, credential_id, values
+            )
+        except Conflict:
+            return render("ended", page=page, status=410)
+    return None
 
 
 async def _decide_each(

@@ -16,8 +16,6 @@ from api.errors import ApiError
 router = APIRouter(include_in_schema=False)
 
 NOT_OFFERED: tuple[tuple[str, str, str], ...] = (
-    ("GET", "/approvals", "resources and groups are not part of this service"),
-    ("GET", "/approvals/workflow", "resources and groups are not part of this service"),
     ("GET", "/intelligence/action", "the activity trail (GET /activity) holds these events"),
     ("GET", "/intelligence/snapshot", "the activity trail (GET /activity) holds these events"),
     ("GET", "/intelligence/window", "the activity trail (GET /activity) holds these events"),

@@ -82,7 +82,11 @@ async def test_a_key_that_is_not_p256_is_a_400_naming_it_and_stores_nothing(
 
 @pytest.mark.parametrize(
     ("iframe", "named"),
-    [({"pubKey": ""}, "iframe.pubKey"), ({"pubKey": P256, "other": 1}, "iframe.other"), ({"pubKey": 5}, "iframe.pubKey")],
+    [
+        ({"pubKey": ""}, "iframe.pubKey"),
+        ({"pubKey": P256, "other": 1}, "iframe.other"),
+        ({"pubKey": 5}, "iframe.pubKey"),
+    ],
 )
 async def test_an_empty_key_or_a_stranger_in_the_iframe_is_refused(
     api: SignedClient, engine: Engine, temporal: Client, iframe: dict[str, Any], named: str

@@ -36,7 +36,10 @@ GENERATOR = Path(sys.prefix) / "tools" / "openapi-python-client" / "bin" / "open
 PACKAGE = "mandatum_generated_client"
 CONFIG = {
     "post_hooks": [],  # no formatter: the code is imported, not read
-    "content_type_overrides": {"application/vc": "application/json"},  # the status list credential
+    "content_type_overrides": {
+        "application/vc": "application/json",  # the status list credential
+        "application/pdf": "application/octet-stream",  # a DOCUMENT approval's PDF, as a file
+    },
 }
 
 pytestmark = pytest.mark.usefixtures("worker", "no_server_errors")

@@ -13,12 +13,17 @@ import pytest
 from temporalio.client import Client
 from temporalio.testing import WorkflowEnvironment
 
+from services import approvals
+from services.context import Context
 from tests.support.api_client import Credentials, SignedClient, policy_request
+from tests.support.approvals import ALICE, FORM, JSON, make
+from tests.support.approvals import DOCUMENT as APPROVED_DOCUMENT
 from tests.support.journey_messages import message_for
 from tests.support.mandates import accept_all
 from tests.support.openapi import Oracle, Recorder
 from tests.support.presentations import GOOD
 from tests.support.workflow import executor, ts_queue  # noqa: F401 (fixtures)
+from wire.approvals import WorkflowSpec
 
 RECORD = os.environ.get("MANDATUM_RECORD_OPENAPI_EXAMPLES") == "1"
 RESEND = "resend_code"  # answered on the time-skipping server, by its own test
@@ -47,10 +52,13 @@ async def issued(rec: Recorder, temporal: Client, example: bool = False, **overr
 
 
 @pytest.mark.usefixtures("worker", "no_server_errors")
-async def test_every_operation_answers_as_documented(api: SignedClient, temporal: Client) -> None:
+async def test_every_operation_answers_as_documented(
+    api: SignedClient, temporal: Client, ctx: Context
+) -> None:
     rec = await recorder(api)
     await reading_and_creating(rec)
     await users(rec)
+    await approvals_and_workflows(rec, ctx)
     await mandates(rec, temporal)
     await public_documents(rec, api.creds)
 
@@ -127,6 +135,23 @@ async def users(rec: Recorder) -> None:
     await rec.call("GET", "/user", params={"internalId": "crm-1001"})
     await rec.call("GET", "/user", params={"contact": "nobody@example.com"})  # 404
     await rec.call("GET", "/user", params={"contact": "rui@example.com", "internalId": "crm-1001"})  # 400
+
+
+async def approvals_and_workflows(rec: Recorder, ctx: Context) -> None:
+    org_id = rec.api.creds.organization_id
+    ids = [make(ctx, org_id, raw) for raw in (FORM, JSON, APPROVED_DOCUMENT)]
+    approvals.create_workflow(ctx, ALICE, org_id, WorkflowSpec(name="Lease", approvals=ids[1:]))
+    await rec.call("GET", "/approvals", params={"pageSize": 5})
+    await rec.call("GET", "/approvals", params={"types": "CONSENT"})  # 400
+    await rec.call("GET", "/approvals/workflow", params={"types": ["JSON"]})
+    document = {"approvalId": ids[2]}
+    got = await rec.call("GET", "/approvals/{approvalId}/document", path=document, example=False)
+    assert got.content.startswith(b"%PDF-")
+    await rec.call("GET", "/approvals/{approvalId}/document", path={"approvalId": ids[0]})  # 404
+    created = await rec.call(
+        "POST", "/request", body={**policy_request(), "resourcesIds": ids[:1]}, example=False
+    )
+    assert created.status_code == 201, created.text
 
 
 async def mandates(rec: Recorder, temporal: Client) -> None:

@@ -121,10 +121,13 @@ async def test_credential_count_limits(api: SignedClient) -> None:
 
 
 async def test_missing_required_top_level_fields(api: SignedClient) -> None:
-    for field in ("contacts", "securityLevel", "credentials"):
+    for field in ("contacts", "securityLevel"):
         body = policy_request()
         del body[field]
         assert_message(await api.post("/request", body), f"{field} is required")
+    body = policy_request()
+    del body["credentials"]  # or approvals by id (resourcesIds, groupIds: tests/api/test_approvals.py)
+    assert_message(await api.post("/request", body), "give credentials, resourcesIds")
 
 
 async def test_credential_without_name(api: SignedClient) -> None:

@@ -352,6 +352,7 @@ def test_every_change_names_a_real_operation_or_event(settings: Settings) -> Non
         for router_module in (
             "requests",
             "actions",
+            "approvals",
             "presentations",
             "mandates",
             "activity",

@@ -21,6 +21,7 @@ from fastapi import APIRouter
 from api.routes.dashboard import (
     actions,
     activity,
+    approvals,
     auth,
     keys,
     mandates,
@@ -43,6 +44,7 @@ SECTIONS = (
     requests,
     mandates,
     actions,
+    approvals,
     activity,
     second_factor,
     members,

@@ -3,7 +3,7 @@ them (identity and extra contacts, encrypted), and the document id a request exp
 subject's identity check (its keyed hash)
 
 Revision ID: 0020
-Revises: 0018
+Revises: 0019
 Create Date: 2026-11-27 23:00:00.000000
 """
 
@@ -14,7 +14,7 @@ import sqlmodel
 from alembic import op
 
 revision: str = "0020"
-down_revision: str | None = "0018"
+down_revision: str | None = "0019"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -1,0 +1,70 @@
+"""What the credentials of a request made of approvals read and write of them: which approval
+version each came from, a FORM's values given by its subject, a DOCUMENT's PDF."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Engine
+from sqlmodel import col, select
+
+from store.db import read_session, write_session
+from store.request_records import OPEN_CREDENTIAL_STATES
+from store.tables import ApprovalVersion, Credential, CredentialApproval, Decision
+
+
+def sources_of(engine: Engine, credential_ids: list[str]) -> dict[str, CredentialApproval]:
+    """The approval each of these credentials was made from, by credential id."""
+    if not credential_ids:
+        return {}
+    with read_session(engine) as session:
+        rows = session.exec(
+            select(CredentialApproval).where(col(CredentialApproval.credential_id).in_(credential_ids))
+        )
+        return {r.credential_id: r for r in rows}
+
+
+def fill_form(
+    engine: Engine, request_id: str, credential_id: str, values: dict[str, Any], shown: dict[str, str]
+) -> bool:
+    """A FORM credential's values, once: written into its data items (by field name) and kept
+    typed on its ``credential_approval``, while the credential is open and nobody decided on it.
+    True when the values are stored (now or by an earlier submission), False when it is closed."""
+    with write_session(engine) as session:
+        credential = session.exec(
+            select(Credential)
+            .where(Credential.id == credential_id, Credential.request_id == request_id)
+            .with_for_update()
+        ).first()
+        source = session.get(CredentialApproval, credential_id)
+        if credential is None or source is None or source.type != "FORM":
+            return False
+        if (
+            credential.status not in OPEN_CREDENTIAL_STATES
+            or session.exec(select(Decision.id).where(Decision.credential_id == credential_id)).first()
+        ):
+            return False
+        if source.values is not None:
+            return True  # given before: a second submission changes nothing
+        data = []
+        for item in credential.data or []:
+            definition = (item.get("fields") or [{}])[0]
+            name = definition.get("name") if str(item.get("type", "")).startswith("FORM:") else None
+            data.append({**item, "value": shown[name]} if name in shown else item)
+        credential.data = data
+        source.values = values
+        session.add(credential)
+        session.add(source)
+        return True
+
+
+def document_of_credential(engine: Engine, request_id: str, credential_id: str) -> bytes | None:
+    """The PDF of the DOCUMENT approval version a credential of this request was made from."""
+    with read_session(engine) as session:
+        row = session.exec(
+            select(ApprovalVersion.pdf)
+            .join(CredentialApproval, col(CredentialApproval.version_id) == col(ApprovalVersion.id))
+            .join(Credential, col(Credential.id) == col(CredentialApproval.credential_id))
+            .where(Credential.id == credential_id, Credential.request_id == request_id)
+        ).first()
+        return row if isinstance(row, bytes) else None
