@@ -82,7 +82,7 @@ def _json_object(value: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
-class Placement(Strict):
+class ApprovalPlacement(Strict):
     """Where a subject's mark goes on a DOCUMENT's page, in PDF points from the page's top left."""
 
     type: Literal["SIGNATURE", "INITIALS", "NAME", "DATE"]
@@ -104,7 +104,7 @@ class ApprovalSpec(Strict):
     fields: Annotated[list[FormField], Field(min_length=1, max_length=MAX_FORM_FIELDS)] | None = None
     json_: dict[str, Any] | None = Field(default=None, alias="json")
     action: ActionRef | None = None
-    placements: Annotated[list[Placement], Field(max_length=MAX_PLACEMENTS)] | None = None
+    placements: Annotated[list[ApprovalPlacement], Field(max_length=MAX_PLACEMENTS)] | None = None
 
     model_config = {"extra": "forbid", "populate_by_name": True}
 
@@ -193,7 +193,7 @@ class ApprovalContent(BaseModel):
         default=None, description="POLICY: {id, userParams}, as a credential's action"
     )
     pdf: DocumentPdf | SkipJsonSchema[None] = Field(default=None, description="DOCUMENT")
-    placements: list[Placement] | SkipJsonSchema[None] = Field(default=None, description="DOCUMENT")
+    placements: list[ApprovalPlacement] | SkipJsonSchema[None] = Field(default=None, description="DOCUMENT")
 
 
 class ApprovalOut(BaseModel):
