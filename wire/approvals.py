@@ -210,7 +210,13 @@ class ApprovalContent(BaseModel):
         default=None, description="POLICY: {id, userParams}, as a credential's action"
     )
     pdf: DocumentPdf | SkipJsonSchema[None] = Field(default=None, description="DOCUMENT")
-    placements: list[ApprovalPlacement] | SkipJsonSchema[None] = Field(default=None, description="DOCUMENT")
+    placements: list[ApprovalPlacement] | SkipJsonSchema[None] = Field(
+        default=None,
+        description=(
+            "DOCUMENT: where each signer's mark goes (percent of the page from its top-left corner; "
+            "signer: the request's contact by position, from 0), identityType on IDENTITY_FIELD only"
+        ),
+    )
 
 
 class ApprovalOut(BaseModel):
