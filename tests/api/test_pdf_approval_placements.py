@@ -123,6 +123,7 @@ def test_a_page_off_the_uploaded_pdf_is_refused_and_nothing_stored(
     assert approvals.get(ctx, org_id, made).current.number == 1
 
 
+@pytest.mark.both_databases  # the credential's placements, written in the request's transaction
 async def test_a_signer_beyond_the_requests_contacts_is_refused(
     api: SignedClient, ctx: Context, engine: Engine
 ) -> None:
@@ -147,6 +148,7 @@ async def test_a_signer_beyond_the_requests_contacts_is_refused(
     assert "placements" not in item["fields"][0]  # on the credential, given to the contacts
 
 
+@pytest.mark.both_databases  # the approval's PDF and digest read back through the credential
 @pytest.mark.usefixtures("worker")
 async def test_the_marks_are_stamped_on_the_approvals_pdf_then_the_sheet_follows(
     api: SignedClient, ctx: Context, temporal: Any, engine: Engine, settings: Settings, tmp_path: Path
