@@ -30,6 +30,12 @@ its label. Its text is fitted to the box (the largest size that fits, down to ``
 and clipped to it, so nothing is ever drawn outside it. A page a placement names that the sheet's
 text does not reach (the text can only grow after creation, when the page count was checked, so
 this is a safeguard) is added blank.
+
+A credential made of a DOCUMENT approval (``document_sri``, the digest of the approval's PDF, is
+part of what the sheet's digest covers): its PDF is the approval's own PDF with the marks stamped
+on its pages (``api.pdf_marks.stamp``: the same drawing, on an overlay page as large as each
+page), followed by the sheet's pages, which then carry no marks. It is rendered on the same pool,
+kept under the same digest; the approval's PDF is read (and its digest checked) only to render.
 """
 
 from __future__ import annotations
@@ -42,7 +48,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
@@ -50,6 +56,8 @@ from fpdf import FPDF
 from fpdf.enums import MethodReturnValue, XPos, YPos
 from fpdf.errors import FPDFException
 
+from api.pdf_marks import Mark as Mark
+from api.pdf_marks import mark_text, sri_sha256, stamp, when
 from core.kinds import CredentialStatus
 from core.text import escaped
 
@@ -83,18 +91,10 @@ RENDER_WAITING = 8
 RETRY_AFTER_SECONDS = 5
 CACHE_BYTES = 64 * 1024 * 1024
 # part of every PDF's digest: a change to how a sheet is drawn renders the kept PDFs anew
-# (2: unsafe characters shown as \uXXXX; 3: placements)
-RENDERING = 3
+# (2: unsafe characters shown as \uXXXX; 3: placements; 4: a DOCUMENT approval's PDF stamped)
+RENDERING = 4
 MIN_MARK_SIZE, MAX_MARK_SIZE = 3.0, 12.0  # points, the text in a placement's box
 PT_MM = 25.4 / 72
-MARK_LABELS = {"SIGNATURE": "Signature", "INITIALS": "Initials", "DATE": "Date"}
-IDENTITY_LABELS = {
-    "FULL_NAME": "Full name",
-    "BIRTH_DATE": "Birth date",
-    "DOCUMENT_NUMBER": "Document number",
-    "COUNTRY": "Country",
-}
-NO_VALUE = "\u2014"  # an identity field the identity check did not provide
 
 
 @dataclass(frozen=True)
@@ -103,25 +103,6 @@ class Acceptance:
     accepted: bool
     decided_at: datetime
     signer_quality: str | None = None  # in which capacity they signed, as the credential signs it
-
-
-@dataclass(frozen=True)
-class Mark:
-    """One placement as drawn, chosen by the caller: its rectangle (percent of the page, from its
-    top-left corner) on page ``page_index`` (from 0), and what goes in it."""
-
-    kind: str  # SIGNATURE | INITIALS | IDENTITY_FIELD | DATE
-    page_index: int
-    x: float
-    y: float
-    width: float
-    height: float
-    contact: str  # the signer's contact as shown (masked)
-    name: str | None = None  # the signer's verified name, when their identity check gave one
-    identity_type: str | None = None  # IDENTITY_FIELD: FULL_NAME, BIRTH_DATE, ...
-    identity_value: str | None = None  # its verified value, when the identity check gave one
-    decision_id: str | None = None  # set when the signer accepted
-    accepted_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -146,6 +127,9 @@ class CredentialSheet:
     revocation_reason: str | None
     verify_hint: str
     marks: Sequence[Mark] = ()
+    # a credential made of a DOCUMENT approval: its PDF's digest (``digestSRI``). The PDF is then
+    # that PDF with the marks stamped on its pages, followed by the sheet (``pdf_marks.stamp``)
+    document_sri: str | None = None
 
 
 def unicode_font() -> tuple[Path, Path] | None:
@@ -156,15 +140,8 @@ def unicode_font() -> tuple[Path, Path] | None:
     return None
 
 
-def _when(moment: datetime | None, empty: str = "-") -> str:
-    if moment is None:
-        return empty
-    aware = moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-    return aware.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
 class _Writer:
-    def __init__(self, font: tuple[Path, Path] | None) -> None:
+    def __init__(self, font: tuple[Path, Path] | None, first_page: bool = True) -> None:
         self.pdf = FPDF(format="A4")
         self.pdf.set_auto_page_break(True, margin=18)
         self.pdf.set_margins(18, 18, 18)
@@ -175,7 +152,8 @@ class _Writer:
             self.pdf.add_font("dejavu", "", str(font[0]))
             self.pdf.add_font("dejavu", "B", str(font[1]))
             self.family, self.unicode = "dejavu", True
-        self.pdf.add_page()
+        if first_page:
+            self.pdf.add_page()
 
     def text(self, value: str, multiline: bool = False) -> str:
         """``value`` as drawn: unsafe characters escaped (``multiline`` keeps line feeds), and in the
@@ -211,9 +189,33 @@ class _Writer:
         self.line(value, size=10, gap=2, multiline=multiline)
 
 
-def render(sheet: CredentialSheet, font: tuple[Path, Path] | Literal["auto"] | None = "auto") -> bytes:
+def render(
+    sheet: CredentialSheet,
+    font: tuple[Path, Path] | Literal["auto"] | None = "auto",
+    document: bytes | None = None,
+) -> bytes:
     """The PDF bytes. ``font``: "auto" uses DejaVu Sans when installed, else the core font; a
-    (regular, bold) pair of TrueType files; None forces the core font."""
+    (regular, bold) pair of TrueType files; None forces the core font. With ``document`` (the PDF
+    of the DOCUMENT approval the credential was made from, whose digest is ``sheet.document_sri``)
+    the marks are stamped on its pages and the sheet follows them (``api.pdf_marks.stamp``)."""
+    if document is not None:
+        if sheet.document_sri is None or sri_sha256(document) != sheet.document_sri:
+            raise ValueError("the approval's PDF is not the one the credential names")
+        chosen = unicode_font() if font == "auto" else font
+        by_page: dict[int, list[Mark]] = {}
+        for mark in sheet.marks:
+            by_page.setdefault(mark.page_index, []).append(mark)
+
+        def overlay(sizes: list[tuple[float, float]]) -> bytes:
+            out = _Writer(chosen, first_page=False)
+            out.pdf.set_auto_page_break(False)
+            for index, (width, height) in zip(sorted(by_page), sizes, strict=True):
+                out.pdf.add_page(format=(width * PT_MM, height * PT_MM))
+                for mark in by_page[index]:
+                    _draw(out, mark)
+            return bytes(out.pdf.output())
+
+        return stamp(document, sorted(by_page), overlay, bytes(_sheet(sheet, chosen).pdf.output()))
     out = _sheet(sheet, font)
     _place(out, sheet.marks)
     return bytes(out.pdf.output())
@@ -238,7 +240,7 @@ def _sheet(sheet: CredentialSheet, font: tuple[Path, Path] | Literal["auto"] | N
     out.line(status, size=11, bold=True, gap=1)
     if sheet.revoked_at is not None:
         reason = f", reason: {sheet.revocation_reason}" if sheet.revocation_reason else ""
-        out.line(f"Revoked on {_when(sheet.revoked_at)}{reason}")
+        out.line(f"Revoked on {when(sheet.revoked_at)}{reason}")
 
     out.heading("What was approved" if sheet.issued_at else "What the subjects are asked to approve")
     for item in sheet.items:
@@ -251,7 +253,7 @@ def _sheet(sheet: CredentialSheet, font: tuple[Path, Path] | Literal["auto"] | N
     for decision in sheet.decisions:
         verb = "accepted" if decision.accepted else "rejected"
         quality = f" (as {decision.signer_quality})" if decision.signer_quality else ""
-        out.line(f"{decision.contact}{quality}: {verb} on {_when(decision.decided_at)}")
+        out.line(f"{decision.contact}{quality}: {verb} on {when(decision.decided_at)}")
     if not sheet.decisions:
         out.line("No decision yet.", color=GREY)
 
@@ -260,34 +262,13 @@ def _sheet(sheet: CredentialSheet, font: tuple[Path, Path] | Literal["auto"] | N
     out.field("Mandate id", sheet.mandate_id or "- (assigned at issuance)")
     out.field("Issuer", sheet.issuer)
     out.field("Issued to (credential subject)", sheet.subject)
-    out.field("Issuance date", _when(sheet.issued_at, "- (not issued)"))
-    validity = f"from {_when(sheet.valid_from, 'issuance')} until {_when(sheet.valid_until, 'no end date')}"
+    out.field("Issuance date", when(sheet.issued_at, "- (not issued)"))
+    validity = f"from {when(sheet.valid_from, 'issuance')} until {when(sheet.valid_until, 'no end date')}"
     out.field("Validity", validity)
     out.field("Status", sheet.status)
     out.pdf.ln(4)
     out.line(sheet.verify_hint, size=8, color=GREY)
     return out
-
-
-def _initials(name: str) -> str:
-    return "".join(f"{word[0].upper()}." for word in name.split()[:4] if word)
-
-
-def mark_text(mark: Mark) -> tuple[list[str], bool]:
-    """The lines drawn in a placement's box, and whether the signer accepted (else it is a label)."""
-    label = IDENTITY_LABELS.get(mark.identity_type or "FULL_NAME", "Identity")
-    if mark.kind != "IDENTITY_FIELD":
-        label = MARK_LABELS.get(mark.kind, mark.kind.title())
-    who = mark.name or mark.contact
-    if mark.accepted_at is None:
-        return [f"{label}: {who}"], False
-    if mark.kind == "SIGNATURE":
-        return [who, f"accepted {_when(mark.accepted_at)}", mark.decision_id or ""], True
-    if mark.kind == "INITIALS":
-        return [_initials(mark.name) if mark.name else who[:1].upper() + "."], True
-    if mark.kind == "IDENTITY_FIELD":
-        return [mark.identity_value or NO_VALUE], True
-    return [_when(mark.accepted_at)[:10]], True  # DATE: the decision's UTC date
 
 
 def _place(out: _Writer, marks: Sequence[Mark]) -> None:
@@ -301,21 +282,28 @@ def _place(out: _Writer, marks: Sequence[Mark]) -> None:
         pdf.add_page()
     for mark in marks:
         pdf.page = mark.page_index + 1
-        x, w = pdf.w * mark.x / 100, pdf.w * mark.width / 100
-        y, h = pdf.h * mark.y / 100, pdf.h * mark.height / 100
-        lines, accepted = mark_text(mark)
-        # fpdf2 writes a colour, width or font only when it differs from the last one set, which
-        # may have been set on another page: each is set twice here, so it is written on this one
-        pdf.set_draw_color(*OTHER)
-        pdf.set_draw_color(*(BLACK if accepted else GREY))
-        pdf.set_line_width(0.3)
-        pdf.set_line_width(0.2)
-        pdf.rect(x, y, w, h)
-        # the clip's q/Q also restore the font, which fpdf2 does not track: the local context keeps
-        # its idea of the font in step
-        with pdf.local_context(), pdf.rect_clip(x, y, w, h):
-            _fitted(out, [out.text(line) for line in lines if line], x, y, w, h, accepted)
+        _draw(out, mark)
     pdf.page = pdf.pages_count
+
+
+def _draw(out: _Writer, mark: Mark) -> None:
+    """One mark on the current page (every page of the writer as large as this one), fitted and
+    clipped to its box."""
+    pdf = out.pdf
+    x, w = pdf.w * mark.x / 100, pdf.w * mark.width / 100
+    y, h = pdf.h * mark.y / 100, pdf.h * mark.height / 100
+    lines, accepted = mark_text(mark)
+    # fpdf2 writes a colour, width or font only when it differs from the last one set, which
+    # may have been set on another page: each is set twice here, so it is written on this one
+    pdf.set_draw_color(*OTHER)
+    pdf.set_draw_color(*(BLACK if accepted else GREY))
+    pdf.set_line_width(0.3)
+    pdf.set_line_width(0.2)
+    pdf.rect(x, y, w, h)
+    # the clip's q/Q also restore the font, which fpdf2 does not track: the local context keeps
+    # its idea of the font in step
+    with pdf.local_context(), pdf.rect_clip(x, y, w, h):
+        _fitted(out, [out.text(line) for line in lines if line], x, y, w, h, accepted)
 
 
 def _fitted(out: _Writer, lines: list[str], x: float, y: float, w: float, h: float, accepted: bool) -> None:
@@ -348,6 +336,7 @@ def _fitted(out: _Writer, lines: list[str], x: float, y: float, w: float, h: flo
 
 Load = Callable[[str, str], "bytes | None"]  # (credential id, content digest) -> a kept PDF
 Save = Callable[[str, str, bytes], None]  # (credential id, content digest, PDF)
+Document = Callable[[], bytes]  # the approval's PDF a sheet is stamped on (read on the renderer's pool)
 
 
 def sheet_digest(sheet: CredentialSheet) -> str:
@@ -381,7 +370,15 @@ class Renderer:
         self._counting = 0  # page counts laid out or waiting (``page_count``)
         self.renders = 0  # renderings started, for tests and operators
 
-    async def pdf(self, sheet: CredentialSheet, load: Load | None = None, save: Save | None = None) -> bytes:
+    async def pdf(
+        self,
+        sheet: CredentialSheet,
+        load: Load | None = None,
+        save: Save | None = None,
+        document: Document | None = None,
+    ) -> bytes:
+        """The sheet's PDF: kept, or rendered once. ``document`` reads the approval's PDF a sheet
+        with a ``document_sri`` is stamped on (only when it is rendered)."""
         digest = sheet_digest(sheet)
         key = f"{sheet.credential_id}:{digest}"
         kept = self._cache.get(key)
@@ -401,7 +398,7 @@ class Renderer:
                 self._executor = ThreadPoolExecutor(self._workers, thread_name_prefix="mandatum-pdf")
             # not tied to this caller: one who leaves neither cancels it nor frees its slot early
             running = asyncio.get_running_loop().run_in_executor(
-                self._executor, _render_and_save, sheet, digest, save
+                self._executor, _render_and_save, sheet, digest, save, document
             )
             self._inflight[key] = running
             self.renders += 1
@@ -440,8 +437,16 @@ class Renderer:
             self._cached_bytes -= len(dropped)
 
 
-def _render_and_save(sheet: CredentialSheet, digest: str, save: Save | None) -> bytes:
-    rendered = render(sheet)  # looked up at call time, so tests can stand in for it
+def _render_and_save(
+    sheet: CredentialSheet, digest: str, save: Save | None, document: Document | None = None
+) -> bytes:
+    base = None
+    if sheet.document_sri is not None:
+        if document is None:
+            raise ValueError("a sheet stamped on an approval's PDF needs that PDF")
+        base = document()
+    # looked up at call time, so tests can stand in for it
+    rendered = render(sheet, document=base) if base is not None else render(sheet)
     if save is not None:
         try:
             save(sheet.credential_id, digest, rendered)

@@ -12,7 +12,8 @@ import asyncio
 import io
 import json
 import logging
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import ValidationError
@@ -34,6 +35,7 @@ from wire.approvals import (
     APPROVAL_TYPES,
     MAX_PDF_BYTES,
     MAX_PDF_PAGES,
+    ApprovalPlacement,
     ApprovalSpec,
     WorkflowSpec,
 )
@@ -82,9 +84,15 @@ def _content(ctx: Context, org_id: str, spec: ApprovalSpec, pdf: bytes | None) -
         if pdf is None:
             raise Invalid("a DOCUMENT approval needs its PDF")
         facts = pdf_facts(pdf)
-        beyond = [i for i, p in enumerate(spec.placements or ()) if p.pageIndex >= facts["pages"]]
+        pages = facts["pages"]
+        beyond = [
+            f"placements.{i}.pageIndex: page {p.pageIndex} is off the PDF, which has {pages} "
+            f"page{'s' if pages != 1 else ''} (pageIndex counts from 0)"
+            for i, p in enumerate(spec.placements or ())
+            if p.pageIndex >= pages
+        ]
         if beyond:
-            raise Invalid(f"placements.{beyond[0]}.pageIndex: the PDF has {facts['pages']} pages")
+            raise Invalid(beyond)
         content["pdf"] = facts
     if spec.type == "POLICY":
         assert spec.action is not None
@@ -217,6 +225,9 @@ class Made:
     credentials: list[NewCredential]
     problems: list[str]
     forms: int = 0  # how many are FORMs (filled in by one subject)
+    # by position in ``credentials``: a DOCUMENT approval's placements as its version keeps them
+    # (``signer`` an index into the request's contacts, resolved by ``placed``) and how it was named
+    placements: dict[int, tuple[str, str, list[dict[str, Any]]]] = field(default_factory=dict)
 
 
 def _credential(
@@ -246,7 +257,6 @@ def _credential(
             "pages": pdf["pages"],
             "size": pdf["size"],
             "url": document_url(approval.id, version.number),
-            "placements": content.get("placements") or [],
         }
         item = {
             "label": version.name,
@@ -288,12 +298,42 @@ def credentials_for_request(
         return Made([], bad)
     taken, problems = store.take_for_request(ctx.engine, org_id, approval_ids, workflow_ids)
     made: list[NewCredential] = []
+    placements: dict[int, tuple[str, str, list[dict[str, Any]]]] = {}
     for i, item in enumerate(taken):
         credential, found = _credential(ctx, org_id, item, f"approvals.{i}")
         problems += found
         if credential is not None:
+            kept = item.version.content.get("placements") if item.approval.type == "DOCUMENT" else None
+            if kept:
+                placements[len(made)] = (item.where, item.approval.id, list(kept))
             made.append(credential)
-    return Made(made, problems, sum(1 for t in taken if t.approval.type == "FORM"))
+    return Made(made, problems, sum(1 for t in taken if t.approval.type == "FORM"), placements)
+
+
+def placed(made: Made, contacts: list[str]) -> tuple[list[NewCredential], list[str]]:
+    """The credentials ``made``, each DOCUMENT approval's placements given to the request's
+    ``contacts`` (normalized, in the request's order): ``signer`` n is the n-th contact, and each
+    becomes a credential placement as an inline one is stored (``PlacementIn.stored``). A signer
+    beyond the contacts is a problem naming the approval (as the request named it)."""
+    credentials, problems = list(made.credentials), []
+    for index, (where, approval_id, kept) in made.placements.items():
+        stored: list[dict[str, Any]] = []
+        for j, raw in enumerate(kept):
+            try:  # checked when the version was made; checked again where it is used
+                placement = ApprovalPlacement.model_validate(raw)
+            except ValidationError:
+                problems.append(f"{where}: approval {approval_id} placements.{j} is not a placement")
+                continue
+            if placement.signer >= len(contacts):
+                count = len(contacts)
+                problems.append(
+                    f"{where}: approval {approval_id} placements.{j}.signer is {placement.signer}, but "
+                    f"the request names {count} contact{'s' if count != 1 else ''} (signer counts from 0)"
+                )
+                continue
+            stored.append(placement.stored(contacts[placement.signer]))
+        credentials[index] = replace(credentials[index], placements=stored)
+    return credentials, problems
 
 
 def sources(ctx: Context, credential_ids: list[str]) -> dict[str, Any]:
@@ -310,3 +350,29 @@ async def subject_document(ctx: Context, request_id: str, credential_id: str) ->
     if pdf is None:
         raise NotFound("No document")
     return pdf
+
+
+@dataclass(frozen=True)
+class CredentialDocument:
+    """The PDF of the DOCUMENT approval a credential was made from: its digest, and how to read it
+    (a database read, done only when the credential's PDF is drawn)."""
+
+    digest_sri: str
+    read: Callable[[], bytes]
+
+
+async def credential_document(ctx: Context, request_id: str, credential_id: str) -> CredentialDocument | None:
+    """The approval PDF a DOCUMENT credential of the request was made from; None for any other."""
+    digest = await asyncio.to_thread(
+        approval_credentials.document_digest_of_credential, ctx.engine, request_id, credential_id
+    )
+    if digest is None:
+        return None
+
+    def read() -> bytes:
+        pdf = approval_credentials.document_of_credential(ctx.engine, request_id, credential_id)
+        if pdf is None:
+            raise LookupError(f"the approval PDF of credential {credential_id} is gone")
+        return pdf
+
+    return CredentialDocument(digest, read)

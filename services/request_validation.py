@@ -205,6 +205,10 @@ async def validated(
     if made.forms and len(contacts) > 1:
         problems.append("a request with a FORM approval names one contact: that subject fills it in")
     placements, placement_problems = await _placements(ctx, org_id, body, contacts, page_count)
+    from_approvals = made.credentials
+    if made.placements and len(contacts) == len(body.contacts):  # else a contact is refused already
+        from_approvals, found = approvals.placed(made, [c.contact for c in contacts])
+        placement_problems += found
     if problems or action_problems or placement_problems:
         raise Invalid(problems + action_problems + placement_problems)
     return _to_new_request(
@@ -217,5 +221,5 @@ async def validated(
         ctx.cipher.encrypt,  # a secondary contact is kept only encrypted (store.tables.RequestSubject)
         placements,
         ctx.journey.document_hash,
-        made.credentials,
+        from_approvals,
     )

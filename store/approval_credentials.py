@@ -68,3 +68,21 @@ def document_of_credential(engine: Engine, request_id: str, credential_id: str) 
             .where(Credential.id == credential_id, Credential.request_id == request_id)
         ).first()
         return row if isinstance(row, bytes) else None
+
+
+def document_digest_of_credential(engine: Engine, request_id: str, credential_id: str) -> str | None:
+    """The ``digestSRI`` of the PDF of the DOCUMENT approval version a credential of this request
+    was made from; None for any other credential (inline, or made of another type)."""
+    with read_session(engine) as session:
+        content = session.exec(
+            select(ApprovalVersion.content)
+            .join(CredentialApproval, col(CredentialApproval.version_id) == col(ApprovalVersion.id))
+            .join(Credential, col(Credential.id) == col(CredentialApproval.credential_id))
+            .where(
+                Credential.id == credential_id,
+                Credential.request_id == request_id,
+                CredentialApproval.type == "DOCUMENT",
+            )
+        ).first()
+    digest = ((content or {}).get("pdf") or {}).get("digestSRI") if isinstance(content, dict) else None
+    return digest if isinstance(digest, str) else None

@@ -393,6 +393,7 @@ class Taken:
     approval: Approval
     version: ApprovalVersion
     workflow_id: str | None = None
+    where: str = ""  # how the request named it: ``resourcesIds.<i>`` or ``groupIds.<i>``
 
 
 def take_for_request(
@@ -436,5 +437,5 @@ def take_for_request(
         elif not found.approval.active:
             problems.append(f"{where}: approval {approval_id} is archived")
         else:
-            taken.append(Taken(found.approval, found.current, from_workflow))
+            taken.append(Taken(found.approval, found.current, from_workflow, where))
     return taken, problems

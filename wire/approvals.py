@@ -12,13 +12,22 @@ import json
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, StrictBool, StrictInt, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    Field,
+    StrictBool,
+    StrictInt,
+    field_validator,
+    model_validator,
+)
 from pydantic.json_schema import SkipJsonSchema
 
 from core.text import quote_input
 from wire.json_depth import json_depth_exceeds
 from wire.models import ActionRef, Ref, Strict, Text, Timestamp
 from wire.numbers import reject_non_jcs
+from wire.placements import PlacementBase, whole_number
 from wire.texts import multiline_strings, multiline_text
 
 APPROVAL_TYPES = ("FORM", "DOCUMENT", "JSON", "POLICY")
@@ -82,15 +91,23 @@ def _json_object(value: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
-class ApprovalPlacement(Strict):
-    """Where a subject's mark goes on a DOCUMENT's page, in PDF points from the page's top left."""
+MAX_SIGNER = 99  # a request names at most 100 contacts (``CreateRequestIn.contacts``)
 
-    type: Literal["SIGNATURE", "INITIALS", "NAME", "DATE"]
-    pageIndex: Annotated[StrictInt, Field(ge=0, lt=MAX_PDF_PAGES)]
-    x: float = Field(ge=0, le=14_400)
-    y: float = Field(ge=0, le=14_400)
-    width: float = Field(gt=0, le=14_400)
-    height: float = Field(gt=0, le=14_400)
+
+class ApprovalPlacement(PlacementBase):
+    """Where a signer's mark goes on a DOCUMENT approval's PDF: a credential placement
+    (``wire.placements``: percent of the page from its top-left corner, the same types and
+    ``identityType`` rule) whose signer is named by position among the contacts of the request
+    that takes the approval (``signer``, from 0), not by contact. ``pageIndex`` is checked against
+    the PDF's pages when the version is made, ``signer`` against each request's contacts."""
+
+    signer: Annotated[StrictInt, BeforeValidator(whole_number), Field(ge=0, le=MAX_SIGNER)] = Field(
+        default=0, description="Which of the request's contacts signs here, counted from 0 (default 0)"
+    )
+
+    def kept(self) -> dict[str, Any]:
+        """As a version keeps it: ``{signer, type, identityType?, x, y, width, height, pageIndex}``."""
+        return {"signer": self.signer} | self.drawn()
 
 
 class ApprovalSpec(Strict):
@@ -146,7 +163,7 @@ class ApprovalSpec(Strict):
         if self.type == "POLICY":
             assert self.action is not None
             return {"action": self.action.model_dump()}
-        return {"placements": [p.model_dump() for p in self.placements or ()]}
+        return {"placements": [p.kept() for p in self.placements or ()]}
 
 
 class WorkflowSpec(Strict):
@@ -193,7 +210,13 @@ class ApprovalContent(BaseModel):
         default=None, description="POLICY: {id, userParams}, as a credential's action"
     )
     pdf: DocumentPdf | SkipJsonSchema[None] = Field(default=None, description="DOCUMENT")
-    placements: list[ApprovalPlacement] | SkipJsonSchema[None] = Field(default=None, description="DOCUMENT")
+    placements: list[ApprovalPlacement] | SkipJsonSchema[None] = Field(
+        default=None,
+        description=(
+            "DOCUMENT: where each signer's mark goes (percent of the page from its top-left corner; "
+            "signer: the request's contact by position, from 0), identityType on IDENTITY_FIELD only"
+        ),
+    )
 
 
 class ApprovalOut(BaseModel):

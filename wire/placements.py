@@ -81,7 +81,7 @@ def _number(value: Any) -> Any:
     return float(value)
 
 
-def _whole(value: Any) -> Any:
+def whole_number(value: Any) -> Any:
     """A whole number: 2 or 2.0 (JSON does not tell them apart; 1.2.0 types it as a number)."""
     if isinstance(value, float) and value.is_integer():
         return int(value)
@@ -91,14 +91,13 @@ def _whole(value: Any) -> Any:
 Percent = Annotated[float, BeforeValidator(_number), Field(ge=0, le=100)]
 
 
-class PlacementIn(BaseModel):
-    """One placement as the integrator sends it (see the module doc)."""
+class PlacementBase(BaseModel):
+    """Where and what a placement draws, whoever signs it: its type and its rectangle on a page
+    (see the module doc). ``PlacementIn`` names its signer by contact; an approval's placement
+    (``wire.approvals.ApprovalPlacement``) by their position among a request's contacts."""
 
     model_config = ConfigDict(extra="forbid")
 
-    contact: Annotated[str, Field(min_length=1, max_length=320)] = Field(
-        description="One of the request's contacts (e-mail address or E.164 phone number)"
-    )
     type: PlacementType = Field(
         description="SIGNATURE, INITIALS, IDENTITY_FIELD or DATE (OPEN_TEXT, NUMERIC, CHECKBOX: not offered)"
     )
@@ -109,18 +108,12 @@ class PlacementIn(BaseModel):
     y: Percent = Field(description="Top edge, percent of the page's height from its top (y points down)")
     width: Percent = Field(description="Percent of the page's width, more than 0")
     height: Percent = Field(description="Percent of the page's height, more than 0")
-    pageIndex: Annotated[StrictInt, BeforeValidator(_whole), Field(ge=0, le=MAX_PAGE_INDEX)] = Field(
+    pageIndex: Annotated[StrictInt, BeforeValidator(whole_number), Field(ge=0, le=MAX_PAGE_INDEX)] = Field(
         description="The page, counted from 0; less than the document PDF's page count"
     )
 
-    @field_validator("contact")
-    @classmethod
-    def _no_nul(cls, value: str) -> str:
-        reject_nul(value)
-        return value
-
     @model_validator(mode="after")
-    def _on_the_page(self) -> PlacementIn:
+    def _on_the_page(self) -> PlacementBase:
         if self.type not in OFFERED_TYPES:
             offered = ", ".join(OFFERED_TYPES)
             raise ValueError(
@@ -142,12 +135,30 @@ class PlacementIn(BaseModel):
         return self
 
     def stored(self, contact: str) -> dict[str, Any]:
-        """As kept on the credential, with the normalized ``contact``."""
-        out: dict[str, Any] = {"contact": contact, "type": self.type.value}
+        """As kept on the credential, signed by ``contact`` (normalized)."""
+        return {"contact": contact} | self.drawn()
+
+    def drawn(self) -> dict[str, Any]:
+        """What is drawn where, without its signer: ``identityType`` only on IDENTITY_FIELD."""
+        out: dict[str, Any] = {"type": self.type.value}
         if self.type == PlacementType.IDENTITY_FIELD:
             out["identityType"] = (self.identityType or IdentityField.FULL_NAME).value
         out |= {"x": self.x, "y": self.y, "width": self.width, "height": self.height}
         return out | {"pageIndex": self.pageIndex}
+
+
+class PlacementIn(PlacementBase):
+    """One placement as the integrator sends it (see the module doc)."""
+
+    contact: Annotated[str, Field(min_length=1, max_length=320)] = Field(
+        description="One of the request's contacts (e-mail address or E.164 phone number)"
+    )
+
+    @field_validator("contact")
+    @classmethod
+    def _no_nul(cls, value: str) -> str:
+        reject_nul(value)
+        return value
 
 
 class PlacementOut(BaseModel):

@@ -32,7 +32,7 @@ from core.kinds import CredentialStatus
 from core.otp import mask_contact
 from core.settings import Settings
 from core.text import shown
-from services import mandates
+from services import approvals, mandates
 from services.audit import document_of
 from services.mandates import CredentialRecord
 from trust.did import web_organization_did, web_service_did, web_subject_did
@@ -183,8 +183,10 @@ def draft_sheet(settings: Settings, org_id: str, org_name: str, cred: Credential
 
 
 def sheet_of(
-    settings: Settings, record: CredentialRecord, entity: CredentialEntityOut
+    settings: Settings, record: CredentialRecord, entity: CredentialEntityOut, document_sri: str | None = None
 ) -> pdf.CredentialSheet:
+    """What the credential's PDF shows; ``document_sri``: the digest of the DOCUMENT approval's PDF
+    it was made from, whose pages its marks are stamped on (``pdf.stamped``)."""
     cred, document = record.credential, record.credential.document_credential or {}
     status_url = (document.get("credentialStatus") or {}).get("statusListCredential")
     # each signer's quality as the credential signs it (issue 36), beside their decision
@@ -218,6 +220,7 @@ def sheet_of(
         revocation_reason=cred.revocation_reason,
         verify_hint=hint,
         marks=marks_of(record),
+        document_sri=document_sri,
     )
 
 
@@ -321,11 +324,14 @@ async def get_credential(
         "w3cCredential": record.credential.document_credential,
     }
     if includePdf and record.credential.resource_type == "DOCUMENT":
+        # made of a DOCUMENT approval: its own PDF, the marks stamped on it, then the sheet
+        source = await approvals.credential_document(ctx, record.request.id, record.credential.id)
         try:
             rendered = await pdf.RENDERER.pdf(
-                sheet_of(ctx.settings, record, entity),
+                sheet_of(ctx.settings, record, entity, source.digest_sri if source else None),
                 partial(mandates.kept_pdf, ctx),
                 partial(mandates.keep_pdf, ctx),
+                source.read if source else None,
             )
         except pdf.Busy as exc:
             raise ApiError(

@@ -178,7 +178,7 @@ async def test_the_releases_models_read_the_older_shapes(
         assert json.loads(by_type["JSON"].content) == JSON["json"]
         assert json.loads(by_type["POLICY"].content)["userParams"] == {"maxAmount": 900}
         assert by_type["DOCUMENT"].content == f"/approvals/{ids['DOCUMENT']}/document?version=1"
-        assert by_type["DOCUMENT"].placements == [[DOCUMENT["placements"][0]]]
+        assert by_type["DOCUMENT"].placements == [[{"signer": 0, **DOCUMENT["placements"][0]}]]
         assert by_type["JSON"].group_ids == [ids["workflow"]] and by_type["FORM"].placements is None
         groups = sdk.model("GroupsEntity").from_dict(flows.json())
         [group] = groups.data

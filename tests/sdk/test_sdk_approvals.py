@@ -55,6 +55,8 @@ async def test_list_and_workflows(sdk: Sdk, live: LiveStack, ctx: Context) -> No
         "userParams": {"maxAmount": 900},
     }
     assert by_type["DOCUMENT"].internal_id == "lease-1" and by_type["DOCUMENT"].group_ids == [ids["workflow"]]
+    # a DOCUMENT's placements by page, each in percent of the page with the signer it names
+    assert by_type["DOCUMENT"].placements == [[{"signer": 0, **DOCUMENT["placements"][0]}]]
     fetched = await live.api(creds).get(by_type["DOCUMENT"].content)  # the reference: its PDF
     assert fetched.status_code == 200 and sri_sha256(fetched.content) == sri_sha256(pdf())
 
@@ -108,5 +110,15 @@ async def test_a_request_of_approvals_and_a_workflow(sdk: Sdk, live: LiveStack, 
         client.api.requests.create, refused_body, status=400, returns="RequestsCreate400Response"
     )
     assert refused.message == f"resourcesIds.0: approval {missing} not found"
+    second = {**DOCUMENT, "placements": [{**DOCUMENT["placements"][0], "signer": 1}]}
+    two_signers = make(ctx, creds.organization_id, second)
+    refused_body.resources_ids = [two_signers]
+    refused = await client.refusal(
+        client.api.requests.create, refused_body, status=400, returns="RequestsCreate400Response"
+    )
+    assert refused.message == (
+        f"resourcesIds.0: approval {two_signers} placements.0.signer is 1, but the request names "
+        "1 contact (signer counts from 0)"
+    )
     page = await client.call(client.api.requests.list, returns="RequestsEntity")
     assert [r.id for r in page.data] == [created.id]

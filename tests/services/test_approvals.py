@@ -70,7 +70,11 @@ def test_each_type_is_stored_with_its_content(ctx: Context, org: Credentials, en
         (DOCUMENT, b"%PDF-1.4 garbage", "cannot be read"),
         (DOCUMENT, b"%PDF-" + b"x" * (5 * 1024 * 1024), "at most"),
         (JSON, b"%PDF-1.4", "takes no PDF"),
-        ({**DOCUMENT, "placements": [{**DOCUMENT["placements"][0], "pageIndex": 3}]}, "pdf", "has 1 pages"),
+        (
+            {**DOCUMENT, "placements": [{**DOCUMENT["placements"][0], "pageIndex": 3}]},
+            "pdf",
+            "page 3 is off the PDF, which has 1 page ",
+        ),
         (
             policy("urn:via:action:00000000-0000-4000-8000-000000000000"),
             None,

@@ -31,7 +31,7 @@ DOCUMENT: dict[str, Any] = {
     "name": "Lease contract",
     "type": "DOCUMENT",
     "internalId": "lease-1",
-    "placements": [{"type": "SIGNATURE", "pageIndex": 0, "x": 50, "y": 700, "width": 200, "height": 40}],
+    "placements": [{"type": "SIGNATURE", "pageIndex": 0, "x": 10, "y": 80, "width": 40, "height": 8}],
 }
 
 

@@ -4,7 +4,8 @@
 An approval's ``content`` was one string: a FORM's form schema as JSON text (``{"fields": [...]}``),
 a JSON approval's object and a POLICY's action (``{id, userParams}``) as JSON text, a DOCUMENT's
 reference (the path its PDF is fetched from). ``placements`` were lists of lists: a DOCUMENT's
-placements grouped by page (``pageIndex`` order), null for the other types.
+placements grouped by page (``pageIndex`` order; each as the newest version shows it, in percent of
+the page with its ``signer``), null for the other types.
 """
 
 from __future__ import annotations
