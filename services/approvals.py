@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import io
-import json
 import logging
 from dataclasses import dataclass, replace
 from typing import Any
@@ -37,6 +36,7 @@ from wire.approvals import (
     ApprovalSpec,
     WorkflowSpec,
 )
+from wire.inline_credentials import compact_json
 
 logging.getLogger("pypdf").setLevel(logging.ERROR)  # a broken PDF is refused, not logged
 
@@ -210,6 +210,18 @@ def document_url(approval_id: str, number: int) -> str:
     return f"/approvals/{approval_id}/document?version={number}"
 
 
+def pdf_item(label: str, pdf: dict[str, Any], **facts: Any) -> dict[str, Any]:
+    """The data item a DOCUMENT credential signs of its PDF (``pdf_facts``): the PDF's digest as its
+    value, its facts (and ``facts``: the approval version it came from) as its one field."""
+    fields = {"digestSRI": pdf["digestSRI"], "pages": pdf["pages"], "size": pdf["size"], **facts}
+    return {"label": label, "type": "PDF", "value": pdf["digestSRI"], "hidden": False, "fields": [fields]}
+
+
+def json_item(label: str, value: dict[str, Any]) -> dict[str, Any]:
+    """The data item a JSON approval's (or inline JSON credential's) object is signed as."""
+    return {"label": label, "type": "JSON", "value": compact_json(value), "hidden": False, "fields": []}
+
+
 @dataclass(frozen=True)
 class Made:
     """The credentials made of the approvals a request names, in order, and every problem."""
@@ -242,24 +254,12 @@ def _credential(
         facts = {
             "approvalId": approval.id,
             "version": version.number,
-            "digestSRI": pdf["digestSRI"],
-            "pages": pdf["pages"],
-            "size": pdf["size"],
             "url": document_url(approval.id, version.number),
             "placements": content.get("placements") or [],
         }
-        item = {
-            "label": version.name,
-            "type": "PDF",
-            "value": pdf["digestSRI"],
-            "hidden": False,
-            "fields": [facts],
-        }
-        return replace(base, data=[item]), []
+        return replace(base, data=[pdf_item(version.name, pdf, **facts)]), []
     if approval.type == "JSON":
-        text = json.dumps(content["json"], ensure_ascii=False, separators=(",", ":"), sort_keys=True)
-        item = {"label": version.name, "type": "JSON", "value": text, "hidden": False, "fields": []}
-        return replace(base, data=[item]), []
+        return replace(base, data=[json_item(version.name, content["json"])]), []
     items = [
         {"label": f["label"], "type": f"FORM:{f['type']}", "value": "", "hidden": False, "fields": [f]}
         for f in content["fields"]
