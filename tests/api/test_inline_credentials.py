@@ -13,6 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
+from fastapi import FastAPI
 from pypdf import PdfReader, PdfWriter
 from sqlalchemy import Engine, func
 from sqlmodel import Session, select
@@ -246,3 +247,14 @@ async def test_2026_09_01_refusals_name_the_credential(
     [message] = error_messages(got)
     assert all(f in message for f in fragments), message
     assert stored(engine) == before
+
+
+def test_the_openapi_document_shows_pdf_and_json(app: FastAPI) -> None:
+    schemas = app.openapi()["components"]["schemas"]
+    credential = schemas.get("CredentialIn") or schemas["CredentialIn-Input"]
+    members = credential["properties"]
+    assert credential["properties"]["type"]["enum"] == ["POLICY", "DOCUMENT", "JSON"]
+    pdf_schema = next(s for s in members["pdf"]["anyOf"] if s.get("type") == "string")
+    assert pdf_schema["contentEncoding"] == "base64" and pdf_schema["maxLength"] == MAX_INLINE_PDF_BASE64
+    assert "716800 bytes" in members["pdf"]["description"]
+    assert any(s.get("type") == "object" for s in members["json"]["anyOf"])
