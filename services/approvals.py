@@ -301,12 +301,20 @@ def sources(ctx: Context, credential_ids: list[str]) -> dict[str, Any]:
     return approval_credentials.sources_of(ctx.engine, credential_ids)
 
 
-async def subject_document(ctx: Context, request_id: str, credential_id: str) -> bytes:
-    """The PDF a DOCUMENT credential of the request names (its subject reads it on the approval
-    page before deciding); ``NotFound`` for any other credential."""
-    pdf = await asyncio.to_thread(
+async def credential_pdf(ctx: Context, request_id: str, credential_id: str) -> bytes | None:
+    """The PDF a DOCUMENT credential of the request signs (its first data item ``{type: PDF}``,
+    ``pdf_item``): the PDF it was given inline (``CredentialIn.pdf``) or that of the DOCUMENT
+    approval version it was made from, the same bytes either way; None for any other credential.
+    What draws a credential's placements on its PDF reads the PDF here."""
+    return await asyncio.to_thread(
         approval_credentials.document_of_credential, ctx.engine, request_id, credential_id
     )
+
+
+async def subject_document(ctx: Context, request_id: str, credential_id: str) -> bytes:
+    """The PDF a DOCUMENT credential of the request names (its subject reads it on the approval
+    page before deciding): ``credential_pdf``; ``NotFound`` for any other credential."""
+    pdf = await credential_pdf(ctx, request_id, credential_id)
     if pdf is None:
         raise NotFound("No document")
     return pdf

@@ -19,6 +19,8 @@ from sqlalchemy import Engine, func
 from sqlmodel import Session, select
 
 from core.settings import Settings
+from services import approvals
+from services.context import Context
 from store.keys import did_resolver
 from store.tables import Approval, CredentialDocument, CredentialRequest
 from tests.support.api_client import SignedClient, assert_message, error_messages
@@ -63,7 +65,7 @@ def encrypted() -> bytes:
 
 
 async def test_an_inline_pdf_is_kept_signed_and_shown_to_the_subject(
-    api: SignedClient, http: httpx.AsyncClient, engine: Engine
+    api: SignedClient, http: httpx.AsyncClient, engine: Engine, ctx: Context
 ) -> None:
     document = pdf(pages=2, text="Lease")
     signature = {"contact": BEA, "type": "SIGNATURE", "x": 55, "y": 80, "width": 40, "height": 10}
@@ -90,6 +92,9 @@ async def test_an_inline_pdf_is_kept_signed_and_shown_to_the_subject(
         assert row is not None and row.pdf == document and row.digest_sri == digest
         assert session.exec(select(func.count()).select_from(Approval)).one() == 0  # no approval made
     assert (await api.get("/approvals")).json()["data"] == []
+    # what draws the placements reads the PDF as a DOCUMENT approval's is read
+    assert await approvals.credential_pdf(ctx, made["id"], credential["id"]) == document
+    assert await approvals.credential_pdf(ctx, "0" * 24, credential["id"]) is None
 
     link = await api.get(f"/request/link/{made['id']}", params={"contact": ANA})
     url = link.json()["data"]["url"].removeprefix("https://mandatum.test")
