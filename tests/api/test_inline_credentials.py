@@ -213,14 +213,17 @@ def older(*credentials: dict[str, Any]) -> dict[str, Any]:
     return {"users": [{"contact": ANA}], "securityLevel": "CONTACT", "credentials": list(credentials)}
 
 
-async def test_2026_09_01_data_is_the_pdf_or_the_json_text(api: SignedClient, engine: Engine) -> None:
+@pytest.mark.parametrize("version", ["2026-05-20", "2026-09-01"])  # SDK 1.0.5's and 1.2.0's
+async def test_2026_09_01_data_is_the_pdf_or_the_json_text(
+    api: SignedClient, engine: Engine, version: str
+) -> None:
     document = pdf(pages=3)
     body = older(
         {"type": "DOCUMENT", "name": "Lease", "data": b64(document)},
         {"type": "JSON", "name": "Terms", "data": json.dumps(TERMS)},
         {"type": "JSON", "name": "Object", "data": {"plan": "basic"}},
     )
-    created = await api.post("/request", body, headers={"API-Version": "2026-09-01"})
+    created = await api.post("/request", body, headers={"API-Version": version})
     assert created.status_code == 201, created.text
     ids = [c["id"] for c in created.json()["credentials"]]
     request_id = created.json()["id"]
