@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import io
-import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -39,6 +38,7 @@ from wire.approvals import (
     ApprovalSpec,
     WorkflowSpec,
 )
+from wire.inline_credentials import compact_json
 
 logging.getLogger("pypdf").setLevel(logging.ERROR)  # a broken PDF is refused, not logged
 
@@ -218,6 +218,18 @@ def document_url(approval_id: str, number: int) -> str:
     return f"/approvals/{approval_id}/document?version={number}"
 
 
+def pdf_item(label: str, pdf: dict[str, Any], **facts: Any) -> dict[str, Any]:
+    """The data item a DOCUMENT credential signs of its PDF (``pdf_facts``): the PDF's digest as its
+    value, its facts (and ``facts``: the approval version it came from) as its one field."""
+    fields = {"digestSRI": pdf["digestSRI"], "pages": pdf["pages"], "size": pdf["size"], **facts}
+    return {"label": label, "type": "PDF", "value": pdf["digestSRI"], "hidden": False, "fields": [fields]}
+
+
+def json_item(label: str, value: dict[str, Any]) -> dict[str, Any]:
+    """The data item a JSON approval's (or inline JSON credential's) object is signed as."""
+    return {"label": label, "type": "JSON", "value": compact_json(value), "hidden": False, "fields": []}
+
+
 @dataclass(frozen=True)
 class Made:
     """The credentials made of the approvals a request names, in order, and every problem."""
@@ -253,23 +265,11 @@ def _credential(
         facts = {
             "approvalId": approval.id,
             "version": version.number,
-            "digestSRI": pdf["digestSRI"],
-            "pages": pdf["pages"],
-            "size": pdf["size"],
             "url": document_url(approval.id, version.number),
         }
-        item = {
-            "label": version.name,
-            "type": "PDF",
-            "value": pdf["digestSRI"],
-            "hidden": False,
-            "fields": [facts],
-        }
-        return replace(base, data=[item]), []
+        return replace(base, data=[pdf_item(version.name, pdf, **facts)]), []
     if approval.type == "JSON":
-        text = json.dumps(content["json"], ensure_ascii=False, separators=(",", ":"), sort_keys=True)
-        item = {"label": version.name, "type": "JSON", "value": text, "hidden": False, "fields": []}
-        return replace(base, data=[item]), []
+        return replace(base, data=[json_item(version.name, content["json"])]), []
     items = [
         {"label": f["label"], "type": f"FORM:{f['type']}", "value": "", "hidden": False, "fields": [f]}
         for f in content["fields"]
@@ -341,12 +341,20 @@ def sources(ctx: Context, credential_ids: list[str]) -> dict[str, Any]:
     return approval_credentials.sources_of(ctx.engine, credential_ids)
 
 
-async def subject_document(ctx: Context, request_id: str, credential_id: str) -> bytes:
-    """The PDF a DOCUMENT credential of the request names (its subject reads it on the approval
-    page before deciding); ``NotFound`` for any other credential."""
-    pdf = await asyncio.to_thread(
+async def credential_pdf(ctx: Context, request_id: str, credential_id: str) -> bytes | None:
+    """The PDF a DOCUMENT credential of the request signs (its first data item ``{type: PDF}``,
+    ``pdf_item``): the PDF it was given inline (``CredentialIn.pdf``) or that of the DOCUMENT
+    approval version it was made from, the same bytes either way; None for any other credential.
+    What draws a credential's placements on its PDF reads the PDF here."""
+    return await asyncio.to_thread(
         approval_credentials.document_of_credential, ctx.engine, request_id, credential_id
     )
+
+
+async def subject_document(ctx: Context, request_id: str, credential_id: str) -> bytes:
+    """The PDF a DOCUMENT credential of the request names (its subject reads it on the approval
+    page before deciding): ``credential_pdf``; ``NotFound`` for any other credential."""
+    pdf = await credential_pdf(ctx, request_id, credential_id)
     if pdf is None:
         raise NotFound("No document")
     return pdf
@@ -362,7 +370,8 @@ class CredentialDocument:
 
 
 async def credential_document(ctx: Context, request_id: str, credential_id: str) -> CredentialDocument | None:
-    """The approval PDF a DOCUMENT credential of the request was made from; None for any other."""
+    """The PDF a DOCUMENT credential of the request signs, given inline or by the DOCUMENT approval
+    it was made from (its digest, and a reader run on the renderer's pool); None for any other."""
     digest = await asyncio.to_thread(
         approval_credentials.document_digest_of_credential, ctx.engine, request_id, credential_id
     )
@@ -372,7 +381,7 @@ async def credential_document(ctx: Context, request_id: str, credential_id: str)
     def read() -> bytes:
         pdf = approval_credentials.document_of_credential(ctx.engine, request_id, credential_id)
         if pdf is None:
-            raise LookupError(f"the approval PDF of credential {credential_id} is gone")
+            raise LookupError(f"the PDF of credential {credential_id} is gone")
         return pdf
 
     return CredentialDocument(digest, read)

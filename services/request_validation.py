@@ -2,14 +2,15 @@
 contacts, its ``redirectUrl``, each POLICY credential's action pinned to the organization's
 newest published version of it (CONTRACT 6), the credentials made of the approvals and
 workflows it names (``services.approvals``), and each DOCUMENT credential's placements against
-the request's contacts and its PDF's pages (``wire.placements``); every problem is listed at once
-(``Invalid``).
+the request's contacts and its PDF's pages (``wire.placements``), each inline PDF (``CredentialIn.pdf``)
+checked as a DOCUMENT approval's; every problem is listed at once (``Invalid``).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from core.origins import BadOrigin, check_url
@@ -23,6 +24,7 @@ from store import requests as store
 from trust.did import web_organization_did
 from wire.contacts import NormalContact, normalize_contact
 from wire.identity_match import normalize_document_id
+from wire.inline_credentials import pdf_bytes
 from wire.models import CreateRequestIn, CredentialIn
 
 # (organization name, credential) -> the page count of the credential's PDF as it is first rendered;
@@ -43,10 +45,10 @@ def _to_new_request(
     placements: dict[int, list[dict[str, Any]]],
     document_hash: Callable[[str], str],
     from_approvals: list[store.NewCredential],
+    pdfs: dict[int, InlinePdf],
 ) -> store.NewRequest:
-    """The request to store; ``pinned_actions`` replaces the ``action`` of POLICY credentials (by
-    position) with the pinned version and the filled userParams; ``bounds`` are their action's
-    limits resolved (by position)."""
+    """The request to store; by credential position, ``pinned_actions`` replaces a POLICY's ``action``
+    (the pinned version, filled userParams), ``bounds`` its action's limits, ``pdfs`` a PDF given."""
     # the organization's DID is always authorized and listed first (CONTRACT 3): store the others once
     extra_dids = list(dict.fromkeys(d for d in body.authorizedDIDs if d != organization_did))
     return store.NewRequest(
@@ -66,19 +68,20 @@ def _to_new_request(
         ],
         credentials=[
             store.NewCredential(
-                resource_type=c.type,
+                resource_type="DOCUMENT" if c.type == "JSON" else c.type,
                 name=c.name,
                 description=c.description,
                 internal_id=c.internalId,
                 scope=c.scope,
                 tags=c.tags,
                 action=pinned_actions.get(i, c.action.model_dump() if c.action else None),
-                data=[d.model_dump() for d in c.data] if c.data else None,
+                data=_data(c, pdfs.get(i)),
                 valid_from=c.validFrom,
                 valid_until=c.validUntil,
                 max_executions=c.maxExecutions,
                 limits=bounds.get(i),
                 placements=placements.get(i),
+                pdf=(pdfs[i].facts["digestSRI"], pdfs[i].pdf) if i in pdfs else None,
             )
             for i, c in enumerate(body.credentials)
         ]
@@ -91,6 +94,42 @@ def _to_new_request(
         iframe_pub_key=body.iframe.pubKey if body.iframe else None,
         trusted_session_seconds=body.iframe.cookie.seconds if body.iframe and body.iframe.cookie else None,
     )
+
+
+@dataclass(frozen=True)
+class InlinePdf:
+    """A DOCUMENT credential's own PDF (``CredentialIn.pdf``) checked: its bytes and its facts
+    (``services.approvals.pdf_facts``: digestSRI, size, pages)."""
+
+    pdf: bytes
+    facts: dict[str, Any]
+
+
+def _inline_pdfs(body: CreateRequestIn) -> tuple[dict[int, InlinePdf | None], list[str]]:
+    """Each inline PDF checked as an approval's is (by credential position; None when refused),
+    with one message per refused PDF, named ``credentials.<i>.pdf``."""
+    found: dict[int, InlinePdf | None] = {}
+    problems: list[str] = []
+    for i, cred in enumerate(body.credentials):
+        if cred.pdf is None:
+            continue
+        pdf = pdf_bytes(cred.pdf)  # the model checked the base64 and the size
+        try:
+            found[i] = InlinePdf(pdf, approvals.pdf_facts(pdf))
+        except Invalid as exc:
+            found[i] = None
+            problems.append(f"credentials.{i}.pdf: {exc}")
+    return found, problems
+
+
+def _data(cred: CredentialIn, pdf: InlinePdf | None) -> list[dict[str, Any]] | None:
+    """What a credential's document holds: its own PDF's item first (as a DOCUMENT approval's),
+    then its items; a JSON credential's object as one item (as a JSON approval's)."""
+    if cred.json_ is not None:
+        return [approvals.json_item(cred.name, cred.json_)]
+    items = [approvals.pdf_item(cred.name, pdf.facts, placements=[])] if pdf is not None else []
+    items += [d.model_dump() for d in cred.data or ()]
+    return items or None
 
 
 def _doc_ids(body: CreateRequestIn) -> list[str | None]:
@@ -132,19 +171,24 @@ async def _placements(
     body: CreateRequestIn,
     contacts: list[NormalContact],
     page_count: PageCount | None,
+    own_pdfs: dict[int, InlinePdf | None],
 ) -> tuple[dict[int, list[dict[str, Any]]], list[str]]:
     """Each DOCUMENT credential's placements as stored (by credential position), each naming one
-    of the request's ``contacts`` (normalized) and a page of the credential's PDF; with one
-    message per problem."""
+    of the request's ``contacts`` (normalized) and a page of the credential's PDF: its own PDF's
+    pages when it was given one (``own_pdfs``; a refused PDF's placements are not looked at), else
+    those of its sheet as first rendered (``page_count``); with one message per problem."""
     placed: dict[int, list[dict[str, Any]]] = {}
     problems: list[str] = []
     known = {c.contact for c in contacts}
     org_name: str | None = None
     for i, cred in enumerate(body.credentials):
-        if not cred.placements:
+        if not cred.placements or (i in own_pdfs and own_pdfs[i] is None):
             continue
         pages = None
-        if page_count is not None:
+        own = own_pdfs.get(i)
+        if own is not None:
+            pages = int(own.facts["pages"])
+        elif page_count is not None:
             if org_name is None:
                 org_name = (await asyncio.to_thread(org_store.get_organization, ctx.engine, org_id)).name
             pages = await page_count(org_name, cred)
@@ -204,7 +248,11 @@ async def validated(
         )
     if made.forms and len(contacts) > 1:
         problems.append("a request with a FORM approval names one contact: that subject fills it in")
-    placements, placement_problems = await _placements(ctx, org_id, body, contacts, page_count)
+    own_pdfs: dict[int, InlinePdf | None] = {}
+    if any(c.pdf is not None for c in body.credentials):
+        own_pdfs, pdf_problems = await asyncio.to_thread(_inline_pdfs, body)
+        problems += pdf_problems
+    placements, placement_problems = await _placements(ctx, org_id, body, contacts, page_count, own_pdfs)
     from_approvals = made.credentials
     if made.placements and len(contacts) == len(body.contacts):  # else a contact is refused already
         from_approvals, found = approvals.placed(made, [c.contact for c in contacts])
@@ -222,4 +270,5 @@ async def validated(
         placements,
         ctx.journey.document_hash,
         from_approvals,
+        {i: pdf for i, pdf in own_pdfs.items() if pdf is not None},
     )

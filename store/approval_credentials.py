@@ -1,5 +1,6 @@
 """What the credentials of a request made of approvals read and write of them: which approval
-version each came from, a FORM's values given by its subject, a DOCUMENT's PDF."""
+version each came from, a FORM's values given by its subject, a DOCUMENT's PDF (an approval
+version's, or the credential's own given inline)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from sqlmodel import col, select
 
 from store.db import read_session, write_session
 from store.request_records import OPEN_CREDENTIAL_STATES
-from store.tables import ApprovalVersion, Credential, CredentialApproval, Decision
+from store.tables import ApprovalVersion, Credential, CredentialApproval, CredentialDocument, Decision
 
 
 def sources_of(engine: Engine, credential_ids: list[str]) -> dict[str, CredentialApproval]:
@@ -59,8 +60,16 @@ def fill_form(
 
 
 def document_of_credential(engine: Engine, request_id: str, credential_id: str) -> bytes | None:
-    """The PDF of the DOCUMENT approval version a credential of this request was made from."""
+    """The PDF of a DOCUMENT credential of this request: the PDF it was given inline
+    (``CredentialDocument``), else that of the approval version it was made from."""
     with read_session(engine) as session:
+        inline = session.exec(
+            select(CredentialDocument.pdf)
+            .join(Credential, col(Credential.id) == col(CredentialDocument.credential_id))
+            .where(Credential.id == credential_id, Credential.request_id == request_id)
+        ).first()
+        if isinstance(inline, bytes):
+            return inline
         row = session.exec(
             select(ApprovalVersion.pdf)
             .join(CredentialApproval, col(CredentialApproval.version_id) == col(ApprovalVersion.id))
@@ -71,9 +80,17 @@ def document_of_credential(engine: Engine, request_id: str, credential_id: str) 
 
 
 def document_digest_of_credential(engine: Engine, request_id: str, credential_id: str) -> str | None:
-    """The ``digestSRI`` of the PDF of the DOCUMENT approval version a credential of this request
-    was made from; None for any other credential (inline, or made of another type)."""
+    """The ``digestSRI`` of the PDF a DOCUMENT credential of this request signs: the one it was
+    given inline (``CredentialDocument``), else that of the DOCUMENT approval version it was made
+    from; None for any other credential (data items only, or made of another type)."""
     with read_session(engine) as session:
+        inline = session.exec(
+            select(CredentialDocument.digest_sri)
+            .join(Credential, col(Credential.id) == col(CredentialDocument.credential_id))
+            .where(Credential.id == credential_id, Credential.request_id == request_id)
+        ).first()
+        if isinstance(inline, str):
+            return inline
         content = session.exec(
             select(ApprovalVersion.content)
             .join(CredentialApproval, col(CredentialApproval.version_id) == col(ApprovalVersion.id))

@@ -104,7 +104,8 @@ def _shown(
             for p in cred.placements or []
             if p.get("contact") == contact
         ]
-        pdf = any(i.get("type") == "PDF" and "approvalId" in (i.get("fields") or [{}])[0] for i in items)
+        # a PDF of its own (inline) or of a DOCUMENT approval: services.approvals.pdf_item
+        pdf = any(i.get("type") == "PDF" and "digestSRI" in (i.get("fields") or [{}])[0] for i in items)
         return CredentialShown(
             cred.id,
             cred.name,

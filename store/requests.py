@@ -35,6 +35,7 @@ from store.request_records import repair_closed_workflow as repair_closed_workfl
 from store.tables import (
     Credential,
     CredentialApproval,
+    CredentialDocument,
     CredentialRequest,
     Decision,
     Organization,
@@ -75,6 +76,7 @@ class NewCredential:
     limits: list[dict[str, Any]] | None = None  # the action's bounds (``policy.limits.Bound``)
     placements: list[dict[str, Any]] | None = None  # a DOCUMENT's (``wire.placements``)
     source: ApprovalSource | None = None  # the approval version it was made from (resourcesIds, groupIds)
+    pdf: tuple[str, bytes] | None = None  # a DOCUMENT's own PDF given inline: (digestSRI, bytes)
 
 
 @dataclass(frozen=True)
@@ -302,8 +304,17 @@ def _insert_rows_of(
         )
         for i, (s, c) in enumerate(zip(subjects, new.contacts, strict=True))
     ]
-    creds = [_new_credential(req.id, i, c) for i, c in enumerate(new.credentials)]
     _insert_rows(session, links)
+    creds = _insert_credentials(session, req.id, new.credentials)
+    return RequestBundle(req, list(zip(links, subjects, strict=True)), creds, {})
+
+
+def _insert_credentials(
+    session: Session, request_id: str, credentials: list[NewCredential]
+) -> list[Credential]:
+    """A request's credentials, with the approval version each was made from and the PDF each was
+    given inline."""
+    creds = [_new_credential(request_id, i, c) for i, c in enumerate(credentials)]
     _insert_rows(session, creds)
     _insert_rows(
         session,
@@ -316,11 +327,19 @@ def _insert_rows_of(
                 type=c.source.type,
                 workflow_id=c.source.workflow_id,
             )
-            for row, c in zip(creds, new.credentials, strict=True)
+            for row, c in zip(creds, credentials, strict=True)
             if c.source is not None
         ],
     )
-    return RequestBundle(req, list(zip(links, subjects, strict=True)), creds, {})
+    _insert_rows(
+        session,
+        [
+            CredentialDocument(credential_id=row.id, digest_sri=c.pdf[0], pdf=c.pdf[1])
+            for row, c in zip(creds, credentials, strict=True)
+            if c.pdf is not None
+        ],
+    )
+    return creds
 
 
 def _signer_qualities(session: Session, request_id: str, subject_ids: list[str]) -> dict[str, str]:

@@ -25,6 +25,9 @@ from store.tables_approvals import ApprovalWorkflow as ApprovalWorkflow
 from store.tables_approvals import ApprovalWorkflowItem as ApprovalWorkflowItem
 from store.tables_approvals import CredentialApproval as CredentialApproval
 
+# a DOCUMENT credential's own PDF, given inline (issue 36, migration 0025)
+from store.tables_documents import CredentialDocument as CredentialDocument
+
 # the dashboard's tables (members, their tokens, codes and sessions, login throttling), importable
 # from here as they always were
 from store.tables_members import LoginThrottle as LoginThrottle

@@ -8,7 +8,6 @@ checked where a spec enters (the command line, the dashboard) and again by ``ser
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Annotated, Any, Literal
 
@@ -24,7 +23,9 @@ from pydantic import (
 from pydantic.json_schema import SkipJsonSchema
 
 from core.text import quote_input
-from wire.json_depth import json_depth_exceeds
+from wire.inline_credentials import MAX_JSON_LEVELS as MAX_JSON_LEVELS
+from wire.inline_credentials import MAX_JSON_TEXT as MAX_JSON_TEXT
+from wire.inline_credentials import json_object
 from wire.models import ActionRef, Ref, Strict, Text, Timestamp
 from wire.numbers import reject_non_jcs
 from wire.placements import PlacementBase, whole_number
@@ -38,8 +39,6 @@ MAX_FORM_FIELDS = 30
 MAX_CHOICES = 50
 MAX_TEXT_VALUE = 400  # a text field's longest value (and its maxLength's top): 30 fit a document
 MAX_NUMBER = 1e15  # a number field's bounds and values: exact in a double, so JCS-safe
-MAX_JSON_TEXT = 4_000  # an approval's JSON in compact form (a credential data item holds it)
-MAX_JSON_LEVELS = 10
 MAX_PLACEMENTS = 50
 MAX_PDF_BYTES = 5 * 1024 * 1024
 MAX_PDF_PAGES = 200
@@ -80,15 +79,6 @@ class FormField(Strict):
         if self.min is not None and self.max is not None and self.min > self.max:
             raise ValueError("min must not be above max")
         return self
-
-
-def _json_object(value: dict[str, Any]) -> dict[str, Any]:
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    if len(text) > MAX_JSON_TEXT:
-        raise ValueError(f"is {len(text)} characters as compact JSON; at most {MAX_JSON_TEXT}")
-    if json_depth_exceeds(text.encode(), MAX_JSON_LEVELS):
-        raise ValueError(f"is nested more than {MAX_JSON_LEVELS} levels deep")
-    return value
 
 
 MAX_SIGNER = 99  # a request names at most 100 contacts (``CreateRequestIn.contacts``)
@@ -135,7 +125,7 @@ class ApprovalSpec(Strict):
     def _json(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
         if value is None:
             return None
-        return _json_object(multiline_strings(reject_non_jcs(value)))
+        return json_object(multiline_strings(reject_non_jcs(value)))
 
     @model_validator(mode="after")
     def _by_type(self) -> ApprovalSpec:

@@ -38,6 +38,7 @@ from wire.contacts import (
 from wire.dates import in_utc
 from wire.identity_match import DocumentIdText
 from wire.iframe import IframeIn
+from wire.inline_credentials import JSON_DOC, PDF_DOC, InlineJson, InlinePdf, type_problem
 from wire.numbers import reject_non_jcs
 from wire.placements import PlacementsIn, PlacementsOut
 from wire.signed import (
@@ -188,7 +189,7 @@ class DataItem(Strict):
 
 
 class CredentialIn(Strict):
-    type: Literal["POLICY", "DOCUMENT"]
+    type: Literal["POLICY", "DOCUMENT", "JSON"]
     name: Text
     scope: Annotated[str, Field(max_length=500), AfterValidator(one_line_text)] | None = None
     description: Annotated[str, Field(max_length=2000), AfterValidator(multiline_text)] | None = None
@@ -198,6 +199,8 @@ class CredentialIn(Strict):
     ] = Field(default_factory=list)
     action: ActionRef | None = None
     data: Annotated[list[DataItem], Field(min_length=1, max_length=MAX_DOCUMENT_ITEMS)] | None = None
+    pdf: InlinePdf | None = Field(default=None, description=PDF_DOC)  # wire.inline_credentials
+    json_: InlineJson | None = Field(default=None, alias="json", description=JSON_DOC)
     validFrom: AwareDatetime | None = None
     validUntil: AwareDatetime | None = None
     placements: PlacementsIn | None = None
@@ -224,16 +227,9 @@ class CredentialIn(Strict):
 
     @model_validator(mode="after")
     def _by_type(self) -> CredentialIn:
-        if self.type == "POLICY" and self.action is None:
-            raise ValueError("a POLICY credential needs action {id, userParams}")
-        if self.type == "POLICY" and self.data is not None:
-            raise ValueError("a POLICY credential takes action, not data")
-        if self.type == "DOCUMENT" and self.data is None:
-            raise ValueError("a DOCUMENT credential needs data [{label, type, value, hidden}]")
-        if self.type == "DOCUMENT" and self.action is not None:
-            raise ValueError("a DOCUMENT credential takes data, not action")
-        if self.type == "DOCUMENT" and self.maxExecutions is not None:
-            raise ValueError("maxExecutions bounds a mandate's uses: a DOCUMENT credential has none")
+        problem = type_problem(self)
+        if problem is not None:
+            raise ValueError(problem)
         text = sum(len(item.label) + len(item.value) for item in self.data or ())
         if text > MAX_DOCUMENT_TEXT:
             raise ValueError(

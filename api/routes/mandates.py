@@ -324,7 +324,7 @@ async def get_credential(
         "w3cCredential": record.credential.document_credential,
     }
     if includePdf and record.credential.resource_type == "DOCUMENT":
-        # made of a DOCUMENT approval: its own PDF, the marks stamped on it, then the sheet
+        # its own PDF (inline or a DOCUMENT approval's): the marks stamped on it, then the sheet
         source = await approvals.credential_document(ctx, record.request.id, record.credential.id)
         try:
             rendered = await pdf.RENDERER.pdf(

@@ -1,42 +1,54 @@
-"""Placements through the public SDK's release 1.2.0, unchanged (issue 36, "Must show"): the release
-creates a DOCUMENT credential with its ``CredentialDto(placements=[CredentialPlacementDto(...)])``,
-the subjects accept on the approval page, the release reads the credential back with
-``credentials.detail`` (the placements signed into its document, each signer named by DID), and the
-PDF's page shows each signer's mark inside its rectangle, drawn as an image and looked at.
+"""Placements and inline credentials through the public SDK's release 1.2.0, unchanged (issue 36,
+"Must show"): the release creates a DOCUMENT credential of its own PDF with its stock
+``CredentialDto(type="DOCUMENT", data=CredentialDtoData(<base64 PDF>),
+placements=[CredentialPlacementDto(...)])``, the subjects accept on the approval page, the release
+reads the credential back with ``credentials.detail`` (the PDF's digest and the placements signed
+into its document, each signer named by DID), and the PDF's page shows each signer's mark inside
+its rectangle, drawn as an image and looked at. A JSON credential (``data`` the object's JSON
+text, as the release types it) is accepted and read back signed with its object.
 
-1.2.0 types a DOCUMENT's ``data`` as a base64 PDF; a Mandatum document is its items (SPEC.md), so
-the test hands the release's own ``CredentialDtoData`` the item list (``model_construct``), which
-the release sends as it is. Its ``identityType`` is typed as an object, so an ``IDENTITY_FIELD``
-is sent without one (the full name). A placement off the page is refused with the release's 400.
+The release types ``identityType`` as an object, so an ``IDENTITY_FIELD`` is sent without one (the
+full name). A placement off the PDF's pages is refused with the release's 400.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import time
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-import pytest
+from fpdf import FPDF
 
-from tests.support.documents import LEASE
 from tests.support.live_stack import LiveStack
 from tests.support.placements import box, page_image, runs
 from tests.support.sdk import RELEASE_120, Sdk, SdkClient, decide, new_contact, new_org, only, raw
+from trust.credentials import sri_sha256
 
-pytestmark = [
-    only(RELEASE_120),
-    # the release's CredentialDtoData holds the item list where its model says a string
-    pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning"),
-]
+pytestmark = only(RELEASE_120)
+TERMS = {"plan": "pro", "limits": {"daily": 500}, "renewal": True}
+
+
+def lease_pdf() -> bytes:
+    """A small two-page PDF (fpdf2), its text at the top, away from the placements' rectangles."""
+    doc = FPDF()
+    doc.set_creation_date(datetime(2026, 1, 1, tzinfo=UTC))
+    doc.set_font("helvetica", size=12)
+    for page in (1, 2):
+        doc.add_page()
+        doc.cell(text=f"Lease contract, page {page}")
+    return bytes(doc.output())
 
 
 def document(m: Any, placements: list[Any]) -> Any:
-    data = m.CredentialDtoData.model_construct(actual_instance=[dict(item) for item in LEASE["data"]])
-    return m.CredentialDto(type="DOCUMENT", name=LEASE["name"], data=data, placements=placements)
+    """The release's own DOCUMENT: its data a base64 PDF, as the model types it."""
+    data = m.CredentialDtoData(base64.b64encode(lease_pdf()).decode("ascii"))
+    return m.CredentialDto(type="DOCUMENT", name="Lease contract", data=data, placements=placements)
 
 
 async def create(client: SdkClient, credential: Any, *contacts: str) -> Any:
@@ -74,6 +86,9 @@ async def test_placed_signatures_on_the_pdf_through_the_release(
     request = await until_async(issued, f"the document of request {created.id}")
     urn = request.credentials[0].id
     detail = await client.call(client.api.credentials.detail, urn, returns="CredentialEntity")
+    [item] = detail.w3c_credential["credentialSubject"]["data"]  # the PDF's digest, signed
+    assert (item["type"], item["value"]) == ("PDF", sri_sha256(lease_pdf()))
+    assert item["fields"][0]["pages"] == 2
     record = await raw_json(live, creds, f"/request/{created.id}")
     subjects = {s["contact"]: s["id"] for s in record["subjects"]}
     signed = detail.w3c_credential["credentialSubject"]["placements"]
@@ -94,7 +109,7 @@ async def test_placed_signatures_on_the_pdf_through_the_release(
     image = page_image(pdf, 0, tmp_path / "sdk-placements-page-0.png")
     assert image.stat().st_size > 10_000
 
-    off = m.CredentialPlacementDto(contact=ana, type="SIGNATURE", **{**signature, "pageIndex": 3})
+    off = m.CredentialPlacementDto(contact=ana, type="SIGNATURE", **{**signature, "pageIndex": 2})
     refused = await client.refusal(
         client.api.requests.create,
         m.GenerateRequestDto(
@@ -105,7 +120,40 @@ async def test_placed_signatures_on_the_pdf_through_the_release(
         status=400,
         returns="RequestsCreate400Response",
     )
-    assert "page 3 is off the document" in refused.message
+    assert "page 2 is off the document, whose PDF has 2 pages" in refused.message
+
+
+async def test_a_json_credential_through_the_release(sdk: Sdk, live: LiveStack) -> None:
+    creds = new_org(live, sdk.release)
+    client = sdk.client(live.url, creds)
+    m, ana = sdk.models, new_contact("json")
+    terms = m.CredentialDto(type="JSON", name="Terms", data=m.CredentialDtoData(json.dumps(TERMS)))
+    created = await create(client, terms, ana)
+    [entity] = created.credentials
+    await decide(live, {"credentials": [{"id": entity.id}]}, ana)
+
+    async def issued() -> Any:
+        found = await client.call(client.api.requests.detail, created.id, returns="RequestDetailEntity")
+        return found if found.credentials[0].status == "ACTIVE" else None
+
+    request = await until_async(issued, f"the JSON credential of request {created.id}")
+    detail = await client.call(
+        client.api.credentials.detail, request.credentials[0].id, returns="CredentialEntity"
+    )
+    [item] = detail.w3c_credential["credentialSubject"]["data"]
+    assert (item["label"], item["type"]) == ("Terms", "JSON")
+    assert json.loads(item["value"]) == TERMS
+
+    listed = m.CredentialDto(type="JSON", name="Terms", data=m.CredentialDtoData(json.dumps([1, 2])))
+    refused = await client.refusal(
+        client.api.requests.create,
+        m.GenerateRequestDto(
+            credentials=[listed], users=[m.GenerateRequestUserDto(contact=ana)], securityLevel="CONTACT"
+        ),
+        status=400,
+        returns="RequestsCreate400Response",
+    )
+    assert "credentials.0.data: a JSON credential's data is a JSON object" in refused.message
 
 
 async def raw_json(live: LiveStack, creds: Any, path: str) -> dict[str, Any]:

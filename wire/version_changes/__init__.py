@@ -20,7 +20,13 @@ grouped per grantor as lists (the releases' model types them as lists of lists),
 
 from __future__ import annotations
 
-from wire.version_changes import users, v2026_09_01, v2026_11_01, v2026_11_01_approvals
+from wire.version_changes import (
+    users,
+    v2026_09_01,
+    v2026_11_01,
+    v2026_11_01_approvals,
+    v2026_11_01_inline,
+)
 from wire.version_changes.legacy import (
     INACTIVE_STATUSES,
     SECURITY_LEVEL_NAMES,
@@ -63,5 +69,6 @@ __all__ = [
 
 CHANGES.extend(v2026_11_01.VERSION_CHANGES)
 CHANGES.extend(v2026_11_01_approvals.VERSION_CHANGES)
+CHANGES.extend(v2026_11_01_inline.VERSION_CHANGES)
 CHANGES.extend(v2026_09_01.VERSION_CHANGES)
 CHANGES.extend(users.VERSION_CHANGES)  # sorted by version where they apply
