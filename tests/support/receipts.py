@@ -105,6 +105,7 @@ OUR_MEMBERS = {
     "hidden",
     "fields",
     "placements",  # a document's placements (issue 36)
+    "signerQualities",  # in which capacity each grantor signs (issue 36)
     "actionType",
     "actionProof",
     "createdAt",

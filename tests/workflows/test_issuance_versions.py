@@ -200,8 +200,14 @@ def test_the_histories_cover_both_sides_of_the_local_writes_patch() -> None:
     assert local_activities("decide_local_writes") == [event, issue, event, event, event]
     assert activities.count(ActivityNames.RECORD_DECISION) == 4  # the records stay activities
     for old in sorted(p.stem for p in HISTORIES.glob("*.json")):
-        if old != "decide_local_writes":
+        if old in RECORDED_WITH_LOCAL_WRITES:  # recorded after the patch (issue 36's paths)
+            assert LOCAL_DECISION_PATCH in patch_and_issuance(old)[0], old
+        elif old != "decide_local_writes":
             assert LOCAL_DECISION_PATCH not in patch_and_issuance(old)[0] and not local_activities(old), old
+
+
+# histories recorded after the local-writes patch, which run it as decide_local_writes does
+RECORDED_WITH_LOCAL_WRITES = ("secondary_contact", "trusted_session")
 
 
 class AlwaysPatched:

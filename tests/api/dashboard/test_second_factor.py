@@ -243,6 +243,8 @@ VALUES = {
     "number": "1",
     "member_id": "0" * 24,
     "action": "cancel",
+    "approval_id": "0" * 24,
+    "workflow_id": "0" * 24,
 }
 CHANGE_OF = {"keys": "rotate", "requests": "resend", "members": "role"}
 
