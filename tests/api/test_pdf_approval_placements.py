@@ -31,11 +31,10 @@ from services.context import Context
 from services.errors import Invalid
 from store.keys import did_resolver
 from store.tables import Approval, CredentialRequest
-from tests.api.test_pdf_placements import pdf_of, text_in
 from tests.support.api_client import Credentials, SignedClient, assert_message
 from tests.support.approvals import ALICE, approval_spec, make
 from tests.support.mandates import accept_all, create_request
-from tests.support.placements import page_image, runs
+from tests.support.placements import page_image, pdf_of, runs, text_in
 from trust.credentials import sri_sha256, verify_document_credential
 from wire.approvals import ApprovalSpec, WorkflowSpec
 

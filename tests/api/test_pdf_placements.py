@@ -5,7 +5,6 @@ of the PDF inside its rectangle: an empty labelled box before the signer accepts
 
 from __future__ import annotations
 
-import base64
 import copy
 import html
 import re
@@ -13,7 +12,6 @@ from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import httpx
 import pytest
@@ -26,7 +24,7 @@ from store.keys import did_resolver
 from tests.support.api_client import SignedClient, assert_message
 from tests.support.documents import LEASE
 from tests.support.mandates import accept_all, create_request
-from tests.support.placements import box, page_count, page_image, runs
+from tests.support.placements import box, page_count, page_image, pdf_of, runs, text_in
 from trust.credentials import verify_document_credential
 
 pytestmark = pytest.mark.usefixtures("no_server_errors")
@@ -44,18 +42,6 @@ def body(*placements: dict[str, Any], **changes: Any) -> dict[str, Any]:
         "securityLevel": "CONTACT",
         "credentials": [lease(*placements, **changes)],
     }
-
-
-async def pdf_of(api: SignedClient, ident: str) -> bytes:
-    resp = await api.get(f"/credential/{quote(ident, safe='')}", params={"includePdf": "true"})
-    assert resp.status_code == 200, resp.text
-    return base64.b64decode(resp.json()["pdf"])
-
-
-def text_in(pdf: bytes, placement: dict[str, Any]) -> str:
-    """The text runs whose origin lies in the placement's rectangle on its page, in order."""
-    rect = box(pdf, placement)
-    return " ".join(r.text for r in runs(pdf) if r.page == placement["pageIndex"] and rect.holds(r))
 
 
 def assert_only_in_boxes(pdf: bytes, *placements: dict[str, Any]) -> None:

@@ -3,12 +3,16 @@ text matrix), a placement's rectangle in PDF points, and a page drawn as an imag
 
 from __future__ import annotations
 
+import base64
 import io
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from pypdf import PdfReader
+
+from tests.support.api_client import SignedClient
 
 
 @dataclass(frozen=True)
@@ -70,3 +74,15 @@ def page_image(pdf: bytes, index: int, path: Path, scale: float = 1.5) -> Path:
     finally:
         document.close()
     return path
+
+
+async def pdf_of(api: SignedClient, ident: str) -> bytes:
+    resp = await api.get(f"/credential/{quote(ident, safe='')}", params={"includePdf": "true"})
+    assert resp.status_code == 200, resp.text
+    return base64.b64decode(resp.json()["pdf"])
+
+
+def text_in(pdf: bytes, placement: dict[str, Any]) -> str:
+    """The text runs whose origin lies in the placement's rectangle on its page, in order."""
+    rect = box(pdf, placement)
+    return " ".join(r.text for r in runs(pdf) if r.page == placement["pageIndex"] and rect.holds(r))
