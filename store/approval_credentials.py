@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import Engine
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
 from store.db import read_session, write_session
 from store.request_records import OPEN_CREDENTIAL_STATES
@@ -59,23 +59,33 @@ def fill_form(
         return True
 
 
+def _inline(session: Session, column: Any, request_id: str, credential_id: str) -> Any:
+    """``column`` of the PDF a credential of this request was given inline, or None."""
+    return session.exec(
+        select(column)
+        .join(Credential, col(Credential.id) == col(CredentialDocument.credential_id))
+        .where(Credential.id == credential_id, Credential.request_id == request_id)
+    ).first()
+
+
+def _of_version(session: Session, column: Any, request_id: str, credential_id: str, *where: Any) -> Any:
+    """``column`` of the approval version a credential of this request was made from, or None."""
+    return session.exec(
+        select(column)
+        .join(CredentialApproval, col(CredentialApproval.version_id) == col(ApprovalVersion.id))
+        .join(Credential, col(Credential.id) == col(CredentialApproval.credential_id))
+        .where(Credential.id == credential_id, Credential.request_id == request_id, *where)
+    ).first()
+
+
 def document_of_credential(engine: Engine, request_id: str, credential_id: str) -> bytes | None:
     """The PDF of a DOCUMENT credential of this request: the PDF it was given inline
     (``CredentialDocument``), else that of the approval version it was made from."""
     with read_session(engine) as session:
-        inline = session.exec(
-            select(CredentialDocument.pdf)
-            .join(Credential, col(Credential.id) == col(CredentialDocument.credential_id))
-            .where(Credential.id == credential_id, Credential.request_id == request_id)
-        ).first()
+        inline = _inline(session, CredentialDocument.pdf, request_id, credential_id)
         if isinstance(inline, bytes):
             return inline
-        row = session.exec(
-            select(ApprovalVersion.pdf)
-            .join(CredentialApproval, col(CredentialApproval.version_id) == col(ApprovalVersion.id))
-            .join(Credential, col(Credential.id) == col(CredentialApproval.credential_id))
-            .where(Credential.id == credential_id, Credential.request_id == request_id)
-        ).first()
+        row = _of_version(session, ApprovalVersion.pdf, request_id, credential_id)
         return row if isinstance(row, bytes) else None
 
 
@@ -84,22 +94,11 @@ def document_digest_of_credential(engine: Engine, request_id: str, credential_id
     given inline (``CredentialDocument``), else that of the DOCUMENT approval version it was made
     from; None for any other credential (data items only, or made of another type)."""
     with read_session(engine) as session:
-        inline = session.exec(
-            select(CredentialDocument.digest_sri)
-            .join(Credential, col(Credential.id) == col(CredentialDocument.credential_id))
-            .where(Credential.id == credential_id, Credential.request_id == request_id)
-        ).first()
+        inline = _inline(session, CredentialDocument.digest_sri, request_id, credential_id)
         if isinstance(inline, str):
             return inline
-        content = session.exec(
-            select(ApprovalVersion.content)
-            .join(CredentialApproval, col(CredentialApproval.version_id) == col(ApprovalVersion.id))
-            .join(Credential, col(Credential.id) == col(CredentialApproval.credential_id))
-            .where(
-                Credential.id == credential_id,
-                Credential.request_id == request_id,
-                CredentialApproval.type == "DOCUMENT",
-            )
-        ).first()
+        content = _of_version(
+            session, ApprovalVersion.content, request_id, credential_id, CredentialApproval.type == "DOCUMENT"
+        )
     digest = ((content or {}).get("pdf") or {}).get("digestSRI") if isinstance(content, dict) else None
     return digest if isinstance(digest, str) else None
