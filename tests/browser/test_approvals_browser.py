@@ -17,7 +17,7 @@ from core.kinds import MemberRole
 from services.context import Context
 from tests.support.a11y import assert_accessible
 from tests.support.approvals import DOCUMENT, FORM, make
-from tests.support.dashboard_browser import fits, set_password_and_log_in
+from tests.support.dashboard_browser import fits, set_password_and_log_in, shot
 from tests.support.journey_messages import LINK_RE, code_in
 from tests.support.live_stack import LiveStack
 from tests.support.smtp_server import text_of
@@ -61,6 +61,7 @@ async def test_a_form_and_a_document_on_the_approval_page(
     await form.get_by_label("Newsletter").check()
     await form.get_by_label("Plan").select_option("pro")
     await assert_accessible(page, axe_source, "the decision step with a FORM's fields")
+    await shot(page, "journey-form-approval")
     for group in ("Onboarding form", "Lease contract"):
         await page.get_by_role("group", name=group).get_by_label(t("approve")).check()
     await page.get_by_role("button", name=t("send_decision")).click()
@@ -101,4 +102,5 @@ async def test_the_dashboards_approvals_page(
     await page.get_by_role("button", name="Create the workflow").click()
     await expect(page.get_by_role("status")).to_contain_text("The workflow was created")
     await assert_accessible(page, axe_source, "the approvals page with approvals and a workflow")
+    await shot(page, "dashboard-approvals")
     await fits(page)
