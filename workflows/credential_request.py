@@ -86,6 +86,8 @@ class CredentialRequestWorkflow:
         self._canceled_at: datetime | None = None
         self._decisions: dict[tuple[str, str], DecisionView] = {}
         self._recorded: set[tuple[str, str]] = set()  # decisions whose write has landed
+        # each decision's answer once its update finished (None: it failed), for a second submit
+        self._answers: dict[tuple[str, str], DecisionResult | None] = {}
         self._issuance = Issuance(inp, self._recorded)
         self._events = RequestEvents(inp)
         # the subject's journey: codes sent (count, last time), subjects who confirmed theirs,
@@ -205,9 +207,32 @@ class CredentialRequestWorkflow:
 
     @workflow.update(name="decide")
     async def decide(self, inp: DecisionInput) -> DecisionResult:
+        if self._repeats(inp):  # a second submit of the same decision: the first's answer
+            key = (inp.subject_id, inp.credential_id)
+            await workflow.wait_condition(lambda: key in self._answers)
+            answer = self._answers[key]
+            if answer is None:
+                raise ApplicationError("The decision could not be recorded", type=UpdateRefusal.REFUSED)
+            return answer
         return await self._decide(inp)
 
+    def _repeats(self, inp: DecisionInput) -> bool:
+        """The subject already made this same decision on this credential (its write may still be
+        under way, and it may have closed the request)."""
+        earlier = self._decisions.get((inp.subject_id, inp.credential_id))
+        return earlier is not None and earlier.accepted == inp.accept
+
     async def _decide(self, inp: DecisionInput) -> DecisionResult:
+        key = (inp.subject_id, inp.credential_id)
+        try:
+            answer = await self._decide_once(inp)
+        except BaseException:
+            self._answers[key] = None
+            raise
+        self._answers[key] = answer
+        return answer
+
+    async def _decide_once(self, inp: DecisionInput) -> DecisionResult:
         key = (inp.subject_id, inp.credential_id)
         decision_id = f"urn:via:decision:{workflow.uuid4()}"  # an identifier, not a secret
         at = workflow.now()
@@ -263,16 +288,21 @@ class CredentialRequestWorkflow:
 
     @decide.validator
     def _validate_decide(self, inp: DecisionInput) -> None:
+        # checked first: a resubmit after a submit that timed out answers as the first will,
+        # also when that decision closed the request meanwhile (its handler issues no command)
+        # (another choice is refused as decided, not as closed: the page shows the one recorded)
+        if self._repeats(inp):
+            return
+        if (inp.subject_id, inp.credential_id) in self._decisions:
+            raise ApplicationError(
+                "This subject already decided on this credential", type=UpdateRefusal.ALREADY_DECIDED
+            )
         self._refuse_when_closed()
         if inp.subject_id not in self._input.subject_ids:
             raise ApplicationError("Unknown subject for this request", type=UpdateRefusal.UNKNOWN_SUBJECT)
         if inp.credential_id not in self._input.credential_ids:
             raise ApplicationError(
                 "Unknown credential for this request", type=UpdateRefusal.UNKNOWN_CREDENTIAL
-            )
-        if (inp.subject_id, inp.credential_id) in self._decisions:
-            raise ApplicationError(
-                "This subject already decided on this credential", type=UpdateRefusal.ALREADY_DECIDED
             )
         if self._journey.enabled and not self._journey.code_confirmed(inp.subject_id):
             raise ApplicationError(

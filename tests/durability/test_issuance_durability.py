@@ -236,6 +236,35 @@ async def test_a_worker_killed_mid_issuance_issues_exactly_once(stack: Stack, cr
     assert db_request(stack.engine, stack.org.organization_id, scene.request_id).request.status == "COMPLETED"
 
 
+async def test_a_resubmit_after_the_crash_answers_as_the_first_submit(stack: Stack) -> None:
+    """Issue 32: the subject's form got no answer while the worker died issuing the mandate their
+    decision completed; the same decision submitted again (with the decision and the request's
+    close already claimed) answers what the first answers once a worker finishes it."""
+    scene = await started_request(stack)
+    final = await decide_until_the_worker_dies(stack, scene, "issue:after-commit")
+    again = asyncio.create_task(
+        scene.handle.execute_update(
+            "decide",
+            DecisionInput(
+                subject_id=scene.bea,
+                credential_id=scene.mandate,
+                accept=True,
+                channel="email",
+                surface="hosted",
+            ),
+            result_type=DecisionResult,
+        )
+    )
+    try:
+        first = await restart_and_finish(stack, scene, final)
+        second = await asyncio.wait_for(again, 30)
+    finally:
+        again.cancel()
+    assert second == first and first.request_status == "COMPLETED" and first.mandate_id is not None
+    issued = [r.mandate_id for r in credentials_of(stack.engine, scene.request_id).values() if r.mandate_id]
+    assert issued == [first.mandate_id]
+
+
 # --- two acceptances at once -------------------------------------------------------------------
 
 

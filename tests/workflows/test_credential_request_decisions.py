@@ -335,3 +335,36 @@ async def test_cancel_while_a_completing_decision_is_recorded(
     assert (await result_of(handle)).status == "COMPLETED"
     stored = db_request(engine, org.organization_id, bundle.request.id)
     assert stored.request.status == "COMPLETED" and stored.request.canceled_at is None
+
+
+async def test_a_resubmit_while_the_closing_decision_is_recorded_answers_as_the_first(
+    temporal: Client,
+    engine: Engine,
+    org: Credentials,
+    gated: tuple[str, GatedActivities],
+) -> None:
+    """The subject's form got a 503 while the decision that closes the request was being written
+    (a worker crash); their second submit of the same choice waits for that write and answers as
+    the first does, never "no longer open". Another choice is still refused."""
+    queue, acts = gated
+    bundle = insert_request(engine, org.organization_id)
+    assert await start_request_workflow(temporal, queue, bundle)
+    handle = request_handle(temporal, bundle.request.id)
+    subject, credential = bundle.subjects[0][1].id, bundle.credentials[0].id
+    first = asyncio.create_task(decide(handle, subject, credential, accept=True))
+    await acts.decision.wait_entered()
+
+    assert (await refused(decide(handle, subject, credential, accept=False))).type == "already_decided"
+    second = asyncio.create_task(decide(handle, subject, credential, accept=True))
+    await asyncio.sleep(0.5)
+    assert not second.done()  # it waits for the first's write, which the gate holds
+    acts.decision.release.set()
+
+    answers = [await first, await second]
+    assert answers[0] == answers[1]
+    assert answers[0].request_status == "COMPLETED" and answers[0].mandate_id is not None
+    assert DECISION_ID.match(answers[0].decision_id)
+    assert (await result_of(handle)).status == "COMPLETED"
+    stored = db_request(engine, org.organization_id, bundle.request.id)
+    assert [d.id for d, _ in stored.decisions[credential]] == [answers[0].decision_id]
+    assert [c.mandate_id for c in stored.credentials] == [answers[0].mandate_id]
