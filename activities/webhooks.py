@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from importlib.metadata import version as package_version
 from typing import Any, NoReturn
 
 import httpx
@@ -49,6 +50,9 @@ from workflows.webhook_messages import (
 
 log = logging.getLogger("mandatum.activities.webhooks")
 EXCERPT = 120  # characters of a failing receiver's answer in the log line
+
+# who knocks, in every delivery's User-Agent: receivers log it and may allow-list it
+USER_AGENT = f"Mandatum-Webhooks/{package_version('mandatum')}"
 
 
 @dataclass
@@ -182,6 +186,7 @@ class WebhookActivities:
             return self._skipped(event)
         body = encrypt_event(event.payload, config.encryption_secret, config.salt)
         headers = delivery_headers(event.id, config.signature_secret, body, int(time.time() * 1000))
+        headers["User-Agent"] = USER_AGENT
         crash_point("webhook:before-post")
         began = time.monotonic()
         post = self._post(config.url, body, headers)

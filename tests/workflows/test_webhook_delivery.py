@@ -69,6 +69,7 @@ async def test_500s_then_200_is_delivered_once_with_one_webhook_id(
     assert len(got) == 3
     assert {d.webhook_id for d in got} == {event.id}
     assert all(d.signature_ok and d.content_type == "application/json" for d in got)
+    assert {d.headers.get("User-Agent") for d in got} == {"Mandatum-Webhooks/0.1.0"}
     assert all(d.event == event.payload and d.key_order == ["iv", "data", "tag"] for d in got)
     assert len({d.raw_body for d in got}) == 3  # a fresh IV per attempt
     first_gap = got[1].received_at - got[0].received_at
