@@ -39,6 +39,7 @@ from api.routes import (
     not_offered,
     presentations,
     requests,
+    site,
     subject_identity,
     trusted_sessions,
     users,
@@ -142,6 +143,7 @@ def _include_routes(app: FastAPI, ctx: Context) -> None:
     app.include_router(dev.router)
     app.include_router(not_offered.router)
     app.include_router(dashboard.router)
+    app.include_router(site.router)
 
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> dict[str, str]:

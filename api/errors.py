@@ -23,6 +23,7 @@ from starlette.routing import Match
 from temporalio.service import RPCError
 
 from api.headers import security_headers
+from api.pages import render_page
 from api.telemetry import route_of
 from core.kinds import UpdateRefusal
 from core.text import ELLIPSIS, QUOTE_LIMIT, quote_input
@@ -178,6 +179,26 @@ def service_error_response(exc: ServiceError, scope: Any = None) -> JSONResponse
     return error_response(service_error_status(exc), exc.message, headers, scope=scope, **exc.extra)
 
 
+# the dashboard's own pages for what no route of it answers: a person reads them, never JSON
+DASHBOARD_ERRORS = {
+    404: ("Not found", "There is no such page in the dashboard."),
+    405: ("Not allowed", "This page cannot be used that way."),
+    500: ("Something went wrong", "The error has been logged. Try again, or go back to the dashboard."),
+}
+
+
+def for_a_person(request: Request) -> bool:
+    """A dashboard address asked for by a browser (a page, never the API)."""
+    path = request.url.path
+    return path == "/dashboard" or path.startswith("/dashboard/")
+
+
+def dashboard_error(status: int, headers: dict[str, str] | None = None) -> Any:
+    title, message = DASHBOARD_ERRORS[status]
+    own = {"Referrer-Policy": "same-origin", **(headers or {})}
+    return render_page("dashboard/message.html", status=status, headers=own, title=title, message=message)
+
+
 def install_error_handlers(app: FastAPI, hsts: bool = False) -> None:
     @app.exception_handler(ApiError)
     async def _api_error(request: Request, exc: ApiError) -> JSONResponse:
@@ -197,7 +218,10 @@ def install_error_handlers(app: FastAPI, hsts: bool = False) -> None:
         return error_response(400, messages, scope=request.scope)
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> Any:
+        if for_a_person(request) and exc.status_code in (404, 405):
+            allow = {"Allow": ", ".join(allowed_methods(request))} if exc.status_code == 405 else {}
+            return dashboard_error(exc.status_code, allow)
         message: str | list[str] = (
             exc.detail if isinstance(exc.detail, str | list) else HTTPStatus(exc.status_code).phrase
         )
@@ -229,7 +253,9 @@ def install_error_handlers(app: FastAPI, hsts: bool = False) -> None:
         return error_response(503, TEMPORAL_UNAVAILABLE, retry, scope=request.scope)
 
     @app.exception_handler(Exception)
-    async def _internal(request: Request, exc: Exception) -> JSONResponse:
+    async def _internal(request: Request, exc: Exception) -> Any:
         log.exception("unhandled error on %s %s", request.method, route_of(request.scope))
+        if for_a_person(request):
+            return dashboard_error(500, security_headers(hsts))
         # answered by Starlette's outermost middleware, past api.headers: add its headers here
         return error_response(500, "Internal error; it has been logged", security_headers(hsts))

@@ -237,6 +237,10 @@ async def failing_client(
     def boom_sync() -> None:
         raise KeyError("another-secret-detail")
 
+    @app.get("/dashboard/boom-page")
+    async def boom_page() -> None:
+        raise RuntimeError("secret-detail of a page")
+
     @app.get("/teapot")
     async def teapot() -> None:
         raise ApiError(418, ["first problem", "second problem"], headers={"X-Extra": "1"}, hint="h")
@@ -255,6 +259,29 @@ async def test_internal_error_is_500_without_leaking(
         for leak in ("secret-detail", "hunter2", "Traceback", "RuntimeError", "KeyError", 'File "'):
             assert leak not in resp.text
     assert any("secret-detail" in (r.exc_text or "") or r.exc_info for r in caplog.records)
+
+
+async def test_the_dashboard_answers_its_own_pages_for_errors(
+    failing_client: SignedClient, http: httpx.AsyncClient
+) -> None:
+    """Issue 34: a person who mistypes a dashboard address, or meets a bug, reads a page of the
+    dashboard (with its strict CSP), never the API's JSON; the API's answers stay JSON."""
+    for path, method, status, title in (
+        ("/dashboard/no-such-page", "GET", 404, "Not found"),
+        ("/dashboard/keys/x/y/z", "GET", 404, "Not found"),
+        ("/dashboard/login", "DELETE", 405, "Not allowed"),
+    ):
+        resp = await http.request(method, path)
+        assert resp.status_code == status, (path, resp.text[:200])
+        assert resp.headers["content-type"].startswith("text/html")
+        assert f"<h1>{title}</h1>" in resp.text and 'href="/dashboard"' in resp.text
+        assert "default-src 'none'" in resp.headers["content-security-policy"]
+    assert "GET" in resp.headers["allow"]
+    boom = await failing_client.http.get("/dashboard/boom-page")
+    assert boom.status_code == 500 and boom.headers["content-type"].startswith("text/html")
+    assert "Something went wrong" in boom.text and "secret-detail" not in boom.text
+    assert boom.headers["x-content-type-options"] == "nosniff"
+    _shape(await http.get("/dashboardx"), 404)  # not a dashboard address: the API's answer
 
 
 async def test_internal_error_still_needs_authentication(failing_client: SignedClient) -> None:

@@ -110,6 +110,7 @@ async def test_every_answer_has_its_id_and_counts_by_template(app: FastAPI) -> N
         ("GET", "/request/6b0250e38402ead89ea995e6", 401, "/request/{requestId}"),  # refused before routing
         ("DELETE", "/request/anything-at-all", 401, "/request/{requestId}"),
         ("GET", "/no/such/path", 401, "unmatched"),  # not public, so not signed: 401 first
+        ("GET", "/favicon.ico", 200, "/favicon.ico"),  # every page view asks for it: never unmatched
         ("GET", "/dev/observability-boom", 500, "/dev/observability-boom"),  # past every handler
     ]
     for method, path, status, route in cases:

@@ -1,10 +1,16 @@
 """API keys (owners and developers): create (a name, an optional description, an expiry in days),
 rename or re-describe, rotate the signature secret (the old one works 24 hours more, CONTRACT 1),
 revoke; the key and secret shown once. Each key shows when it last signed an accepted call, to the
-minute (``api.key_use``)."""
+minute (``api.key_use``).
+
+A form that makes a secret answers with a redirect (post, redirect, get), so reloading the page
+never makes another: the secret travels to the page once, encrypted under the service's key in a
+short-lived HttpOnly cookie bound to the member, which that page clears."""
 
 from __future__ import annotations
 
+import base64
+import json
 import re
 from datetime import datetime, timedelta
 from functools import partial
@@ -20,6 +26,7 @@ from api.routes.dashboard.common import (
     not_found,
     org_of,
     page,
+    secure,
     signed_in,
     when,
 )
@@ -27,6 +34,7 @@ from services import member_sessions, members
 from services import orgs as organizations
 from services.context import Context, run_blocking, utcnow
 from services.errors import Invalid, NotFound
+from store.orgs import IssuedKey
 from store.tables import Member
 
 router = APIRouter()
@@ -41,6 +49,61 @@ KEY_NOTICES = {
     "edited": "The key's name and description are saved.",
 }
 UNNAMED = "(unnamed)"
+ISSUED_COOKIE = "mandatum_issued_key"
+ISSUED_PATH = "/dashboard/keys"
+ISSUED_SECONDS = 120  # long enough for the redirect, short enough to be gone soon after
+
+
+def _issued_redirect(ctx: Context, member: Member, issued: IssuedKey, rotated: bool) -> Response:
+    """303 to the keys page, carrying what to show once (encrypted, for this member only)."""
+    sealed = ctx.cipher.encrypt(
+        json.dumps(
+            {
+                "member": member.id,
+                "at": utcnow().timestamp(),
+                "rotated": rotated,
+                "key_id": issued.key_id,
+                "api_key": issued.api_key,
+                "secret": issued.signature_secret,
+                "name": issued.name,
+                "description": issued.description,
+            }
+        )
+    )
+    answer = RedirectResponse(ISSUED_PATH, status_code=303)
+    answer.set_cookie(
+        ISSUED_COOKIE,
+        base64.urlsafe_b64encode(sealed).decode(),
+        max_age=ISSUED_SECONDS,
+        path=ISSUED_PATH,
+        httponly=True,
+        samesite="strict",
+        secure=secure(ctx),
+    )
+    return answer
+
+
+def _issued_shown(ctx: Context, member: Member, cookie: str | None) -> dict[str, Any] | None:
+    """What ``_issued_redirect`` sealed, when it is this member's and fresh; else None."""
+    if not cookie or len(cookie) > 4096:
+        return None
+    try:
+        found = json.loads(ctx.cipher.decrypt(base64.urlsafe_b64decode(cookie.encode())))
+    except Exception:  # tampered, sealed under another key, or garbage: nothing is shown
+        return None
+    age = utcnow().timestamp() - float(found.get("at", 0))
+    if found.get("member") != member.id or not 0 <= age <= ISSUED_SECONDS:
+        return None
+    return {
+        "rotated": bool(found["rotated"]),
+        "issued": {
+            "key_id": found["key_id"],
+            "api_key": found["api_key"],
+            "signature_secret": found["secret"],
+            "name": found["name"],
+            "description": found["description"],
+        },
+    }
 
 
 def _key_status(key: Any, now: datetime) -> str:
@@ -95,7 +158,16 @@ async def keys_page(request: Request, ctx: ContextDep, notice: str | None = None
     if isinstance(found, Response):
         return found
     member, token = found
-    return await _keys_page(ctx, member, token, notice=KEY_NOTICES.get(notice or ""))
+    shown = _issued_shown(ctx, member, request.cookies.get(ISSUED_COOKIE))
+    if shown is None:
+        answer = await _keys_page(ctx, member, token, notice=KEY_NOTICES.get(notice or ""))
+    else:
+        answer = await _keys_page(ctx, member, token, **shown)
+    if ISSUED_COOKIE in request.cookies:  # shown once: a reload shows the list alone
+        answer.delete_cookie(
+            ISSUED_COOKIE, path=ISSUED_PATH, httponly=True, samesite="strict", secure=secure(ctx)
+        )
+    return answer
 
 
 @router.post("/dashboard/keys", response_class=HTMLResponse)
@@ -124,7 +196,7 @@ async def create_key(
         issued = await run_blocking(ctx, create, ctx, actor, org_of(member), expires)
     except Invalid as exc:
         return await _keys_page(ctx, member, token, status=400, error=str(exc), typed=typed)
-    return await _keys_page(ctx, member, token, issued=issued, rotated=False)
+    return _issued_redirect(ctx, member, issued, rotated=False)
 
 
 @router.post("/dashboard/keys/{key_id}/edit", response_class=HTMLResponse)
@@ -174,7 +246,7 @@ async def change_key(
     try:
         if change == "rotate":
             issued = await run_blocking(ctx, organizations.rotate_key, ctx, actor, key_id, org_id)
-            return await _keys_page(ctx, member, token, issued=issued, rotated=True)
+            return _issued_redirect(ctx, member, issued, rotated=True)
         if confirm != "yes":
             error = "Tick the box to confirm: a revoked key can never be used again."
             return await _keys_page(ctx, member, token, status=400, error=error)

@@ -36,6 +36,12 @@ def _shown(page: str, element: str) -> str:
     return found.group(1)
 
 
+async def _followed(browser: Any, posted: Any) -> Any:
+    """A form that makes a secret answers 303 to the keys page, which shows it (once)."""
+    assert (posted.status_code, posted.headers["location"]) == (303, "/dashboard/keys"), posted.text[:300]
+    return await browser.get(posted.headers["location"])
+
+
 def _key_records(engine: Engine, org: Credentials) -> list[Any]:
     """The organization's audit records of its API keys (inviting its members writes others)."""
     return [r for r in chain(engine, org.organization_id) if r.type.startswith("API_KEY_")]
@@ -51,7 +57,7 @@ async def test_a_key_is_created_rotated_and_revoked_by_the_member(
             refused = await browser.post("/dashboard/keys", data={"csrf": csrf, "days": days})
             assert refused.status_code == 400 and "whole number of days" in refused.text, days
         form = {"csrf": csrf, "days": "30", "name": "  Billing service  ", "description": "Nightly invoices"}
-        created = await browser.post("/dashboard/keys", data=form)
+        created = await _followed(browser, await browser.post("/dashboard/keys", data=form))
         assert created.status_code == 200 and "shown once" in created.text
         assert (_shown(created.text, "issued-name"), _shown(created.text, "issued-description")) == (
             "Billing service",  # trimmed
@@ -68,7 +74,9 @@ async def test_a_key_is_created_rotated_and_revoked_by_the_member(
         assert (await signed.get("/me")).status_code == 200  # the new key signs at once
         assert "shown once" not in (await browser.get("/dashboard/keys")).text  # never again
 
-        rotated = await browser.post(f"/dashboard/keys/{creds.key_id}/rotate", data={"csrf": csrf})
+        rotated = await _followed(
+            browser, await browser.post(f"/dashboard/keys/{creds.key_id}/rotate", data={"csrf": csrf})
+        )
         assert rotated.status_code == 200 and "previous secret keeps working" in rotated.text
         new_secret = _shown(rotated.text, "signature-secret")
         assert new_secret != creds.secret and 'id="api-key"' not in rotated.text
@@ -244,7 +252,9 @@ async def test_last_used_shows_never_then_the_minute_of_a_signed_call(
     monkeypatch.setattr(key_use, "clock", lambda: moment)
     async with page_client(app) as browser, page_client(app) as api_http:
         _, csrf = await log_in_as(browser, ctx, org, MemberRole.OWNER, "owner")
-        created = await browser.post("/dashboard/keys", data={"csrf": csrf, "name": "Reports"})
+        created = await _followed(
+            browser, await browser.post("/dashboard/keys", data={"csrf": csrf, "name": "Reports"})
+        )
         key_id = _shown(created.text, "key-id")
         row = _row(created.text, key_id)
         assert _cell(row, "Key").startswith(f"Reports {key_id}") and _cell(row, "Last used") == "never"
@@ -260,3 +270,37 @@ async def test_last_used_shows_never_then_the_minute_of_a_signed_call(
         page = (await browser.get("/dashboard/keys")).text
     assert _cell(_row(page, key_id), "Last used") == "2026-11-24 18:41 UTC"
     assert _cell(_row(page, org.key_id), "Last used") == "never"  # the other key signed nothing
+
+
+async def test_reloading_after_a_new_key_makes_no_second_key(
+    app: FastAPI, ctx: Context, org: Credentials, engine: Engine
+) -> None:
+    """Issue 34: the form answers with a redirect, so a reload (of the page it leads to) neither
+    makes a key nor shows the secret again; the secret reaches only the member who made it, and
+    a forged or another member's sealed cookie shows nothing."""
+    async with page_client(app) as browser, page_client(app) as other:
+        await log_in_as(other, ctx, org, MemberRole.OWNER, "other-owner")
+        _, csrf = await log_in_as(browser, ctx, org, MemberRole.OWNER, "owner")
+        before = len([r for r in _key_records(engine, org) if r.type == "API_KEY_CREATED"])
+        posted = await browser.post("/dashboard/keys", data={"csrf": csrf, "name": "Once"})
+        sealed = posted.cookies.get("mandatum_issued_key")
+        assert sealed and "Once" not in sealed and "mdt_" not in sealed  # encrypted
+        cookie = posted.headers["set-cookie"].lower()
+        assert "httponly" in cookie and "path=/dashboard/keys" in cookie and "samesite=strict" in cookie
+        shown = await _followed(browser, posted)
+        secret = _shown(shown.text, "signature-secret")
+        assert "shown once" in shown.text
+        assert (
+            "max-age=0" in shown.headers["set-cookie"].lower()
+            or "expires=" in shown.headers["set-cookie"].lower()
+        )
+        for _ in range(2):  # reloads
+            again = await browser.get("/dashboard/keys")
+            assert again.status_code == 200 and "shown once" not in again.text and secret not in again.text
+        made = [r for r in _key_records(engine, org) if r.type == "API_KEY_CREATED"]
+        assert len(made) == before + 1
+        # the sealed cookie replayed by another member of the organization: shown to nobody else
+        stolen = await other.get("/dashboard/keys", cookies={"mandatum_issued_key": sealed})
+        assert secret not in stolen.text and "shown once" not in stolen.text
+        forged = await browser.get("/dashboard/keys", cookies={"mandatum_issued_key": "A" * 80})
+        assert forged.status_code == 200 and "shown once" not in forged.text
