@@ -192,3 +192,6 @@ def rotate_organization_signing_key(ctx: Context, actor: Actor, org_id: str) -> 
 def signing_keys(ctx: Context, org_id: str | None = None) -> list[SigningKey]:
     """The service's signing keys, or an organization's (public parts only), the active one first."""
     return keys.list_signing_keys(ctx.engine, org_id or keys.SERVICE_OWNER)
+
+
+IssuedKey = orgs.IssuedKey  # what a new key or rotation answers (the surfaces import no store module)

@@ -34,7 +34,6 @@ from services import member_sessions, members
 from services import orgs as organizations
 from services.context import Context, run_blocking, utcnow
 from services.errors import Invalid, NotFound
-from store.orgs import IssuedKey
 from store.tables import Member
 
 router = APIRouter()
@@ -54,7 +53,9 @@ ISSUED_PATH = "/dashboard/keys"
 ISSUED_SECONDS = 120  # long enough for the redirect, short enough to be gone soon after
 
 
-def _issued_redirect(ctx: Context, member: Member, issued: IssuedKey, rotated: bool) -> Response:
+def _issued_redirect(
+    ctx: Context, member: Member, issued: organizations.IssuedKey, rotated: bool
+) -> Response:
     """303 to the keys page, carrying what to show once (encrypted, for this member only)."""
     sealed = ctx.cipher.encrypt(
         json.dumps(
