@@ -41,6 +41,7 @@ from store.tables import Member
 
 PENDING_CODE = timedelta(minutes=5)
 WRONG_LOGIN = "Wrong e-mail or password"
+USED_CODE = "That code was used already: wait for the next one your app shows (a new one every 30 seconds)"
 CODE_SESSION_OVER = "Your login has waited too long for the code: log in again"
 WRONG_CODE = (
     "That code is not right (or was used already): type the 6 digits your app shows now, or one of "
@@ -115,6 +116,12 @@ def second_factor(
         opened = _open_with_code(ctx, member, members.digest(pending_token), typed, now, attempt)
         if opened is not None:
             return opened
+        if typed.step is not None:
+            # the right code of a time step used already (the one that turned the factor on, say,
+            # within its 30 s): refused, since a code opens once, but no failure: it proves the
+            # factor, so it never counts toward the lock
+            attempt.give_back()
+            raise Invalid(USED_CODE)
     raise Invalid(WRONG_CODE)
 
 

@@ -180,6 +180,29 @@ async def test_recovery_codes_are_keyed_hashes_each_used_once_in_place_of_a_code
     assert logins.second_factor(ctx, waiting.session_token, totp.at(now), client, now).recovery_left is None
 
 
+async def test_the_code_that_turned_the_factor_on_is_refused_at_login_without_counting(
+    ctx: Context, org: Credentials, settings: Settings
+) -> None:
+    """Issue 34: logging in within the 30 s that turned the factor on, the app still shows the
+    code just used. It opens nothing (a code opens once) and says to wait for the next one, but
+    it is no failure: many such tries never lock, and the next step's code opens the session."""
+    member = await _member(ctx, org, "quick-login", MemberRole.OWNER)
+    now, client = utcnow(), client_address()
+    totp, _ = await factor_on(ctx, member, at=now)
+    for _ in range(settings.login_failures_before_lock + 2):
+        pending = await logins.login(ctx, member.email, PASSWORD, client, now)
+        with pytest.raises(Invalid, match="used already: wait for the next one"):
+            logins.second_factor(ctx, pending.session_token, totp.at(now), client, now)
+    later = now + timedelta(seconds=30)
+    pending = await logins.login(ctx, member.email, PASSWORD, client, later)
+    with pytest.raises(Invalid, match="not right"):  # a wrong code still says so (and counts)
+        logins.second_factor(
+            ctx, pending.session_token, "000000" if totp.at(later) != "000000" else "111111", client, later
+        )
+    opened = logins.second_factor(ctx, pending.session_token, totp.at(later), client, later)
+    assert member_sessions.session_member(ctx, opened.session_token) is not None
+
+
 async def test_a_password_reset_keeps_the_factor_and_its_e_mail_says_so(
     ctx: Context, org: Credentials, settings: Settings
 ) -> None:
