@@ -29,6 +29,13 @@ action_app = typer.Typer(
 
 FileOpt = Annotated[Path, typer.Option("--file", help="The action, as YAML (.yaml, .yml) or JSON.")]
 PublishOpt = Annotated[bool, typer.Option("--publish", help="Publish the new version at once.")]
+AllowAnyOpt = Annotated[
+    bool,
+    typer.Option(
+        "--allow-any-execution",
+        help="Publish a version without rules or use limits: its mandates allow any execution.",
+    ),
+]
 
 
 class _NoTimestampLoader(yaml.SafeLoader):
@@ -72,13 +79,15 @@ def _read_spec(path: Path) -> ActionSpec:
     return spec
 
 
-def _checked_for_publish(spec: ActionSpec, path: Path) -> None:
+def _checked_for_publish(spec: ActionSpec, path: Path, allow_any: bool) -> None:
     """With --publish, the publish checks run before anything is stored: a failure creates nothing."""
     from policy.actions import check_spec
 
     errors = check_spec(spec)
     if errors:
         fail(f"{path}: cannot publish:\n" + "\n".join(f"  - {e}" for e in errors))
+    if _services().allows_any(spec) and not allow_any:
+        fail(f"{path}: {_services().ALLOWS_ANY} (--allow-any-execution)")
 
 
 def _action_org(ctx: Context, action_id: str, org: str | None) -> str:
@@ -112,9 +121,11 @@ def _services() -> ModuleType:
     return services.actions
 
 
-def _publish(ctx: Context, version_id: str, org: str | None = None) -> Any:
+def _publish(ctx: Context, version_id: str, org: str | None = None, allow_any: bool = False) -> Any:
     try:
-        return _services().publish(ctx, operator(), version_id, org)
+        return _services().publish(ctx, operator(), version_id, org, allow_any=allow_any)
+    except _services().AllowsAnyExecution as exc:
+        fail(f"{exc} (--allow-any-execution)")
     except _services().PublishRefused as exc:
         fail("cannot publish:\n" + "\n".join(f"  - {m}" for m in exc.problems))
     except ServiceError as exc:
@@ -132,19 +143,20 @@ def action_create(
         ),
     ] = None,
     publish: PublishOpt = False,
+    allow_any: AllowAnyOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Create an action from a file, as draft version 1."""
     ctx = command_context()
     spec = _read_spec(file)
     if publish:
-        _checked_for_publish(spec, file)
+        _checked_for_publish(spec, file, allow_any)
     try:
         _, version = _services().create(ctx, operator(), org, spec, action_id)
     except ServiceError as exc:
         fail(str(exc))
     if publish:
-        version = _publish(ctx, version.id)
+        version = _publish(ctx, version.id, allow_any=allow_any)
     emit(_version_row(version), as_json, f"Action created ({version.status} version 1).")
 
 
@@ -154,20 +166,21 @@ def action_add_version(
     file: FileOpt,
     org: Annotated[str | None, typer.Option("--org", help="Organization id.")] = None,
     publish: PublishOpt = False,
+    allow_any: AllowAnyOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Add the next numbered draft version of an action from a file."""
     ctx = command_context()
     spec = _read_spec(file)
     if publish:
-        _checked_for_publish(spec, file)
+        _checked_for_publish(spec, file, allow_any)
     org_id = _action_org(ctx, action_id, org)
     try:
         version = _services().add_version(ctx, operator(), org_id, action_id, spec)
     except ServiceError as exc:
         fail(str(exc))
     if publish:
-        version = _publish(ctx, version.id)
+        version = _publish(ctx, version.id, allow_any=allow_any)
     emit(_version_row(version), as_json, f"Version {version.number} added ({version.status}).")
 
 
@@ -178,6 +191,7 @@ def action_publish(
         str | None, typer.Option("--action", help="Action URN: publish its newest draft.")
     ] = None,
     org: Annotated[str | None, typer.Option("--org", help="Organization id.")] = None,
+    allow_any: AllowAnyOpt = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Publish a draft: the publish checks run, its digestSRI is fixed, and it becomes immutable."""
@@ -191,7 +205,7 @@ def action_publish(
             fail(f"action {action_id} has no draft version to publish")
         version_id = draft.id
     assert version_id is not None
-    version = _publish(ctx, version_id, org)
+    version = _publish(ctx, version_id, org, allow_any)
     emit(_version_row(version), as_json, f"Version {version.number} published.")
 
 

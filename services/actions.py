@@ -36,6 +36,24 @@ class PublishRefused(Invalid):
         self.problems = problems
 
 
+ALLOWS_ANY = (
+    "This version has no rules and no use limits: its mandates will allow any execution of the "
+    "action, with any params. Confirm to publish it anyway."
+)
+
+
+class AllowsAnyExecution(Invalid):
+    """A version without rules or limits is published only when the publisher says they mean it."""
+
+    def __init__(self) -> None:
+        super().__init__(ALLOWS_ANY)
+
+
+def allows_any(spec: ActionSpec) -> bool:
+    """A version whose mandates would allow every execution: no rule compares, no limit counts."""
+    return not spec.rules and not spec.limits
+
+
 def _refusing(work: Callable[[], T]) -> T:
     try:
         return work()
@@ -66,22 +84,30 @@ def add_version(ctx: Context, actor: Actor, org_id: str, action_id: str, spec: A
     return _refusing(lambda: store.add_version(ctx.engine, org_id, action_id, spec))
 
 
-def publish(ctx: Context, actor: Actor, version_id: str, org_id: str | None = None) -> ActionVersion:
+def publish(
+    ctx: Context, actor: Actor, version_id: str, org_id: str | None = None, *, allow_any: bool = False
+) -> ActionVersion:
     """Run the publish checks and make the draft immutable, its ``digestSRI`` fixed. A draft stored
-    before ``core.text``'s rule that breaks it is refused with the publish checks' problems."""
+    before ``core.text``'s rule that breaks it is refused with the publish checks' problems; one
+    without rules or limits (its mandates allow any execution) needs ``allow_any``."""
     draft = store.get_version(ctx.engine, version_id)
     if draft is not None and (org_id is None or draft.organization_id == org_id):
-        problems = text_problems(store.spec_of(draft)) if draft.status == store.DRAFT else []
+        spec = store.spec_of(draft)
+        problems = text_problems(spec) if draft.status == store.DRAFT else []
         if problems:
             raise PublishRefused(problems)
+        if draft.status == store.DRAFT and allows_any(spec) and not allow_any:
+            raise AllowsAnyExecution()
     return _refusing(lambda: store.publish(ctx.engine, version_id, org_id, actor=str(actor)))
 
 
-def publish_newest_draft(ctx: Context, actor: Actor, org_id: str, action_id: str) -> ActionVersion:
+def publish_newest_draft(
+    ctx: Context, actor: Actor, org_id: str, action_id: str, *, allow_any: bool = False
+) -> ActionVersion:
     draft = store.newest_draft(ctx.engine, org_id, action_id)
     if draft is None:
         raise Conflict(f"action {action_id} has no draft version to publish")
-    return publish(ctx, actor, draft.id, org_id)
+    return publish(ctx, actor, draft.id, org_id, allow_any=allow_any)
 
 
 def install_published(

@@ -97,6 +97,24 @@ def test_yaml_timestamps_stay_text(cli: Cli, org_id: str, tmp_path: Path) -> Non
     assert created["status"] == "published"
 
 
+def test_a_version_without_rules_or_limits_is_published_only_when_allowed(
+    cli: Cli, org_id: str, tmp_path: Path
+) -> None:
+    """Issue 34: its mandates would allow any execution; --publish stops before anything is made
+    unless --allow-any-execution says so, and `action publish` asks the same."""
+    open_ended = write(tmp_path, "any.json", {**RENT, "name": "Anything goes", "rules": []})
+    before = len(cli.json("action", "list", "--org", org_id))
+    refused = cli.run("action", "create", "--org", org_id, "--publish", "--file", open_ended)
+    assert refused.returncode == 1 and "allow any execution" in refused.stderr
+    assert "--allow-any-execution" in refused.stderr
+    assert len(cli.json("action", "list", "--org", org_id)) == before  # nothing created
+    draft = cli.json("action", "create", "--org", org_id, "--file", open_ended)
+    again = cli.run("action", "publish", "--version", draft["versionId"])
+    assert again.returncode == 1 and "allow any execution" in again.stderr
+    done = cli.json("action", "publish", "--version", draft["versionId"], "--allow-any-execution")
+    assert done["status"] == "published"
+
+
 def test_failures_exit_1_with_clear_messages(cli: Cli, org_id: str, tmp_path: Path) -> None:
     missing_urn = "urn:via:action:00000000-0000-4000-8000-000000000000"
     names_before = [a["name"] for a in cli.json("action", "list", "--org", org_id)]

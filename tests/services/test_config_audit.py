@@ -113,7 +113,11 @@ async def test_publishing_an_action_is_recorded_with_its_digest(ctx: Context, or
     )
     assert spec is not None, problems
     action, draft = actions.create(ctx, MIA, org.organization_id, spec)
-    published = actions.publish(ctx, MIA, draft.id, org.organization_id)
+    # no rules, no limits: its mandates would allow any execution, so publishing asks to be sure
+    with pytest.raises(actions.AllowsAnyExecution, match="allow any execution"):
+        actions.publish(ctx, MIA, draft.id, org.organization_id)
+    assert await _trail(ctx, org.organization_id) == []  # nothing published, nothing recorded
+    published = actions.publish(ctx, MIA, draft.id, org.organization_id, allow_any=True)
     (record,) = await _trail(ctx, org.organization_id)  # creating a draft is not consequential
     assert (record.type, record.actor) == ("ACTION_PUBLISHED", "member:mia")
     assert record.data == {"actionId": action.id, "version": 1, "digestSRI": published.digest_sri}

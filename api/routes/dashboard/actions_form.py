@@ -35,6 +35,7 @@ from api.routes.dashboard.common import BUILDERS
 from policy.cel import MAX_EXPRESSION_LENGTH
 from policy.params import PARAM_TYPES, Param, read_timestamp
 from policy.rules import MAX_RULE_NAME_LENGTH
+from services import actions
 from services.action_drafts import Checked, Problem
 from wire.dates import in_utc
 
@@ -266,7 +267,17 @@ def check_answer(draft: Draft, checked: Checked) -> dict[str, Any]:
         for p in draft.problems + checked.problems
     ]
     by_row, general = placed_problems(moved)
-    return {"problems": by_row, "general": general, "publishable": checked.publishable and not draft.problems}
+    return {
+        "problems": by_row,
+        "general": general,
+        "publishable": checked.publishable and not draft.problems,
+        "allowsAny": allows_any_of(checked),
+    }
+
+
+def allows_any_of(checked: Checked | None) -> bool:
+    """The draft reads, but its mandates would allow any execution (no rules, no limits)."""
+    return checked is not None and checked.spec is not None and actions.allows_any(checked.spec)
 
 
 @dataclass(frozen=True)

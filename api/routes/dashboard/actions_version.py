@@ -130,6 +130,7 @@ def _version_html(
         types=PARAM_TYPES,
         max_rows=forms.MAX_ROWS,
         publishable=bool(checked and checked.publishable and not (draft and draft.problems)),
+        allows_any=forms.allows_any_of(checked),
         try_inputs=inputs,
         try_now=(draft.tries.get("try-now", "") if draft else ""),
         tried=tried,
@@ -213,7 +214,12 @@ async def edit_version(request: Request, ctx: ContextDep, key: str, number: str)
     try:
         await run_blocking(ctx, actions.save_draft, ctx, actor, org_id, version.id, spec)
         if do == "publish":  # its checks estimate and sample the rules: on a thread
-            await asyncio.to_thread(actions.publish, ctx, actor, version.id, org_id)
+            allow_any = form_value(form, "allow-any", 10) == "yes"
+            await asyncio.to_thread(
+                partial(actions.publish, ctx, actor, version.id, org_id, allow_any=allow_any)
+            )
+    except actions.AllowsAnyExecution as exc:  # saved, not published: the box says they mean it
+        return await run_blocking(ctx, partial(page, status=400, error=str(exc)))
     except actions.PublishRefused as exc:
         error = "The version is not published: fix the problems shown beside each param or rule."
         refused = drafts.Checked(spec, drafts.placed(exc.problems, spec))

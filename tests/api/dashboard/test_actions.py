@@ -114,6 +114,7 @@ async def test_a_member_writes_checks_tries_and_publishes_a_version(
             },
             "general": [],
             "publishable": False,
+            "allowsAny": False,
         }
         # a param with a bad name is shown beside it; the rule typed before its name is still checked
         typing = editor(csrf, "check", [("", "userParams.maxAmount")]) | {"e-1-name": "pay ee"}
@@ -222,6 +223,28 @@ async def test_a_refused_publish_lists_the_problems_and_keeps_the_draft(
         ]
         assert store.spec_of(_version(engine, org, key, 1)).user_params[0].has_default is False
     assert changes(engine, org.organization_id) == []
+
+
+async def test_publishing_without_rules_or_limits_asks_for_a_confirmation(
+    app: FastAPI, ctx: Context, org: Credentials, engine: Engine
+) -> None:
+    """Issue 34: a version with no rules and no limits was "ready to publish" in one click, and
+    its mandates allow any execution. The page says so, and publishing needs the box ticked."""
+    async with page_client(app) as browser:
+        _, csrf = await log_in_as(browser, ctx, org, MemberRole.OWNER, "owner")
+        key = await create(browser, csrf)
+        path = f"/dashboard/actions/{key}/versions/1"
+        answer = (await check(browser, path, csrf, editor(csrf, "check", []))).json()
+        assert (answer["publishable"], answer["allowsAny"]) == (True, True)
+        saved = await browser.post(path, data=editor(csrf, "save", []))
+        assert "no rules and no limits: its mandates will allow any execution" in saved.text
+        assert 'id="allow-any-box" class="inline" hidden' not in saved.text  # the box is offered
+        refused = await browser.post(path, data=editor(csrf, "publish", []))
+        assert refused.status_code == 400 and "Confirm to publish it anyway" in refused.text
+        assert _version(engine, org, key, 1).status == "draft"
+        assert changes(engine, org.organization_id) == []
+        done = await browser.post(path, data=editor(csrf, "publish", [], **{"allow-any": "yes"}))
+        assert done.status_code == 303 and _version(engine, org, key, 1).status == "published"
 
 
 async def test_an_action_is_renamed_versioned_and_deleted(

@@ -210,6 +210,7 @@ async def test_a_rule_over_the_budget_is_refused_beside_its_row(
         "problems": {"r-1": [problem]},
         "general": [],
         "publishable": False,
+        "allowsAny": False,
     }
 
     refused = await editor.post("publish", rules, **many)

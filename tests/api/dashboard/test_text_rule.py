@@ -200,6 +200,7 @@ async def test_the_editor_shows_the_problem_beside_its_row_and_saves_nothing(
             "problems": {row: [f"{problem} (found {found})"]},
             "general": [],
             "publishable": False,
+            "allowsAny": False,
         }
         for do in ("save", "publish"):
             refused = await browser.post(path, data=_draft(csrf, do, **fields))
