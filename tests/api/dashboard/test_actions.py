@@ -243,7 +243,7 @@ async def test_publishing_without_rules_or_limits_asks_for_a_confirmation(
         assert refused.status_code == 400 and "Confirm to publish it anyway" in refused.text
         assert _version(engine, org, key, 1).status == "draft"
         assert changes(engine, org.organization_id) == []
-        done = await browser.post(path, data=editor(csrf, "publish", [], **{"allow-any": "yes"}))
+        done = await browser.post(path, data=editor(csrf, "publish", []) | {"allow-any": "yes"})
         assert done.status_code == 303 and _version(engine, org, key, 1).status == "published"
 
 
