@@ -242,3 +242,38 @@ async def test_a_try_stopped_at_the_budget_reads_as_a_denial(
     await fits(page)
     await assert_accessible(page, axe_source, "a try stopped at the budget")
     await shot(page, "dashboard-action-try-limit-desktop")
+
+
+async def test_the_action_page_shows_how_to_use_it_in_a_request(
+    live: LiveStack, browser_page: Page, phone_page: Page, axe_source: str
+) -> None:
+    """Issue 34: the action's URN and a request example (curl and the Python SDK) with copy
+    buttons, which copy exactly the example shown; at desktop and phone width."""
+    from api.routes.dashboard.actions_form import key_of
+    from cli.devstack import EXAMPLE_ACTION_ID
+
+    org = live.new_org()
+    for page, width in ((browser_page, "desktop"), (phone_page, "phone")):
+        await set_password_and_log_in(
+            page,
+            live,
+            org.organization_id,
+            f"example-{width}-{org.organization_id}@example.com",
+            MemberRole.OWNER,
+        )
+        await page.goto(f"{live.url}/dashboard/actions/{key_of(EXAMPLE_ACTION_ID)}")
+        card = page.get_by_role("region", name="Use it in a request")
+        await expect(card).to_be_visible()
+        await expect(page.locator("#example-curl")).to_contain_text(EXAMPLE_ACTION_ID)
+        await expect(page.locator("#example-python")).to_contain_text(f'ActionDto(id="{EXAMPLE_ACTION_ID}"')
+        await fits(page)
+        await assert_accessible(page, axe_source, f"the action page with its request example ({width})")
+        await card.scroll_into_view_if_needed()
+        await page.screenshot(path=str(SCREENSHOTS / f"dashboard-action-example-{width}.png"))
+    page = browser_page
+    await page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live.url)
+    await page.get_by_role("button", name="Copy the curl example").click()
+    await expect(page.locator("#copied")).to_have_text("Copied: the curl example")
+    copied = await page.evaluate("navigator.clipboard.readText()")
+    assert copied == (await page.locator("#example-curl").text_content() or "").strip()
+    assert copied.startswith("# MANDATUM_API_KEY") and "openssl dgst -sha256 -hmac" in copied

@@ -22,8 +22,10 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from api.deps import ContextDep
 from api.routes.dashboard import actions_version
+from api.routes.dashboard.action_snippet import snippets
 from api.routes.dashboard.actions_form import ACTION_ROLES, action_id_of, form_value, key_of, posted, said
 from api.routes.dashboard.common import form_by, member_page, not_found, org_of, signed_in, when
+from core.kinds import ActionVersionStatus
 from services import actions, members
 from services.context import Context, run_blocking
 from services.errors import Conflict, Invalid, NotFound
@@ -129,6 +131,12 @@ def _action_html(
         }
         for use in found.versions
     ]
+    published = [use for use in found.versions if use.version.status == ActionVersionStatus.PUBLISHED]
+    example = (
+        snippets(ctx.settings.public_url, action_id, found.action.name, published[-1].spec.user_params)
+        if published
+        else None
+    )
     return member_page(
         ctx,
         member,
@@ -141,6 +149,8 @@ def _action_html(
         key=key_of(action_id),
         versions=versions,
         undeletable=actions.undeletable(found.credentials, found.mandates) if found.credentials else None,
+        example=example,
+        example_version=published[-1].version.number if published else None,
         **extra,
     )
 

@@ -245,6 +245,12 @@ async def test_publishing_without_rules_or_limits_asks_for_a_confirmation(
         assert changes(engine, org.organization_id) == []
         done = await browser.post(path, data=editor(csrf, "publish", []) | {"allow-any": "yes"})
         assert done.status_code == 303 and _version(engine, org, key, 1).status == "published"
+        # the action's page: how to use it in a request (run in tests/sdk/test_sdk_action_snippet.py)
+        shown = html.unescape((await browser.get(f"/dashboard/actions/{key}")).text)
+        action_id = _version(engine, org, key, 1).action_id
+        assert 'id="example-curl"' in shown and 'id="example-python"' in shown
+        assert f'"action":{{"id":"{action_id}"' in shown and f'ActionDto(id="{action_id}"' in shown
+        assert org.secret not in shown and "Copy the curl example" in shown
 
 
 async def test_an_action_is_renamed_versioned_and_deleted(
