@@ -30,7 +30,7 @@ from api.routes.dashboard.common import (
     to_login,
 )
 from core.actors import SYSTEM
-from services import audit, logins, member_sessions, members, second_factor
+from services import audit, first_steps, logins, member_sessions, members, second_factor
 from services import orgs as organizations
 from services.context import run_blocking
 from services.errors import Conflict, Invalid, TooMany, Unavailable
@@ -149,6 +149,7 @@ async def overview(request: Request, ctx: ContextDep) -> Response:
         member=member,
         records=[_record(r) for r in rows],
         names=await run_blocking(ctx, members.actor_names, ctx, org_of(member)),
+        steps=await first_steps.first_steps(ctx, org_of(member)),
         section="overview",
         csrf=member_sessions.csrf_token(ctx, token),
     )

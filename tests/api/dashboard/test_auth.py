@@ -78,6 +78,10 @@ async def test_an_invitation_sets_the_password_once_and_the_member_logs_in(
     overview = await browser.get("/dashboard")
     assert overview.status_code == 200
     assert email in overview.text and org.organization_id in overview.text and "owner" in overview.text
+    # its first steps: a key and the example action are there, the rest to do (issue 34)
+    assert "2 of 5 done" in overview.text
+    assert '<a href="/dashboard/webhooks">Set a webhook and send it a test event</a>' in overview.text
+    assert overview.text.count(": to do</span>") == 3 and overview.text.count(": done</span>") == 2
     assert (await browser.get("/dashboard/login")).headers["location"] == "/dashboard"
 
 
