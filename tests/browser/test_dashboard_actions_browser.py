@@ -8,6 +8,7 @@ desktop and phone width. Screenshots go to ``docs/screenshots/``."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from playwright.async_api import Locator, Page, expect
 
@@ -277,3 +278,38 @@ async def test_the_action_page_shows_how_to_use_it_in_a_request(
     copied = await page.evaluate("navigator.clipboard.readText()")
     assert copied == (await page.locator("#example-curl").text_content() or "").strip()
     assert copied.startswith("# MANDATUM_API_KEY") and "openssl dgst -sha256 -hmac" in copied
+
+
+async def test_leaving_the_editor_with_unsaved_changes_asks_first(
+    live: LiveStack, browser_page: Page
+) -> None:
+    """Issue 34: a typed change is not lost to a stray click: leaving asks (the browser's own
+    dialog), staying keeps the text; Check keeps the draft, after which leaving asks nothing."""
+    org = live.new_org()
+    page = browser_page
+    await set_password_and_log_in(
+        page, live, org.organization_id, f"leave-{org.organization_id}@example.com", MemberRole.OWNER
+    )
+    await page.get_by_role("link", name="Actions", exact=True).click()
+    await page.get_by_label("Name").fill("Pay rent")
+    await page.get_by_role("button", name="Create the action").click()
+    await expect(page.get_by_role("heading", name="Version 1 draft")).to_be_visible()
+    editor_url = page.url
+    asked: list[str] = []
+
+    async def stay(dialog: Any) -> None:
+        asked.append(dialog.type)
+        await dialog.dismiss()
+
+    page.on("dialog", stay)
+    await page.locator("#e-0-name").fill("amount")
+    await page.get_by_role("link", name="Requests", exact=True).click()
+    await expect(page.locator("#e-0-name")).to_have_value("amount")  # still here, the text kept
+    assert asked == ["beforeunload"] and page.url == editor_url
+    await page.get_by_role("button", name="Check").click()
+    await expect(page.get_by_role("status").first).to_have_text("The draft is checked and saved.")
+    await page.get_by_role("link", name="Requests", exact=True).click()
+    await expect(page.get_by_role("heading", name="Requests", exact=True)).to_be_visible()
+    assert asked == ["beforeunload"]
+    await page.goto(editor_url.split("?")[0])
+    await expect(page.locator("#e-0-name")).to_have_value("amount")  # kept by Check

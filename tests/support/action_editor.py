@@ -40,3 +40,12 @@ async def create(browser: httpx.AsyncClient, csrf: str, name: str = "Pay rent") 
     )
     assert created.status_code == 303, created.text
     return key_of(created.headers["location"])
+
+
+async def followed(browser: httpx.AsyncClient, answer: httpx.Response) -> httpx.Response:
+    """The editor's answer as the browser ends up showing it: a kept draft (Check, Save) answers
+    303 to the version's page (post, redirect, get), which is read; anything else as it came."""
+    location = answer.headers.get("location", "")
+    if answer.status_code != 303 or not location.endswith(("?notice=saved", "?notice=checked")):
+        return answer
+    return await browser.get(answer.headers["location"])

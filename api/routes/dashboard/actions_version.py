@@ -58,7 +58,10 @@ router = APIRouter()
 NOTICES = {
     "created": "The action is created with an empty draft: declare its params and rules.",
     "published": "The version is published: it can no longer change, and new requests pin it.",
+    "checked": "The draft is checked and saved.",
+    "saved": "The draft is saved.",
 }
+NOT_KEPT = "The draft is checked but not saved: fix the problems shown beside each param or rule."
 IMMUTABLE = "This version is published and can no longer change: add a new version to change the action."
 NO_SUCH = "No such action version."
 VERSION_PATH = "/dashboard/actions/{key}/versions/{number}"
@@ -202,9 +205,11 @@ async def edit_version(request: Request, ctx: ContextDep, key: str, number: str)
     page = partial(page, draft=draft, checked=checked)
     do = form.get("do", "check")
     if do not in ("try", "save", "publish"):
-        return await run_blocking(ctx, page)
+        do = "check"  # the Check button, or the Enter key: checked, and kept when it reads
     spec = checked.spec
     if draft.problems or spec is None:  # a draft that cannot be read: neither tried nor saved
+        if do == "check":
+            return await run_blocking(ctx, partial(page, error=NOT_KEPT))
         what = "The rules did not run" if do == "try" else "The draft is not saved"
         error = f"{what}: fix the problems shown beside each param or rule."
         return await run_blocking(ctx, partial(page, status=400, error=error))
@@ -230,10 +235,9 @@ async def edit_version(request: Request, ctx: ContextDep, key: str, number: str)
         return await run_blocking(ctx, partial(page, status=409, error=IMMUTABLE))
     except NotFound:
         return not_found(NO_SUCH)
-    if do == "publish":
-        path = VERSION_PATH.format(key=key, number=version.number)
-        return RedirectResponse(f"{path}?notice=published", status_code=303)
-    return await run_blocking(ctx, partial(page, notice="The draft is saved."))
+    # post, redirect, get: a reload shows the stored draft and repeats nothing
+    notice = {"publish": "published", "check": "checked"}.get(do, "saved")
+    return RedirectResponse(f"{VERSION_PATH.format(key=key, number=version.number)}?notice={notice}", 303)
 
 
 async def _try_page(

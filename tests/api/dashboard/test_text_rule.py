@@ -208,6 +208,8 @@ async def test_the_editor_shows_the_problem_beside_its_row_and_saves_nothing(
             draft = _pay_draft(engine, org.organization_id)
             assert (draft.status, action_store.spec_of(draft).rules) == (ActionVersionStatus.DRAFT, [])
         fine = await browser.post(path, data=_draft(csrf, "save"))
+        assert (fine.status_code, fine.headers["location"]) == (303, f"{path}?notice=saved")
+        fine = await browser.get(fine.headers["location"])
     assert fine.status_code == 200 and "The draft is saved." in fine.text
     assert action_store.spec_of(_pay_draft(engine, org.organization_id)).rules[0].name == "small"
 
