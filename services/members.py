@@ -22,7 +22,7 @@ import hashlib
 import logging
 import secrets
 import smtplib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import TypeVar
@@ -30,12 +30,14 @@ from typing import TypeVar
 from adapters.delivery import Message, Undeliverable, transport_for
 from core.actors import Actor
 from core.kinds import PLATFORM_ROLE, MemberRole, MemberTokenPurpose
+from core.otp import mask_contact
 from core.text import one_line
 from services.context import Context
 from services.errors import Conflict, Invalid, NotFound, TooMany
 from store import member_sessions as sessions
 from store import members as store
 from store import orgs as orgs_store
+from store import users as subject_store
 from store.db import utcnow
 from store.tables import Member
 from wire.contacts import normalize_contact
@@ -288,9 +290,26 @@ LINK_PURPOSES = (MemberTokenPurpose.SET_PASSWORD, MemberTokenPurpose.RESET_PASSW
 
 
 def actor_names(ctx: Context, org_id: str) -> dict[str, str]:
-    """The recorded actor of each of the organization's members, to their e-mail: how pages show
-    who did something."""
-    return {str(actor_of(m)): m.email for m in store.members_of(ctx.engine, org_id)}
+    """How pages show who did something (issue 34): the recorded actor of each of the
+    organization's members to their e-mail, of each of its API keys to the key's name, of each
+    operator to their e-mail as staff. Subjects are named per page (``subject_names``)."""
+    names = {str(actor_of(m)): m.email for m in store.members_of(ctx.engine, org_id)}
+    for key in orgs_store.list_keys(ctx.engine, org_id):
+        shown = f"“{key.name}”" if key.name else f"{key.key_prefix}…"
+        names[str(Actor.api_key(key.id))] = f"API key {shown}"
+    for staff in store.operator_members(ctx.engine):
+        names[str(actor_of(staff))] = f"{staff.email} (Mandatum staff)"
+    return names
+
+
+def subject_names(ctx: Context, org_id: str, actors: Iterable[str]) -> dict[str, str]:
+    """The ``subject:<id>`` actors among ``actors`` that are the organization's subjects, to
+    their masked contact (``a•••@example.com``): a page names a person without showing them."""
+    ids = {a.split(":", 1)[1] for a in actors if a.startswith("subject:")}
+    return {
+        f"subject:{subject.id}": f"subject {mask_contact(subject.contact)}"
+        for subject in subject_store.subjects_by_id(ctx.engine, org_id, ids)
+    }
 
 
 def actor_of(member: Member) -> Actor:

@@ -106,6 +106,7 @@ class RequestQuery:
     security_levels: tuple[str, ...] = ()
     date_from: str | None = None
     date_to: str | None = None
+    statuses: tuple[str, ...] = ()  # the dashboard's (GET /request has no status filter)
 
 
 def request_filter(ctx: Context, query: RequestQuery) -> queries.RequestFilter | None:
@@ -147,7 +148,15 @@ def request_filter(ctx: Context, query: RequestQuery) -> queries.RequestFilter |
         security_levels=tuple(dict.fromkeys(query.security_levels)),
         date_from=date_from,
         date_to=date_to,
+        statuses=_statuses(query.statuses),
     )
+
+
+def _statuses(given: Sequence[str]) -> tuple[str, ...]:
+    unknown = [s for s in given if s not in set(RequestStatus)]
+    if unknown:
+        raise Invalid(f"status is one of {', '.join(RequestStatus)}")
+    return tuple(dict.fromkeys(given))
 
 
 @dataclass(frozen=True)

@@ -115,6 +115,7 @@ class RequestFilter:
     security_levels: tuple[str, ...] = ()
     date_from: datetime | None = None
     date_to: datetime | None = None
+    statuses: tuple[str, ...] = ()
 
 
 def _like(term: str) -> str:
@@ -131,6 +132,20 @@ def _contains_ignoring_case(engine: Engine, column: Any, term: str) -> Any:
     if engine.dialect.name == "sqlite":
         return getattr(func, SQLITE_UNICODE_LOWER)(column).like(_like(term.lower()), escape="\\")
     return col(column).ilike(_like(term), escape="\\")
+
+
+def _request_columns(f: RequestFilter) -> list[Any]:
+    """The filter's conditions on the request's own columns."""
+    conds: list[Any] = []
+    if f.security_levels:
+        conds.append(col(CredentialRequest.security_level).in_(f.security_levels))
+    if f.statuses:
+        conds.append(col(CredentialRequest.status).in_(f.statuses))
+    if f.date_from is not None:
+        conds.append(CredentialRequest.created_at >= f.date_from)
+    if f.date_to is not None:
+        conds.append(CredentialRequest.created_at <= f.date_to)
+    return conds
 
 
 def list_requests(engine: Engine, org_id: str, f: RequestFilter) -> tuple[list[RequestBundle], int]:
@@ -165,12 +180,7 @@ def list_requests(engine: Engine, org_id: str, f: RequestFilter) -> tuple[list[R
                 col(Credential.internal_id) == f.credential_internal_id,
             )
         )
-    if f.security_levels:
-        conds.append(col(CredentialRequest.security_level).in_(f.security_levels))
-    if f.date_from is not None:
-        conds.append(CredentialRequest.created_at >= f.date_from)
-    if f.date_to is not None:
-        conds.append(CredentialRequest.created_at <= f.date_to)
+    conds += _request_columns(f)
     if f.search:
         conds.append(
             or_(

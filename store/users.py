@@ -348,3 +348,16 @@ def expects_document(engine: Engine, request_id: str, subject_id: str) -> bool:
             )
         ).first()
     return found is not None
+
+
+def subjects_by_id(engine: Engine, org_id: str, subject_ids: set[str], limit: int = 500) -> list[Subject]:
+    """The organization's subjects among ``subject_ids`` (at most ``limit``: a page's worth)."""
+    if not subject_ids:
+        return []
+    wanted = sorted(subject_ids)[:limit]
+    with read_session(engine) as session:
+        return list(
+            session.exec(
+                select(Subject).where(Subject.organization_id == org_id, col(Subject.id).in_(wanted))
+            )
+        )

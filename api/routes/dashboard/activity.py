@@ -5,24 +5,28 @@ member may read it; the check names who asked only in its answer, as reading cha
 
 from __future__ import annotations
 
+import asyncio
+import json
 from functools import partial
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Form, Request
-from fastapi.responses import HTMLResponse, Response
+from fastapi.responses import HTMLResponse, PlainTextResponse, Response
 
 from api.deps import ContextDep
 from api.routes.dashboard.common import EVERYONE, form_by, org_of, page_number, pager, show, signed_in, when
+from api.routes.dashboard.csv_export import MAX_ROWS, csv_response, csv_text
 from core.ids import is_object_id
 from services import audit, members
 from services.audit import RECORD_TYPES, ActivityFilter
-from services.context import Context
+from services.context import Context, run_blocking
 from services.errors import Unavailable
 from store.tables import Member
 from wire.dates import day_range
 
 router = APIRouter()
 PAGE_SIZE = 50
+CSV_PAGE = 500
 
 
 def _filter(params: Any) -> tuple[ActivityFilter, int]:
@@ -76,10 +80,68 @@ async def _activity_page(
             "actor": r.actor or "",
             "request": r.request_id or "",
             "credential": r.credential_id or "",
+            "details": details_of(r.data),
         }
         for r in rows
     ]
-    return await render(status=status, records=records, **pager(params, page, pages))
+    subjects = await run_blocking(
+        ctx, members.subject_names, ctx, org_of(member), [r.actor or "" for r in rows]
+    )
+    export = f"/dashboard/activity.csv?{params}" if params else "/dashboard/activity.csv"
+    return await render(
+        status=status, records=records, subject_names=subjects, export=export, **pager(params, page, pages)
+    )
+
+
+DETAIL_TEXT = 200  # characters of one value shown; the whole record is in the CSV and the API
+
+
+def details_of(data: Any) -> list[tuple[str, str]]:
+    """A record's data as (field, value) pairs for the Details column: what changed, the reason."""
+    if not isinstance(data, dict):
+        return []
+    shown = []
+    for name in sorted(data):
+        value = data[name]
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+        shown.append((name, text if len(text) <= DETAIL_TEXT else text[:DETAIL_TEXT] + "…"))
+    return shown
+
+
+CSV_HEADER = ("seq", "at", "type", "actor", "requestId", "credentialId", "data")
+
+
+@router.get("/dashboard/activity.csv")
+async def activity_csv(request: Request, ctx: ContextDep) -> Response:
+    """The records the page's filters select, as CSV (at most ``MAX_ROWS``, newest first), with
+    each record's data as JSON and each actor as recorded."""
+    found = await signed_in(request, ctx, EVERYONE)
+    if isinstance(found, Response):
+        return found
+    member, _ = found
+    try:
+        where, _ = _filter(request.query_params)
+    except ValueError as exc:
+        return PlainTextResponse(str(exc), status_code=400)
+    rows: list[list[Any]] = []
+    for index in range(MAX_ROWS // CSV_PAGE):
+        found_rows, pages = await audit.activity(ctx, org_of(member), where, index, CSV_PAGE)
+        rows += [
+            [
+                r.seq,
+                r.created_at.isoformat(),
+                r.type,
+                r.actor or "",
+                r.request_id or "",
+                r.credential_id or "",
+                json.dumps(r.data, ensure_ascii=False, sort_keys=True),
+            ]
+            for r in found_rows
+        ]
+        if index + 1 >= pages:
+            break
+    text = await asyncio.to_thread(csv_text, CSV_HEADER, rows)
+    return csv_response("activity.csv", text)
 
 
 @router.get("/dashboard/activity", response_class=HTMLResponse)

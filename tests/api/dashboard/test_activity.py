@@ -4,6 +4,9 @@ a record was changed behind the service's back; another organization's records n
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import re
 
 from fastapi import FastAPI
@@ -16,11 +19,13 @@ from core.secretbox import SecretCipher
 from core.settings import Settings
 from services import orgs as organizations
 from services.context import Context
+from store.request_records import record_link_shown
 from store.tables import AuditRecord
 from tests.conftest import new_org
 from tests.support.api_client import Credentials
 from tests.support.audit import chain, tamper
 from tests.support.dashboard import log_in_as, page_client
+from tests.support.workflow import insert_request
 
 
 def _rows(page: str) -> list[tuple[str, str, str]]:
@@ -67,6 +72,17 @@ async def test_a_member_filters_the_trail_and_checks_the_chain(
             refused = await browser.get("/dashboard/activity", params=query)
             assert refused.status_code == 400 and why in refused.text, query
 
+        # the details column: what the record says; the CSV: the filtered records whole, safely
+        revoked_row = re.search(r'<td data-label="Details" class="details">(.*?)</td>', only_revoked, re.S)
+        assert revoked_row and f"keyId</span> {first.key_id}" in revoked_row.group(1)
+        exported = await browser.get("/dashboard/activity.csv", params={"type": "API_KEY_REVOKED"})
+        assert exported.status_code == 200 and exported.headers["content-type"].startswith("text/csv")
+        lines = list(csv.reader(io.StringIO(exported.content.decode("utf-8-sig"))))
+        assert lines[0] == ["seq", "at", "type", "actor", "requestId", "credentialId", "data"]
+        assert [(row[0], row[2], row[3]) for row in lines[1:]] == [("2", "API_KEY_REVOKED", "operator:bob")]
+        assert json.loads(lines[1][6])["keyId"] == first.key_id
+        assert (await browser.get("/dashboard/activity.csv", params={"type": "NOPE"})).status_code == 400
+
         checked = await browser.post("/dashboard/activity/check", data={"csrf": csrf})
         assert checked.status_code == 200
         assert "The chain checks: all 4 records are in order, linked, unchanged and signed." in checked.text
@@ -89,3 +105,23 @@ async def test_another_organizations_records_never_show(
         assert _rows(page) == [("1", "MEMBER_INVITED", "operator:tests")] and "operator:alice" not in page
         checked = (await browser.post("/dashboard/activity/check", data={"csrf": csrf})).text
         assert "its one record is in order" in checked
+
+
+async def test_actors_are_named_keys_by_name_members_by_e_mail_subjects_masked(
+    app: FastAPI, ctx: Context, org: Credentials
+) -> None:
+    """Issue 34: the Who column names an API key by its name, a member by e-mail, an operator as
+    staff and a subject by a masked contact; the recorded actor stays in the tooltip."""
+    named = organizations.create_key(ctx, Actor.shell_operator("alice"), org.organization_id, name="Billing")
+    bundle = insert_request(ctx.engine, org.organization_id, contacts=("zoe@example.com",))
+    subject = bundle.subjects[0][1]
+    organizations.revoke_key(ctx, Actor.api_key(named.key_id), org.key_id, org.organization_id)
+    record_link_shown(
+        ctx.engine, org.organization_id, bundle.request.id, subject.id, f"subject:{subject.id}", None
+    )
+    async with page_client(app) as browser:
+        await log_in_as(browser, ctx, org, MemberRole.OWNER, "namer")
+        page = (await browser.get("/dashboard/activity")).text
+    assert f'<span title="apiKey:{named.key_id}">API key “Billing”</span>' in page
+    assert f'<span title="subject:{subject.id}">subject z•••@example.com</span>' in page
+    assert "zoe@example.com" not in page

@@ -8,6 +8,8 @@ Runs on the time-skipping server, so the minute between two codes is skipped, no
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 from collections.abc import AsyncIterator
 
@@ -77,6 +79,37 @@ async def test_the_list_takes_every_filter_of_get_request(
                 assert "No request matches" in shown.text
         kept = await browser.get("/dashboard/requests", params={"internalId": "order-bob"})
         assert 'value="order-bob"' in kept.text  # the form shows the filter it applied
+        assert '<td data-label="Subjects">bob@example.com</td>' in kept.text  # who was asked
+
+
+async def test_the_list_filters_by_status_and_exports_csv_safely(
+    app: FastAPI, ctx: Context, org: Credentials
+) -> None:
+    """Issue 34: a status filter; the CSV of what the filters select, where a value a
+    spreadsheet would run as a formula is quoted."""
+    formula = await create_request(app, org, contacts=["cy@example.com"], name='=HYPERLINK("http://x")')
+    other = await create_request(app, org, contacts=["dee@example.com", "eve@example.com"], internalId="+1")
+    async with page_client(app) as browser:
+        await log_in_as(browser, ctx, org, MemberRole.SUPPORT, "exporter")
+        pending = await browser.get("/dashboard/requests", params={"status": "PENDING"})
+        assert _listed(pending.text)[:2] == [other["id"], formula["id"]]
+        assert _listed((await browser.get("/dashboard/requests", params={"status": "CANCELED"})).text) == []
+        assert 'href="/dashboard/requests.csv?status=PENDING"' in pending.text
+        refused = await browser.get("/dashboard/requests", params={"status": "GONE"})
+        assert refused.status_code == 400 and "status is one of PENDING" in refused.text
+        exported = await browser.get("/dashboard/requests.csv", params={"status": "PENDING"})
+        assert exported.status_code == 200 and exported.headers["content-type"].startswith("text/csv")
+        assert exported.headers["content-disposition"] == 'attachment; filename="requests.csv"'
+        rows = list(csv.reader(io.StringIO(exported.content.decode("utf-8-sig"))))
+        assert rows[0] == ["id", "created", "name", "status", "securityLevel", "contacts", "internalId"]
+        by_id = {row[0]: row for row in rows[1:]}
+        assert by_id[formula["id"]][2] == '\'=HYPERLINK("http://x")'  # never a formula
+        assert by_id[other["id"]][5:] == ["dee@example.com eve@example.com", "'+1"]
+        assert all(row[3] == "PENDING" for row in rows[1:])
+        bad = await browser.get("/dashboard/requests.csv", params={"status": "GONE"})
+        assert bad.status_code == 400
+    async with page_client(app) as stranger:
+        assert (await stranger.get("/dashboard/requests.csv")).status_code in (303, 401)
 
 
 @pytest.mark.parametrize(
