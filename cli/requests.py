@@ -87,40 +87,42 @@ def request_find(
     query: Annotated[
         str,
         typer.Argument(
-            help="A request id, mandate URN, webhook event id; with --org an internalId or contact."
+            help="A request id, mandate URN, webhook event id, internalId or a subject's contact."
         ),
     ],
     org: Annotated[
         str | None,
         typer.Option(
             "--org",
-            help="Organization id: needed to find by internalId or a subject's contact, which are "
-            "looked up in one organization (ids and URNs are found in every one).",
+            help="Organization id: look only in this organization (without it, every organization "
+            "is searched, as in the operators' area).",
         ),
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """The requests a key names: by id or URN, then by internalId and contact (newest first)."""
-    from services import operator_search
+    """The requests a key names: by id or URN, then by internalId and contact (newest first), in
+    every organization unless --org names one."""
+    from services import operator_search, operators
 
-    if org is None and operator_search.global_key(query.strip()) is None:
-        fail(
-            "an internalId or a contact is looked up in one organization: give --org ORG_ID "
-            "(request ids, mandate URNs and webhook event ids are found in every one)"
-        )
     ctx = command_context()
-    matches = _refusing(operator_search.find_requests(ctx, query, org))
+    if org is None:  # the operators' search: an internalId or contact in every organization
+        found = _refusing(operators.find(ctx, operator(), query))
+        matches = [(f.bundle, f.matched_by, f.organization) for f in found]
+    else:
+        named = _refusing(operator_search.find_requests(ctx, query, org))
+        matches = [(m.bundle, m.matched_by, None) for m in named]
     rows = [
         {
-            "requestId": m.bundle.request.id,
-            "organizationId": m.bundle.request.organization_id,
-            "status": m.bundle.request.status,
-            "createdAt": m.bundle.request.created_at.isoformat(),
-            "internalId": m.bundle.request.internal_id,
-            "name": m.bundle.request.name,
-            "matchedBy": m.matched_by,
+            "requestId": bundle.request.id,
+            "organizationId": bundle.request.organization_id,
+            "status": bundle.request.status,
+            "createdAt": bundle.request.created_at.isoformat(),
+            "internalId": bundle.request.internal_id,
+            "name": bundle.request.name,
+            "matchedBy": matched_by,
+            **({"organization": organization} if organization is not None else {}),
         }
-        for m in matches
+        for bundle, matched_by, organization in matches
     ]
     if as_json:
         emit({"requests": rows}, True, "")

@@ -165,7 +165,18 @@ async def test_show_and_find_a_request_by_each_key(
         found = await shell.json("request", "find", query, *(["--org", org] if org else []))
         assert [(r["requestId"], r["matchedBy"]) for r in found["requests"]] == expected, query
     assert "order-cli-7" in (await shell.run("request", "find", "order-cli-7", "--org", live.org_id)).stdout
-    assert "give --org" in await shell.refused("request", "find", "order-cli-7")
+    # without --org, an internalId or a contact is found in every organization (issue 34)
+    anywhere = await shell.json("request", "find", "order-cli-7")
+    assert [(r["requestId"], r["matchedBy"], r["organizationId"]) for r in anywhere["requests"]] == [
+        (live.request_id, "internalId", live.org_id)
+    ]
+    by_contact = await shell.json("request", "find", "ANA@example.com")
+    ours = [
+        (r["requestId"], r["matchedBy"]) for r in by_contact["requests"] if r["organizationId"] == live.org_id
+    ]
+    assert ours == [(mandate.request_id, "contact"), (live.request_id, "contact")]
+    assert all(r["organization"] for r in by_contact["requests"])
+    assert "type a request id" in await shell.refused("request", "find", "   ")
     assert "not found" in await shell.refused("request", "show", "f" * 24)
     assert "24-character" in await shell.refused("request", "show", "nope")
 
