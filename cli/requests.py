@@ -105,6 +105,7 @@ def request_find(
     from services import operator_search, operators
 
     ctx = command_context()
+    matches: list[tuple[Any, str, str | None]]
     if org is None:  # the operators' search: an internalId or contact in every organization
         found = _refusing(operators.find(ctx, operator(), query))
         matches = [(f.bundle, f.matched_by, f.organization) for f in found]
