@@ -50,6 +50,8 @@ from workflows.webhook_messages import (
 
 log = logging.getLogger("mandatum.activities.webhooks")
 EXCERPT = 120  # characters of a failing receiver's answer in the log line
+HEADERS_KEPT = 50  # of a receiver's answer, for the organization's event page
+HEADER_VALUE = 500
 
 # who knocks, in every delivery's User-Agent: receivers log it and may allow-list it
 USER_AGENT = f"Mandatum-Webhooks/{package_version('mandatum')}"
@@ -57,12 +59,15 @@ USER_AGENT = f"Mandatum-Webhooks/{package_version('mandatum')}"
 
 @dataclass
 class Post:
-    """One delivery POST: the receiver's status code, the stored error (None: delivered), and an
-    excerpt of a failing receiver's answer, for the log line only (never stored)."""
+    """One delivery POST: the receiver's status code, the stored error (None: delivered), an
+    excerpt of a failing receiver's answer for the log line, and the answer's headers and first
+    2 KiB, stored for the organization's event page only (never logged)."""
 
     status: int | None = None
     error: str | None = None
     excerpt: str = ""
+    headers: list[list[str]] | None = None  # the receiver's answer, for the event page
+    body: str | None = None
 
     @property
     def delivered(self) -> bool:
@@ -178,7 +183,7 @@ class WebhookActivities:
         failed with "address not allowed", nothing sent. The stored error is a fixed phrase per
         kind of failure, never what the other end answered."""
         event = store.get_event(self._engine, inp.event_id)
-        if event.state == store.DELIVERED:  # an attempt that died after recording its success
+        if event.state == store.DELIVERED and not event.resending:  # died after recording its success
             return DeliveryResult(event_id=event.id, state=store.DELIVERED, status_code=event.last_status)
         first_success = event.delivered_at is None  # not a resend of a delivered event
         config = store.get_config(self._engine, self._cipher, event.organization_id)
@@ -203,6 +208,7 @@ class WebhookActivities:
             None if post.delivered or post.status == 410 else self._next_attempt(info),
             url=config.url,
             duration_ms=duration_ms,
+            answer=(post.headers, post.body),
         )
         if not post.delivered:
             self._not_delivered(event, config.url, post, info)
@@ -236,9 +242,11 @@ class WebhookActivities:
             url, addresses = self._egress.resolve_checked(configured_url)
             response = post_pinned(url, addresses, body, headers, HTTP_TIMEOUT.total_seconds())
             post.status = response.status_code
+            post.headers = [[name, value[:HEADER_VALUE]] for name, value in response.headers[:HEADERS_KEPT]]
+            post.body = response.body.decode("utf-8", "replace")
             if not 200 <= post.status < 300:
                 post.error = f"HTTP {post.status}"
-                post.excerpt = one_line(response.content[:EXCERPT].decode("utf-8", "replace"), EXCERPT)
+                post.excerpt = one_line(response.body[:EXCERPT].decode("utf-8", "replace"), EXCERPT)
         except UrlNotAllowed as exc:
             post.error = str(exc)
         except httpx.HTTPError as exc:

@@ -218,27 +218,56 @@ def tls_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
+ANSWER_BODY_BYTES = 2048  # what is read of a receiver's answer: the rest is never downloaded
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A receiver's answer: its status, headers and the first ``ANSWER_BODY_BYTES`` of its body."""
+
+    status_code: int
+    headers: list[tuple[str, str]]
+    body: bytes
+
+
 def post_pinned(
     url: httpx.URL, addresses: Sequence[IPAddress], content: bytes, headers: Mapping[str, str], timeout: float
-) -> httpx.Response:
+) -> Answer:
     """One POST to the first of ``addresses`` that accepts a connection (the next one only when
     connecting fails, at most ``MAX_ADDRESSES`` tried so an attempt ends within its activity's
     timeout), never following a redirect, ignoring proxy settings of the environment (a proxy
-    would connect wherever it resolves the name). The certificate is verified against the name."""
+    would connect wherever it resolves the name). The certificate is verified against the name.
+    Of the answer's body only the first ``ANSWER_BODY_BYTES`` are read: a receiver answering
+    gigabytes costs nothing."""
     with httpx.Client(
         timeout=timeout, follow_redirects=False, trust_env=False, verify=tls_context()
     ) as client:
         last: httpx.HTTPError | None = None
         for address in addresses[:MAX_ADDRESSES]:
             target, host, extensions = pinned_request(url, address)
+            request = client.build_request(
+                "POST", target, content=content, headers={**headers, **host}, extensions=extensions
+            )
             try:
-                return client.post(
-                    target, content=content, headers={**headers, **host}, extensions=extensions
-                )
+                response = client.send(request, stream=True)
             except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
                 last = exc
+                continue
+            try:
+                return Answer(response.status_code, list(response.headers.items()), _first_bytes(response))
+            finally:
+                response.close()
         assert last is not None
         raise last
+
+
+def _first_bytes(response: httpx.Response) -> bytes:
+    read = bytearray()
+    for chunk in response.iter_raw():
+        read += chunk
+        if len(read) >= ANSWER_BODY_BYTES:
+            break
+    return bytes(read[:ANSWER_BODY_BYTES])
 
 
 def _causes(exc: BaseException) -> list[BaseException]:

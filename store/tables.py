@@ -11,9 +11,11 @@ from sqlalchemy import (
     ForeignKeyConstraint,
     Index,
     LargeBinary,
+    Text,
     UniqueConstraint,
     text,
 )
+from sqlalchemy import false as sa_false
 from sqlmodel import Field, SQLModel
 
 from core.kinds import SubjectIdentity, SubjectKyc
@@ -410,6 +412,9 @@ class WebhookEvent(SQLModel, table=True):
     last_error: str | None = Field(default=None, max_length=500)
     next_attempt_at: datetime | None = None
     delivered_at: datetime | None = None
+    # a delivered event sent once more (a resend): it stays delivered while the resend runs
+    # (migration 0029)
+    resending: bool = Field(default=False, sa_column_kwargs={"server_default": sa_false()})
 
 
 class WebhookAttempt(SQLModel, table=True):
@@ -427,6 +432,10 @@ class WebhookAttempt(SQLModel, table=True):
     error: str | None = Field(default=None, max_length=500)
     url: str | None = Field(default=None, max_length=2048)
     duration_ms: int | None = None
+    # the receiver's answer, for the organization's event page (migration 0029): its headers (at
+    # most 50, each value cut to 500 characters) and the first 2 KiB of its body as text
+    response_headers: list[list[str]] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    response_body: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
 
 
 class OtpChallenge(SQLModel, table=True):

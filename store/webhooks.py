@@ -225,9 +225,12 @@ def redeliver(
         event = session.get(WebhookEvent, event_id, with_for_update=True)
         if event is None or event.organization_id != org_id:
             raise NotFound(f"webhook event {event_id} not found")
-        if event.state != wanted:
-            raise WrongState(event.state)
-        event.state, event.next_attempt_at = PENDING, None
+        if event.state != wanted or event.resending:
+            raise WrongState("being resent" if event.resending else event.state)
+        if kind == "resend":  # it stays delivered; the resend's attempts are shown as they come
+            event.resending, event.next_attempt_at = True, None
+        else:
+            event.state, event.next_attempt_at = PENDING, None
         session.add(event)
         data = {
             "eventId": event.id,
@@ -253,6 +256,9 @@ def undo_redelivery(engine: Engine, event_id: str, attempts: int, state: str) ->
         if event is not None and event.state == PENDING and event.attempts == attempts:
             event.state = state
             session.add(event)
+        elif event is not None and event.resending and event.attempts == attempts:
+            event.resending = False
+            session.add(event)
 
 
 class WrongState(Exception):
@@ -275,9 +281,11 @@ def record_attempt(
     next_attempt_at: datetime | None,
     url: str | None = None,
     duration_ms: int | None = None,
+    answer: tuple[list[list[str]] | None, str | None] = (None, None),
 ) -> None:
-    """One attempt's outcome: a numbered attempt row (with the URL, its query dropped, and how long
-    the POST took) and the event's summary of its delivery."""
+    """One attempt's outcome: a numbered attempt row (with the URL, its query dropped, how long
+    the POST took and the receiver's ``answer``: headers, the start of its body) and the event's
+    summary of its delivery. An event delivered before stays delivered whatever a resend does."""
     now = utcnow()
     error = error[:ERROR_MAX] if error else None
     with write_session(engine) as session:
@@ -295,11 +303,15 @@ def record_attempt(
                 error=error,
                 url=_without_query(url)[:2048] if url else None,
                 duration_ms=duration_ms,
+                response_headers=answer[0],
+                response_body=answer[1],
             )
         )
         event.last_status, event.last_error = status_code, error
-        event.state = DELIVERED if delivered else PENDING
-        event.delivered_at = now if delivered else None
+        if delivered or not event.resending:
+            event.state = DELIVERED if delivered else PENDING
+            event.delivered_at = now if delivered else None
+        event.resending = event.resending and not delivered
         event.next_attempt_at = None if delivered else next_attempt_at
         session.add(event)
 
@@ -309,7 +321,10 @@ def _set_state(engine: Engine, event_id: str, state: str, reason: str) -> None:
         event = session.get(WebhookEvent, event_id, with_for_update=True)
         if event is None:
             raise NotFound(f"webhook event {event_id} not found")
-        if event.state == DELIVERED:  # a delivery is final
+        if event.state == DELIVERED:  # a delivery is final; a resend that ends ends as such
+            if event.resending:
+                event.resending, event.next_attempt_at = False, None
+                session.add(event)
             return
         event.state, event.next_attempt_at = state, None
         last = f"; last attempt: {event.last_error}" if event.last_error and state == FAILED else ""

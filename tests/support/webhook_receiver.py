@@ -103,7 +103,8 @@ class Receiver:
 
 
 @contextmanager
-def receiving(answer: Callable[[int], int]) -> Iterator[Receiver]:
+def receiving(answer: Callable[[int], int], body: bytes = b"") -> Iterator[Receiver]:
+    """A receiver answering each delivery with ``answer(n)`` (n from 1) and ``body``."""
     receiver = Receiver(answer)
 
     class Handler(BaseHTTPRequestHandler):
@@ -111,8 +112,13 @@ def receiving(answer: Callable[[int], int]) -> Iterator[Receiver]:
             raw = self.rfile.read(int(self.headers.get("Content-Length", "0")))
             status = receiver.handle(self.headers, raw)
             self.send_response(status)
-            self.send_header("Content-Length", "0")
+            self.send_header("Content-Length", str(len(body)))
+            if body:
+                self.send_header("Content-Type", "text/plain; charset=utf-8")
+                self.send_header("X-Receiver", "tests")
             self.end_headers()
+            if body:
+                self.wfile.write(body)
 
         def log_message(self, format: str, *args: Any) -> None:
             pass

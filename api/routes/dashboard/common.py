@@ -229,6 +229,7 @@ def event_row(e: Any) -> dict[str, Any]:
         "type": e.event_type,
         "created": when(e.created_at),
         "state": e.state,
+        "resending": bool(getattr(e, "resending", False)),
         "attempts": e.attempts,
         "last": (f"HTTP {e.last_status}" if e.last_status else "") or (e.last_error or ""),
         "request": e.request_id or "",

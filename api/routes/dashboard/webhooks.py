@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from functools import partial
 from typing import Annotated, Any
@@ -173,10 +174,20 @@ async def _event_page(
             "error": a.error or "",
             "duration": f"{a.duration_ms} ms" if a.duration_ms is not None else "",
             "url": a.url or "",
+            "headers": a.response_headers or [],
+            "body": a.response_body,
         }
         for a in log.attempts
     ]
-    view = {"title": "Webhook event · Mandatum", "event": event_row(log.event), "attempts": attempts}
+    event = log.event
+    view = {
+        "title": "Webhook event · Mandatum",
+        "event": event_row(event),
+        "attempts": attempts,
+        # what the receiver decrypts: the event as it was made (it is sealed per attempt)
+        "payload": json.dumps(event.payload, indent=2, ensure_ascii=False, sort_keys=True),
+        "next_attempt": when(event.next_attempt_at) if event.next_attempt_at else "",
+    }
     return await show(ctx, member, token, "dashboard/event.html", "events", status=status, **view, **extra)
 
 

@@ -7,13 +7,16 @@ event keeps the state it had."""
 from __future__ import annotations
 
 import asyncio
+import html
 import re
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 
 import pytest
 import pytest_asyncio
 from fastapi import FastAPI
-from sqlalchemy import Engine
+from sqlalchemy import Engine, update
+from sqlmodel import col
 from temporalio.client import Client
 
 from api.app import create_app
@@ -26,6 +29,8 @@ from services.context import Context
 from services.errors import Conflict
 from store import audit
 from store import webhooks as store
+from store.db import write_session
+from store.tables import WebhookEvent
 from tests.conftest import new_org
 from tests.support.api_client import Credentials
 from tests.support.audit import chain
@@ -100,7 +105,9 @@ async def test_a_support_member_retries_a_failed_event_and_resends_a_delivered_o
 
             resent = await browser.post(f"{page_of}/resend", data={"csrf": csrf})
             assert (resent.status_code, resent.headers["location"]) == (303, f"{page_of}?notice=resend")
-            assert (await _settled(engine, event.id, 3)).state == store.DELIVERED
+            assert store.get_event(engine, event.id).state == store.DELIVERED  # never back to pending
+            settled = await _settled(engine, event.id, 3)
+            assert (settled.state, settled.resending) == (store.DELIVERED, False)
             assert [d.webhook_id for d in receiver.deliveries] == [event.id] * 3  # the same event again
 
     actor = f"member:{member_id}"
@@ -109,6 +116,40 @@ async def test_a_support_member_retries_a_failed_event_and_resends_a_delivered_o
         (audit.WEBHOOK_REDELIVERY, actor, "retry"),
         (audit.WEBHOOK_REDELIVERY, actor, "resend"),
     ]
+
+
+async def test_the_event_page_shows_the_payload_and_each_answer(
+    app: FastAPI, ctx: Context, org: Credentials, engine: Engine
+) -> None:
+    """Issue 34: the payload as the receiver reads it; each attempt's answer: its headers and
+    the first 2 KiB of its body (a receiver answering more costs nothing), escaped; the next
+    attempt's time while one is due."""
+    answer = ("<script>alert(1)</script> nope " + "x" * 10_000).encode()
+    with receiving(lambda n: 410, body=answer) as receiver:  # gone: one attempt, then failed
+        developer = Actor.shell_operator("setup")
+        webhooks.configure(ctx, developer, org.organization_id, receiver.url)
+        event = webhooks.create_test_event(ctx, developer, org.organization_id)
+        await webhooks.start_delivery(ctx, developer, event)
+        assert (await _settled(engine, event.id, 1)).state == store.FAILED
+    [first] = store.attempts_of(engine, event.id)
+    assert first.status_code == 410 and first.response_body is not None
+    assert len(first.response_body.encode()) == 2048 and first.response_body.startswith("<script>")
+    assert {name.lower(): value for name, value in first.response_headers or []}["x-receiver"] == "tests"
+    due = datetime(2030, 1, 2, 3, 4, tzinfo=UTC)  # as a failed attempt with a retry to come leaves it
+    with write_session(engine) as session:
+        session.execute(
+            update(WebhookEvent)
+            .where(col(WebhookEvent.id) == event.id)
+            .values(state="pending", next_attempt_at=due)
+        )
+    async with page_client(app) as browser:
+        await log_in_as(browser, ctx, org, MemberRole.SUPPORT, "reader")
+        page = (await browser.get(f"/dashboard/events/{event.id}")).text
+    shown = html.unescape(page)
+    assert '<dd id="next-attempt">2030-01-02 03:04 UTC</dd>' in page
+    assert '"eventType": "test"' in shown and f'"id": "{event.id}"' in shown  # the payload
+    assert "<script>alert(1)</script>" not in page  # the receiver's words, escaped
+    assert "x-receiver: tests" in shown.lower() and "<script>alert(1)</script> nope xxx" in shown
 
 
 async def test_the_list_filters_by_request_and_refuses_a_malformed_id(
