@@ -1,0 +1,77 @@
+"""A webhook event's page in Debian's Chromium (issue 34): the payload, the next try and each
+attempt's answer (headers and the start of the body, folded), accessible and within the viewport
+at desktop and phone width, with screenshots."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime, timedelta
+
+from playwright.async_api import Page, expect
+
+from core.kinds import MemberRole
+from store.db import utcnow, write_session
+from store.tables import WebhookAttempt, WebhookEvent
+from tests.support.a11y import assert_accessible
+from tests.support.dashboard_browser import fits, set_password_and_log_in, shot
+from tests.support.live_stack import LiveStack
+
+
+def _event_with_an_answer(live: LiveStack, org_id: str) -> str:
+    event_id = f"urn:via:event:{uuid.uuid4()}"
+    now = utcnow()
+    with write_session(live.engine) as session:
+        session.add(
+            WebhookEvent(
+                id=event_id,
+                organization_id=org_id,
+                fact_key=f"test:{event_id}",
+                event_type="test",
+                payload={"id": event_id, "eventType": "test", "message": "Hello from Mandatum"},
+                created_at=now - timedelta(minutes=1),
+                state="pending",
+                attempts=1,
+                last_status=503,
+                last_error="HTTP 503",
+                next_attempt_at=datetime(2030, 1, 2, 3, 4, tzinfo=UTC),
+            )
+        )
+        session.flush()
+        session.add(
+            WebhookAttempt(
+                event_id=event_id,
+                number=1,
+                scheduled_at=now - timedelta(seconds=50),
+                finished_at=now - timedelta(seconds=49),
+                status_code=503,
+                error="HTTP 503",
+                url="https://hooks.example.com/mandatum",
+                duration_ms=87,
+                response_headers=[["content-type", "text/plain"], ["retry-after", "30"]],
+                response_body="Service unavailable: the queue is full, try again later. " * 4,
+            )
+        )
+    return event_id
+
+
+async def test_the_event_page_shows_the_payload_and_the_answers(
+    live: LiveStack, browser_page: Page, phone_page: Page, axe_source: str
+) -> None:
+    org = live.new_org()
+    event_id = _event_with_an_answer(live, org.organization_id)
+    for page, width in ((browser_page, "desktop"), (phone_page, "phone")):
+        await set_password_and_log_in(
+            page,
+            live,
+            org.organization_id,
+            f"events-{width}-{org.organization_id}@example.com",
+            MemberRole.SUPPORT,
+        )
+        await page.goto(f"{live.url}/dashboard/events/{event_id}")
+        await expect(page.locator("#payload")).to_contain_text('"message": "Hello from Mandatum"')
+        await expect(page.locator("#next-attempt")).to_have_text("2030-01-02 03:04 UTC")
+        await page.get_by_text("Headers and body").click()  # the folded answer, opened
+        await expect(page.get_by_role("region", name="Attempts")).to_contain_text("retry-after: 30")
+        await fits(page)
+        await assert_accessible(page, axe_source, f"a webhook event's page ({width})")
+        await shot(page, f"dashboard-event-{width}")
