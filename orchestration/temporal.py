@@ -103,9 +103,15 @@ def workflow_input(bundle: store.RequestBundle) -> CredentialRequestInput:
     )
 
 
-async def start_workflow_for(client: Client, task_queue: str, inp: CredentialRequestInput) -> None:
+async def start_workflow_for(
+    client: Client, task_queue: str, inp: CredentialRequestInput, resent_from: str | None = None
+) -> None:
     """Start a request workflow with its id, search attributes and id policy (raises
-    WorkflowAlreadyStartedError when it exists or existed)."""
+    WorkflowAlreadyStartedError when it exists or existed); the Temporal UI's summary names the
+    request it was sent again from, if any."""
+    summary = f"Credential request {inp.request_id}"
+    if resent_from is not None:
+        summary += f", sent again from {resent_from}"
     await client.start_workflow(
         CredentialRequestWorkflow.run,
         inp,
@@ -114,14 +120,14 @@ async def start_workflow_for(client: Client, task_queue: str, inp: CredentialReq
         search_attributes=TypedSearchAttributes(search_attributes_for(inp, RequestStatus.PENDING)),
         # a request id is used once: a finished workflow is never started again
         id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-        static_summary=f"Credential request {inp.request_id}",
+        static_summary=summary,
     )
 
 
 async def start_request_workflow(client: Client, task_queue: str, bundle: store.RequestBundle) -> bool:
     """Start the request's workflow; False when it already exists (or existed): never twice."""
     try:
-        await start_workflow_for(client, task_queue, workflow_input(bundle))
+        await start_workflow_for(client, task_queue, workflow_input(bundle), bundle.request.resent_from)
         return True
     except WorkflowAlreadyStartedError:
         return False

@@ -270,11 +270,11 @@ async def create(
         raise Conflict("Idempotency-Key was already used with a different body") from exc
     if isinstance(result, store.Replayed):
         return Created(result.response, result.status_code)
-    await _start_workflow(ctx, result)
+    await start_workflow(ctx, result)
     return Created(render(result), 201, result)
 
 
-async def _start_workflow(ctx: Context, bundle: store.RequestBundle) -> None:
+async def start_workflow(ctx: Context, bundle: store.RequestBundle) -> None:
     """Start the workflow, then mark the row; the reconciler covers a failure of either step."""
     faults.crash_point("after-request-insert")
     try:

@@ -41,6 +41,8 @@ from sqlalchemy import Connection, Engine, bindparam, select, update
 from core.observe.metrics import AUDIT_APPEND
 from core.secretbox import SecretCipher
 from core.settings import Settings
+from store.audit_types import *  # noqa: F403 (the record types: callers name them audit.X)
+from store.audit_types import RECORD_TYPES
 from store.db import upsert_insert, utcnow
 from store.keys import service_key
 from store.prepared import Prepared
@@ -49,93 +51,6 @@ from trust.eddsa_jcs import ProofError, create_proof, verify_document
 from trust.jcs import CanonicalizationError, canonical_object, canonicalize
 from trust.keys import Ed25519KeyPair
 
-REQUEST_CREATED = "REQUEST_CREATED"
-MANDATE_ISSUED = "MANDATE_ISSUED"
-MANDATE_ISSUANCE_FAILED = "MANDATE_ISSUANCE_FAILED"
-MANDATE_REVOKED = "MANDATE_REVOKED"
-MANDATE_CANCELED = "MANDATE_CANCELED"
-REQUEST_EXPIRED = "REQUEST_EXPIRED"  # written when the reconciler closes a request past its expiry
-DECISION_ACCEPT = "HUMAN_DECISION_ACCEPT"
-DECISION_REJECT = "HUMAN_DECISION_REJECT"
-VP_ISSUED = "VP_ISSUED"
-VP_ISSUE_DENIED = "VP_ISSUE_DENIED"
-VERIFY_ACCEPT = "VERIFY_ACCEPT"
-VERIFY_DENY = "VERIFY_DENY"
-OTP_LOCKED = "OTP_LOCKED"
-OTP_RESENT = "OTP_RESENT"
-OTP_SENT = "OTP_SENT"  # a subject's first code went to their secondary contact (issue 36): its channel
-IDENTITY_VERIFIED = "IDENTITY_VERIFIED"
-IDENTITY_FAILED = "IDENTITY_FAILED"
-# changes to how the organization is set up, each by its actor (never a secret in them)
-API_KEY_CREATED = "API_KEY_CREATED"
-API_KEY_ROTATED = "API_KEY_ROTATED"
-API_KEY_REVOKED = "API_KEY_REVOKED"
-API_KEY_EDITED = "API_KEY_EDITED"  # a key's name or description changed (a label: no secret in it)
-WEBHOOK_CONFIGURED = "WEBHOOK_CONFIGURED"
-SETTINGS_CHANGED = "ORGANIZATION_SETTINGS_CHANGED"
-ACTION_PUBLISHED = "ACTION_PUBLISHED"
-ACTION_DELETED = "ACTION_DELETED"
-APPROVAL_CHANGED = "APPROVAL_CHANGED"  # an approval created, given a new version or archived
-WORKFLOW_CHANGED = "WORKFLOW_CHANGED"  # a workflow of approvals created or archived
-WEBHOOK_REDELIVERY = "WEBHOOK_REDELIVERY"  # a failed event retried or a delivered one resent, by whom
-SUBJECT_LINK_SHOWN = "SUBJECT_LINK_SHOWN"  # a member or an operator shown a subject's approval link
-# the organization's dashboard members (store.members): who invited, changed, disabled whom
-MEMBER_INVITED = "MEMBER_INVITED"
-MEMBER_ROLE_CHANGED = "MEMBER_ROLE_CHANGED"
-MEMBER_DISABLED = "MEMBER_DISABLED"
-MEMBER_ENABLED = "MEMBER_ENABLED"
-MEMBER_SESSIONS_ENDED = "MEMBER_SESSIONS_ENDED"
-MEMBER_SECOND_FACTOR_ON = "MEMBER_SECOND_FACTOR_ON"
-MEMBER_SECOND_FACTOR_OFF = "MEMBER_SECOND_FACTOR_OFF"
-MEMBER_RECOVERY_CODES_MADE = "MEMBER_RECOVERY_CODES_MADE"  # a new set replaced the old one (never a code)
-MEMBER_RECOVERY_CODE_USED = "MEMBER_RECOVERY_CODE_USED"  # one stood in for a code: how many remain
-# a trusted browser session (``iframe.cookie``): opened after a code, revoked (never its token)
-TRUSTED_SESSION_OPENED = "TRUSTED_SESSION_OPENED"
-TRUSTED_SESSION_REVOKED = "TRUSTED_SESSION_REVOKED"
-USERS_IMPORTED = "USERS_IMPORTED"  # POST /user: the subjects created, updated, unchanged (no values)
-RECORD_TYPES = (
-    REQUEST_CREATED,
-    MANDATE_ISSUED,
-    MANDATE_REVOKED,
-    MANDATE_CANCELED,
-    DECISION_ACCEPT,
-    DECISION_REJECT,
-    VP_ISSUED,
-    VP_ISSUE_DENIED,
-    VERIFY_ACCEPT,
-    VERIFY_DENY,
-    OTP_LOCKED,
-    OTP_RESENT,
-    OTP_SENT,
-    IDENTITY_VERIFIED,
-    IDENTITY_FAILED,
-    REQUEST_EXPIRED,
-    MANDATE_ISSUANCE_FAILED,
-    API_KEY_CREATED,
-    API_KEY_ROTATED,
-    API_KEY_REVOKED,
-    API_KEY_EDITED,
-    WEBHOOK_CONFIGURED,
-    SETTINGS_CHANGED,
-    ACTION_PUBLISHED,
-    ACTION_DELETED,
-    APPROVAL_CHANGED,
-    WORKFLOW_CHANGED,
-    SUBJECT_LINK_SHOWN,
-    WEBHOOK_REDELIVERY,
-    MEMBER_INVITED,
-    MEMBER_ROLE_CHANGED,
-    MEMBER_DISABLED,
-    MEMBER_ENABLED,
-    MEMBER_SESSIONS_ENDED,
-    MEMBER_SECOND_FACTOR_ON,
-    MEMBER_SECOND_FACTOR_OFF,
-    MEMBER_RECOVERY_CODES_MADE,
-    MEMBER_RECOVERY_CODE_USED,
-    TRUSTED_SESSION_OPENED,
-    TRUSTED_SESSION_REVOKED,
-    USERS_IMPORTED,
-)
 ASSERTION_METHOD = "assertionMethod"
 
 _RECORDS = AuditRecord.__table__  # type: ignore[attr-defined]

@@ -56,7 +56,15 @@ def _load_bundles(session: Session, reqs: list[CredentialRequest]) -> list[Reque
             .order_by(col(Decision.decided_at))
         ):
             decisions[d.credential_id].append((d, s))
-    return [RequestBundle(r, subjects[r.id], creds[r.id], decisions) for r in reqs]
+    resent_as = {
+        old: new
+        for new, old in session.exec(
+            select(CredentialRequest.id, CredentialRequest.resent_from).where(
+                col(CredentialRequest.resent_from).in_(ids)
+            )
+        )
+    }
+    return [RequestBundle(r, subjects[r.id], creds[r.id], decisions, resent_as.get(r.id)) for r in reqs]
 
 
 def get_request(engine: Engine, org_id: str, request_id: str) -> RequestBundle | None:

@@ -102,6 +102,8 @@ class NewRequest:
     authorized_dids: list[str] = field(default_factory=list)
     iframe_pub_key: str | None = None  # trust.frame_jwe.check_frame_key's spelling
     trusted_session_seconds: int | None = None  # ``iframe.cookie``: the session's lifetime if allowed
+    resent_from: str | None = None  # the request support sent again as this one (issue 32)
+    resent_reason: str | None = None  # why, in its REQUEST_RESENT record
 
 
 @dataclass
@@ -112,6 +114,9 @@ class RequestBundle:
     subjects: list[tuple[RequestSubject, Subject]]
     credentials: list[Credential]
     decisions: dict[str, list[tuple[Decision, Subject]]]
+    resent_as: str | None = (
+        None  # the request it was sent again as (issue 32; request.resent_from: the other way)
+    )
 
 
 class RateLimited(Exception):
@@ -251,6 +256,8 @@ def _insert_request(
             raise RateLimited(retry_after=_retry_after(session, org_id, now))
         bundle = _insert_rows_of(session, org_id, new, now, now + expiry)
         _record_creation(session, key, bundle, actor, now)
+        if new.resent_from is not None:
+            _record_resend(session, key, bundle, new, actor, now)
         if idempotency is not None:
             save_idempotent(
                 session,
@@ -280,6 +287,7 @@ def _insert_rows_of(
         authorized_dids=new.authorized_dids,
         iframe_pub_key=new.iframe_pub_key,
         trusted_session_seconds=new.trusted_session_seconds,
+        resent_from=new.resent_from,
         status=RequestStatus.PENDING,
         created_at=now,
         expires_at=expires_at,
@@ -413,6 +421,28 @@ def _record_creation(
         ),
         now,
     )
+
+
+def _record_resend(
+    session: Session,
+    key: Ed25519KeyPair,
+    bundle: RequestBundle,
+    new: NewRequest,
+    actor: str | None,
+    now: datetime,
+) -> None:
+    """``REQUEST_RESENT`` on the request sent again, naming the new one, ``actor`` and the reason."""
+    data: dict[str, Any] = {"newRequestId": bundle.request.id}
+    if new.resent_reason:
+        data["reason"] = new.resent_reason
+    entry = audit.Entry(
+        audit.REQUEST_RESENT,
+        bundle.request.organization_id,
+        request_id=new.resent_from,
+        actor=actor,
+        data=data,
+    )
+    audit.append(session.connection(), key, entry, now)
 
 
 def _retry_after(session: Session, org_id: str, now: datetime) -> int:

@@ -106,6 +106,8 @@ class CredentialRequest(SQLModel, table=True):
     __table_args__ = (
         Index("ix_request_org_created", "organization_id", "created_at"),
         Index("ix_request_unstarted", "workflow_started_at", "created_at"),
+        # a request is sent again once (migration 0027)
+        Index("uq_request_resent_from", "resent_from", unique=True),
     )
     id: str = Field(primary_key=True, max_length=24)
     organization_id: str = Field(foreign_key="organization.id", max_length=24)
@@ -127,6 +129,9 @@ class CredentialRequest(SQLModel, table=True):
     # ``iframe.cookie``: the trusted browser session's lifetime in seconds (3600 to 86400) when the
     # request allows one, else None (migration 0023; store.trusted)
     trusted_session_seconds: int | None = None
+    # the expired, canceled or rejected request support sent again as this one (issue 32,
+    # migration 0027); the other way round is the request whose resent_from is this one's id
+    resent_from: str | None = Field(default=None, max_length=24)
 
 
 class Subject(SQLModel, table=True):

@@ -383,6 +383,10 @@ class RequestOut(BaseModel):
     status: RequestStatus
     expiresAt: Timestamp
     authorizedDIDs: list[str] = Field(description="The organization's DID first")
+    resentFrom: str | None = Field(
+        default=None, description="The expired, canceled or rejected request this one was sent again from"
+    )
+    resentAs: str | None = Field(default=None, description="The request this one was sent again as")
 
 
 class SubjectListItem(BaseModel):

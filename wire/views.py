@@ -85,6 +85,8 @@ def request_out(settings: Settings, bundle: RequestBundle) -> RequestOut:
                 [web_organization_did(settings.public_url, req.organization_id), *req.authorized_dids]
             )
         ),
+        resentFrom=req.resent_from,
+        resentAs=bundle.resent_as,
     )
 
 

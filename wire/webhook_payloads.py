@@ -175,6 +175,22 @@ def mandate_revoked_event(
     return _in_version(event)
 
 
+def request_resent_event(
+    settings: Settings, bundle: RequestBundle, api_version: str, event_id: str, created_at: datetime
+) -> dict[str, Any]:
+    """A closed request sent again by support (issue 32): ``requestId`` is the new request, whose
+    workflow has started; ``resentFrom`` the expired, canceled or rejected one it replaces;
+    ``user`` is its first subject. The same shape in every API version."""
+    req = bundle.request
+    _, subject = bundle.subjects[0]
+    user = _user(settings, bundle, subject.id)
+    event = _envelope(
+        event_id, "request.resent", req.id, req.internal_id, settings, user, api_version, created_at
+    )
+    event["resentFrom"] = req.resent_from
+    return _in_version(event)
+
+
 def sample_event(settings: Settings, api_version: str, event_id: str, created_at: datetime) -> dict[str, Any]:
     """Sample request and user, so a receiver's parser sees every common field filled."""
     user = {"contact": "test@example.com", "id": web_subject_did(settings.public_url, TEST_SUBJECT)}

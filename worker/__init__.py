@@ -40,7 +40,7 @@ from core.process import exit_now
 from core.secretbox import SecretCipher
 from core.settings import Settings, get_settings
 from orchestration.temporal import connect_with_backoff, reconcile_forever
-from services import limit_events
+from services import limit_events, request_resend
 from services.logins import BACKOFF as LOGIN_BACKOFF
 from store import audit, throttle
 from store.db import keep_files_private, make_engine, utcnow
@@ -133,6 +133,7 @@ async def main(settings: Settings | None = None, stop: asyncio.Event | None = No
                 )
             )
             background.append(asyncio.create_task(limit_events.announce_forever(engine, settings, client)))
+            background.append(asyncio.create_task(request_resend.announce_forever(engine, settings, client)))
             async with worker:
                 log.info("worker polling task queue %s on %s", settings.task_queue, settings.temporal_address)
                 await stop.wait()

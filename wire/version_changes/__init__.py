@@ -26,6 +26,7 @@ from wire.version_changes import (
     v2026_11_01,
     v2026_11_01_approvals,
     v2026_11_01_inline,
+    v2026_11_01_resend,
 )
 from wire.version_changes.legacy import (
     INACTIVE_STATUSES,
@@ -70,5 +71,6 @@ __all__ = [
 CHANGES.extend(v2026_11_01.VERSION_CHANGES)
 CHANGES.extend(v2026_11_01_approvals.VERSION_CHANGES)
 CHANGES.extend(v2026_11_01_inline.VERSION_CHANGES)
+CHANGES.extend(v2026_11_01_resend.VERSION_CHANGES)
 CHANGES.extend(v2026_09_01.VERSION_CHANGES)
 CHANGES.extend(users.VERSION_CHANGES)  # sorted by version where they apply

@@ -2,7 +2,7 @@
 event being resent stays delivered (issue 34)
 
 Revision ID: 0029
-Revises: 0025
+Revises: 0027
 Create Date: 2026-11-28 02:45:00.000000
 """
 
@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0029"
-down_revision: str | None = "0025"
+down_revision: str | None = "0027"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
