@@ -1,0 +1,96 @@
+"""The subject's portal from a test's side: a mandate issued to a contact of one's own (with its
+keyed hash, as the API stores it), the code read from the outbox, and a signed-in session."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from datetime import timedelta
+
+from adapters.delivery import Outbox
+from cli.devstack import EXAMPLE_ACTION_ID
+from core.actors import TEMPORAL
+from core.ids import urn
+from services import mandates, portal
+from services.context import Context
+from store import actions
+from store import requests as store
+from store.db import utcnow
+from store.tables import PortalSession
+from tests.support.audit import Issued
+from tests.support.journey_messages import TEST_OUTBOX, code_in
+
+
+def new_contact(tag: str = "portal") -> str:
+    return f"{tag}-{secrets.token_hex(5)}@example.com"
+
+
+def issued_to(ctx: Context, org_id: str, contact: str, name: str = "Rent") -> Issued:
+    """An ACTIVE mandate of ``org_id`` whose request's subject is ``contact`` (what the request
+    workflow does on acceptance, called directly)."""
+    pin, problems = actions.pin_for_request(
+        ctx.engine, org_id, EXAMPLE_ACTION_ID, {"maxAmount": 1200}, where="credentials.0.action"
+    )
+    assert pin is not None, problems
+    new = store.NewRequest(
+        security_level="CONTACT",
+        contacts=[store.NewContact(contact, "email", contact_hash=ctx.journey.contact_hash(contact))],
+        credentials=[store.NewCredential("POLICY", name, scope="payments", action=pin)],
+        name="Pay the rent",
+    )
+    bundle = store.create_request(ctx.engine, org_id, new, timedelta(days=30), 10_000, None, None)
+    assert isinstance(bundle, store.RequestBundle)
+    subject, cred = bundle.subjects[0][1], bundle.credentials[0]
+    store.record_decision(
+        ctx.engine,
+        urn("decision"),
+        bundle.request.id,
+        cred.id,
+        subject.id,
+        True,
+        "email",
+        "hosted",
+        utcnow(),
+        True,
+    )
+    done = mandates.issue(ctx.engine, ctx.cipher, ctx.settings, cred.id, actor=TEMPORAL)
+    return Issued(bundle.request.id, cred.id, done.mandate_id, subject.id)
+
+
+async def settle(ctx: Context) -> None:
+    """Wait for the work the service started after its answer (the code's send)."""
+    while ctx.tasks:
+        await asyncio.gather(*list(ctx.tasks))
+
+
+async def code_sent_to(contact: str, wait: float = 10.0) -> str:
+    """The code of the newest portal message to ``contact`` in the test outbox."""
+    deadline = time.monotonic() + wait
+    while True:
+        found = [
+            e
+            for e in await asyncio.to_thread(Outbox(TEST_OUTBOX).entries, contact, 50)
+            if "mandates" in e.text
+        ]
+        if found:
+            return code_in(found[0].text)
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no portal code for {contact}")
+        await asyncio.sleep(0.05)
+
+
+def messages_to(contact: str) -> int:
+    return len(Outbox(TEST_OUTBOX).entries(contact, 50))
+
+
+async def signed_in(ctx: Context, contact: str, client: str = "198.18.9.9") -> tuple[PortalSession, str]:
+    """A live session of ``contact`` (its code asked for and entered) and the browser's token."""
+    token = portal.new_token()
+    await portal.ask_code(ctx, token, contact, client)
+    await settle(ctx)
+    entered = await portal.enter_code(ctx, token, await code_sent_to(contact), client)
+    assert entered.outcome == portal.PASSED and entered.session_token is not None, entered
+    session = portal.session_of(ctx, entered.session_token)
+    assert session is not None
+    return session, entered.session_token
