@@ -260,7 +260,7 @@ PORTAL: dict[str, dict[str, str]] = {
             "Si des mandats ont été émis à {contact}, un code à 6 chiffres est en route. "
             "Il est valable 10 minutes."
         ),
-        "portal_code_label": "Code",
+        "portal_code_label": "Code reçu",
         "portal_code_wrong": "Ce code n'est pas correct. Essais restants : {left}.",
         "portal_code_expired": "Ce code a expiré. Demandez-en un nouveau.",
         "portal_code_locked": "Trop de codes erronés : ce code est bloqué. Demandez-en un nouveau.",
@@ -277,8 +277,8 @@ PORTAL: dict[str, dict[str, str]] = {
         ),
         "portal_none": "Aucun mandat n'a été émis pour ce contact.",
         "portal_org": "Organisation",
-        "portal_action": "Action",
-        "portal_action_version": "{name}, version {version}",
+        "portal_action": "Action autorisée",
+        "portal_action_version": "{name} (version {version})",
         "portal_status": "Statut",
         "portal_status_ACTIVE": "Actif",
         "portal_status_REVOKED": "Révoqué",
