@@ -170,6 +170,7 @@ class PortalMandate:
     organization: Organization
     subject: Subject  # the contact's subject in that organization
     action_name: str | None
+    action_version: int | None  # the version's number (1, 2, ...)
 
 
 def _mandates(contact_hash: str, credential_id: str | None = None) -> Any:
@@ -192,16 +193,15 @@ def _mandates(contact_hash: str, credential_id: str | None = None) -> Any:
 def _found(session: Session, rows: Sequence[Any]) -> list[PortalMandate]:
     """The rows with the names of their actions' versions (one query for all)."""
     versions = {str((row[0].action or {}).get("version") or "") for row in rows} - {""}
-    names: dict[str, str] = {}
+    found: dict[str, tuple[str | None, int]] = {}
     if versions:
         for version in session.exec(select(ActionVersion).where(col(ActionVersion.id).in_(versions))):
             name = (version.content or {}).get("name")
-            if name:
-                names[version.id] = str(name)
+            found[version.id] = (str(name) if name else None, version.number)
     out = []
     for cred, request, org, subject in rows:
-        name = names.get(str((cred.action or {}).get("version") or ""))
-        out.append(PortalMandate(cred, request, org, subject, name))
+        name, number = found.get(str((cred.action or {}).get("version") or ""), (None, None))
+        out.append(PortalMandate(cred, request, org, subject, name, number))
     return out
 
 

@@ -180,6 +180,15 @@ async def test_every_organizations_mandates_and_none_of_anothers(ctx: Context, o
             await portal_mandates.revoke(ctx, session, bad)
     detail = await portal_mandates.mandate(ctx, session, mine[0].credential_id, "FRA")
     assert detail.mandate.subject.id == mine[0].subject_id and detail.check_count == 0
+    assert detail.mandate.action_name and detail.mandate.action_version == 1
+
+
+async def test_the_limits_read_in_the_pages_language_with_their_use(ctx: Context, org: Credentials) -> None:
+    person = new_contact("limits")
+    issued = issued_to(ctx, org.organization_id, person, max_executions=3)
+    session, _ = await signed_in(ctx, person)
+    detail = await portal_mandates.mandate(ctx, session, issued.credential_id, "FRA")
+    assert [(u.words, u.used, u.remaining) for u in detail.limits] == [("Au plus 3 utilisations", 0, 3)]
 
 
 async def test_an_organization_with_the_portal_off_is_hidden(ctx: Context) -> None:

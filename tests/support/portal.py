@@ -26,9 +26,11 @@ def new_contact(tag: str = "portal") -> str:
     return f"{tag}-{secrets.token_hex(5)}@example.com"
 
 
-def issued_to(ctx: Context, org_id: str, contact: str, name: str = "Rent") -> Issued:
+def issued_to(
+    ctx: Context, org_id: str, contact: str, name: str = "Rent", max_executions: int | None = None
+) -> Issued:
     """An ACTIVE mandate of ``org_id`` whose request's subject is ``contact`` (what the request
-    workflow does on acceptance, called directly)."""
+    workflow does on acceptance, called directly), allowing ``max_executions`` uses."""
     pin, problems = actions.pin_for_request(
         ctx.engine, org_id, EXAMPLE_ACTION_ID, {"maxAmount": 1200}, where="credentials.0.action"
     )
@@ -36,7 +38,9 @@ def issued_to(ctx: Context, org_id: str, contact: str, name: str = "Rent") -> Is
     new = store.NewRequest(
         security_level="CONTACT",
         contacts=[store.NewContact(contact, "email", contact_hash=ctx.journey.contact_hash(contact))],
-        credentials=[store.NewCredential("POLICY", name, scope="payments", action=pin)],
+        credentials=[
+            store.NewCredential("POLICY", name, scope="payments", action=pin, max_executions=max_executions)
+        ],
         name="Pay the rent",
     )
     bundle = store.create_request(ctx.engine, org_id, new, timedelta(days=30), 10_000, None, None)
