@@ -4,9 +4,12 @@ keyed hash, as the API stores it), the code read from the outbox, and a signed-i
 from __future__ import annotations
 
 import asyncio
+import re
 import secrets
 import time
 from datetime import timedelta
+
+import httpx
 
 from adapters.delivery import Outbox
 from cli.devstack import EXAMPLE_ACTION_ID
@@ -20,6 +23,8 @@ from store.db import utcnow
 from store.tables import PortalSession
 from tests.support.audit import Issued
 from tests.support.journey_messages import TEST_OUTBOX, code_in
+from tests.support.live_stack import LiveStack
+from tests.support.smtp_server import text_of
 
 
 def new_contact(tag: str = "portal") -> str:
@@ -98,3 +103,39 @@ async def signed_in(ctx: Context, contact: str, client: str = "198.18.9.9") -> t
     session = portal.session_of(ctx, entered.session_token)
     assert session is not None
     return session, entered.session_token
+
+
+CSRF_RE = re.compile(r'name="csrf" value="([0-9a-f]{64})"')
+MANDATE_LINK_RE = re.compile(r'href="/portal/mandates/([0-9a-f]{24})\?')
+
+
+def _csrf(page: httpx.Response) -> str:
+    found = CSRF_RE.search(page.text)
+    assert page.status_code == 200 and found is not None, (page.status_code, page.text[:300])
+    return found.group(1)
+
+
+async def revoke_in_portal(live: LiveStack, contact: str) -> str:
+    """On the live stack, as a browser would: ``contact`` signs in to the portal with the code from
+    the mailbox and revokes their only mandate after the confirmation; its credential id."""
+    headers = {"Sec-Fetch-Site": "same-origin"}
+    async with httpx.AsyncClient(base_url=live.url, headers=headers, timeout=30) as browser:
+        before = len(live.smtp.received_for(contact))
+        asked = await browser.post(
+            "/portal/code-request", data={"csrf": _csrf(await browser.get("/portal")), "contact": contact}
+        )
+        assert asked.status_code == 303, asked.text
+        deadline = time.monotonic() + 20
+        while len(live.smtp.received_for(contact)) <= before:
+            assert time.monotonic() < deadline, f"no portal code for {contact}"
+            await asyncio.sleep(0.05)
+        code = code_in(text_of(live.smtp.received_for(contact)[-1].message))
+        entered = await browser.post(
+            "/portal/code", data={"csrf": _csrf(await browser.get("/portal/code")), "code": code}
+        )
+        assert entered.status_code == 303, entered.text
+        [credential_id] = MANDATE_LINK_RE.findall((await browser.get("/portal")).text)
+        confirm = await browser.get(f"/portal/mandates/{credential_id}/revoke")
+        done = await browser.post(f"/portal/mandates/{credential_id}/revoke", data={"csrf": _csrf(confirm)})
+        assert done.status_code == 303, done.text
+        return str(credential_id)
