@@ -38,7 +38,7 @@ from services.context import Context
 from services.errors import Invalid, TooMany
 from services.login_throttle import client_key
 from store import portal as store
-from store import throttle
+from store import throttle, timeline
 from store.db import run_db, utcnow
 from store.tables import PortalSession
 from wire.contacts import normalize_contact
@@ -47,7 +47,7 @@ log = logging.getLogger("mandatum.services.portal")
 
 CODE_LIFETIME = timedelta(minutes=10)
 IDLE = timedelta(minutes=15)
-MAX_AGE = timedelta(hours=1)
+MAX_AGE = store.MAX_AGE
 TOKEN_BYTES = 32
 _TOKEN_RE = re.compile(r"[A-Za-z0-9_-]{43}")
 _CODE_RE = re.compile(r"[0-9]{6}")
@@ -175,7 +175,9 @@ async def _send_if_known(
 def send_if_known(
     ctx: Context, browser: str, contact: str, kind: str, contact_hash: str, language: str
 ) -> bool:
-    """Whether a code was sent (blocking; after the answer)."""
+    """Whether a code was sent (blocking; after the answer). Subjects from before their contacts
+    were hashed (migration 0014) get their hash first, so they are found too."""
+    timeline.fill_contact_hashes(ctx.engine, ctx.journey.contact_hash)
     if store.known_in_portal(ctx.engine, contact_hash) is None:
         return False
     code = f"{secrets.randbelow(10**6):06d}"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hmac
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Engine, delete
@@ -26,6 +26,7 @@ from store.tables import (
 )
 
 MAX_FAILURES = 5  # CONTRACT 8: the fifth wrong code locks it
+MAX_AGE = timedelta(hours=1)  # a session's longest life (``services.portal.MAX_AGE``)
 PASSED, WRONG, EXPIRED, LOCKED, LOCKED_NOW, NO_CODE = (
     "passed",
     "wrong",
@@ -219,3 +220,16 @@ def mandate_of(engine: Engine, contact_hash: str, credential_id: str) -> PortalM
         rows = session.exec(_mandates(contact_hash, credential_id)).all()
         found = _found(session, rows[:1])
         return found[0] if found else None
+
+
+def purge(engine: Engine, now: datetime, grace: timedelta = timedelta(hours=1)) -> int:
+    """Drop the challenges expired more than ``grace`` ago and the sessions that ended or are past
+    their maximum age (``max_age``) by as much; how many (the worker's purge pass)."""
+    with write_session(engine) as session:
+        gone = session.execute(delete(PortalChallenge).where(col(PortalChallenge.expires_at) < now - grace))
+        n = int(gone.rowcount)  # type: ignore[attr-defined]
+        done = (col(PortalSession.ended_at) < now - grace) | (
+            col(PortalSession.created_at) < now - MAX_AGE - grace
+        )
+        n += int(session.execute(delete(PortalSession).where(done)).rowcount)  # type: ignore[attr-defined]
+    return n

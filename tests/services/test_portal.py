@@ -19,7 +19,7 @@ from core.kinds import CredentialStatus
 from services import mandates, orgs, portal, portal_mandates
 from services.context import Context
 from services.errors import Conflict, Invalid, NotFound
-from store import audit, status_lists
+from store import audit, limit_use, status_lists
 from store.db import read_session, utcnow, write_connection
 from store.tables import Credential, PortalChallenge, PortalSession, WebhookEvent
 from tests.conftest import new_org
@@ -253,3 +253,15 @@ async def test_revoking_sets_the_bit_names_the_subject_and_makes_one_event(
     with pytest.raises(Conflict):
         await mandates.revoke(ctx, Actor.api_key(org.key_id), org.organization_id, issued.mandate_id, None)
     await asyncio.sleep(0)
+
+
+async def test_the_workers_pass_finds_a_subjects_revocation_whose_event_was_not_made(
+    ctx: Context, org: Credentials
+) -> None:
+    issued = issued_to(ctx, org.organization_id, new_contact("pass"))
+    since = utcnow() - timedelta(seconds=2)
+    await mandates.revoke(
+        ctx, Actor.subject(issued.subject_id), org.organization_id, issued.credential_id, "subject"
+    )
+    missed = limit_use.unannounced(ctx.engine, since, utcnow() + timedelta(seconds=1))
+    assert issued.credential_id in [m.credential_row for m in missed]
