@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import gzip
+import secrets
 import time
 from datetime import timedelta
 
@@ -14,6 +15,7 @@ import pytest
 from sqlalchemy import update
 from sqlmodel import col, select
 
+from adapters.delivery import Outbox
 from core.actors import Actor
 from core.kinds import CredentialStatus
 from services import mandates, orgs, portal, portal_mandates
@@ -25,6 +27,7 @@ from store.tables import Credential, PortalChallenge, PortalSession, WebhookEven
 from tests.conftest import new_org
 from tests.support.api_client import Credentials
 from tests.support.audit import actors
+from tests.support.journey_messages import TEST_OUTBOX, code_in
 from tests.support.portal import code_sent_to, issued_to, messages_to, new_contact, settle, signed_in
 from wire.webhook_models import MandateRevokedEvent
 
@@ -265,3 +268,18 @@ async def test_the_workers_pass_finds_a_subjects_revocation_whose_event_was_not_
     )
     missed = limit_use.unannounced(ctx.engine, since, utcnow() + timedelta(seconds=1))
     assert issued.credential_id in [m.credential_row for m in missed]
+
+
+async def test_a_phone_number_gets_its_code_by_sms_in_the_pages_language(
+    ctx: Context, org: Credentials
+) -> None:
+    phone = f"+35191{secrets.randbelow(10**7):07d}"
+    issued_to(ctx, org.organization_id, phone)
+    token = portal.new_token()
+    asked = await portal.ask_code(ctx, token, phone, CLIENT, "SPA")
+    assert asked.contact_shown.endswith(phone[-4:]) and phone not in asked.contact_shown
+    await settle(ctx)
+    [message] = Outbox(TEST_OUTBOX).entries(phone, 5)
+    assert message.channel == "sms" and " es su código para ver sus mandatos" in message.text
+    entered = await portal.enter_code(ctx, token, code_in(message.text), CLIENT)
+    assert entered.outcome == portal.PASSED

@@ -42,7 +42,13 @@ def issued_to(
     assert pin is not None, problems
     new = store.NewRequest(
         security_level="CONTACT",
-        contacts=[store.NewContact(contact, "email", contact_hash=ctx.journey.contact_hash(contact))],
+        contacts=[
+            store.NewContact(
+                contact,
+                "phone" if contact.startswith("+") else "email",
+                contact_hash=ctx.journey.contact_hash(contact),
+            )
+        ],
         credentials=[
             store.NewCredential("POLICY", name, scope="payments", action=pin, max_executions=max_executions)
         ],
