@@ -13,9 +13,11 @@ from typing import Any
 from sqlalchemy import Engine, delete
 from sqlmodel import Session, col, select
 
+from store import audit
 from store.db import read_session, write_session
 from store.tables import (
     ActionVersion,
+    AuditRecord,
     Credential,
     CredentialRequest,
     Organization,
@@ -233,3 +235,18 @@ def purge(engine: Engine, now: datetime, grace: timedelta = timedelta(hours=1)) 
         )
         n += int(session.execute(delete(PortalSession).where(done)).rowcount)  # type: ignore[attr-defined]
     return n
+
+
+def revoking_subject(engine: Engine, org_id: str, mandate_id: str) -> str | None:
+    """The subject whose ``MANDATE_REVOKED`` record names them as its actor (``subject:<id>``):
+    who revoked the mandate in the portal; None when a subject did not."""
+    with read_session(engine) as session:
+        actor = session.exec(
+            select(AuditRecord.actor).where(
+                AuditRecord.organization_id == org_id,
+                AuditRecord.credential_id == mandate_id,
+                AuditRecord.type == audit.MANDATE_REVOKED,
+            )
+        ).first()
+    kind, _, subject_id = (actor or "").partition(":")
+    return subject_id if kind == "subject" and subject_id else None

@@ -138,8 +138,8 @@ class MandateRevokedEvent(_Event):
     verification that spent its last use, `maxExecutions` or an executions limit of its action, was
     allowed, and the mandate was revoked in the same transaction), or a subject revoked it in the
     subject's portal (`subject`). `credential` is the mandate as GET /request/{requestId} shows
-    it (status `REVOKED`; `executionsRemaining` 0 when exhausted); `user` is the request's first
-    subject."""
+    it (status `REVOKED`; `executionsRemaining` 0 when exhausted); `user` is the subject who
+    revoked it (`subject`), else the request's first subject."""
 
     eventType: Literal["mandate.revoked"]
     credential: CredentialOut = Field(description="The mandate as GET /request/{requestId} shows it")

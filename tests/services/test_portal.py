@@ -228,7 +228,7 @@ async def test_revoking_sets_the_bit_names_the_subject_and_makes_one_event(
     ctx: Context, org: Credentials
 ) -> None:
     person = new_contact("revoke")
-    issued = issued_to(ctx, org.organization_id, person)
+    issued = issued_to(ctx, org.organization_id, person, before=(new_contact("grantor"),))
     session, _ = await signed_in(ctx, person)
     before = await portal_mandates.mandate(ctx, session, issued.credential_id)
     assert before.revocable and bit(ctx, before.mandate.credential) == 0
@@ -252,6 +252,7 @@ async def test_revoking_sets_the_bit_names_the_subject_and_makes_one_event(
     payload = MandateRevokedEvent.model_validate(events[0].payload)
     assert payload.revocation.reason == "subject" and payload.credential.id == issued.mandate_id
     assert payload.credential.status == CredentialStatus.REVOKED
+    assert payload.user.contact == person  # the subject who revoked it, not the request's first
     # the API's own revocation is refused now too: one revocation, one record
     with pytest.raises(Conflict):
         await mandates.revoke(ctx, Actor.api_key(org.key_id), org.organization_id, issued.mandate_id, None)

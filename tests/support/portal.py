@@ -32,22 +32,26 @@ def new_contact(tag: str = "portal") -> str:
 
 
 def issued_to(
-    ctx: Context, org_id: str, contact: str, name: str = "Rent", max_executions: int | None = None
+    ctx: Context,
+    org_id: str,
+    contact: str,
+    name: str = "Rent",
+    max_executions: int | None = None,
+    before: tuple[str, ...] = (),
 ) -> Issued:
-    """An ACTIVE mandate of ``org_id`` whose request's subject is ``contact`` (what the request
-    workflow does on acceptance, called directly), allowing ``max_executions`` uses."""
+    """An ACTIVE mandate of ``org_id`` whose request's subject is ``contact`` (after the subjects
+    ``before``, when given; every one accepts: what the request workflow does on acceptance,
+    called directly), allowing ``max_executions`` uses. ``subject_id`` is ``contact``'s."""
     pin, problems = actions.pin_for_request(
         ctx.engine, org_id, EXAMPLE_ACTION_ID, {"maxAmount": 1200}, where="credentials.0.action"
     )
     assert pin is not None, problems
+    kind = {True: "phone", False: "email"}
     new = store.NewRequest(
         security_level="CONTACT",
         contacts=[
-            store.NewContact(
-                contact,
-                "phone" if contact.startswith("+") else "email",
-                contact_hash=ctx.journey.contact_hash(contact),
-            )
+            store.NewContact(c, kind[c.startswith("+")], contact_hash=ctx.journey.contact_hash(c))
+            for c in (*before, contact)
         ],
         credentials=[
             store.NewCredential("POLICY", name, scope="payments", action=pin, max_executions=max_executions)
@@ -56,21 +60,24 @@ def issued_to(
     )
     bundle = store.create_request(ctx.engine, org_id, new, timedelta(days=30), 10_000, None, None)
     assert isinstance(bundle, store.RequestBundle)
-    subject, cred = bundle.subjects[0][1], bundle.credentials[0]
-    store.record_decision(
-        ctx.engine,
-        urn("decision"),
-        bundle.request.id,
-        cred.id,
-        subject.id,
-        True,
-        "email",
-        "hosted",
-        utcnow(),
-        True,
-    )
+    cred = bundle.credentials[0]
+    for _, subject in bundle.subjects:
+        last = subject.contact == contact
+        store.record_decision(
+            ctx.engine,
+            urn("decision"),
+            bundle.request.id,
+            cred.id,
+            subject.id,
+            True,
+            "email",
+            "hosted",
+            utcnow(),
+            last,
+        )
+    [own] = [s.id for _, s in bundle.subjects if s.contact == contact]
     done = mandates.issue(ctx.engine, ctx.cipher, ctx.settings, cred.id, actor=TEMPORAL)
-    return Issued(bundle.request.id, cred.id, done.mandate_id, subject.id)
+    return Issued(bundle.request.id, cred.id, done.mandate_id, own)
 
 
 async def settle(ctx: Context) -> None:
