@@ -37,6 +37,7 @@ from api.routes import (
     mandates,
     me,
     not_offered,
+    portal,
     presentations,
     requests,
     site,
@@ -141,6 +142,7 @@ def _include_routes(app: FastAPI, ctx: Context) -> None:
     app.include_router(journey.router)
     app.include_router(journey_trusted.router)
     app.include_router(dev.router)
+    app.include_router(portal.router)
     app.include_router(not_offered.router)
     app.include_router(dashboard.router)
     app.include_router(site.router)

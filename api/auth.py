@@ -35,7 +35,8 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 # and "/credentials/status/" hold only those documents; tests/api/test_identity.py fails if a
 # route of any other kind appears under a public prefix. "/r/" holds the subject's approval pages
 # (the unguessable link is their credential), "/dev/" the development outbox (development only) and
-# "/dashboard" the members' pages (their session cookie is their credential: api/routes/dashboard/).
+# "/dashboard" the members' pages (their session cookie is their credential: api/routes/dashboard/),
+# "/portal" the subject's portal (a one-time code, then its session cookie: api/routes/portal.py).
 PUBLIC_PREFIXES = (
     "/docs",
     "/redoc",
@@ -51,6 +52,7 @@ PUBLIC_PREFIXES = (
     "/r/",
     "/dev/",
     "/dashboard",
+    "/portal",
 )
 READ_METHODS = {"GET", "HEAD", "OPTIONS"}
 # Operations that record their signature in their own write transaction, with what they write

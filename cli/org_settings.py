@@ -1,5 +1,6 @@
 """``mandatum org`` settings beyond the request rate: the lifetime of the organization's VPs, the
-origins allowed to embed its approval page, and whether every member needs a second factor."""
+origins allowed to embed its approval page, whether every member needs a second factor, and
+whether the subject's portal shows its mandates."""
 
 from __future__ import annotations
 
@@ -71,7 +72,30 @@ def org_set_second_factor(
     typer.echo(f"organization {org} {said}")
 
 
+def org_set_portal(
+    org: Annotated[str, typer.Option("--org", help="Organization id.")],
+    enabled: Annotated[
+        bool,
+        typer.Option(
+            "--on/--off",
+            help="The subject's portal (/portal) lists the organization's mandates and lets their "
+            "subjects revoke them (the default), or shows none of them.",
+        ),
+    ],
+) -> None:
+    """Turn the subject's portal on or off for the organization's mandates."""
+    if not is_object_id(org):
+        fail("--org: an id is 24 lowercase hexadecimal characters")
+    try:
+        organizations.set_portal_enabled(command_context(), operator(), org, enabled)
+    except ServiceError as exc:
+        fail(str(exc))
+    said = "shows its mandates in the subject's portal" if enabled else "keeps its mandates out of the portal"
+    typer.echo(f"organization {org} {said}")
+
+
 def register_org_settings(org_app: typer.Typer) -> None:
     org_app.command("set-presentation-minutes")(org_set_presentation_minutes)
     org_app.command("set-frame-origins")(org_set_frame_origins)
     org_app.command("set-second-factor")(org_set_second_factor)
+    org_app.command("set-portal")(org_set_portal)

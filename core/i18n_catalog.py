@@ -3,6 +3,8 @@ with the same placeholders)."""
 
 from __future__ import annotations
 
+from core.i18n_portal import PORTAL
+
 CATALOG: dict[str, dict[str, str]] = {
     "ENG": {
         # the message with the code
@@ -465,3 +467,7 @@ CATALOG: dict[str, dict[str, str]] = {
         "mark_DATE": "La date de votre décision, page {page}",
     },
 }
+
+# the subject's portal (issue 32)
+for _language, _texts in PORTAL.items():
+    CATALOG[_language].update(_texts)

@@ -1,4 +1,5 @@
-"""The integrator's ``mandate.revoked`` event of a mandate revoked by its last use (issue 31).
+"""The integrator's ``mandate.revoked`` event of a mandate revoked by its last use (issue 31) or by
+its subject in the portal (issue 32; the event's ``user`` is that subject).
 
 The revocation is written in the verification's transaction (``store.limit_use``); the event is
 made and its delivery started after the commit, off the verification's path: the API starts it at
@@ -20,7 +21,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from core.settings import Settings
 from orchestration import webhooks as deliveries
-from store import limit_use, orgs
+from store import limit_use, orgs, portal
 from store import request_queries as queries
 from store import webhooks as store
 from store.db import utcnow
@@ -40,6 +41,13 @@ def create_event(
     if bundle is None or not found or found[0].mandate_id is None:
         return None
     api_version = api_version_of(orgs.get_organization(engine, org_id).api_version)
+    mandate_id = found[0].mandate_id
+    # revoked in the portal (issue 32): the event's user is the subject its record names
+    revoker = (
+        portal.revoking_subject(engine, org_id, mandate_id)
+        if found[0].revocation_reason == limit_use.SUBJECT
+        else None
+    )
     event, _ = store.create_event(
         engine,
         org_id,
@@ -47,7 +55,7 @@ def create_event(
         limit_use.REVOKED_EVENT,
         request_id,
         lambda event_id, at: mandate_revoked_event(
-            settings, bundle, api_version, event_id, at, credential_row
+            settings, bundle, api_version, event_id, at, credential_row, revoker
         ),
     )
     return event

@@ -70,6 +70,13 @@ def set_require_second_factor(ctx: Context, actor: Actor, org_id: str, required:
     _refusing(lambda: orgs.set_require_second_factor(ctx.engine, org_id, required, actor=str(actor)))
 
 
+def set_portal_enabled(ctx: Context, actor: Actor, org_id: str, enabled: bool) -> None:
+    """Whether the subject's portal lists and revokes the organization's mandates (issue 32): an
+    operator's ``mandatum org set-portal``, an owner's dashboard settings. Recorded as
+    ``ORGANIZATION_SETTINGS_CHANGED`` (``portalEnabled``) naming ``actor``."""
+    _refusing(lambda: orgs.set_portal_enabled(ctx.engine, org_id, enabled, actor=str(actor)))
+
+
 def get_organization(ctx: Context, org_id: str) -> Organization:
     return _refusing(lambda: orgs.get_organization(ctx.engine, org_id))
 

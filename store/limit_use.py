@@ -35,6 +35,7 @@ from store.tables import Credential, CredentialRequest, WebhookEvent
 from trust.eddsa_jcs import format_datetime
 
 EXHAUSTED = "exhausted"  # the revocation reason of a mandate whose last use was spent
+SUBJECT = "subject"  # the revocation reason of a mandate its subject revoked in the portal (issue 32)
 _C = Credential.__table__  # type: ignore[attr-defined]
 _R = CredentialRequest.__table__  # type: ignore[attr-defined]
 LOCK = Prepared(
@@ -197,9 +198,10 @@ class Unannounced:
 
 
 def unannounced(engine: Engine, since: datetime, before: datetime, limit: int = 100) -> list[Unannounced]:
-    """Mandates revoked by their last use between ``since`` and ``before`` whose event was never
-    made, or made and never started (still pending with no attempt): the API's start after the
-    commit did not happen (the process died, Temporal was away)."""
+    """Mandates revoked by their last use (or by their subject in the portal) between ``since``
+    and ``before`` whose event was never made, or made and never started (still pending with no
+    attempt): the API's start after the commit did not happen (the process died, Temporal was
+    away)."""
     event = _E.c.fact_key == literal(REVOKED_EVENT + ":") + _C.c.mandate_id
     query = (
         select(_R.c.organization_id, _C.c.request_id, _C.c.id)
@@ -208,7 +210,7 @@ def unannounced(engine: Engine, since: datetime, before: datetime, limit: int = 
         .where(
             _C.c.revoked_at >= since,
             _C.c.revoked_at < before,
-            _C.c.revocation_reason == EXHAUSTED,
+            _C.c.revocation_reason.in_((EXHAUSTED, SUBJECT)),
             or_(
                 _E.c.id.is_(None), and_(_E.c.state == "pending", _E.c.attempts == 0, _E.c.created_at < before)
             ),

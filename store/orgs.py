@@ -193,6 +193,11 @@ def set_require_second_factor(engine: Engine, org_id: str, required: bool, *, ac
     _set(engine, org_id, actor, "require_second_factor", "requireSecondFactor", required)
 
 
+def set_portal_enabled(engine: Engine, org_id: str, enabled: bool, *, actor: str) -> None:
+    """Whether the subject's portal lists and revokes the organization's mandates (issue 32)."""
+    _set(engine, org_id, actor, "portal_enabled", "portalEnabled", enabled)
+
+
 def pin_api_version(engine: Engine, org_id: str, version: str) -> None:
     """Pin the organization's version at its first call; a pinned version never changes here."""
     with write_session(engine) as session:

@@ -38,6 +38,10 @@ from store.tables_members import MemberRecoveryCode as MemberRecoveryCode
 from store.tables_members import MemberSession as MemberSession
 from store.tables_members import MemberToken as MemberToken
 
+# the subject's portal: codes and sessions (issue 32, migration 0026)
+from store.tables_portal import PortalChallenge as PortalChallenge
+from store.tables_portal import PortalSession as PortalSession
+
 # the trusted browser sessions (issue 36, migration 0023)
 from store.tables_trusted import TrustedSession as TrustedSession
 
@@ -60,6 +64,8 @@ class Organization(SQLModel, table=True):
     )
     # every member must have the second factor on before any other page opens (migration 0017)
     require_second_factor: bool = Field(default=False)
+    # the subject's portal lists and revokes the organization's mandates (issue 32, migration 0026)
+    portal_enabled: bool = Field(default=True)
 
 
 class ApiKey(SQLModel, table=True):

@@ -125,16 +125,21 @@ class OtpFailedEvent(_Event):
 
 
 class MandateRevocation(_Described):
-    reason: Literal["exhausted"] = Field(description="`exhausted`: the mandate's last allowed use was spent")
+    reason: Literal["exhausted", "subject"] = Field(
+        description="`exhausted`: the mandate's last allowed use was spent; `subject`: a subject of "
+        "the mandate revoked it in the subject's portal"
+    )
     revokedAt: str = Field(pattern=EVENT_TIME)
     receipt: SignedReceipt = Field(description="The signed MANDATE_REVOKED receipt")
 
 
 class MandateRevokedEvent(_Event):
-    """A mandate revoked itself: the verification that spent its last use (`maxExecutions`, or an
-    executions limit of its action) was allowed, and the mandate was revoked in the same
-    transaction. `credential` is the mandate as GET /request/{requestId} shows it (status
-    `REVOKED`, `executionsRemaining` 0); `user` is the request's first subject."""
+    """A mandate was revoked without the integrator: it revoked itself (`exhausted`: the
+    verification that spent its last use, `maxExecutions` or an executions limit of its action, was
+    allowed, and the mandate was revoked in the same transaction), or a subject revoked it in the
+    subject's portal (`subject`). `credential` is the mandate as GET /request/{requestId} shows
+    it (status `REVOKED`; `executionsRemaining` 0 when exhausted); `user` is the subject who
+    revoked it (`subject`), else the request's first subject."""
 
     eventType: Literal["mandate.revoked"]
     credential: CredentialOut = Field(description="The mandate as GET /request/{requestId} shows it")

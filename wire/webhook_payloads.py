@@ -148,14 +148,17 @@ def mandate_revoked_event(
     event_id: str,
     created_at: datetime,
     credential_id: str,
+    subject_id: str | None = None,
 ) -> dict[str, Any]:
-    """A mandate revoked by itself (issue 31: its last use spent): ``credential`` as GET /request
-    shows it (status REVOKED, ``executionsRemaining`` 0) and ``revocation`` {reason, revokedAt,
-    receipt}; ``user`` is the request's first subject (a grantor)."""
+    """A mandate revoked without the integrator: by itself (issue 31: its last use spent) or by
+    a subject in the portal (issue 32). ``credential`` as GET /request shows it (status REVOKED)
+    and ``revocation`` {reason, revokedAt, receipt}; ``user`` is the subject who revoked it
+    (``subject_id``, one of the request's), else the request's first subject (a grantor)."""
     req = bundle.request
     [position] = [i for i, c in enumerate(bundle.credentials) if c.id == credential_id]
     cred = bundle.credentials[position]
-    _, subject = bundle.subjects[0]
+    ours = [s for _, s in bundle.subjects if s.id == subject_id]
+    subject = ours[0] if ours else bundle.subjects[0][1]
     event = _envelope(
         event_id,
         "mandate.revoked",

@@ -42,7 +42,7 @@ from core.settings import Settings, get_settings
 from orchestration.temporal import connect_with_backoff, reconcile_forever
 from services import limit_events, request_resend
 from services.logins import BACKOFF as LOGIN_BACKOFF
-from store import audit, throttle
+from store import audit, portal, throttle
 from store.db import keep_files_private, make_engine, utcnow
 from store.guards import purge_expired
 from worker.health import HealthServer, WorkerHealth, serve_health
@@ -89,6 +89,7 @@ async def _purge_forever(engine: Engine, settings: Settings) -> None:
         try:
             await asyncio.to_thread(purge_expired, engine, settings.idempotency_window)
             await asyncio.to_thread(throttle.purge, engine, utcnow(), LOGIN_BACKOFF)
+            await asyncio.to_thread(portal.purge, engine, utcnow())
         except Exception:
             log.exception("purge failed")
         await asyncio.sleep(60)

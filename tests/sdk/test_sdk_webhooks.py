@@ -15,6 +15,7 @@ import pytest
 from core.secretbox import SecretCipher
 from tests.support.api_client import Credentials
 from tests.support.live_stack import LiveStack
+from tests.support.portal import revoke_in_portal
 from tests.support.sdk import (
     RELEASE_105,
     Sdk,
@@ -28,7 +29,7 @@ from tests.support.sdk import (
     typed_event,
     wait_for_event,
 )
-from tests.support.webhook_receiver import Receiver, receiving
+from tests.support.webhook_receiver import ENCRYPTION_SECRET, SALT, SIGNATURE_SECRET, Receiver, receiving
 from tests.support.webhooks import configure, create_test_event, deliver
 from trust.did import web_service_did
 
@@ -162,3 +163,27 @@ async def test_test_event(sdk: Sdk, live: LiveStack, hooked: Hooked) -> None:
     envelope_ok(sdk, live, event, "test", "0" * 24)
     assert event.message
     assert event.user.contact == "test@example.com"
+
+
+async def test_mandate_revoked_event_of_a_subjects_revocation_in_the_portal(
+    sdk: Sdk, live: LiveStack, hooked: Hooked
+) -> None:
+    """The subject revokes their mandate in the portal (issue 32): the release's
+    ``process_webhook`` takes the event, and its credential reads as the release's
+    ``CredentialEntity``; ``revocation.reason`` is ``subject``."""
+    contact = new_contact("portal")
+    request = await create_request(live, hooked.creds, contacts=[contact])
+    await decide(live, request, contact, accept=True)
+    await revoke_in_portal(live, contact)
+    hook = await wait_for_event(hooked.receiver, "mandate.revoked", request["id"])
+    config = sdk.package.WebhookConfig(
+        signature_secret=SIGNATURE_SECRET, encryption_secret=ENCRYPTION_SECRET, encryption_salt=SALT
+    )
+    payload = sdk.package.process_webhook(hook.raw_body.decode("utf-8"), hook.headers, config)
+    assert (payload["eventType"], payload["requestId"]) == ("mandate.revoked", request["id"])
+    assert payload["api_version"] == sdk.release.api_version
+    assert payload["revocation"]["reason"] == "subject" and payload["revocation"]["receipt"]
+    credential = sdk.model("CredentialEntity").from_dict(payload["credential"])
+    issued = await read_request(live, hooked.creds, request["id"])
+    assert credential.id == issued["credentials"][0]["id"]
+    assert credential.status == ("REVOKED" if sdk.release == RELEASE_105 else "INACTIVE")

@@ -2,7 +2,8 @@
 embed the approval page in an iframe, how long its VPs stay valid, and the API version it is
 pinned to. Each change is checked as the command line checks it (``services.orgs``) and recorded
 with the member as actor. Owners also choose whether every member must have a second factor
-(issue 30, item 7), with their own password and factor (``services.second_factor.set_required``)."""
+(issue 30, item 7), with their own password and factor (``services.second_factor.set_required``),
+and whether the subject's portal shows the organization's mandates (issue 32)."""
 
 from __future__ import annotations
 
@@ -41,6 +42,8 @@ NOTICES = {
         "one without it can only set it up, from their next page on."
     ),
     "factor-optional": "A second factor is now each member's choice.",
+    "portal-on": "The subject's portal shows your organization's mandates again.",
+    "portal-off": "The subject's portal no longer shows your organization's mandates.",
 }
 
 
@@ -134,4 +137,24 @@ async def require_second_factor(
 
         return await refusal_page(exc, render, "The dashboard is busy: nothing was changed.")
     notice = "factor-required" if required == "yes" else "factor-optional"
+    return RedirectResponse(f"/dashboard/settings?notice={notice}", status_code=303)
+
+
+@router.post("/dashboard/settings/portal", response_class=HTMLResponse)
+async def set_portal(
+    request: Request,
+    ctx: ContextDep,
+    csrf: Annotated[str, Form(max_length=100)] = "",
+    enabled: Annotated[str, Form(max_length=5)] = "",
+) -> Response:
+    """Whether the subject's portal shows the organization's mandates (owners; issue 32)."""
+    found = await form_by(request, ctx, csrf, (MemberRole.OWNER,))
+    if isinstance(found, Response):
+        return found
+    member, token = found
+    if enabled not in ("yes", "no"):
+        return await _settings_page(ctx, member, token, status=400, portal_error="Choose yes or no.")
+    actor, org_id = members.actor_of(member), org_of(member)
+    await run_blocking(ctx, organizations.set_portal_enabled, ctx, actor, org_id, enabled == "yes")
+    notice = "portal-on" if enabled == "yes" else "portal-off"
     return RedirectResponse(f"/dashboard/settings?notice={notice}", status_code=303)

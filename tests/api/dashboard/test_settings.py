@@ -95,3 +95,25 @@ async def test_support_is_refused_and_the_form_needs_the_token(
         stale = await developer.post("/dashboard/settings", data={**form, "csrf": csrf})  # not its token
         assert stale.status_code == 403 and "This form has expired" in stale.text
     assert _changes(engine, org.organization_id) == []
+
+
+async def test_an_owner_turns_the_portal_off_and_a_developer_cannot(
+    app: FastAPI, ctx: Context, org: Credentials, engine: Engine
+) -> None:
+    org_id = org.organization_id
+    async with page_client(app) as owner, page_client(app) as developer:
+        owner_id, csrf = await log_in_as(owner, ctx, org, MemberRole.OWNER, "portal-owner")
+        _, dev_csrf = await log_in_as(developer, ctx, org, MemberRole.DEVELOPER, "portal-dev")
+        page = (await owner.get("/dashboard/settings")).text
+        assert "The subject's portal" in page and "Turn the portal off" in page
+        assert (await owner.post("/dashboard/settings/portal", data={"enabled": "no"})).status_code == 403
+        refused = await developer.post("/dashboard/settings/portal", data={"csrf": dev_csrf, "enabled": "no"})
+        assert refused.status_code == 403 and orgs.get_organization(engine, org_id).portal_enabled
+        done = await owner.post("/dashboard/settings/portal", data={"csrf": csrf, "enabled": "no"})
+        assert (done.status_code, done.headers["location"]) == (303, "/dashboard/settings?notice=portal-off")
+        assert "Turn the portal on" in (await owner.get(done.headers["location"])).text
+        assert (
+            await owner.post("/dashboard/settings/portal", data={"csrf": csrf, "enabled": "x"})
+        ).status_code == 400
+    assert not orgs.get_organization(engine, org_id).portal_enabled
+    assert _changes(engine, org_id)[-1] == (f"member:{owner_id}", "portalEnabled", False)

@@ -1,0 +1,52 @@
+"""``mandatum org set-portal`` (issue 32): the organization's id checked where it enters, the
+setting saved and recorded with the operator running the command."""
+
+from __future__ import annotations
+
+import subprocess
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine
+
+from core.settings import Settings
+from store import audit, orgs
+from tests.conftest import MASTER_KEY
+from tests.support.api_client import Credentials
+from tests.support.audit import chain
+from tests.support.cli import clean_env, run_cli
+
+
+@pytest.fixture
+def shell(settings: Settings) -> Any:
+    env = clean_env(
+        MANDATUM_DATABASE_URL=settings.sqlalchemy_url,
+        MANDATUM_MASTER_KEY=MASTER_KEY,
+        MANDATUM_VAR_DIR=str(settings.var_dir),
+        MANDATUM_PUBLIC_URL=settings.public_url,
+        MANDATUM_ENVIRONMENT="test",
+        MANDATUM_OUTBOX_DIR=str(settings.outbox_dir),
+        LOGNAME="desk-pia",
+    )
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return run_cli(list(args), env)
+
+    return run
+
+
+def test_org_set_portal_turns_it_off_and_on(org: Credentials, engine: Engine, shell: Any) -> None:
+    org_id = org.organization_id
+    assert orgs.get_organization(engine, org_id).portal_enabled  # on by default
+    bad = shell("org", "set-portal", "--org", "nope", "--off")
+    assert bad.returncode == 1 and "--org" in bad.stderr
+    off = shell("org", "set-portal", "--org", org_id, "--off")
+    assert off.returncode == 0 and "keeps its mandates out of the portal" in off.stdout
+    assert not orgs.get_organization(engine, org_id).portal_enabled
+    on = shell("org", "set-portal", "--org", org_id, "--on")
+    assert on.returncode == 0 and "shows its mandates in the subject's portal" in on.stdout
+    records = [(r.actor, r.data) for r in chain(engine, org_id) if r.type == audit.SETTINGS_CHANGED]
+    assert records == [
+        ("operator:desk-pia", {"setting": "portalEnabled", "value": False}),
+        ("operator:desk-pia", {"setting": "portalEnabled", "value": True}),
+    ]
