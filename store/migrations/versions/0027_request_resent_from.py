@@ -1,7 +1,7 @@
 """a request sent again links to the one it was sent from (issue 32): one new request per request
 
 Revision ID: 0027
-Revises: 0025
+Revises: 0026
 Create Date: 2026-11-28 02:50:00.000000
 """
 
@@ -12,7 +12,7 @@ import sqlmodel
 from alembic import op
 
 revision: str = "0027"
-down_revision: str | None = "0025"
+down_revision: str | None = "0026"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
