@@ -27,6 +27,7 @@ from services import requests
 from services.audit import checked_reason
 from services.context import Context
 from services.errors import Conflict, Invalid, NotFound, TooMany
+from services.operators import require_operator
 from store import actions as action_store
 from store import orgs
 from store import request_queries as queries
@@ -99,6 +100,23 @@ async def send_again(
     await requests.start_workflow(ctx, created)
     await announce(ctx.engine, ctx.settings, ctx.client(), org_id, created.request.id)
     return created
+
+
+async def send_again_as_operator(
+    ctx: Context, actor: Actor, request_id: str, reason: str, *, newest: bool = False
+) -> request_store.RequestBundle:
+    """``send_again`` for an operator, in whichever organization holds the request."""
+    require_operator(actor)
+    requests.check_request_id(request_id)
+    org_id = await asyncio.to_thread(queries.organization_of, ctx.engine, request_id)
+    if org_id is None:
+        raise NotFound(f"Request {request_id} not found")
+    return await send_again(ctx, actor, org_id, request_id, reason, newest=newest)
+
+
+def resendable(bundle: request_store.RequestBundle) -> bool:
+    """Whether the pages offer to send the request again."""
+    return bundle.resent_as is None and why_not(bundle) is None
 
 
 def _newest_pins(

@@ -102,7 +102,9 @@ async def test_a_canceled_request_is_sent_again_once_linked_and_announced(
     assert created[-1].request_id == req.id and created[-1].actor == str(SUPPORT)
     # its own workflow, named in the Temporal UI
     described = await request_handle(live_ctx.client(), req.id).describe()
-    assert await described.static_summary() == f"Credential request {req.id}, sent again from {old.request.id}"
+    assert (
+        await described.static_summary() == f"Credential request {req.id}, sent again from {old.request.id}"
+    )
     # the integrator's event: the new id and the old one
     event = webhook_store.event_by_fact(engine, f"request.resent:{req.id}")
     assert event is not None and event.event_type == "request.resent" and event.request_id == req.id

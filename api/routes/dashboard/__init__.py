@@ -27,6 +27,7 @@ from api.routes.dashboard import (
     mandates,
     members,
     operators,
+    request_resend,
     requests,
     second_factor,
     settings,
@@ -48,6 +49,7 @@ SECTIONS = (
     activity,
     second_factor,
     members,
+    request_resend,  # before operators: its /dashboard/operators/requests/{id}/send-again
     operators,
 )
 for section in SECTIONS:

@@ -27,7 +27,7 @@ from api.routes.dashboard.common import (
     when,
 )
 from core.ids import is_object_id
-from services import members, operators
+from services import members, operators, request_resend
 from services.context import Context
 from services.errors import NotFound, ServiceError
 from store.tables import Member
@@ -38,6 +38,7 @@ NOTICES = {
     "cancel": "The request is canceled. Your reason is in its audit record.",
     "resend": "A fresh code is on its way to the subject. Your reason is in its audit record.",
     "webhook": "The event's delivery started again. Your reason is in its audit record.",
+    "sent-again": "This is the request sent again. Your reason is in the first one's audit record.",
     "revoke": "The mandate is revoked. Your reason is in its audit record.",
 }
 UNREACHABLE = "Temporal is not answering: nothing was done. Try again in a few seconds."
@@ -133,8 +134,14 @@ async def _timeline_page(
             {"id": i, "type": t, "state": st} for i, t, st in found.events if st in ("delivered", "failed")
         ],
         open=req.status == "PENDING",
+        resent_from=req.resent_from or "",
+        resent_as=found.bundle.resent_as or "",
+        resendable=request_resend.resendable(found.bundle),
         **extra,
     )
+
+
+timeline_page = _timeline_page  # the page again with why an action did not happen (request_resend)
 
 
 @router.get("/dashboard/operators/requests/{request_id}", response_class=HTMLResponse)

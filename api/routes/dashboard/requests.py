@@ -38,7 +38,7 @@ from api.routes.dashboard.common import (
 from api.routes.dashboard.csv_export import MAX_ROWS, csv_response, csv_text
 from core.ids import is_object_id
 from core.kinds import RequestStatus, SecurityLevel
-from services import members, requests, trusted_sessions
+from services import members, request_resend, requests, trusted_sessions
 from services.context import Context
 from services.errors import NotFound, ServiceError
 from services.requests import RequestFilter
@@ -61,6 +61,7 @@ NOTICES = {
     "canceled": "The request is canceled: its subjects can no longer decide.",
     "code-sent": "A fresh code is on its way to the subject.",
     "browsers-forgotten": "The subject's trusted browsers are forgotten: next time, a code is asked.",
+    "sent-again": "This is the request sent again: its subjects get a new code and link.",
 }
 UNREACHABLE = "The workflow service does not answer right now: try again in a minute."
 
@@ -216,6 +217,15 @@ def _progress(progress: Any) -> dict[str, Any]:
     }
 
 
+def _resend_view(bundle: Any) -> dict[str, Any]:
+    """Issue 32: sent again from, or as, another request; offered when it can be."""
+    return {
+        "resent_from": bundle.request.resent_from or "",
+        "resent_as": bundle.resent_as or "",
+        "resendable": request_resend.resendable(bundle),
+    }
+
+
 def _detail_view(found: requests.Detail) -> dict[str, Any]:
     bundle = found.bundle
     req = bundle.request
@@ -231,6 +241,7 @@ def _detail_view(found: requests.Detail) -> dict[str, Any]:
         "internal_id": req.internal_id or "",
         "canceled": when(req.canceled_at) if req.canceled_at else "",
         "canceled_by": req.canceled_by,
+        **_resend_view(bundle),
         "subjects": [
             {
                 "id": s.id,
@@ -311,6 +322,9 @@ async def request_page(
         return not_found("No such request.")
     member, token = found
     return await _request_page(ctx, member, token, request_id, notice=NOTICES.get(notice or ""))
+
+
+request_page_html = _request_page  # the page again with why an action did not happen (request_resend)
 
 
 def _done(request_id: str, notice: str) -> RedirectResponse:
