@@ -2,15 +2,13 @@
 
 Each organization's records form a chain. A record is the JSON document
 
-    {id, type, organizationId, seq, createdAt, requestId?, credentialId?, actor?, data,
-     prevHash, proof}
+    {id, type, organizationId, seq, createdAt, requestId?, credentialId?, actor?, data, prevHash, proof}
 
 where ``seq`` counts from 1 without gaps, ``prevHash`` is the previous record's ``hash`` (null for
 the first), and ``proof`` is an eddsa-jcs-2022 DataIntegrityProof by the service key (purpose
 ``assertionMethod``) over the rest, so anyone holding the service's DID document can check a
 record offline. ``hash`` is the lower-case hex SHA-256 of the JCS form of the whole document,
-proof included. ``audit_head`` keeps each chain's last ``seq`` and ``hash``, so that removing the
-newest records shows too.
+proof included. ``audit_head`` keeps each chain's last ``seq`` and ``hash``: removing the newest shows.
 
 ``append`` runs inside the caller's transaction, so a record exists exactly when the change it
 records was committed. Appends of one organization are serialized on its head row: on PostgreSQL a
@@ -52,6 +50,7 @@ from trust.keys import Ed25519KeyPair
 REQUEST_CREATED = "REQUEST_CREATED"
 MANDATE_ISSUED = "MANDATE_ISSUED"
 MANDATE_ISSUANCE_FAILED = "MANDATE_ISSUANCE_FAILED"
+MANDATE_ISSUANCE_RETRIED = "MANDATE_ISSUANCE_RETRIED"  # support issued a FAILED one again (issue 32)
 MANDATE_REVOKED = "MANDATE_REVOKED"
 MANDATE_CANCELED = "MANDATE_CANCELED"
 REQUEST_EXPIRED = "REQUEST_EXPIRED"  # written when the reconciler closes a request past its expiry
@@ -111,6 +110,7 @@ RECORD_TYPES = (
     IDENTITY_FAILED,
     REQUEST_EXPIRED,
     MANDATE_ISSUANCE_FAILED,
+    MANDATE_ISSUANCE_RETRIED,
     API_KEY_CREATED,
     API_KEY_ROTATED,
     API_KEY_REVOKED,

@@ -1,0 +1,118 @@
+"""Support's retries of a request (issue 32, item 1): the dashboard (owner, support), the operators'
+area and ``mandatum request retry`` call these, each with a required reason, naming the actor.
+
+- ``retry_issuance``: a credential whose issuance failed for good (``FAILED``) is issued again
+  from the same decisions and evidence by its own workflow, ``credential-retry:<credentialId>``
+  (``workflows.credential_retry``), which writes ``MANDATE_ISSUANCE_RETRIED`` (who, why), issues
+  it and sends the integrator's ``credential`` event, once. A second request while it runs, or
+  after it succeeded, answers with that retry; after a retry that failed (the content still
+  cannot be signed) a new one may start.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from temporalio.client import WorkflowFailureError
+
+from core.actors import Actor
+from core.ids import is_object_id
+from core.kinds import CredentialStatus
+from core.text import quote_input
+from orchestration.retries import issuance_retry
+from orchestration.temporal import temporal_unavailable
+from services import operator_search
+from services.audit import checked_reason
+from services.context import Context
+from services.errors import Conflict, Invalid, NotFound, Unavailable
+from services.operators import require_operator
+from store import retries as store
+from store.db import run_db
+from workflows.ids import credential_retry_workflow_id
+from workflows.retry_messages import RetryIssuanceInput
+
+RETRY_WAIT_SECONDS = 20.0  # how long a caller waits for the retry before it answers "under way"
+
+
+@dataclass(frozen=True)
+class IssuanceRetry:
+    """A retry's answer: ``issued`` with the mandate and its ``credential`` event, or still
+    ``running`` (the credential is issued when its workflow ends)."""
+
+    credential_id: str
+    request_id: str
+    workflow_id: str
+    state: str  # issued | running
+    mandate_id: str | None = None
+    event_id: str | None = None
+
+
+def check_credential_id(credential_id: str) -> None:
+    if not is_object_id(credential_id):
+        raise Invalid(
+            f"credentialId {quote_input(credential_id)} is not a credential id: "
+            "24 lower-case hexadecimal characters"
+        )
+
+
+async def retry_issuance(
+    ctx: Context, actor: Actor, org_id: str, credential_id: str, reason: str
+) -> IssuanceRetry:
+    """Issue the organization's FAILED credential again (see the module). ``NotFound`` for none of
+    the organization's; ``Conflict`` for a credential that is not FAILED and was never retried, or
+    whose retry failed again; ``Unavailable`` when Temporal does not answer."""
+    why = checked_reason(reason)
+    check_credential_id(credential_id)
+    found = await run_db(ctx.engine, store.find_credential, ctx.engine, credential_id, org_id)
+    if found is None:
+        raise NotFound(f"Credential {credential_id} not found")
+    inp = RetryIssuanceInput(
+        request_id=found.request_id,
+        organization_id=found.organization_id,
+        credential_id=found.credential_id,
+        actor=str(actor),
+        reason=why,
+    )
+    may_start = found.status == CredentialStatus.FAILED
+    try:
+        handle = await issuance_retry(ctx.client(), ctx.settings.task_queue, inp, may_start)
+    except Exception as exc:
+        if temporal_unavailable(exc):
+            raise Unavailable("Temporal is not answering: nothing was retried; try again shortly") from exc
+        raise
+    if handle is None:
+        raise Conflict(
+            f"Credential {credential_id} is {found.status}: only a FAILED credential is issued again"
+        )
+    answer = IssuanceRetry(
+        found.credential_id, found.request_id, credential_retry_workflow_id(credential_id), "running"
+    )
+    try:
+        result = await asyncio.wait_for(handle.result(), RETRY_WAIT_SECONDS)
+    except TimeoutError:
+        return answer
+    except WorkflowFailureError as exc:
+        raise Conflict(
+            f"Credential {credential_id} could not be issued again: its content still cannot be "
+            "signed, and it is FAILED again"
+        ) from exc
+    return IssuanceRetry(
+        answer.credential_id,
+        answer.request_id,
+        answer.workflow_id,
+        "issued",
+        result.mandate_id,
+        result.event_id,
+    )
+
+
+async def operator_retry_issuance(
+    ctx: Context, actor: Actor, credential_id: str, reason: str
+) -> IssuanceRetry:
+    """``retry_issuance`` from the operators' area or the command line: any organization's."""
+    require_operator(actor)
+    why = checked_reason(reason)
+    check_credential_id(credential_id)
+    org_id = await asyncio.to_thread(operator_search.mandate_owner, ctx, credential_id)
+    return await retry_issuance(ctx, actor, org_id, credential_id, why)
