@@ -1,0 +1,94 @@
+"""``mandatum request retry`` (issue 32): each retry calls the dashboard's service as the operator
+running the command, with the ``--reason`` it requires; refusals are one line and exit 1."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+
+import pytest
+from sqlalchemy import Engine
+from temporalio.client import Client
+
+from core.secretbox import SecretCipher
+from core.settings import Settings
+from store import audit
+from tests.conftest import MASTER_KEY, new_org
+from tests.support.audit import chain
+from tests.support.cli import clean_env, run_cli
+from tests.support.retries import failed_credential, repair
+from tests.support.workflow import db_request
+
+pytestmark = pytest.mark.usefixtures("worker")
+
+
+def env(settings: Settings, temporal: Client) -> dict[str, str]:
+    return clean_env(
+        MANDATUM_DATABASE_URL=settings.sqlalchemy_url,
+        MANDATUM_MASTER_KEY=MASTER_KEY,
+        MANDATUM_VAR_DIR=str(settings.var_dir),
+        MANDATUM_PUBLIC_URL=settings.public_url,
+        MANDATUM_ENVIRONMENT="test",
+        MANDATUM_TASK_QUEUE=settings.task_queue,
+        MANDATUM_TEMPORAL_ADDRESS=temporal.service_client.config.target_host,
+        LOGNAME="support-bea",
+    )
+
+
+async def mandatum(settings: Settings, temporal: Client, *args: str) -> subprocess.CompletedProcess[str]:
+    return await asyncio.to_thread(run_cli, list(args), env(settings, temporal))
+
+
+async def test_retry_issuance_issues_a_failed_credential_naming_the_operator(
+    temporal: Client, engine: Engine, settings: Settings, cipher: SecretCipher
+) -> None:
+    org_id = new_org(engine, cipher, settings).organization_id
+    request_id, cred = await failed_credential(temporal, settings.task_queue, engine, org_id)
+    repair(engine, cred)
+
+    done = await mandatum(
+        settings, temporal, "request", "retry", "issuance", cred, "--reason", "fixed the amount", "--json"
+    )
+
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)
+    [stored] = db_request(engine, org_id, request_id).credentials
+    assert (shown["state"], shown["credentialId"], shown["requestId"]) == ("issued", cred, request_id)
+    assert (shown["workflowId"], shown["mandateId"]) == (f"credential-retry:{cred}", stored.mandate_id)
+    assert stored.status == "ACTIVE"
+    [record] = [r for r in chain(engine, org_id) if r.type == audit.MANDATE_ISSUANCE_RETRIED]
+    assert (record.actor, record.data["reason"]) == ("operator:support-bea", "fixed the amount")
+    # asked again: the same answer, as text
+    again = await mandatum(settings, temporal, "request", "retry", "issuance", cred, "--reason", "again")
+    assert (
+        again.returncode == 0 and "Credential issued." in again.stdout and stored.mandate_id in again.stdout
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (("0" * 24,), "--reason is required"),
+        (("0" * 24, "--reason", " "), "--reason: the reason is empty"),
+        (("0" * 24, "--reason", "x" * 201), "at most 200"),
+        (("nope", "--reason", "why"), "is not a credential id"),
+        (("0" * 24, "--reason", "why"), "not found"),
+    ],
+)
+async def test_refusals_are_one_line(
+    temporal: Client, settings: Settings, args: tuple[str, ...], says: str
+) -> None:
+    done = await mandatum(settings, temporal, "request", "retry", "issuance", *args)
+    assert (done.returncode, done.stdout) == (1, ""), done
+    assert done.stderr.startswith("error: ") and says in done.stderr and done.stderr.count("\n") == 1
+
+
+async def test_a_retry_that_fails_again_is_refused(
+    temporal: Client, engine: Engine, settings: Settings, cipher: SecretCipher
+) -> None:
+    org_id = new_org(engine, cipher, settings).organization_id
+    request_id, cred = await failed_credential(temporal, settings.task_queue, engine, org_id)
+    done = await mandatum(settings, temporal, "request", "retry", "issuance", cred, "--reason", "still bad")
+    assert done.returncode == 1 and "FAILED again" in done.stderr
+    assert db_request(engine, org_id, request_id).credentials[0].status == "FAILED"
