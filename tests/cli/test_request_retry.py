@@ -62,7 +62,9 @@ async def test_retry_issuance_issues_a_failed_credential_naming_the_operator(
     # asked again: the same answer, as text
     again = await mandatum(settings, temporal, "request", "retry", "issuance", cred, "--reason", "again")
     assert (
-        again.returncode == 0 and "Credential issued." in again.stdout and stored.mandate_id in again.stdout
+        again.returncode == 0
+        and "Credential issued." in again.stdout
+        and str(stored.mandate_id) in again.stdout
     )
 
 
