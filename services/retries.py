@@ -57,15 +57,16 @@ def check_credential_id(credential_id: str) -> None:
 
 
 async def retry_issuance(
-    ctx: Context, actor: Actor, org_id: str, credential_id: str, reason: str
+    ctx: Context, actor: Actor, org_id: str, credential_id: str, reason: str, request_id: str | None = None
 ) -> IssuanceRetry:
     """Issue the organization's FAILED credential again (see the module). ``NotFound`` for none of
-    the organization's; ``Conflict`` for a credential that is not FAILED and was never retried, or
-    whose retry failed again; ``Unavailable`` when Temporal does not answer."""
+    the organization's (or of ``request_id``, when a request's page asks); ``Conflict`` for a
+    credential that is not FAILED and was never retried, or whose retry failed again;
+    ``Unavailable`` when Temporal does not answer."""
     why = checked_reason(reason)
     check_credential_id(credential_id)
     found = await run_db(ctx.engine, store.find_credential, ctx.engine, credential_id, org_id)
-    if found is None:
+    if found is None or request_id not in (None, found.request_id):
         raise NotFound(f"Credential {credential_id} not found")
     inp = RetryIssuanceInput(
         request_id=found.request_id,

@@ -1,0 +1,51 @@
+"""Support's retries on a request's page (issue 32): owners and support members (never developers)
+issue again a credential whose issuance failed for good, with a required reason. The route only
+parses, calls ``services.retries`` with the member as actor, and renders the request's page with
+the answer or why it did not happen."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Form, Request
+from fastapi.responses import HTMLResponse, Response
+
+from api.deps import ContextDep
+from api.routes.dashboard.common import form_by, not_found, org_of
+from api.routes.dashboard.requests import _refused_on_page, _request_page
+from core.ids import is_object_id
+from core.kinds import MemberRole
+from services import members, retries
+
+router = APIRouter()
+RETRIERS: tuple[str, ...] = (MemberRole.OWNER, MemberRole.SUPPORT)
+ISSUED = "The credential is issued: its mandate is {mandate}; the integrator gets a credential event."
+RUNNING = "The credential's issuance is under way: reload this page in a moment."
+
+
+@router.post(
+    "/dashboard/requests/{request_id}/credentials/{credential_id}/retry-issuance", response_class=HTMLResponse
+)
+async def retry_issuance(
+    request: Request,
+    ctx: ContextDep,
+    request_id: str,
+    credential_id: str,
+    csrf: Annotated[str, Form(max_length=100)] = "",
+    reason: Annotated[str, Form(max_length=2000)] = "",
+) -> Response:
+    """Issue a FAILED credential of this request again (``services.retries.retry_issuance``)."""
+    found = await form_by(request, ctx, csrf, RETRIERS)
+    if isinstance(found, Response):
+        return found
+    if not is_object_id(request_id) or not is_object_id(credential_id):
+        return not_found("No such request.")
+    member, token = found
+    try:
+        done = await retries.retry_issuance(
+            ctx, members.actor_of(member), org_of(member), credential_id, reason, request_id=request_id
+        )
+    except Exception as exc:
+        return await _refused_on_page(ctx, member, token, request_id, exc)
+    notice = ISSUED.format(mandate=done.mandate_id) if done.state == "issued" else RUNNING
+    return await _request_page(ctx, member, token, request_id, notice=notice)
