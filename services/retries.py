@@ -109,11 +109,11 @@ async def retry_issuance(
 
 
 async def operator_retry_issuance(
-    ctx: Context, actor: Actor, credential_id: str, reason: str
+    ctx: Context, actor: Actor, credential_id: str, reason: str, request_id: str | None = None
 ) -> IssuanceRetry:
     """``retry_issuance`` from the operators' area or the command line: any organization's."""
     require_operator(actor)
     why = checked_reason(reason)
     check_credential_id(credential_id)
     org_id = await asyncio.to_thread(operator_search.mandate_owner, ctx, credential_id)
-    return await retry_issuance(ctx, actor, org_id, credential_id, why)
+    return await retry_issuance(ctx, actor, org_id, credential_id, why, request_id)

@@ -1,17 +1,20 @@
-"""Support's retries on a request's page (issue 32): owners and support members (never developers)
-issue again a credential whose issuance failed for good, with a required reason. The route only
+"""Support's retries on a request's page (issue 32): owners and support members (never developers),
+and operators on the operators' area's page, issue again a credential whose issuance failed for
+good, with a required reason. The route only
 parses, calls ``services.retries`` with the member as actor, and renders the request's page with
 the answer or why it did not happen."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, Response
 
 from api.deps import ContextDep
-from api.routes.dashboard.common import form_by, not_found, org_of
+from api.routes.dashboard.common import OPERATORS, form_by, not_found, org_of, refusal_page
+from api.routes.dashboard.operators import UNREACHABLE, _timeline_page
 from api.routes.dashboard.requests import _refused_on_page, _request_page
 from core.ids import is_object_id
 from core.kinds import MemberRole
@@ -49,3 +52,34 @@ async def retry_issuance(
         return await _refused_on_page(ctx, member, token, request_id, exc)
     notice = ISSUED.format(mandate=done.mandate_id) if done.state == "issued" else RUNNING
     return await _request_page(ctx, member, token, request_id, notice=notice)
+
+
+# --- the operators' area ------------------------------------------------------------------------
+
+
+@router.post("/dashboard/operators/requests/{request_id}/retry-issuance", response_class=HTMLResponse)
+async def operator_retry_issuance(
+    request: Request,
+    ctx: ContextDep,
+    request_id: str,
+    csrf: Annotated[str, Form(max_length=100)] = "",
+    credential: Annotated[str, Form(max_length=100)] = "",
+    reason: Annotated[str, Form(max_length=2000)] = "",
+) -> Response:
+    """An operator issues a FAILED credential of any organization's request again."""
+    found = await form_by(request, ctx, csrf, OPERATORS)
+    if isinstance(found, Response):
+        return found
+    if not is_object_id(request_id) or not is_object_id(credential):
+        return not_found("No such credential.")
+    member, token = found
+    render = partial(_timeline_page, ctx, member, token, request_id)
+    try:
+        done = await retries.operator_retry_issuance(
+            ctx, members.actor_of(member), credential, reason, request_id=request_id
+        )
+    except Exception as exc:
+        return await refusal_page(exc, render, UNREACHABLE)
+    return await render(
+        notice=(ISSUED.format(mandate=done.mandate_id) if done.state == "issued" else RUNNING)
+    )

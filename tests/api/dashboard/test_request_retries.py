@@ -19,6 +19,7 @@ from tests.conftest import new_org
 from tests.support.api_client import Credentials
 from tests.support.audit import chain
 from tests.support.dashboard import log_in_as, page_client
+from tests.support.operators import log_in_as_operator
 from tests.support.retries import failed_credential, repair
 from tests.support.workflow import db_request
 
@@ -120,3 +121,36 @@ async def test_csrf_other_organizations_and_bad_ids_are_refused(
         assert theirs.status_code == 404
     assert db_request(engine, org.organization_id, request_id).credentials[0].status == "FAILED"
     assert retried(engine, org.organization_id, cred) == []
+
+
+async def test_an_operator_issues_a_failed_credential_again_from_the_operators_area(
+    app: FastAPI, ctx: Context, temporal: Client, engine: Engine, settings: Settings, org: Credentials
+) -> None:
+    request_id, cred = await failed_credential(temporal, settings.task_queue, engine, org.organization_id)
+    other_request, _ = await failed_credential(temporal, settings.task_queue, engine, org.organization_id)
+    base = f"/dashboard/operators/requests/{request_id}"
+    async with page_client(app) as browser:
+        operator_id, csrf = await log_in_as_operator(browser, ctx, "retrying")
+        page = (await browser.get(base)).text
+        assert f'action="{base}/retry-issuance"' in page and f'<option value="{cred}">' in page
+        for token in ("", "0" * 64):
+            stale = await browser.post(f"{base}/retry-issuance", data={"csrf": token, "credential": cred})
+            assert stale.status_code == 403
+        wrong = f"/dashboard/operators/requests/{other_request}/retry-issuance"
+        form = {"csrf": csrf, "credential": cred, "reason": "ticket 42"}
+        assert (await browser.post(wrong, data=form)).status_code == 404  # not that request's
+        assert (
+            await browser.post(f"{base}/retry-issuance", data={**form, "credential": "x"})
+        ).status_code == 404
+        no_reason = await browser.post(f"{base}/retry-issuance", data={**form, "reason": ""})
+        assert no_reason.status_code == 400 and "the reason is empty" in no_reason.text
+        repair(engine, cred)
+        done = await browser.post(f"{base}/retry-issuance", data=form)
+        assert done.status_code == 200 and "The credential is issued" in done.text
+        assert "Issue again" not in done.text
+    async with page_client(app) as browser:  # an organization's member is no operator
+        _, member_csrf = await log_in_as(browser, ctx, org, MemberRole.OWNER, "retry-not-operator")
+        refused = await browser.post(f"{base}/retry-issuance", data={**form, "csrf": member_csrf})
+        assert refused.status_code in (403, 404)
+    assert db_request(engine, org.organization_id, request_id).credentials[0].status == "ACTIVE"
+    assert retried(engine, org.organization_id, cred) == [(f"staff:{operator_id}", "ticket 42")]
