@@ -7,22 +7,31 @@ area and ``mandatum request retry`` call these, each with a required reason, nam
   it and sends the integrator's ``credential`` event, once. A second request while it runs, or
   after it succeeded, answers with that retry; after a retry that failed (the content still
   cannot be signed) a new one may start.
+- ``retry_code``: a subject whose last code could not be delivered (``otp.failed`` undelivered) is
+  sent a fresh one once the channel works, by the request workflow's ``retry_code`` update. The
+  rule: support may send one more code per undelivered send, whatever the subject's own limits
+  (5 codes, a minute apart; failed sends may have used them up); a retry that is delivered ends
+  it, one that fails again is another undelivered send. ``OTP_RESENT`` names the actor and reason.
 """
 
 from __future__ import annotations
 
 import asyncio
+import re
 from dataclasses import dataclass
 
 from temporalio.client import WorkflowFailureError
 
 from core.actors import Actor
-from core.ids import is_object_id
+from core.ids import UUID_PATTERN, is_object_id
 from core.kinds import CredentialStatus
 from core.text import quote_input
 from orchestration.retries import issuance_retry
 from orchestration.temporal import temporal_unavailable
-from services import operator_search
+from orchestration.updates import Refused as UpdateRefused
+from orchestration.updates import Unavailable as UpdateUnavailable
+from orchestration.updates import run_update
+from services import operator_search, requests
 from services.audit import checked_reason
 from services.context import Context
 from services.errors import Conflict, Invalid, NotFound, Unavailable
@@ -30,8 +39,10 @@ from services.operators import require_operator
 from store import retries as store
 from store.db import run_db
 from workflows.ids import credential_retry_workflow_id
+from workflows.messages import ResendOtpInput, SendOtpResult
 from workflows.retry_messages import RetryIssuanceInput
 
+SUBJECT_RE = re.compile(UUID_PATTERN)
 RETRY_WAIT_SECONDS = 20.0  # how long a caller waits for the retry before it answers "under way"
 
 
@@ -117,3 +128,45 @@ async def operator_retry_issuance(
     check_credential_id(credential_id)
     org_id = await asyncio.to_thread(operator_search.mandate_owner, ctx, credential_id)
     return await retry_issuance(ctx, actor, org_id, credential_id, why, request_id)
+
+
+# --- a code that could not be delivered -------------------------------------------------------
+
+
+def check_subject_id(subject_id: str) -> None:
+    if not SUBJECT_RE.fullmatch(subject_id):
+        raise Invalid(f"subject {quote_input(subject_id)} is not a subject id (a lower-case UUID)")
+
+
+async def retry_code(
+    ctx: Context, actor: Actor, org_id: str, request_id: str, subject_id: str, reason: str
+) -> SendOtpResult:
+    """Send a fresh code to a subject whose last code could not be delivered (see the module).
+    ``Refused`` (``nothing_undelivered``) when their last code was delivered, as for any closed
+    request or a subject who decided everything; ``NotFound`` for none of the organization's."""
+    why = checked_reason(reason)
+    requests.check_request_id(request_id)
+    check_subject_id(subject_id)
+    await requests.get(ctx, org_id, request_id)
+    try:
+        return await run_update(
+            ctx.client(),
+            request_id,
+            "retry_code",
+            ResendOtpInput(subject_id=subject_id, actor=str(actor), reason=why),
+            SendOtpResult,
+        )
+    except UpdateRefused as exc:
+        raise requests.refused(exc) from exc
+    except UpdateUnavailable as exc:
+        raise Unavailable("The code was not confirmed sent yet; retry shortly", retry_after=5) from exc
+
+
+async def operator_retry_code(
+    ctx: Context, actor: Actor, request_id: str, subject_id: str, reason: str
+) -> SendOtpResult:
+    """``retry_code`` from the operators' area or the command line: any organization's request."""
+    require_operator(actor)
+    why = checked_reason(reason)
+    org_id = await asyncio.to_thread(operator_search.request_owner, ctx, request_id)
+    return await retry_code(ctx, actor, org_id, request_id, subject_id, why)

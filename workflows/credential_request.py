@@ -323,6 +323,18 @@ class CredentialRequestWorkflow:
         self._refuse_when_decided_all(inp.subject_id)
         self._journey.refuse_resend(inp.subject_id)
 
+    # support's retry of an undelivered code (issue 32): a new update, so recorded histories,
+    # which never received it, replay unchanged
+    @workflow.update(name="retry_code")
+    async def retry_code(self, inp: ResendOtpInput) -> SendOtpResult:
+        return await self._journey.retry_code(inp)
+
+    @retry_code.validator
+    def _validate_retry_code(self, inp: ResendOtpInput) -> None:
+        self._refuse_outside_journey(inp.subject_id)
+        self._refuse_when_decided_all(inp.subject_id)
+        self._journey.refuse_code_retry(inp.subject_id)
+
     @workflow.update(name="open_journey")
     async def open_journey(self, inp: OpenJourneyInput) -> OpenJourneyResult:
         return await self._journey.open_journey(inp)

@@ -67,6 +67,7 @@ class Codes:
     passed: bool = False  # the subject confirmed the current code
     channel: str | None = None  # where their last delivered code went (email | sms)
     undelivered: int = 0  # sends that did not reach the subject
+    last_undelivered: bool = False  # the last code sent did not reach them (support may retry it)
     wrong: int = 0  # wrong tries at the current code
     wrong_total: int = 0  # wrong tries at every code of this request
     locked: bool = False  # the current code is locked by wrong tries (until a new one is sent)
@@ -144,7 +145,7 @@ class SubjectJourney:
         return OpenJourneyResult(code_sent=True, delivered=sent.delivered)
 
     async def send_code(
-        self, subject_id: str, resent_by: str | None = None, reason: str | None = None
+        self, subject_id: str, resent_by: str | None = None, reason: str | None = None, retry: bool = False
     ) -> SendOtpResult:
         """Send a fresh code to the subject (the activity makes and stores it; only where it went
         comes back). A contact that cannot receive it is reported as ``otp.failed``."""
@@ -153,7 +154,8 @@ class SubjectJourney:
         number = codes.sends
         codes.last_sent = workflow.now()
         codes.wrong, codes.locked = 0, False  # tries count against the code being sent
-        sent = await self._sent(subject_id, number, resent_by, reason)
+        sent = await self._sent(subject_id, number, resent_by, reason, retry)
+        codes.last_undelivered = not sent.delivered
         if sent.delivered:
             codes.channel = sent.channel
         if not sent.delivered:
@@ -167,9 +169,13 @@ class SubjectJourney:
         return sent
 
     async def _sent(
-        self, subject_id: str, number: int, resent_by: str | None, reason: str | None
+        self, subject_id: str, number: int, resent_by: str | None, reason: str | None, retry: bool = False
     ) -> SendOtpResult:
-        """The send activity's answer; UNDELIVERABLE when the transport kept failing."""
+        """The send activity's answer; UNDELIVERABLE when the transport kept failing. A support
+        retry (issue 32) names itself in the Temporal UI."""
+        summary = f"code {number} to subject {subject_id}"
+        if retry:
+            summary = f"retry of an undelivered code by {resent_by}: {summary}"
         try:
             return await send(
                 ActivityNames.SEND_OTP,
@@ -181,7 +187,7 @@ class SubjectJourney:
                     reason=reason,
                 ),
                 SendOtpResult,
-                summary=f"code {number} to subject {subject_id}",
+                summary=summary,
             )
         except ActivityError as err:
             if isinstance(err.cause, CancelledError) and workflow.patched(QUIET_CANCEL_PATCH):
@@ -235,6 +241,14 @@ class SubjectJourney:
         self._codes[inp.subject_id].passed = False  # a fresh code must be confirmed again
         self._codes[inp.subject_id].trusted_session = None
         return await self.send_code(inp.subject_id, inp.actor, inp.reason)
+
+    async def retry_code(self, inp: ResendOtpInput) -> SendOtpResult:
+        """Support's retry of a code that could not be delivered (issue 32), once the channel
+        works: a fresh code as a resend sends it, outside the subject's own limits
+        (``refuse_code_retry``)."""
+        self._codes[inp.subject_id].passed = False  # a fresh code must be confirmed again
+        self._codes[inp.subject_id].trusted_session = None
+        return await self.send_code(inp.subject_id, inp.actor, inp.reason, retry=True)
 
     async def verify_session(self, inp: VerifySessionInput) -> VerifySessionResult:
         """A trusted browser session in place of the code (issue 36): the activity checks it (the
@@ -299,6 +313,17 @@ class SubjectJourney:
                     int(wait) + 1,
                     type=UpdateRefusal.TOO_SOON,
                 )
+
+    def refuse_code_retry(self, subject_id: str) -> None:
+        """Support's retry (issue 32): only while the subject's last code was not delivered. It is
+        not held by CONTRACT 4's limits (5 codes, a minute apart), which failed sends may have used
+        up: one retry per undelivered send, since a retry delivered ends the undelivered state and
+        one that fails again is a new undelivered send."""
+        if not self._codes[subject_id].last_undelivered:
+            raise ApplicationError(
+                "The subject's last code was delivered (or none was sent): nothing to retry",
+                type=UpdateRefusal.NOTHING_UNDELIVERED,
+            )
 
     def refuse_identity(self, inp: IdentityInput) -> None:
         """An identity result for a subject of the request, from the source its security level
