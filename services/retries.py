@@ -12,6 +12,10 @@ area and ``mandatum request retry`` call these, each with a required reason, nam
   rule: support may send one more code per undelivered send, whatever the subject's own limits
   (5 codes, a minute apart; failed sends may have used them up); a retry that is delivered ends
   it, one that fails again is another undelivered send. ``OTP_RESENT`` names the actor and reason.
+- ``restart_identity``: a subject's platform identity check that errored at the provider (it was
+  never reported: it stays PENDING) is closed as ``ERROR`` by the request workflow's
+  ``restart_identity`` update, so the subject's approval page (their link) offers a fresh check;
+  ``IDENTITY_CHECK_RESTARTED`` names the actor and reason. A failed check stays failed.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from store import retries as store
 from store.db import run_db
 from workflows.ids import credential_retry_workflow_id
 from workflows.messages import ResendOtpInput, SendOtpResult
-from workflows.retry_messages import RetryIssuanceInput
+from workflows.retry_messages import RestartIdentityInput, RestartIdentityResult, RetryIssuanceInput
 
 SUBJECT_RE = re.compile(UUID_PATTERN)
 RETRY_WAIT_SECONDS = 20.0  # how long a caller waits for the retry before it answers "under way"
@@ -170,3 +174,48 @@ async def operator_retry_code(
     why = checked_reason(reason)
     org_id = await asyncio.to_thread(operator_search.request_owner, ctx, request_id)
     return await retry_code(ctx, actor, org_id, request_id, subject_id, why)
+
+
+# --- an identity check that errored at the provider --------------------------------------------
+
+
+async def restart_identity(
+    ctx: Context, actor: Actor, org_id: str, request_id: str, subject_id: str, reason: str
+) -> RestartIdentityResult:
+    """Close the subject's identity checks the provider never reported, so that a fresh one can
+    start (see the module). ``NotFound`` for none of the organization's or no subject of the
+    request; ``Conflict`` when no check waits for the provider; ``Refused`` when the workflow
+    says no (the request closed, an identity result is recorded: a failed check stays failed)."""
+    why = checked_reason(reason)
+    requests.check_request_id(request_id)
+    check_subject_id(subject_id)
+    bundle = await requests.get(ctx, org_id, request_id)
+    if subject_id not in {s.id for _, s in bundle.subjects}:
+        raise NotFound(f"Subject {subject_id} not found in request {request_id}")
+    if not await run_db(ctx.engine, store.errored_checks, ctx.engine, request_id, subject_id):
+        raise Conflict(
+            "No identity check of the subject waits for the provider: there is nothing errored to "
+            "start again (a failed check stays failed)"
+        )
+    try:
+        return await run_update(
+            ctx.client(),
+            request_id,
+            "restart_identity",
+            RestartIdentityInput(subject_id=subject_id, actor=str(actor), reason=why),
+            RestartIdentityResult,
+        )
+    except UpdateRefused as exc:
+        raise requests.refused(exc) from exc
+    except UpdateUnavailable as exc:
+        raise Unavailable("The restart was not confirmed yet; retry shortly", retry_after=5) from exc
+
+
+async def operator_restart_identity(
+    ctx: Context, actor: Actor, request_id: str, subject_id: str, reason: str
+) -> RestartIdentityResult:
+    """``restart_identity`` from the operators' area or the command line: any organization's."""
+    require_operator(actor)
+    why = checked_reason(reason)
+    org_id = await asyncio.to_thread(operator_search.request_owner, ctx, request_id)
+    return await restart_identity(ctx, actor, org_id, request_id, subject_id, why)

@@ -15,7 +15,6 @@ records was committed. Appends of one organization are serialized on its head ro
 row lock (``FOR UPDATE``) held to the end of the transaction, on SQLite by the database itself
 (write transactions start with ``BEGIN IMMEDIATE``). The record is signed inside that window, so the
 signing key is fetched before the transaction (``signer``), never through a second connection.
-
 Which records the service writes, and where, is listed in ``RECORD_TYPES`` and docs/architecture.md.
 """
 
@@ -51,6 +50,7 @@ REQUEST_CREATED = "REQUEST_CREATED"
 MANDATE_ISSUED = "MANDATE_ISSUED"
 MANDATE_ISSUANCE_FAILED = "MANDATE_ISSUANCE_FAILED"
 MANDATE_ISSUANCE_RETRIED = "MANDATE_ISSUANCE_RETRIED"  # support issued a FAILED one again (issue 32)
+IDENTITY_CHECK_RESTARTED = "IDENTITY_CHECK_RESTARTED"  # support closed an errored check (issue 32)
 MANDATE_REVOKED = "MANDATE_REVOKED"
 MANDATE_CANCELED = "MANDATE_CANCELED"
 REQUEST_EXPIRED = "REQUEST_EXPIRED"  # written when the reconciler closes a request past its expiry
@@ -88,8 +88,7 @@ MEMBER_SECOND_FACTOR_ON = "MEMBER_SECOND_FACTOR_ON"
 MEMBER_SECOND_FACTOR_OFF = "MEMBER_SECOND_FACTOR_OFF"
 MEMBER_RECOVERY_CODES_MADE = "MEMBER_RECOVERY_CODES_MADE"  # a new set replaced the old one (never a code)
 MEMBER_RECOVERY_CODE_USED = "MEMBER_RECOVERY_CODE_USED"  # one stood in for a code: how many remain
-# a trusted browser session (``iframe.cookie``): opened after a code, revoked (never its token)
-TRUSTED_SESSION_OPENED = "TRUSTED_SESSION_OPENED"
+TRUSTED_SESSION_OPENED = "TRUSTED_SESSION_OPENED"  # a trusted browser (iframe.cookie), never its token
 TRUSTED_SESSION_REVOKED = "TRUSTED_SESSION_REVOKED"
 USERS_IMPORTED = "USERS_IMPORTED"  # POST /user: the subjects created, updated, unchanged (no values)
 RECORD_TYPES = (
@@ -111,6 +110,7 @@ RECORD_TYPES = (
     REQUEST_EXPIRED,
     MANDATE_ISSUANCE_FAILED,
     MANDATE_ISSUANCE_RETRIED,
+    IDENTITY_CHECK_RESTARTED,
     API_KEY_CREATED,
     API_KEY_ROTATED,
     API_KEY_REVOKED,

@@ -95,3 +95,4 @@ class ActivityNames:
     CREATE_IDENTITY_EVENT = "create_identity_event"
     WEBHOOK_EVENT_STATE = "webhook_event_state"
     REOPEN_CREDENTIAL = "reopen_failed_credential"  # support's retry of a FAILED issuance (issue 32)
+    RESTART_IDENTITY = "restart_identity_check"  # support's restart of an errored check (issue 32)

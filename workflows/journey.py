@@ -56,6 +56,7 @@ with workflow.unsafe.imports_passed_through():
         identity_state,
     )
     from workflows.options import send, write, write_for
+    from workflows.retry_messages import RestartIdentityInput, RestartIdentityRecord, RestartIdentityResult
 
 
 @dataclass
@@ -325,6 +326,20 @@ class SubjectJourney:
                 type=UpdateRefusal.NOTHING_UNDELIVERED,
             )
 
+    def refuse_identity_restart(self, subject_id: str) -> None:
+        """Support's restart (issue 32): a subject of a request with a platform check and no identity
+        result yet; a failed check (a result) stays failed."""
+        self.refuse_unknown_subject(subject_id)
+        if IDENTITY_SOURCES.get(self._input.security_level) != IdentitySource.PLATFORM:
+            raise ApplicationError(
+                "The request's security level asks no platform identity check",
+                type=UpdateRefusal.IDENTITY_NOT_REQUIRED,
+            )
+        if self._identity[subject_id].passed is not None:
+            raise ApplicationError(
+                "The subject's identity result is already recorded", type=UpdateRefusal.IDENTITY_RECORDED
+            )
+
     def refuse_identity(self, inp: IdentityInput) -> None:
         """An identity result for a subject of the request, from the source its security level
         requires, recorded once."""
@@ -383,6 +398,21 @@ class SubjectJourney:
                     message="Verified by the organization",
                 )
             )
+
+    async def restart_identity(self, inp: RestartIdentityInput) -> RestartIdentityResult:
+        """Close the subject's checks the provider never reported, so the approval page offers a
+        fresh one; the activity's summary names the restart, who asked and why."""
+        return await write_for(
+            ActivityNames.RESTART_IDENTITY,
+            RestartIdentityRecord(
+                request_id=self._input.request_id,
+                subject_id=inp.subject_id,
+                actor=inp.actor,
+                reason=inp.reason,
+            ),
+            RestartIdentityResult,
+            summary=f"restart identity check of subject {inp.subject_id} by {inp.actor}: {inp.reason}",
+        )
 
     async def record_identity(self, inp: IdentityInput) -> None:
         """Store the result and report it (``identity`` event). A failure ends the subject's path:

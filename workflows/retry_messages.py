@@ -40,3 +40,24 @@ class ReopenCredentialResult(BaseModel):
     decision_id: str
     subject_id: str
     decided_at: datetime
+
+
+class RestartIdentityInput(BaseModel):
+    """Support's restart of a subject's identity check that errored at the provider."""
+
+    subject_id: str
+    actor: str
+    reason: str
+
+
+class RestartIdentityRecord(BaseModel):
+    """The activity's input: the request, the subject, who and why."""
+
+    request_id: str
+    subject_id: str
+    actor: str
+    reason: str
+
+
+class RestartIdentityResult(BaseModel):
+    checks: list[str]  # the checks closed as errored (none when a run before closed them)
