@@ -15,7 +15,8 @@ from cli.common import JsonOpt, ReasonOpt, command_context, emit, finish, operat
 from services.context import Context
 
 retry_app = typer.Typer(
-    help="Retry what failed in a request: issue a FAILED credential again.",
+    help="Retry what failed in a request: issue a FAILED credential again, send a code that could "
+    "not be delivered again, start an identity check that errored at the provider again.",
     no_args_is_help=True,
 )
 
@@ -52,4 +53,74 @@ def retry_issuance(credential_id: CredentialArg, reason: ReasonOpt = None, as_js
     done = with_temporal(ctx, retry, f"retry the issuance of credential {credential_id}")
     title = "Credential issued." if done["state"] == "issued" else "The retry is under way."
     emit({k: v for k, v in done.items() if v is not None}, as_json, title)
+    finish()
+
+
+# --- retry code ---------------------------------------------------------------------------------
+
+RequestArg = Annotated[str, typer.Argument(help="The request id (24 lower-case hexadecimal characters).")]
+SubjectOpt = Annotated[
+    str, typer.Option("--subject", help="The subject's id (as `request show` lists it) or DID.")
+]
+
+
+def _subject_named(raw: str) -> str:
+    from services import operator_search
+
+    return operator_search.subject_named(raw)
+
+
+@retry_app.command("code")
+def retry_code(
+    request_id: RequestArg, subject: SubjectOpt, reason: ReasonOpt = None, as_json: JsonOpt = False
+) -> None:
+    """Send a fresh code to a subject whose last code could not be delivered.
+
+    Once the channel works: one more code per undelivered send, whatever the subject's own limits
+    (5 codes, a minute apart); OTP_RESENT names you, with the reason."""
+    from services import retries
+
+    why = reason_of(reason)
+    ctx = command_context()
+    subject_id = _subject_named(subject)
+
+    async def retry(ctx: Context) -> dict[str, object]:
+        sent = await retries.operator_retry_code(ctx, operator(), request_id, subject_id, why)
+        return {
+            "requestId": request_id,
+            "subjectId": subject_id,
+            "channel": sent.channel,
+            "delivered": sent.delivered,
+            "error": sent.error_message,
+        }
+
+    sent = with_temporal(ctx, retry, f"send subject {subject_id} a code again")
+    title = "A fresh code is on its way." if sent["delivered"] else "The code was NOT delivered, again."
+    emit({k: v for k, v in sent.items() if v is not None}, as_json, title)
+    finish()
+
+
+# --- retry identity -----------------------------------------------------------------------------
+
+
+@retry_app.command("identity")
+def retry_identity(
+    request_id: RequestArg, subject: SubjectOpt, reason: ReasonOpt = None, as_json: JsonOpt = False
+) -> None:
+    """Start again a subject's identity check that errored at the provider.
+
+    The check the provider never reported is closed (ERROR) and the subject's approval page offers
+    a fresh one; IDENTITY_CHECK_RESTARTED names you, with the reason. A failed check stays failed."""
+    from services import retries
+
+    why = reason_of(reason)
+    ctx = command_context()
+    subject_id = _subject_named(subject)
+
+    async def retry(ctx: Context) -> dict[str, object]:
+        done = await retries.operator_restart_identity(ctx, operator(), request_id, subject_id, why)
+        return {"requestId": request_id, "subjectId": subject_id, "closedChecks": done.checks}
+
+    done = with_temporal(ctx, retry, f"start the identity check of subject {subject_id} again")
+    emit(done, as_json, "The errored check is closed: the subject's page offers a fresh one.")
     finish()

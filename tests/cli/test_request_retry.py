@@ -13,12 +13,16 @@ from temporalio.client import Client
 
 from core.secretbox import SecretCipher
 from core.settings import Settings
+from orchestration.temporal import start_request_workflow
 from store import audit
+from store import kyc as kyc_store
+from store.db import utcnow
 from tests.conftest import MASTER_KEY, new_org
 from tests.support.audit import chain
 from tests.support.cli import clean_env, run_cli
+from tests.support.journey_messages import message_for
 from tests.support.retries import failed_credential, repair
-from tests.support.workflow import db_request
+from tests.support.workflow import db_request, insert_request
 
 pytestmark = pytest.mark.usefixtures("worker")
 
@@ -94,3 +98,52 @@ async def test_a_retry_that_fails_again_is_refused(
     done = await mandatum(settings, temporal, "request", "retry", "issuance", cred, "--reason", "still bad")
     assert done.returncode == 1 and "FAILED again" in done.stderr
     assert db_request(engine, org_id, request_id).credentials[0].status == "FAILED"
+
+
+async def test_retry_code_and_identity_call_the_service_as_the_operator(
+    temporal: Client, engine: Engine, settings: Settings, cipher: SecretCipher
+) -> None:
+    org_id = new_org(engine, cipher, settings).organization_id
+    bundle = insert_request(engine, org_id, security_level="PLATFORM_KYC")
+    assert await start_request_workflow(temporal, settings.task_queue, bundle)
+    request_id, subject = bundle.request.id, bundle.subjects[0][1].id
+    await message_for(request_id, subject)  # the first code was delivered: nothing to retry
+    delivered = await mandatum(
+        settings, temporal, "request", "retry", "code", request_id, "--subject", subject, "--reason", "why"
+    )
+    assert delivered.returncode == 1 and "nothing to retry" in delivered.stderr
+    assert delivered.stderr.count("\n") == 1
+
+    stuck = kyc_store.start_check(engine, request_id, subject, "development", utcnow())
+    done = await mandatum(
+        settings,
+        temporal,
+        "request",
+        "retry",
+        "identity",
+        request_id,
+        "--subject",
+        subject,
+        "--reason",
+        "provider outage",
+        "--json",
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {
+        "requestId": request_id,
+        "subjectId": subject,
+        "closedChecks": [stuck.id],
+    }
+    [record] = [r for r in chain(engine, org_id) if r.type == audit.IDENTITY_CHECK_RESTARTED]
+    assert (record.actor, record.data["reason"]) == ("operator:support-bea", "provider outage")
+    again = await mandatum(
+        settings, temporal, "request", "retry", "identity", request_id, "--subject", subject, "--reason", "x"
+    )
+    assert again.returncode == 1 and "nothing errored" in again.stderr
+    for args, says in (
+        (("code", "nope", "--subject", subject, "--reason", "why"), "24"),
+        (("identity", request_id, "--subject", "NOT-A-UUID", "--reason", "why"), "not a subject id"),
+        (("code", request_id, "--subject", subject), "--reason is required"),
+    ):
+        refused = await mandatum(settings, temporal, "request", "retry", *args)
+        assert refused.returncode == 1 and says in refused.stderr, (args, refused.stderr)
