@@ -13,7 +13,7 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, Response
 
 from api.deps import ContextDep
-from api.routes.dashboard.common import OPERATORS, form_by, not_found, org_of, refusal_page
+from api.routes.dashboard.common import OPERATORS, SUBJECT_ID_RE, form_by, not_found, org_of, refusal_page
 from api.routes.dashboard.operators import UNREACHABLE, _timeline_page
 from api.routes.dashboard.requests import _refused_on_page, _request_page
 from core.ids import is_object_id
@@ -54,6 +54,45 @@ async def retry_issuance(
     return await _request_page(ctx, member, token, request_id, notice=notice)
 
 
+CODE_SENT = "A fresh code is on its way to the subject. Your reason is in its audit record."
+CODE_FAILED = "The code was not delivered this time either: {error}"
+IDENTITY_RESTARTED = "The errored identity check is closed: the subject's page offers a fresh one."
+
+
+@router.post("/dashboard/requests/{request_id}/retries/{kind}", response_class=HTMLResponse)
+async def retry_for_subject(
+    request: Request,
+    ctx: ContextDep,
+    request_id: str,
+    kind: str,
+    csrf: Annotated[str, Form(max_length=100)] = "",
+    subject: Annotated[str, Form(max_length=40)] = "",
+    reason: Annotated[str, Form(max_length=2000)] = "",
+) -> Response:
+    """``code``: a subject's undelivered code sent again; ``identity``: their errored check closed."""
+    found = await form_by(request, ctx, csrf, RETRIERS)
+    if isinstance(found, Response):
+        return found
+    if (
+        kind not in ("code", "identity")
+        or not is_object_id(request_id)
+        or not SUBJECT_ID_RE.fullmatch(subject)
+    ):
+        return not_found()
+    member, token = found
+    actor, org_id = members.actor_of(member), org_of(member)
+    try:
+        if kind == "code":
+            sent = await retries.retry_code(ctx, actor, org_id, request_id, subject, reason)
+            notice = CODE_SENT if sent.delivered else CODE_FAILED.format(error=sent.error_message or "")
+        else:
+            await retries.restart_identity(ctx, actor, org_id, request_id, subject, reason)
+            notice = IDENTITY_RESTARTED
+    except Exception as exc:
+        return await _refused_on_page(ctx, member, token, request_id, exc)
+    return await _request_page(ctx, member, token, request_id, notice=notice)
+
+
 # --- the operators' area ------------------------------------------------------------------------
 
 
@@ -83,3 +122,39 @@ async def operator_retry_issuance(
     return await render(
         notice=(ISSUED.format(mandate=done.mandate_id) if done.state == "issued" else RUNNING)
     )
+
+
+@router.post("/dashboard/operators/requests/{request_id}/retry-{kind}", response_class=HTMLResponse)
+async def operator_retry_for_subject(
+    request: Request,
+    ctx: ContextDep,
+    request_id: str,
+    kind: str,
+    csrf: Annotated[str, Form(max_length=100)] = "",
+    subject: Annotated[str, Form(max_length=40)] = "",
+    reason: Annotated[str, Form(max_length=2000)] = "",
+) -> Response:
+    """An operator sends a subject's undelivered code again (``code``) or closes their errored
+    identity check (``identity``)."""
+    found = await form_by(request, ctx, csrf, OPERATORS)
+    if isinstance(found, Response):
+        return found
+    if (
+        kind not in ("code", "identity")
+        or not is_object_id(request_id)
+        or not SUBJECT_ID_RE.fullmatch(subject)
+    ):
+        return not_found()
+    member, token = found
+    actor = members.actor_of(member)
+    render = partial(_timeline_page, ctx, member, token, request_id)
+    try:
+        if kind == "code":
+            sent = await retries.operator_retry_code(ctx, actor, request_id, subject, reason)
+            notice = CODE_SENT if sent.delivered else CODE_FAILED.format(error=sent.error_message or "")
+        else:
+            await retries.operator_restart_identity(ctx, actor, request_id, subject, reason)
+            notice = IDENTITY_RESTARTED
+    except Exception as exc:
+        return await refusal_page(exc, render, UNREACHABLE)
+    return await render(notice=notice)
