@@ -15,6 +15,8 @@ import pytest_asyncio
 from sqlalchemy import Engine
 from temporalio import activity
 from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
 
 from activities.journey import JourneyActivities
 from core.actors import Actor
@@ -32,6 +34,7 @@ from tests.support.api_client import Credentials
 from tests.support.audit import chain
 from tests.support.journey_messages import message_for
 from tests.support.workflow import activities_with, fresh_queue, insert_request, running_worker, status_of
+from workflows.credential_request import CredentialRequestWorkflow
 from workflows.ids import ActivityNames
 from workflows.messages import SendOtpInput, SendOtpResult
 
@@ -123,6 +126,10 @@ async def test_support_sends_a_code_again_after_an_undelivered_one(
         if e.HasField("activity_task_scheduled_event_attributes") and e.user_metadata.summary.data
     ]
     retried = [s for s in summaries if s.startswith("retry of an undelivered code")]
+    replayed = await Replayer(
+        workflows=[CredentialRequestWorkflow], data_converter=pydantic_data_converter
+    ).replay_workflow(history)
+    assert replayed.replay_failure is None  # the new update replays from its own history
     assert retried == [
         f"retry of an undelivered code by member:m-support-code: code 2 to subject {subject}",
         f"retry of an undelivered code by member:m-support-code: code 3 to subject {subject}",

@@ -11,6 +11,8 @@ import json
 import pytest
 from sqlalchemy import Engine
 from temporalio.client import Client
+from temporalio.contrib.pydantic import pydantic_data_converter
+from temporalio.worker import Replayer
 
 from core.actors import Actor
 from core.kinds import UpdateRefusal
@@ -28,6 +30,7 @@ from store.tables import KycCheck, Subject
 from tests.support.api_client import Credentials
 from tests.support.audit import chain
 from tests.support.workflow import insert_request, status_of
+from workflows.credential_request import CredentialRequestWorkflow
 
 pytestmark = pytest.mark.usefixtures("worker")
 
@@ -80,6 +83,10 @@ async def test_an_errored_check_is_closed_and_a_fresh_one_can_start(
     assert (
         f"restart identity check of subject {subject} by member:m-support-kyc: provider outage" in summaries
     )
+    replayed = await Replayer(
+        workflows=[CredentialRequestWorkflow], data_converter=pydantic_data_converter
+    ).replay_workflow(history)
+    assert replayed.replay_failure is None  # the new update replays from its own history
     # nothing is left waiting: asked again, refused
     with pytest.raises(Conflict, match="nothing errored"):
         await retries.restart_identity(tctx, SUPPORT, org.organization_id, request_id, subject, "again")
