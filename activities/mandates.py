@@ -16,10 +16,12 @@ from core.observe import events
 from core.secretbox import SecretCipher
 from core.settings import Settings
 from services import mandates
+from store import retries
 from store.db import read_session
 from store.tables import CredentialRequest
 from workflows.ids import ActivityNames
 from workflows.messages import ISSUANCE_FAILED, IssueCredentialInput, IssueCredentialResult
+from workflows.retry_messages import ReopenCredentialInput, ReopenCredentialResult
 
 
 class MandateActivities:
@@ -50,6 +52,25 @@ class MandateActivities:
             credential_id=issued.credential_id, mandate_id=issued.mandate_id, newly_issued=issued.newly_issued
         )
 
+    @defn(name=ActivityNames.REOPEN_CREDENTIAL)
+    def reopen_credential(self, inp: ReopenCredentialInput) -> ReopenCredentialResult:
+        """Support's retry (issue 32): the FAILED credential becomes PENDING with its audit record,
+        once (a retry of this activity finds it PENDING and writes nothing); with the acceptance
+        its issuance follows."""
+        crash_point("retry:reopen")
+        reopened = retries.reopen_failed(self._engine, inp.credential_id, inp.actor, inp.reason)
+        last = retries.last_acceptance(self._engine, inp.credential_id)
+        if last is None:  # no acceptance: nothing was ever issuable
+            raise ApplicationError(
+                f"credential {inp.credential_id} has no acceptance", type="not_issuable", non_retryable=True
+            )
+        return ReopenCredentialResult(
+            reopened=reopened,
+            decision_id=last.decision_id,
+            subject_id=last.subject_id,
+            decided_at=last.decided_at,
+        )
+
     def _issued(self, inp: IssueCredentialInput, mandate_id: str) -> None:
         with read_session(self._engine) as session:
             request = session.get(CredentialRequest, inp.request_id)
@@ -62,4 +83,4 @@ class MandateActivities:
         )
 
     def all(self) -> list[Callable[..., Any]]:
-        return [self.issue_credential]
+        return [self.issue_credential, self.reopen_credential]

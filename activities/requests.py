@@ -19,10 +19,12 @@ from core.kinds import RequestStatus
 from core.observe import events
 from services import requests
 from store import requests as store
+from store import retries
 from store.db import read_session
 from store.tables import CredentialRequest, Decision
 from workflows.ids import ActivityNames
 from workflows.messages import RecordCancellationInput, RecordDecisionInput, RecordExpiryInput
+from workflows.retry_messages import RestartIdentityRecord, RestartIdentityResult
 
 
 @dataclass(frozen=True)
@@ -94,5 +96,15 @@ class RequestActivities:
         if inp.completes_request:
             _closed(before, inp.request_id, "completed")
 
+    @defn(name=ActivityNames.RESTART_IDENTITY)
+    def restart_identity(self, inp: RestartIdentityRecord) -> RestartIdentityResult:
+        """Support's restart of a subject's identity check that errored at the provider (issue 32):
+        its unreported checks closed, with the record naming who and why, once."""
+        return RestartIdentityResult(
+            checks=retries.restart_identity(
+                self._engine, inp.request_id, inp.subject_id, inp.actor, inp.reason
+            )
+        )
+
     def all(self) -> list[Callable[..., Any]]:
-        return [self.record_cancellation, self.record_expiry, self.record_decision]
+        return [self.record_cancellation, self.record_expiry, self.record_decision, self.restart_identity]

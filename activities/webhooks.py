@@ -116,11 +116,11 @@ class WebhookActivities:
 
     @defn(name=ActivityNames.CREATE_CREDENTIAL_EVENT)
     def create_credential_event(self, inp: CreateCredentialEventInput) -> CreateEventResult:
-        """One per decision."""
+        """One per decision, and one more for the retry that issued its FAILED credential."""
         return self._event(
             inp.organization_id,
             inp.request_id,
-            f"credential:{inp.decision_id}",
+            f"credential:{inp.decision_id}" + (":retry" if inp.retry else ""),
             "credential",
             lambda bundle, version, event_id, at: credential_event(
                 self._settings,

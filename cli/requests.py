@@ -26,6 +26,7 @@ from cli.common import (
     reason_of,
     with_temporal,
 )
+from cli.request_retry import retry_app
 from cli.request_view import detail_data, print_detail
 from services.context import Context
 from services.errors import ServiceError
@@ -35,6 +36,7 @@ request_app = typer.Typer(
     help="Credential requests: show and find one; cancel, send a fresh code, hand out a subject's link.",
     no_args_is_help=True,
 )
+request_app.add_typer(retry_app, name="retry")  # issue 32: support's retries (cli/request_retry.py)
 RequestArg = Annotated[str, typer.Argument(help="The request id (24 lower-case hexadecimal characters).")]
 SubjectOpt = Annotated[
     str, typer.Option("--subject", help="The subject's id (as `request show` lists it) or DID.")

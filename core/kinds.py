@@ -149,6 +149,7 @@ class UpdateRefusal(StrEnum):
     IDENTITY_NOT_REQUIRED = "identity_not_required"
     WRONG_IDENTITY_SOURCE = "wrong_identity_source"
     IDENTITY_RECORDED = "identity_recorded"
+    NOTHING_UNDELIVERED = "nothing_undelivered"  # support's retry of a code the subject never got
     REFUSED = "refused"  # a refusal of no known kind
 
     @classmethod

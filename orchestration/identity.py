@@ -25,6 +25,8 @@ async def complete_check(
     """Store a platform check's result (the first one wins) and tell the request's workflow. A
     refusal (the request ended, the subject already has a result) leaves the check stored."""
     check = await run_db(engine, kyc_store.complete_check, engine, check_id, success, message, utcnow())
+    if check.status not in (IdentityStatus.VERIFIED, IdentityStatus.FAILED):
+        return check  # closed by support as errored (issue 32): its late report is not a result
     await _give(
         temporal,
         check.request_id,

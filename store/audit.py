@@ -2,22 +2,19 @@
 
 Each organization's records form a chain. A record is the JSON document
 
-    {id, type, organizationId, seq, createdAt, requestId?, credentialId?, actor?, data,
-     prevHash, proof}
+    {id, type, organizationId, seq, createdAt, requestId?, credentialId?, actor?, data, prevHash, proof}
 
 where ``seq`` counts from 1 without gaps, ``prevHash`` is the previous record's ``hash`` (null for
 the first), and ``proof`` is an eddsa-jcs-2022 DataIntegrityProof by the service key (purpose
 ``assertionMethod``) over the rest, so anyone holding the service's DID document can check a
 record offline. ``hash`` is the lower-case hex SHA-256 of the JCS form of the whole document,
-proof included. ``audit_head`` keeps each chain's last ``seq`` and ``hash``, so that removing the
-newest records shows too.
+proof included. ``audit_head`` keeps each chain's last ``seq`` and ``hash``: removing the newest shows.
 
 ``append`` runs inside the caller's transaction, so a record exists exactly when the change it
 records was committed. Appends of one organization are serialized on its head row: on PostgreSQL a
 row lock (``FOR UPDATE``) held to the end of the transaction, on SQLite by the database itself
 (write transactions start with ``BEGIN IMMEDIATE``). The record is signed inside that window, so the
 signing key is fetched before the transaction (``signer``), never through a second connection.
-
 Which records the service writes, and where, is listed in ``RECORD_TYPES`` and docs/architecture.md.
 """
 

@@ -47,10 +47,11 @@ from store.db import keep_files_private, make_engine, utcnow
 from store.guards import purge_expired
 from worker.health import HealthServer, WorkerHealth, serve_health
 from workflows.credential_request import CredentialRequestWorkflow
+from workflows.credential_retry import CredentialRetryWorkflow
 from workflows.webhook_delivery import WebhookDeliveryWorkflow
 
 log = logging.getLogger("mandatum.worker")
-WORKFLOWS = [CredentialRequestWorkflow, WebhookDeliveryWorkflow]
+WORKFLOWS = [CredentialRequestWorkflow, WebhookDeliveryWorkflow, CredentialRetryWorkflow]
 
 
 def worker_activities(engine: Engine, settings: Settings) -> list[Callable[..., Any]]:

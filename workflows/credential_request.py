@@ -59,6 +59,7 @@ with workflow.unsafe.imports_passed_through():
         VerifySessionResult,
     )
     from workflows.options import write
+    from workflows.retry_messages import RestartIdentityInput, RestartIdentityResult
 
 PENDING, COMPLETED, CANCELED, EXPIRED = (
     RequestStatus.PENDING,
@@ -352,6 +353,29 @@ class CredentialRequestWorkflow:
         self._refuse_outside_journey(inp.subject_id)
         self._refuse_when_decided_all(inp.subject_id)
         self._journey.refuse_resend(inp.subject_id)
+
+    # support's retry of an undelivered code (issue 32): a new update, so recorded histories,
+    # which never received it, replay unchanged
+    @workflow.update(name="retry_code")
+    async def retry_code(self, inp: ResendOtpInput) -> SendOtpResult:
+        return await self._journey.retry_code(inp)
+
+    @retry_code.validator
+    def _validate_retry_code(self, inp: ResendOtpInput) -> None:
+        self._refuse_outside_journey(inp.subject_id)
+        self._refuse_when_decided_all(inp.subject_id)
+        self._journey.refuse_code_retry(inp.subject_id)
+
+    # support's restart of an identity check that errored at the provider (issue 32): a new update
+    @workflow.update(name="restart_identity")
+    async def restart_identity(self, inp: RestartIdentityInput) -> RestartIdentityResult:
+        return await self._journey.restart_identity(inp)
+
+    @restart_identity.validator
+    def _validate_restart_identity(self, inp: RestartIdentityInput) -> None:
+        self._refuse_when_closed()
+        self._journey.refuse_identity_restart(inp.subject_id)
+        self._refuse_when_decided_all(inp.subject_id)
 
     @workflow.update(name="open_journey")
     async def open_journey(self, inp: OpenJourneyInput) -> OpenJourneyResult:

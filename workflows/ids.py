@@ -6,6 +6,7 @@ from temporalio.common import SearchAttributeKey, SearchAttributePair, TypedSear
 
 REQUEST_WORKFLOW_PREFIX = "credential-request:"
 WEBHOOK_WORKFLOW_PREFIX = "webhook:"
+CREDENTIAL_RETRY_PREFIX = "credential-retry:"  # support issuing a FAILED credential again
 
 SA_ORGANIZATION = SearchAttributeKey.for_keyword("MandatumOrganization")
 SA_STATUS = SearchAttributeKey.for_keyword("MandatumStatus")
@@ -67,6 +68,10 @@ def webhook_workflow_id(event_id: str) -> str:
     return WEBHOOK_WORKFLOW_PREFIX + event_id
 
 
+def credential_retry_workflow_id(credential_id: str) -> str:
+    return CREDENTIAL_RETRY_PREFIX + credential_id
+
+
 def event_id_from_webhook_workflow_id(workflow_id: str) -> str:
     if not workflow_id.startswith(WEBHOOK_WORKFLOW_PREFIX):
         raise ValueError(f"not a webhook workflow id: {workflow_id}")
@@ -89,3 +94,5 @@ class ActivityNames:
     RECORD_IDENTITY = "record_identity"
     CREATE_IDENTITY_EVENT = "create_identity_event"
     WEBHOOK_EVENT_STATE = "webhook_event_state"
+    REOPEN_CREDENTIAL = "reopen_failed_credential"  # support's retry of a FAILED issuance (issue 32)
+    RESTART_IDENTITY = "restart_identity_check"  # support's restart of an errored check (issue 32)

@@ -56,6 +56,7 @@ with workflow.unsafe.imports_passed_through():
         identity_state,
     )
     from workflows.options import send, write, write_for
+    from workflows.retry_messages import RestartIdentityInput, RestartIdentityRecord, RestartIdentityResult
 
 
 @dataclass
@@ -67,6 +68,7 @@ class Codes:
     passed: bool = False  # the subject confirmed the current code
     channel: str | None = None  # where their last delivered code went (email | sms)
     undelivered: int = 0  # sends that did not reach the subject
+    last_undelivered: bool = False  # the last code sent did not reach them (support may retry it)
     wrong: int = 0  # wrong tries at the current code
     wrong_total: int = 0  # wrong tries at every code of this request
     locked: bool = False  # the current code is locked by wrong tries (until a new one is sent)
@@ -144,7 +146,7 @@ class SubjectJourney:
         return OpenJourneyResult(code_sent=True, delivered=sent.delivered)
 
     async def send_code(
-        self, subject_id: str, resent_by: str | None = None, reason: str | None = None
+        self, subject_id: str, resent_by: str | None = None, reason: str | None = None, retry: bool = False
     ) -> SendOtpResult:
         """Send a fresh code to the subject (the activity makes and stores it; only where it went
         comes back). A contact that cannot receive it is reported as ``otp.failed``."""
@@ -153,7 +155,8 @@ class SubjectJourney:
         number = codes.sends
         codes.last_sent = workflow.now()
         codes.wrong, codes.locked = 0, False  # tries count against the code being sent
-        sent = await self._sent(subject_id, number, resent_by, reason)
+        sent = await self._sent(subject_id, number, resent_by, reason, retry)
+        codes.last_undelivered = not sent.delivered
         if sent.delivered:
             codes.channel = sent.channel
         if not sent.delivered:
@@ -167,9 +170,13 @@ class SubjectJourney:
         return sent
 
     async def _sent(
-        self, subject_id: str, number: int, resent_by: str | None, reason: str | None
+        self, subject_id: str, number: int, resent_by: str | None, reason: str | None, retry: bool = False
     ) -> SendOtpResult:
-        """The send activity's answer; UNDELIVERABLE when the transport kept failing."""
+        """The send activity's answer; UNDELIVERABLE when the transport kept failing. A support
+        retry (issue 32) names itself in the Temporal UI."""
+        summary = f"code {number} to subject {subject_id}"
+        if retry:
+            summary = f"retry of an undelivered code by {resent_by}: {summary}"
         try:
             return await send(
                 ActivityNames.SEND_OTP,
@@ -181,7 +188,7 @@ class SubjectJourney:
                     reason=reason,
                 ),
                 SendOtpResult,
-                summary=f"code {number} to subject {subject_id}",
+                summary=summary,
             )
         except ActivityError as err:
             if isinstance(err.cause, CancelledError) and workflow.patched(QUIET_CANCEL_PATCH):
@@ -235,6 +242,14 @@ class SubjectJourney:
         self._codes[inp.subject_id].passed = False  # a fresh code must be confirmed again
         self._codes[inp.subject_id].trusted_session = None
         return await self.send_code(inp.subject_id, inp.actor, inp.reason)
+
+    async def retry_code(self, inp: ResendOtpInput) -> SendOtpResult:
+        """Support's retry of a code that could not be delivered (issue 32), once the channel
+        works: a fresh code as a resend sends it, outside the subject's own limits
+        (``refuse_code_retry``)."""
+        self._codes[inp.subject_id].passed = False  # a fresh code must be confirmed again
+        self._codes[inp.subject_id].trusted_session = None
+        return await self.send_code(inp.subject_id, inp.actor, inp.reason, retry=True)
 
     async def verify_session(self, inp: VerifySessionInput) -> VerifySessionResult:
         """A trusted browser session in place of the code (issue 36): the activity checks it (the
@@ -300,6 +315,31 @@ class SubjectJourney:
                     type=UpdateRefusal.TOO_SOON,
                 )
 
+    def refuse_code_retry(self, subject_id: str) -> None:
+        """Support's retry (issue 32): only while the subject's last code was not delivered. It is
+        not held by CONTRACT 4's limits (5 codes, a minute apart), which failed sends may have used
+        up: one retry per undelivered send, since a retry delivered ends the undelivered state and
+        one that fails again is a new undelivered send."""
+        if not self._codes[subject_id].last_undelivered:
+            raise ApplicationError(
+                "The subject's last code was delivered (or none was sent): nothing to retry",
+                type=UpdateRefusal.NOTHING_UNDELIVERED,
+            )
+
+    def refuse_identity_restart(self, subject_id: str) -> None:
+        """Support's restart (issue 32): a subject of a request with a platform check and no identity
+        result yet; a failed check (a result) stays failed."""
+        self.refuse_unknown_subject(subject_id)
+        if IDENTITY_SOURCES.get(self._input.security_level) != IdentitySource.PLATFORM:
+            raise ApplicationError(
+                "The request's security level asks no platform identity check",
+                type=UpdateRefusal.IDENTITY_NOT_REQUIRED,
+            )
+        if self._identity[subject_id].passed is not None:
+            raise ApplicationError(
+                "The subject's identity result is already recorded", type=UpdateRefusal.IDENTITY_RECORDED
+            )
+
     def refuse_identity(self, inp: IdentityInput) -> None:
         """An identity result for a subject of the request, from the source its security level
         requires, recorded once."""
@@ -358,6 +398,21 @@ class SubjectJourney:
                     message="Verified by the organization",
                 )
             )
+
+    async def restart_identity(self, inp: RestartIdentityInput) -> RestartIdentityResult:
+        """Close the subject's checks the provider never reported, so the approval page offers a
+        fresh one; the activity's summary names the restart, who asked and why."""
+        return await write_for(
+            ActivityNames.RESTART_IDENTITY,
+            RestartIdentityRecord(
+                request_id=self._input.request_id,
+                subject_id=inp.subject_id,
+                actor=inp.actor,
+                reason=inp.reason,
+            ),
+            RestartIdentityResult,
+            summary=f"restart identity check of subject {inp.subject_id} by {inp.actor}: {inp.reason}",
+        )
 
     async def record_identity(self, inp: IdentityInput) -> None:
         """Store the result and report it (``identity`` event). A failure ends the subject's path:

@@ -56,6 +56,8 @@ class CreateCredentialEventInput(BaseModel):
     credential_id: str
     accepted: bool
     decided_at: datetime
+    # the event of support's retry of a FAILED issuance (issue 32): one more for the decision
+    retry: bool = False
 
 
 class CreateEventResult(BaseModel):

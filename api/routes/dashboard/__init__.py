@@ -6,6 +6,7 @@ per section, each on the service layer with the member as actor.
 - ``keys``, ``webhooks``: API keys and the webhook (owners and developers).
 - ``settings``: frame origins, the VP lifetime, the API version pin (owners and developers).
 - ``requests``: credential requests, their subjects' progress and the support actions.
+- ``request_retries``: support's retries on a request's page (owners and support; issue 32).
 - ``mandates``: issued credentials, their verifications, revocation with a reason.
 - ``activity``: the audit trail with its filters and a check of the chain.
 - ``actions``: actions and their versions, the rule editor, publishing (owners and developers).
@@ -28,6 +29,7 @@ from api.routes.dashboard import (
     members,
     operators,
     request_resend,
+    request_retries,
     requests,
     second_factor,
     settings,
@@ -43,6 +45,7 @@ SECTIONS = (
     webhooks,
     settings,
     requests,
+    request_retries,
     mandates,
     actions,
     approvals,

@@ -130,6 +130,8 @@ async def _timeline_page(
             for link, s in found.bundle.subjects
         ],
         mandates=[c.mandate_id for c in found.bundle.credentials if c.mandate_id and c.revoked_at is None],
+        # issue 32: FAILED credentials support may issue again (api/routes/dashboard/request_retries.py)
+        failed=[{"id": c.id, "name": c.name} for c in found.bundle.credentials if c.status == "FAILED"],
         events=[
             {"id": i, "type": t, "state": st} for i, t, st in found.events if st in ("delivered", "failed")
         ],
