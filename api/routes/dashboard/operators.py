@@ -28,7 +28,7 @@ from api.routes.dashboard.common import (
 )
 from core.ids import is_object_id
 from services import members, operators, request_resend
-from services.context import Context
+from services.context import Context, run_blocking
 from services.errors import NotFound, ServiceError
 from store.tables import Member
 
@@ -94,6 +94,7 @@ async def _timeline_page(
     except NotFound:
         return not_found("No such request.")
     req = found.bundle.request
+    names = await _actor_names(ctx, req.organization_id, [e.actor or "" for e in found.entries])
     return await show(
         ctx,
         member,
@@ -111,7 +112,8 @@ async def _timeline_page(
                 "at": e.at.strftime("%Y-%m-%d %H:%M:%S"),
                 "kind": e.kind,
                 "what": e.what,
-                "actor": e.actor or "",
+                "actor": names.get(e.actor or "", e.actor or ""),
+                "recorded_actor": e.actor or "",
                 "detail": e.detail or "",
                 "failed": e.failed,
             }
@@ -141,6 +143,16 @@ async def _timeline_page(
         resendable=request_resend.resendable(found.bundle),
         **extra,
     )
+
+
+async def _actor_names(ctx: Context, org_id: str, actors: list[str]) -> dict[str, str]:
+    """Who each timeline entry names, as the organization's pages name them (issue 34): a member
+    by e-mail, a key by its name, staff as such, a subject by a masked contact."""
+
+    def read() -> dict[str, str]:
+        return {**members.actor_names(ctx, org_id), **members.subject_names(ctx, org_id, actors)}
+
+    return await run_blocking(ctx, read)
 
 
 timeline_page = _timeline_page  # the page again with why an action did not happen (request_resend)

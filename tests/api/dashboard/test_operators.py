@@ -113,6 +113,9 @@ async def test_from_a_contact_alone_to_the_requests_timeline(
         assert "Mandate issued for" in timeline
         assert "Request created: 1 subject(s), 1 credential(s), CONTACT" in timeline
         assert "Audit: HUMAN_DECISION_ACCEPT" in timeline and "Audit: MANDATE_ISSUED" in timeline
+        # who: by name, the recorded actor as the tooltip (issue 34)
+        assert f'title="subject:{subject}">by subject f•••@example.com</span>' in timeline
+        assert f'title="apiKey:{org.key_id}">by API key ' in timeline
         assert f"credential-request%3A{request_id}" in page.text  # the workflow in the Temporal UI
         assert message.text not in page.text and code_in(message.text) not in timeline
 
