@@ -34,7 +34,21 @@ MAX_TIMESTAMP_LENGTH = 64
 _STRINGS = ("string", "array<string>")
 _ARRAYS = ("array<string>", "array<number>")
 
-_PARAM_KEYS = {"name", "type", "description", "default", "maxLength", "maxItems"}
+_PARAM_KEYS = {
+    "name",
+    "type",
+    "description",
+    "default",
+    "maxLength",
+    "maxItems",
+    "label",
+    "unit",
+    "descriptions",
+}
+# what a person reads of a param (issue 34): its label and description per language of the pages
+# (a language missing falls back to ENG, then to a label made from the name), and its unit
+TEXT_LANGUAGES = ("ENG", "PRT", "SPA", "FRA")
+MAX_LABEL_LENGTH, MAX_UNIT_LENGTH, MAX_DESCRIPTION_LENGTH = 100, 16, 1_000
 
 
 @dataclass(frozen=True)
@@ -46,6 +60,19 @@ class Param:
     has_default: bool = False
     max_length: int | None = None  # as declared; ``length_limit`` is what applies
     max_items: int | None = None
+    label: dict[str, str] | None = None  # by language (TEXT_LANGUAGES); None: made from the name
+    unit: str | None = None  # written after the value ("120 EUR")
+    descriptions: dict[str, str] | None = None  # the description in other languages
+
+    def label_in(self, language: str) -> str:
+        """What a person reads as the param's name: its label in ``language``, else in ENG, else
+        the name made readable (``weeklyLimit`` reads "Weekly limit"), never the raw name."""
+        found = self.label or {}
+        return found.get(language) or found.get("ENG") or readable(self.name)
+
+    def description_in(self, language: str) -> str | None:
+        found = self.descriptions or {}
+        return found.get(language) or self.description
 
     @property
     def length_limit(self) -> int | None:
@@ -74,7 +101,44 @@ class Param:
             out["maxLength"] = self.max_length
         if self.max_items is not None:
             out["maxItems"] = self.max_items
+        if self.label is not None:
+            out["label"] = dict(self.label)
+        if self.unit is not None:
+            out["unit"] = self.unit
+        if self.descriptions is not None:
+            out["descriptions"] = dict(self.descriptions)
         return out
+
+
+def readable(name: str) -> str:
+    """A param's name as words: ``weeklyLimit`` and ``weekly_limit`` read "Weekly limit"."""
+    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name).replace("_", " ").split()
+    text = " ".join(w if sum(c.isupper() for c in w) > 1 else w.lower() for w in words)  # IBANs stays
+    return text[:1].upper() + text[1:]
+
+
+def _one_line(text: str) -> bool:
+    return not any(
+        ord(c) < 32 or 0x7F <= ord(c) < 0xA0 or 0x2028 <= ord(c) <= 0x202E or 0x2066 <= ord(c) <= 0x2069
+        for c in text
+    )
+
+
+def _texts_by_language(value: Any, place: str, limit: int, errors: list[str]) -> dict[str, str] | None:
+    """A text per language: one string (it is ENG's) or ``{ENG: ..., PRT: ...}``; each on one
+    line, 1 to ``limit`` characters."""
+    if value is None:
+        return None
+    found = {"ENG": value} if isinstance(value, str) else value
+    if not isinstance(found, dict) or not found:
+        errors.append(f"{place} must be a string or an object of {', '.join(TEXT_LANGUAGES)} to strings")
+        return None
+    for language, text in found.items():
+        if language not in TEXT_LANGUAGES:
+            errors.append(f"{place}.{language} is not one of {', '.join(TEXT_LANGUAGES)}")
+        elif not isinstance(text, str) or not 1 <= len(text) <= limit or not _one_line(text):
+            errors.append(f"{place}.{language} must be one line of 1 to {limit} characters")
+    return {str(k): str(v) for k, v in found.items()}
 
 
 def read_timestamp(value: str) -> datetime | None:
@@ -226,6 +290,23 @@ def normalize_value(param: Param, value: Any) -> Any:
     return value
 
 
+def _reading(
+    item: dict[str, Any], place: str, errors: list[str]
+) -> tuple[dict[str, str] | None, str | None, dict[str, str] | None]:
+    """What a person reads of a param: its label and descriptions by language, its unit."""
+    label = _texts_by_language(item.get("label"), f"{place}.label", MAX_LABEL_LENGTH, errors)
+    descriptions = _texts_by_language(
+        item.get("descriptions"), f"{place}.descriptions", MAX_DESCRIPTION_LENGTH, errors
+    )
+    unit: Any = item.get("unit")
+    if unit is not None and (
+        not isinstance(unit, str) or not 1 <= len(unit) <= MAX_UNIT_LENGTH or not _one_line(unit)
+    ):
+        errors.append(f"{place}.unit must be one line of 1 to {MAX_UNIT_LENGTH} characters")
+        unit = None
+    return label, unit, descriptions
+
+
 def parse_params(raw: Any, *, where: str, allow_defaults: bool) -> tuple[list[Param], list[str]]:
     """Params from their JSON form `[{name, type, description?, default?}]`, with readable errors."""
     if raw is None:
@@ -257,11 +338,19 @@ def parse_params(raw: Any, *, where: str, allow_defaults: bool) -> tuple[list[Pa
             item_errors.append(f"{place}.default is not allowed here (only userParams have defaults)")
         max_length = _bound(item, "maxLength", type_, place, item_errors)
         max_items = _bound(item, "maxItems", type_, place, item_errors)
+        label, unit, descriptions = _reading(item, place, item_errors)
         if item_errors:
             errors.extend(item_errors)
             continue
         param = Param(
-            name=name, type=type_, description=description, max_length=max_length, max_items=max_items
+            name=name,
+            type=type_,
+            description=description,
+            max_length=max_length,
+            max_items=max_items,
+            label=label,
+            unit=unit,
+            descriptions=descriptions,
         )
         if has_default:
             problem = check_value(param, item["default"])

@@ -24,6 +24,12 @@ def _texts(spec: ActionSpec) -> Iterator[tuple[str, str, bool]]:
         for index, param in enumerate(params):
             if param.description is not None:
                 yield f"{part}.{index}.description", param.description, True
+            for language, text in (param.label or {}).items():
+                yield f"{part}.{index}.label.{language}", text, False
+            for language, text in (param.descriptions or {}).items():
+                yield f"{part}.{index}.descriptions.{language}", text, False
+            if param.unit is not None:
+                yield f"{part}.{index}.unit", param.unit, False
             for path, text in strings_in(param.default):
                 yield f"{part}.{index}.default" + (f".{path}" if path else ""), text, False
     for index, rule in enumerate(spec.rules):

@@ -11,10 +11,12 @@ from sqlalchemy import Engine, update
 from sqlmodel import col, select
 
 from core.kinds import CredentialStatus
+from policy.params import Param, parse_params
 from store import limit_usage
 from store.db import read_session, write_connection
 from store.tables import (
     Action,
+    ActionVersion,
     Credential,
     CredentialRequest,
     Decision,
@@ -38,12 +40,31 @@ class CredentialShown:
     resource_type: str
     action_name: str | None = None
     action_description: str | None = None
-    params: list[tuple[str, str]] = field(default_factory=list)
+    params: list[ParamShown] = field(default_factory=list)
     fields: list[tuple[str, str]] = field(default_factory=list)
     limits: list[dict[str, Any]] = field(default_factory=list)
     marks: list[tuple[str, int]] = field(default_factory=list)
     form: list[dict[str, Any]] = field(default_factory=list)  # a FORM's fields the subject fills in
     pdf: bool = False  # made of a DOCUMENT approval: its PDF is on the page (/r/<token>/document/<id>)
+
+
+@dataclass(frozen=True)
+class ParamShown:
+    """A userParam the subject approves: its value as read, and the declared param that says how
+    to name it (its label in the page's language, never its raw name), its unit and description."""
+
+    value: str
+    param: Param
+
+    def label(self, language: str) -> str:
+        return self.param.label_in(language)
+
+    def description(self, language: str) -> str | None:
+        return self.param.description_in(language)
+
+    @property
+    def unit(self) -> str | None:
+        return self.param.unit
 
 
 @dataclass(frozen=True)
@@ -87,7 +108,11 @@ def shown_value(value: Any) -> str:
 
 
 def _shown(
-    cred: Credential, actions: dict[str, Action], described: dict[str, dict[str, str]], contact: str
+    cred: Credential,
+    actions: dict[str, Action],
+    described: dict[str, dict[str, str]],
+    contact: str,
+    declared: dict[str, dict[str, Param]] | None = None,
 ) -> CredentialShown:
     if cred.resource_type == "DOCUMENT":
         items = cred.data or []
@@ -118,7 +143,11 @@ def _shown(
         )
     action = cred.action or {}
     found = actions.get(str(action.get("id")))
-    params = [(name, shown_value(value)) for name, value in (action.get("userParams") or {}).items()]
+    params_of = (declared or {}).get(str(action.get("version")), {})
+    params = [
+        ParamShown(shown_value(value), params_of.get(name) or Param(name, "string"))
+        for name, value in (action.get("userParams") or {}).items()
+    ]
     return CredentialShown(
         cred.id,
         cred.name,
@@ -165,9 +194,24 @@ def load_journey(engine: Engine, request_id: str, subject_id: str) -> Journey | 
             )
         }
         challenge = session.get(OtpChallenge, (request_id, subject_id))
-        versions = [str(c.action.get("version")) for c in creds if c.limits and c.action]
-        described = limit_usage.version_descriptions(session, req.organization_id, versions)
-        shown = [_shown(c, actions, described, subject.contact) for c in creds]
+        versions = sorted({str(c.action.get("version")) for c in creds if c.action})
+        contents = {
+            v.id: v.content
+            for v in session.exec(
+                select(ActionVersion).where(
+                    ActionVersion.organization_id == req.organization_id, col(ActionVersion.id).in_(versions)
+                )
+            )
+        }
+        described = {v: limit_usage.descriptions(content) for v, content in contents.items()}
+        declared = {
+            v: {
+                p.name: p
+                for p in parse_params(content.get("userParams"), where="userParams", allow_defaults=True)[0]
+            }
+            for v, content in contents.items()
+        }
+        shown = [_shown(c, actions, described, subject.contact, declared) for c in creds]
         return Journey(req, org, subject, link, shown, decided, challenge)
 
 

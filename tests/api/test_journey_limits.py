@@ -172,7 +172,7 @@ async def test_a_credential_without_limits_shows_none(
     plain = policy_request()["credentials"][0]
     url = await page_of(api, http, plain, language="SPA")
     page = (await http.get(url)).text
-    assert "maxAmount" in page and limit_lists(page) == [] and 'class="limits"' not in page
+    assert "Max amount" in page and limit_lists(page) == [] and 'class="limits"' not in page
     assert i18n.text("SPA", "limits_heading") not in page
     created = await api.post("/request", policy_request(credentials=[LEASE, pay(engine, api)]))
     assert created.status_code == 201, created.text

@@ -76,7 +76,7 @@ async def test_hosted_journey_in_each_language(live: LiveStack, browser_page: Pa
         await expect(page.get_by_role("heading", level=1)).to_have_text(t("asks", org=org_name))
         # the credential in human terms: its name and the userParams being approved
         await expect(page.get_by_role("heading", name="Rent payments")).to_be_visible()
-        await expect(page.locator("dl")).to_contain_text("maxAmount")
+        await expect(page.locator("dl")).to_contain_text("Max amount")  # the label, never the raw name
         await expect(page.locator("dl")).to_contain_text("1200")
         # the code field is labelled and focused on arrival
         field = page.get_by_role("textbox", name=t("otp_label"))

@@ -287,3 +287,56 @@ def test_a_timestamp_past_the_range_once_in_utc_says_so() -> None:
         assert check_value(Param("t", "timestamp"), value) == (
             "is out of range: in UTC it must fall between 0001-01-01 and 9999-12-31"
         )
+
+
+def test_a_param_carries_a_label_per_language_a_unit_and_descriptions() -> None:
+    """Issue 34: what the subject reads of a param: its label in the page's language (ENG, else
+    one made from the name, never the raw name), its unit and description."""
+    raw = [
+        {
+            "name": "weeklyLimit",
+            "type": "number",
+            "description": "At most this much a week.",
+            "label": {"ENG": "Weekly limit", "PRT": "Limite semanal"},
+            "descriptions": {"PRT": "No máximo isto por semana."},
+            "unit": "EUR",
+        },
+        {"name": "max_amount", "type": "number", "label": "Highest amount"},
+        {"name": "payeeIBANs", "type": "array<string>"},
+    ]
+    params, errors = parse_params(raw, where="userParams", allow_defaults=True)
+    assert errors == []
+    weekly, highest, payees = params
+    assert (weekly.label_in("PRT"), weekly.label_in("FRA"), weekly.unit) == (
+        "Limite semanal",
+        "Weekly limit",
+        "EUR",
+    )
+    assert (weekly.description_in("PRT"), weekly.description_in("SPA")) == (
+        "No máximo isto por semana.",
+        "At most this much a week.",
+    )
+    assert highest.label == {"ENG": "Highest amount"} and highest.label_in("SPA") == "Highest amount"
+    assert payees.label_in("ENG") == "Payee IBANs" and payees.unit is None  # made from the name
+    assert parse_params([p.as_json() for p in params], where="userParams", allow_defaults=True)[0] == params
+    assert "label" not in Param("x", "number").as_json()  # a version without them keeps its digest
+
+
+@pytest.mark.parametrize(
+    ("extra", "problem"),
+    [
+        ({"label": ""}, "userParams.0.label.ENG must be one line of 1 to 100 characters"),
+        ({"label": "two\nlines"}, "userParams.0.label.ENG must be one line"),
+        ({"label": {"DEU": "Grenze"}}, "userParams.0.label.DEU is not one of ENG, PRT, SPA, FRA"),
+        ({"label": ["x"]}, "userParams.0.label must be a string or an object"),
+        ({"label": "x" * 101}, "userParams.0.label.ENG must be one line of 1 to 100 characters"),
+        ({"unit": "euros and cents!!"}, "userParams.0.unit must be one line of 1 to 16 characters"),
+        ({"unit": "EUR\u202e"}, "userParams.0.unit must be one line"),
+        ({"descriptions": {"PRT": 5}}, "userParams.0.descriptions.PRT must be one line"),
+    ],
+)
+def test_a_label_or_unit_that_is_not_one_short_line_is_refused(extra: dict[str, Any], problem: str) -> None:
+    _, errors = parse_params(
+        [{"name": "limit", "type": "number", **extra}], where="userParams", allow_defaults=True
+    )
+    assert any(e.startswith(problem) for e in errors), errors

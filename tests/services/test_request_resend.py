@@ -56,7 +56,7 @@ def _request(engine: Engine, org_id: str, *, pinned: bool = False) -> store.Requ
         ],
         name="Pay the rent",
         internal_id="order-resend",
-        language="POR",
+        language="PRT",
     )
     made = store.create_request(engine, org_id, new, timedelta(days=3), 10_000, None, None)
     assert isinstance(made, store.RequestBundle)
@@ -80,7 +80,7 @@ async def test_a_canceled_request_is_sent_again_once_linked_and_announced(
         old.request.id,
         "Pay the rent",
         "order-resend",
-        "POR",
+        "PRT",
     )
     assert req.expires_at - req.created_at == old.request.expires_at - old.request.created_at
     assert [(s.id, link.internal_id, link.signer_quality) for link, s in made.subjects] == [

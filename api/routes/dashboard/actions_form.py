@@ -46,7 +46,9 @@ PREFIX = "urn:via:action:"
 MAX_ROWS = 50
 # what each row holds, with the longest text a field may hold
 PARAM_FIELDS = {"name": 100, "type": 20, "description": 500, "maxlength": 12, "maxitems": 12}
-USER_FIELDS = {**PARAM_FIELDS, "default": 1000}
+# a userParam is read by the subject: its label (English here; other languages, kept from a spec
+# file, ride along in "translations") and the unit written after its value (issue 34)
+USER_FIELDS = {**PARAM_FIELDS, "default": 1000, "label": 100, "unit": 16, "translations": 8000}
 RULE_FIELDS = {"name": MAX_RULE_NAME_LENGTH, "description": 500, "expression": MAX_EXPRESSION_LENGTH}
 PARTS = {
     "executionParams": ("e", PARAM_FIELDS),
@@ -174,7 +176,29 @@ def _item(part: str, index: int, row: dict[str, str], limits: dict[str, int], pr
             item["default"] = value_of(item["type"], text)
     if not item.get("description"):
         item.pop("description", None)
+    if part == "userParams":
+        _read_texts(part, index, item, problems)
     return item
+
+
+def _read_texts(part: str, index: int, item: dict[str, Any], problems: list[Problem]) -> None:
+    """A userParam row's label, unit and the other languages' texts as its dict form holds them."""
+    label, unit, kept = item.pop("label", ""), item.pop("unit", ""), item.pop("translations", "")
+    others: dict[str, Any] = {}
+    if kept:
+        try:
+            others = json.loads(kept)
+        except ValueError:
+            others = {}
+        if not isinstance(others, dict):
+            others = {}
+    labels = {**(others.get("label") or {}), **({"ENG": label} if label else {})}
+    if labels:
+        item["label"] = labels
+    if unit:
+        item["unit"] = unit
+    if others.get("descriptions"):
+        item["descriptions"] = others["descriptions"]
 
 
 def _read_bounds(item: dict[str, Any]) -> None:
@@ -201,6 +225,13 @@ def rows_of(raw: dict[str, Any]) -> dict[str, list[dict[str, str]]]:
             if "default" in limits and "default" in item:
                 param = Param(item["name"], item["type"], default=item["default"], has_default=True)
                 row["default"] = text_of(param)
+            if part == "userParams":
+                labels = dict(item.get("label") or {})
+                row["label"] = str(labels.pop("ENG", ""))
+                others = {
+                    k: v for k, v in (("label", labels), ("descriptions", item.get("descriptions"))) if v
+                }
+                row["translations"] = json.dumps(others, ensure_ascii=False) if others else ""
             rows[part].append(row)
     return rows
 
