@@ -146,11 +146,19 @@ def _newest_pins(
 # --- the integrator's event ------------------------------------------------------------------
 
 
+# The stock SDK releases of the older versions parse an event into a oneOf of the types they know
+# (``WebhookCallEvent.from_dict``) and fail on any other: those organizations get no event
+# (docs/webhooks.md); they find the new request by its internalId or GET /request.
+FIRST_VERSION = store.FIRST_VERSION
+
+
 def create_event(engine: Any, settings: Settings, org_id: str, request_id: str) -> WebhookEvent | None:
     bundle = queries.get_request(engine, org_id, request_id)
     if bundle is None or bundle.request.resent_from is None:
         return None
     api_version = api_version_of(orgs.get_organization(engine, org_id).api_version)
+    if api_version < FIRST_VERSION:
+        return None
     event, _ = webhook_store.create_event(
         engine,
         org_id,

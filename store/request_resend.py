@@ -8,15 +8,23 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, or_
 from sqlmodel import col, select
 
 from store import request_queries as queries
 from store.db import read_session
 from store.requests import ApprovalSource, NewContact, NewCredential, NewRequest, RequestBundle
-from store.tables import Credential, CredentialApproval, CredentialDocument, CredentialRequest, WebhookEvent
+from store.tables import (
+    Credential,
+    CredentialApproval,
+    CredentialDocument,
+    CredentialRequest,
+    Organization,
+    WebhookEvent,
+)
 
 RESENT_EVENT = "request.resent"
+FIRST_VERSION = "2026-11-01"  # the API version whose organizations receive it (services.request_resend)
 
 
 def fact_key(request_id: str) -> str:
@@ -30,7 +38,9 @@ def unannounced(engine: Engine, since: datetime, before: datetime, limit: int = 
     with read_session(engine) as session:
         rows = session.exec(
             select(CredentialRequest.organization_id, CredentialRequest.id)
+            .join(Organization, col(Organization.id) == CredentialRequest.organization_id)
             .where(
+                or_(col(Organization.api_version).is_(None), col(Organization.api_version) >= FIRST_VERSION),
                 col(CredentialRequest.resent_from).is_not(None),
                 CredentialRequest.created_at >= since,
                 CredentialRequest.created_at < before,

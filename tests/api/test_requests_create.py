@@ -49,6 +49,7 @@ REQUEST_FIELDS = {
     "canceledAt",
 }
 REQUEST_EXTRAS = {"status", "expiresAt", "authorizedDIDs"}
+REQUEST_EXTRAS |= {"resentFrom", "resentAs"}  # issue 32: a request sent again names the other
 SUBJECT_FIELDS = {
     "id",
     "contact",

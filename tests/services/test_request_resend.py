@@ -21,7 +21,8 @@ from services import actions, request_resend
 from services.context import Context
 from services.errors import Conflict, Invalid, NotFound
 from store import actions as action_store
-from store import audit, request_records
+from store import audit, orgs, request_records
+from store import request_resend as resend_store
 from store import requests as store
 from store import webhooks as webhook_store
 from store.db import utcnow
@@ -200,3 +201,48 @@ async def test_the_newest_published_version_when_asked(
     )
     pin = newest.credentials[0].action
     assert pin is not None and (pin["version"], pin["userParams"]["maxAmount"]) == (v2.id, 1200)
+
+
+async def test_organizations_on_older_versions_get_no_event(
+    live_ctx: Context, org: Credentials, engine: Engine
+) -> None:
+    """The older releases' typed parser fails on an event type it does not know: an organization
+    pinned to 2026-09-01 gets no ``request.resent`` (and the worker's pass does not look for it)."""
+    orgs.set_api_version(engine, org.organization_id, "2026-09-01", actor="operator:tests")
+    old = _request(engine, org.organization_id)
+    request_records.record_expiry(engine, old.request.id)
+    new = await request_resend.send_again(live_ctx, SUPPORT, org.organization_id, old.request.id, "again")
+    assert webhook_store.event_by_fact(engine, f"request.resent:{new.request.id}") is None
+    missed = resend_store.unannounced(engine, utcnow() - timedelta(hours=1), utcnow() + timedelta(hours=1))
+    assert all(request_id != new.request.id for _, request_id in missed)
+
+
+async def test_the_workers_pass_announces_what_the_api_did_not(
+    live_ctx: Context, org: Credentials, engine: Engine, settings: Settings
+) -> None:
+    """The API died between the new request's commit and its event: the worker's pass makes the
+    event and starts its delivery, once however often it runs."""
+    old = _request(engine, org.organization_id)
+    request_records.record_expiry(engine, old.request.id)
+    source = resend_store.source_of(engine, org.organization_id, old.request.id)
+    assert source is not None
+    new = resend_store.new_request_of(source, {}, "the API died after this")
+    made = store.create_request(engine, org.organization_id, new, timedelta(days=1), 10_000, None, None)
+    assert isinstance(made, store.RequestBundle)
+    fact = f"request.resent:{made.request.id}"
+    assert webhook_store.event_by_fact(engine, fact) is None
+    now_graced = settings.model_copy(update={"reconcile_grace": timedelta(0)})
+    for _ in range(2):
+        await request_resend.announce_missed_once(engine, now_graced, live_ctx.client())
+    event = webhook_store.event_by_fact(engine, fact)
+    assert event is not None and event.payload["resentFrom"] == old.request.id
+    assert (
+        len(
+            [
+                e
+                for e in webhook_store.list_events(engine, org.organization_id, 50)
+                if e.event_type == "request.resent"
+            ]
+        )
+        == 1
+    )
