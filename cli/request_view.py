@@ -48,6 +48,8 @@ def detail_data(found: Detail, public_url: str) -> dict[str, Any]:
         "expiresAt": _at(req.expires_at),
         "canceledAt": _at(req.canceled_at),
         "canceledBy": req.canceled_by,
+        "resentFrom": req.resent_from,  # issue 32: sent again from, or as, another request
+        "resentAs": bundle.resent_as,
         "workflowUrl": found.workflow_url,
         "subjects": [_subject(found, link, s, public_url) for link, s in bundle.subjects],
         "credentials": [_credential(c, bundle.decisions.get(c.id, [])) for c in bundle.credentials],
@@ -122,6 +124,9 @@ def print_detail(data: dict[str, Any]) -> None:
     echo(f"  {'expires':<10}  {data['expiresAt']}")
     if data["canceledAt"]:
         echo(f"  {'canceled':<10}  {data['canceledAt']} by {data['canceledBy']}")
+    for label, key in (("sent from", "resentFrom"), ("sent as", "resentAs")):
+        if data.get(key):
+            echo(f"  {label:<10}  {data[key]}")
     echo(f"  {'workflow':<10}  {data['workflowUrl']}")
     echo("subjects")
     for s in data["subjects"]:

@@ -178,6 +178,12 @@ async def test_send_again_makes_the_new_request_naming_the_operator(
     )
     [record] = [r for r in chain(engine, org_id) if r.type == audit.REQUEST_RESENT]
     assert (record.actor, record.data["reason"]) == ("operator:support-bea", "expired on holiday")
+    shown_old = json.loads(
+        (await mandatum(settings, temporal, "request", "show", old.request.id, "--json")).stdout
+    )
+    assert (shown_old["resentAs"], shown_old["resentFrom"]) == (shown["requestId"], None)
+    text = (await mandatum(settings, temporal, "request", "show", shown["requestId"])).stdout
+    assert f"sent from   {old.request.id}" in text
     twice = await mandatum(
         settings, temporal, "request", "retry", "send-again", old.request.id, "--reason", "again"
     )
