@@ -75,3 +75,28 @@ async def test_the_event_page_shows_the_payload_and_the_answers(
         await fits(page)
         await assert_accessible(page, axe_source, f"a webhook event's page ({width})")
         await shot(page, f"dashboard-event-{width}")
+
+
+async def test_an_unknown_dashboard_address_is_the_dashboards_own_page(
+    live: LiveStack, browser_page: Page, phone_page: Page, axe_source: str
+) -> None:
+    """Issue 34: a mistyped address reads as a page of the dashboard, with the way back, not as
+    the API's JSON; the tab has the service's icon."""
+    org = live.new_org()
+    for page, width in ((browser_page, "desktop"), (phone_page, "phone")):
+        await set_password_and_log_in(
+            page,
+            live,
+            org.organization_id,
+            f"lost-{width}-{org.organization_id}@example.com",
+            MemberRole.OWNER,
+        )
+        answer = await page.goto(f"{live.url}/dashboard/no-such-page")
+        assert answer is not None and answer.status == 404
+        await expect(page.get_by_role("heading", name="Not found")).to_be_visible()
+        await expect(page.get_by_role("link", name="Back to the dashboard")).to_be_visible()
+        await fits(page)
+        await assert_accessible(page, axe_source, f"the dashboard's 404 page ({width})")
+        await shot(page, f"dashboard-404-{width}")
+    icon = await browser_page.request.get(f"{live.url}/favicon.ico")
+    assert icon.status == 200 and icon.headers["content-type"] == "image/vnd.microsoft.icon"
