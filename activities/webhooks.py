@@ -190,7 +190,13 @@ class WebhookActivities:
         if config is None:
             return self._skipped(event)
         body = encrypt_event(event.payload, config.encryption_secret, config.salt)
-        headers = delivery_headers(event.id, config.signature_secret, body, int(time.time() * 1000))
+        headers = delivery_headers(
+            event.id,
+            config.signature_secret,
+            body,
+            int(time.time() * 1000),
+            config.previous_signature_secret,
+        )
         headers["User-Agent"] = USER_AGENT
         crash_point("webhook:before-post")
         began = time.monotonic()

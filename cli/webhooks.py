@@ -86,6 +86,30 @@ def webhook_set(
         emit(generated, False, "generated (shown once, keep them now):")
 
 
+@webhook_app.command("rotate")
+def webhook_rotate(
+    org: OrgOpt,
+    overlap_hours: Annotated[
+        int,
+        typer.Option(
+            "--overlap-hours", help="How long the current secret keeps signing (X-Signature), 1 to 168."
+        ),
+    ] = 24,
+    as_json: JsonOpt = False,
+) -> None:
+    """A new signature secret, printed once. Until the overlap ends, X-Signature is still made with
+    the current secret and X-Signature-Next with the new one (docs/webhooks.md)."""
+    try:
+        done = _webhooks().rotate_signature_secret(command_context(), operator(), org, overlap_hours)
+    except ServiceError as exc:
+        fail(str(exc))
+    emit(
+        {"signature_secret": done.signature_secret, "overlap_until": done.overlap_until.isoformat()},
+        as_json,
+        "new signature secret (shown once, keep it now):",
+    )
+
+
 @webhook_app.command("show")
 def webhook_show(org: OrgOpt, as_json: JsonOpt = False) -> None:
     """The webhook's URL and when it was set; never its secrets."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
@@ -73,6 +74,35 @@ def configure(
     except ValueError as exc:
         raise Invalid(str(exc)) from exc
     return generated
+
+
+OVERLAP_HOURS = range(1, 169)  # a rotation's overlap: 1 hour to a week
+DEFAULT_OVERLAP_HOURS = 24
+
+
+@dataclass(frozen=True)
+class Rotated:
+    signature_secret: str  # shown once
+    overlap_until: datetime
+
+
+def rotate_signature_secret(
+    ctx: Context, actor: Actor, org_id: str, overlap_hours: int = DEFAULT_OVERLAP_HOURS
+) -> Rotated:
+    """A new signature secret for the webhook; deliveries are signed with the current one too
+    (``X-Signature``, the new one in ``X-Signature-Next``) for ``overlap_hours``, so receivers
+    move to the new secret when they are ready. ``Invalid`` for an overlap out of range,
+    ``NotFound`` without a webhook."""
+    if overlap_hours not in OVERLAP_HOURS:
+        raise Invalid(f"the overlap is {OVERLAP_HOURS.start} to {OVERLAP_HOURS.stop - 1} hours")
+    new = store.new_signature_secret()
+    try:
+        until = store.rotate_signature_secret(
+            ctx.engine, ctx.cipher, org_id, new, timedelta(hours=overlap_hours), actor=str(actor)
+        )
+    except orgs.NotFound as exc:
+        raise NotFound(str(exc)) from exc
+    return Rotated(new, until)
 
 
 def settings_row(ctx: Context, org_id: str) -> WebhookConfig | None:

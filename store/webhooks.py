@@ -13,7 +13,7 @@ import binascii
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
@@ -46,6 +46,9 @@ class WebhookSettings:
     signature_secret: str
     encryption_secret: str  # base64
     salt: str
+    # during a rotation's overlap: the previous signature secret, which X-Signature is made with
+    # until it ends (docs/webhooks.md, "Rotating the signature secret")
+    previous_signature_secret: str | None = None
 
 
 def new_signature_secret() -> str:
@@ -131,12 +134,52 @@ def get_config(engine: Engine, cipher: SecretCipher, org_id: str) -> WebhookSett
 
 
 def _settings_of(cipher: SecretCipher, row: WebhookConfig) -> WebhookSettings:
+    previous = None
+    if row.previous_signature_secret_ciphertext and row.previous_until and row.previous_until > utcnow():
+        previous = cipher.decrypt(row.previous_signature_secret_ciphertext)
     return WebhookSettings(
         row.url,
         cipher.decrypt(row.signature_secret_ciphertext),
         cipher.decrypt(row.encryption_secret_ciphertext),
         row.encryption_salt,
+        previous,
     )
+
+
+def rotate_signature_secret(
+    engine: Engine, cipher: SecretCipher, org_id: str, new_secret: str, overlap: timedelta, *, actor: str
+) -> datetime:
+    """The webhook's new signature secret; the current one keeps signing deliveries
+    (``X-Signature``) until the overlap ends, when its end is returned. A rotation during an overlap
+    replaces the secret being phased in: the oldest one stays until its own end. NotFound when the
+    organization has no webhook; ``WEBHOOK_CONFIGURED`` names the change and the end, never a secret."""
+    if not new_secret:
+        raise ValueError("the signature secret must not be empty")
+    key = audit.signer(engine)
+    now = utcnow()
+    with write_session(engine) as session:
+        row = session.get(WebhookConfig, org_id, with_for_update=True)
+        if row is None or not row.url:
+            raise NotFound(f"organization {org_id} has no webhook")
+        in_overlap = row.previous_until is not None and row.previous_until > now
+        if not in_overlap:
+            row.previous_signature_secret_ciphertext = row.signature_secret_ciphertext
+            row.previous_until = now + overlap
+        row.signature_secret_ciphertext = cipher.encrypt(new_secret)
+        row.updated_at = now
+        until = row.previous_until
+        assert until is not None
+        session.add(row)
+        session.flush()
+        data = {
+            "url": _without_query(row.url),
+            "secretsChanged": ["signatureSecret"],
+            "overlapUntil": until.isoformat(),
+        }
+        audit.append(
+            session.connection(), key, audit.Entry(audit.WEBHOOK_CONFIGURED, org_id, actor=actor, data=data)
+        )
+    return until
 
 
 def config_row(engine: Engine, org_id: str) -> WebhookConfig | None:

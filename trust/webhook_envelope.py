@@ -71,14 +71,23 @@ def signature_matches(signature_secret: str, timestamp_ms: str, body: bytes, rec
     return hmac.compare_digest(signature(signature_secret, timestamp_ms, body), received.lower())
 
 
-def delivery_headers(event_id: str, signature_secret: str, body: bytes, timestamp_ms: int) -> dict[str, str]:
+def delivery_headers(
+    event_id: str, signature_secret: str, body: bytes, timestamp_ms: int, previous_secret: str | None = None
+) -> dict[str, str]:
+    """The delivery's headers. During a rotation's overlap (``previous_secret``), ``X-Signature``
+    is still made with the previous secret, so a receiver not yet given the new one verifies as
+    before, and ``X-Signature-Next`` with the new one; a receiver accepts a delivery when either
+    matches its secret. After the overlap, ``X-Signature`` alone, with the new secret."""
     stamp = str(timestamp_ms)
-    return {
+    headers = {
         "Content-Type": "application/json",
         "X-Timestamp": stamp,
-        "X-Signature": signature(signature_secret, stamp, body),
+        "X-Signature": signature(previous_secret or signature_secret, stamp, body),
         "Webhook-Id": event_id,
     }
+    if previous_secret is not None:
+        headers["X-Signature-Next"] = signature(signature_secret, stamp, body)
+    return headers
 
 
 def _b64(raw: bytes) -> str:

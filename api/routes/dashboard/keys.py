@@ -9,8 +9,6 @@ short-lived HttpOnly cookie bound to the member, which that page clears."""
 
 from __future__ import annotations
 
-import base64
-import json
 import re
 from datetime import datetime, timedelta
 from functools import partial
@@ -20,13 +18,13 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from api.deps import ContextDep
+from api.routes.dashboard import shown_once
 from api.routes.dashboard.common import (
     BUILDERS,
     form_by,
     not_found,
     org_of,
     page,
-    secure,
     signed_in,
     when,
 )
@@ -50,61 +48,23 @@ KEY_NOTICES = {
 UNNAMED = "(unnamed)"
 ISSUED_COOKIE = "mandatum_issued_key"
 ISSUED_PATH = "/dashboard/keys"
-ISSUED_SECONDS = 120  # long enough for the redirect, short enough to be gone soon after
 
 
 def _issued_redirect(
     ctx: Context, member: Member, issued: organizations.IssuedKey, rotated: bool
 ) -> Response:
-    """303 to the keys page, carrying what to show once (encrypted, for this member only)."""
-    sealed = ctx.cipher.encrypt(
-        json.dumps(
-            {
-                "member": member.id,
-                "at": utcnow().timestamp(),
-                "rotated": rotated,
-                "key_id": issued.key_id,
-                "api_key": issued.api_key,
-                "secret": issued.signature_secret,
-                "name": issued.name,
-                "description": issued.description,
-            }
-        )
-    )
-    answer = RedirectResponse(ISSUED_PATH, status_code=303)
-    answer.set_cookie(
-        ISSUED_COOKIE,
-        base64.urlsafe_b64encode(sealed).decode(),
-        max_age=ISSUED_SECONDS,
-        path=ISSUED_PATH,
-        httponly=True,
-        samesite="strict",
-        secure=secure(ctx),
-    )
-    return answer
-
-
-def _issued_shown(ctx: Context, member: Member, cookie: str | None) -> dict[str, Any] | None:
-    """What ``_issued_redirect`` sealed, when it is this member's and fresh; else None."""
-    if not cookie or len(cookie) > 4096:
-        return None
-    try:
-        found = json.loads(ctx.cipher.decrypt(base64.urlsafe_b64decode(cookie.encode())))
-    except Exception:  # tampered, sealed under another key, or garbage: nothing is shown
-        return None
-    age = utcnow().timestamp() - float(found.get("at", 0))
-    if found.get("member") != member.id or not 0 <= age <= ISSUED_SECONDS:
-        return None
-    return {
-        "rotated": bool(found["rotated"]),
+    """303 to the keys page, which shows the key and secret once (``shown_once``)."""
+    shown = {
+        "rotated": rotated,
         "issued": {
-            "key_id": found["key_id"],
-            "api_key": found["api_key"],
-            "signature_secret": found["secret"],
-            "name": found["name"],
-            "description": found["description"],
+            "key_id": issued.key_id,
+            "api_key": issued.api_key,
+            "signature_secret": issued.signature_secret,
+            "name": issued.name,
+            "description": issued.description,
         },
     }
+    return shown_once.redirect_showing(ctx, member, ISSUED_PATH, ISSUED_COOKIE, shown)
 
 
 def _key_status(key: Any, now: datetime) -> str:
@@ -159,16 +119,12 @@ async def keys_page(request: Request, ctx: ContextDep, notice: str | None = None
     if isinstance(found, Response):
         return found
     member, token = found
-    shown = _issued_shown(ctx, member, request.cookies.get(ISSUED_COOKIE))
+    shown = shown_once.taken(ctx, member, request, ISSUED_COOKIE)
     if shown is None:
         answer = await _keys_page(ctx, member, token, notice=KEY_NOTICES.get(notice or ""))
     else:
         answer = await _keys_page(ctx, member, token, **shown)
-    if ISSUED_COOKIE in request.cookies:  # shown once: a reload shows the list alone
-        answer.delete_cookie(
-            ISSUED_COOKIE, path=ISSUED_PATH, httponly=True, samesite="strict", secure=secure(ctx)
-        )
-    return answer
+    return shown_once.cleared(ctx, request, answer, ISSUED_COOKIE, ISSUED_PATH)  # a reload: the list alone
 
 
 @router.post("/dashboard/keys", response_class=HTMLResponse)

@@ -13,6 +13,7 @@ from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from api.deps import ContextDep
+from api.routes.dashboard import shown_once
 from api.routes.dashboard.common import (
     BUILDERS,
     EVERYONE,
@@ -28,7 +29,7 @@ from api.routes.dashboard.common import (
 from core.ids import is_object_id
 from orchestration.temporal import temporal_unavailable
 from services import members, webhooks
-from services.context import Context, run_blocking
+from services.context import Context, run_blocking, utcnow
 from services.errors import Conflict, Invalid, NotFound
 from store.tables import Member
 
@@ -37,8 +38,12 @@ router = APIRouter()
 WEBHOOK_ROLES = BUILDERS
 EVENTS_SHOWN = 20
 WEBHOOK_NOTICES = {
-    "test-sent": "The test event is on its way: its delivery shows below (reload to follow it)."
+    "test-sent": "The test event is on its way: its delivery shows below (reload to follow it).",
+    "saved": "The webhook is saved.",
+    "rotated": "The signature secret is rotated: both are in use until the overlap ends.",
 }
+WEBHOOK_PATH = "/dashboard/webhooks"
+SECRETS_COOKIE = "mandatum_webhook_secrets"
 
 
 async def _webhook_page(ctx: Context, member: Member, token: str, **extra: Any) -> HTMLResponse:
@@ -62,6 +67,9 @@ def _webhook_html(
         title="Webhook · Mandatum",
         url=config.url if config else "",
         updated=when(config.updated_at) if config else "",
+        overlapping=when(config.previous_until)
+        if config and config.previous_until and config.previous_until > utcnow()
+        else "",
         events=events,
         **extra,
     )
@@ -74,7 +82,9 @@ async def webhook_page(request: Request, ctx: ContextDep, notice: str | None = N
         return found
     member, token = found
     notice_text = WEBHOOK_NOTICES.get(notice or "")
-    return await _webhook_page(ctx, member, token, notice=notice_text)
+    shown = shown_once.taken(ctx, member, request, SECRETS_COOKIE)
+    answer = await _webhook_page(ctx, member, token, notice=notice_text, **(shown or {}))
+    return shown_once.cleared(ctx, request, answer, SECRETS_COOKIE, WEBHOOK_PATH)
 
 
 @router.post("/dashboard/webhooks", response_class=HTMLResponse)
@@ -105,7 +115,37 @@ async def set_webhook(
     except Invalid as exc:
         return await _webhook_page(ctx, member, token, status=400, error=str(exc))
     shown = generated or {name.replace("_", " "): value for name, value in fresh.items()}
-    return await _webhook_page(ctx, member, token, secrets=shown)
+    if not shown:
+        return RedirectResponse(f"{WEBHOOK_PATH}?notice=saved", status_code=303)
+    return shown_once.redirect_showing(
+        ctx, member, f"{WEBHOOK_PATH}?notice=saved", SECRETS_COOKIE, {"secrets": shown}
+    )
+
+
+@router.post("/dashboard/webhooks/rotate", response_class=HTMLResponse)
+async def rotate_secret(
+    request: Request,
+    ctx: ContextDep,
+    csrf: Annotated[str, Form(max_length=100)] = "",
+    overlap: Annotated[str, Form(max_length=4)] = "24",
+) -> Response:
+    """A new signature secret, the current one still signing (X-Signature) for ``overlap`` hours."""
+    found = await form_by(request, ctx, csrf, WEBHOOK_ROLES)
+    if isinstance(found, Response):
+        return found
+    member, token = found
+    try:
+        hours = int(overlap) if overlap.isascii() and overlap.isdigit() else -1
+        done = await run_blocking(
+            ctx, webhooks.rotate_signature_secret, ctx, members.actor_of(member), org_of(member), hours
+        )
+    except (Invalid, NotFound) as exc:
+        return await _webhook_page(ctx, member, token, status=400, error=str(exc))
+    shown = {
+        "secrets": {"signature secret": done.signature_secret},
+        "overlap_until": when(done.overlap_until),
+    }
+    return shown_once.redirect_showing(ctx, member, f"{WEBHOOK_PATH}?notice=rotated", SECRETS_COOKIE, shown)
 
 
 @router.post("/dashboard/webhooks/test", response_class=HTMLResponse)

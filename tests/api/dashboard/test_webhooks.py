@@ -51,7 +51,10 @@ async def test_the_url_the_secrets_and_the_test_event(
         assert bad.status_code == 400 and store.config_row(engine, org.organization_id) is None
 
         with receiving(lambda n: 200) as receiver:
-            saved = await browser.post("/dashboard/webhooks", data={"csrf": csrf, "url": receiver.url})
+            posted = await browser.post("/dashboard/webhooks", data={"csrf": csrf, "url": receiver.url})
+            where = "/dashboard/webhooks?notice=saved"
+            assert (posted.status_code, posted.headers["location"]) == (303, where)
+            saved = await browser.get(posted.headers["location"])  # post, redirect, get (issue 34)
             assert saved.status_code == 200 and "shown once" in saved.text
             first = _secrets(saved.text)
             assert set(first) == set(SECRET_NAMES)
@@ -76,7 +79,7 @@ async def test_the_url_the_secrets_and_the_test_event(
             renewed = await browser.post(
                 "/dashboard/webhooks", data={"csrf": csrf, "url": receiver.url, "new_secrets": "yes"}
             )
-            second = _secrets(renewed.text)
+            second = _secrets((await browser.get(renewed.headers["location"])).text)
             assert set(second) == set(SECRET_NAMES) and all(second[n] != first[n] for n in SECRET_NAMES)
 
     records = [(r.type, r.actor, r.data.get("secretsChanged")) for r in changes(engine, org.organization_id)]
