@@ -168,6 +168,28 @@ def webhook_retry(event_id: EventArg) -> None:
     finish()
 
 
+@webhook_app.command("replay")
+def webhook_replay(
+    org: OrgOpt,
+    date_from: Annotated[str, typer.Option("--from", help="The first UTC day (YYYY-MM-DD).")],
+    date_to: Annotated[str, typer.Option("--to", help="The last UTC day (YYYY-MM-DD).")],
+    reason: ReasonOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Deliver again every failed event of the organization made on those days (at most 500 at a
+    time, oldest first), each recorded as a retry with the reason."""
+    why = reason_of(reason)
+    ctx = command_context()
+
+    async def replay(ctx: Context) -> dict[str, object]:
+        done = await _webhooks().replay_failed(ctx, operator(), org, date_from, date_to, why)
+        return {"started": done.started, "refused": done.refused, "more": done.more}
+
+    done = with_temporal(ctx, replay, f"replay the failed events of {date_from} to {date_to}")
+    emit(done, as_json, f"{len(done['started'])} failed events delivered again.")  # type: ignore[arg-type]
+    finish()
+
+
 @webhook_app.command("resend")
 def webhook_resend(event_id: EventArg, reason: ReasonOpt = None, as_json: JsonOpt = False) -> None:
     """Deliver an event once more: a failed one is retried, a delivered one resent.

@@ -24,6 +24,7 @@ from services.errors import Conflict, Invalid, NotFound
 from store import orgs
 from store import webhooks as store
 from store.tables import WebhookAttempt, WebhookConfig, WebhookEvent
+from wire.dates import day_range
 from wire.webhook_payloads import api_version_of, sample_event
 
 
@@ -200,6 +201,50 @@ async def redeliver(
 
 
 ENDING_SECONDS = 10.0  # how long a retry waits for the failed run it follows to end
+REPLAY_AT_MOST = 500  # failed events one replay retries (the rest: the next replay)
+REPLAY_AT_ONCE = 8  # deliveries started at the same time
+
+
+@dataclass(frozen=True)
+class Replayed:
+    started: list[str]  # the events whose delivery started again
+    refused: dict[str, str]  # event id -> why not (it changed meanwhile, Temporal refused)
+    more: bool  # more failed events than REPLAY_AT_MOST in the range
+
+
+async def replay_failed(
+    ctx: Context,
+    actor: Actor,
+    org_id: str,
+    date_from: str | None,
+    date_to: str | None,
+    reason: str | None = None,
+) -> Replayed:
+    """Deliver again every failed event of the organization made on the UTC days ``date_from`` to
+    ``date_to`` (at most ``REPLAY_AT_MOST``, oldest first), each as ``redeliver`` retries one, with
+    its ``WEBHOOK_REDELIVERY`` record."""
+    try:
+        since, until = day_range(date_from, date_to)
+    except ValueError as exc:
+        raise Invalid(str(exc)) from exc
+    if since is None or until is None:
+        raise Invalid("give the first and the last day (dateFrom, dateTo)")
+    found = await asyncio.to_thread(
+        store.failed_between, ctx.engine, org_id, since, until, REPLAY_AT_MOST + 1
+    )
+    wanted, more = found[:REPLAY_AT_MOST], len(found) > REPLAY_AT_MOST
+    gate = asyncio.Semaphore(REPLAY_AT_ONCE)
+    refused: dict[str, str] = {}
+
+    async def one(event_id: str) -> None:
+        async with gate:
+            try:
+                await redeliver(ctx, actor, org_id, event_id, "retry", reason)
+            except Conflict as exc:
+                refused[event_id] = str(exc)
+
+    await asyncio.gather(*(one(e) for e in wanted))
+    return Replayed([e for e in wanted if e not in refused], refused, more)
 
 
 def retryable(ctx: Context, actor: Actor, event_id: str) -> WebhookEvent:

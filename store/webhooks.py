@@ -247,6 +247,25 @@ def list_events(
         return list(session.exec(stmt))
 
 
+def failed_between(engine: Engine, org_id: str, since: datetime, until: datetime, limit: int) -> list[str]:
+    """The ids of the organization's failed events made between ``since`` and ``until``, oldest
+    first, at most ``limit``."""
+    with read_session(engine) as session:
+        return list(
+            session.exec(
+                select(WebhookEvent.id)
+                .where(
+                    WebhookEvent.organization_id == org_id,
+                    WebhookEvent.state == FAILED,
+                    WebhookEvent.created_at >= since,
+                    WebhookEvent.created_at <= until,
+                )
+                .order_by(col(WebhookEvent.created_at))
+                .limit(limit)
+            )
+        )
+
+
 def event_of(engine: Engine, org_id: str, event_id: str) -> WebhookEvent | None:
     """The organization's event (None for another organization's)."""
     with read_session(engine) as session:

@@ -262,6 +262,23 @@ async def test_webhook_attempts_and_resend_of_a_failed_event(
     assert "not found" in await shell.refused("webhook", "attempts", "urn:via:event:nothing")
 
 
+async def test_webhook_replay_of_a_range_of_days(shell: Shell, live: Live, engine: Engine) -> None:
+    """Issue 34: every failed event made on those UTC days is delivered again, each a retry."""
+    event = _event(engine, live.org_id, live.request_id)
+    webhook_store.mark_failed(engine, event.id, "gave up")
+    day = event.created_at.date().isoformat()
+    done = await shell.json(
+        "webhook", "replay", "--org", live.org_id, "--from", day, "--to", day, "--reason", REASON
+    )
+    assert (done["started"], done["refused"], done["more"]) == ([event.id], {}, False)
+    [record] = [r for r in _by_operator(engine, live.org_id) if r.type == audit.WEBHOOK_REDELIVERY]
+    assert (record.data["eventId"], record.data["kind"]) == (event.id, "retry")
+    bad = await shell.refused(
+        "webhook", "replay", "--org", live.org_id, "--from", day, "--to", "2000-01-01", "--reason", REASON
+    )
+    assert "dateTo must not be before dateFrom" in bad
+
+
 async def test_mandate_revoke_records_the_reason(
     shell: Shell, live: Live, engine: Engine, cipher: SecretCipher, settings: Settings
 ) -> None:

@@ -24,6 +24,7 @@ from api.routes.dashboard import (
     activity,
     approvals,
     auth,
+    event_replay,
     keys,
     mandates,
     members,
@@ -42,6 +43,7 @@ router = APIRouter(include_in_schema=False)
 SECTIONS = (
     auth,
     keys,
+    event_replay,  # before webhooks: /dashboard/events/replay is not an event's page
     webhooks,
     settings,
     requests,

@@ -9,7 +9,7 @@ from functools import partial
 from typing import Annotated, Any
 from urllib.parse import quote
 
-from fastapi import APIRouter, Form, Request
+from fastapi import APIRouter, Form, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from api.deps import ContextDep
@@ -180,7 +180,13 @@ EVENT_NOTICES = {
 
 
 @router.get("/dashboard/events", response_class=HTMLResponse)
-async def events_page(request: Request, ctx: ContextDep, requestId: str | None = None) -> Response:
+async def events_page(
+    request: Request,
+    ctx: ContextDep,
+    requestId: str | None = None,
+    replayed: Annotated[int | None, Query(ge=0, le=100_000)] = None,
+    more: str | None = None,
+) -> Response:
     found = await signed_in(request, ctx, EVERYONE)
     if isinstance(found, Response):
         return found
@@ -193,7 +199,13 @@ async def events_page(request: Request, ctx: ContextDep, requestId: str | None =
         error = "The request id is 24 lower-case hexadecimal characters."
         return await render(status=400, error=error, events=[], request_id="")
     rows = await run_blocking(ctx, webhooks.events, ctx, org_of(member), EVENTS_LISTED, wanted)
-    return await render(events=[event_row(e) for e in rows], request_id=wanted or "")
+    notice = None
+    if replayed is not None:  # after a replay (api/routes/dashboard/event_replay.py)
+        events_are = "event of those days is" if replayed == 1 else "events of those days are"
+        notice = f"{replayed} failed {events_are} being delivered again."
+        if more:
+            notice += " There are more: replay the same days again for the next ones."
+    return await render(events=[event_row(e) for e in rows], request_id=wanted or "", notice=notice)
 
 
 EVENTS_LISTED = 100

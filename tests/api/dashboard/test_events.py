@@ -198,3 +198,34 @@ async def test_a_redelivery_temporal_does_not_take_leaves_the_event_as_it_was(
     with pytest.raises(RuntimeError, match="Temporal client not connected"):
         await webhooks.redeliver(offline, Actor.shell_operator("x"), org.organization_id, event.id, "retry")
     assert store.get_event(engine, event.id).state == store.FAILED  # not left pending for ever
+
+
+async def test_a_support_member_replays_the_failed_events_of_a_day(
+    app: FastAPI, ctx: Context, org: Credentials, engine: Engine
+) -> None:
+    """Issue 34: the events page replays every failed event of a range of days, then says how many."""
+    with receiving(lambda n: 200) as receiver:
+        developer = Actor.shell_operator("setup")
+        webhooks.configure(ctx, developer, org.organization_id, receiver.url)
+        event = webhooks.create_test_event(ctx, developer, org.organization_id)
+        store.mark_failed(engine, event.id, "gave up")
+        day = event.created_at.date().isoformat()
+        async with page_client(app) as browser:
+            _, csrf = await log_in_as(browser, ctx, org, MemberRole.SUPPORT, "replayer")
+            page = (await browser.get("/dashboard/events")).text
+            assert "Replay the failed events" in page
+            bad = await browser.post(
+                "/dashboard/events/replay", data={"csrf": csrf, "dateFrom": day, "dateTo": "2000-01-01"}
+            )
+            assert bad.status_code == 400 and "dateTo must not be before dateFrom" in bad.text
+            stale = await browser.post(
+                "/dashboard/events/replay", data={"csrf": "0" * 64, "dateFrom": day, "dateTo": day}
+            )
+            assert stale.status_code == 403
+            done = await browser.post(
+                "/dashboard/events/replay", data={"csrf": csrf, "dateFrom": day, "dateTo": day}
+            )
+            assert (done.status_code, done.headers["location"]) == (303, "/dashboard/events?replayed=1")
+            shown = (await browser.get(done.headers["location"])).text
+            assert "1 failed event of those days is being delivered again." in shown
+        assert (await _settled(engine, event.id, 1)).state == store.DELIVERED
