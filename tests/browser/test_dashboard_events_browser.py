@@ -8,6 +8,8 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 from playwright.async_api import Page, expect
+from sqlalchemy import update
+from sqlmodel import col
 
 from core.kinds import MemberRole
 from store.db import utcnow, write_session
@@ -100,3 +102,31 @@ async def test_an_unknown_dashboard_address_is_the_dashboards_own_page(
         await shot(page, f"dashboard-404-{width}")
     icon = await browser_page.request.get(f"{live.url}/favicon.ico")
     assert icon.status == 200 and icon.headers["content-type"] == "image/vnd.microsoft.icon"
+
+
+async def test_a_pending_delivery_updates_on_the_page_by_itself(
+    live: LiveStack, browser_page: Page, axe_source: str
+) -> None:
+    """Issue 34: while an event's delivery is under way its page follows it without the member
+    reloading (no external script, the CSP unchanged); the box turns that off."""
+    org = live.new_org()
+    event_id = _event_with_an_answer(live, org.organization_id)  # pending, a retry due
+    page = browser_page
+    await set_password_and_log_in(
+        page, live, org.organization_id, f"follow-{org.organization_id}@example.com", MemberRole.SUPPORT
+    )
+    answer = await page.goto(f"{live.url}/dashboard/events/{event_id}")
+    assert answer is not None and "connect-src" not in answer.headers["content-security-policy"]
+    await expect(page.locator("#event-state")).to_have_text("pending")
+    await expect(
+        page.get_by_label("update this page every 5 seconds while the delivery is under way")
+    ).to_be_checked()
+    await assert_accessible(page, axe_source, "a pending event's page that follows its delivery")
+    with write_session(live.engine) as session:  # the retry went through meanwhile
+        session.execute(
+            update(WebhookEvent)
+            .where(col(WebhookEvent.id) == event_id)
+            .values(state="delivered", next_attempt_at=None, delivered_at=utcnow())
+        )
+    await expect(page.locator("#event-state")).to_have_text("delivered", timeout=15_000)
+    await expect(page.locator("#follow")).to_have_count(0)  # nothing left to follow
