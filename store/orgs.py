@@ -124,15 +124,13 @@ def list_organizations(engine: Engine) -> list[Organization]:
 
 
 def _setting_changed(
-    session: Session, key: Ed25519KeyPair, org_id: str, actor: str, name: str, value: Any
+    session: Session, key: Ed25519KeyPair, org_id: str, actor: str, name: str, value: Any, previous: Any
 ) -> None:
-    """The ``ORGANIZATION_SETTINGS_CHANGED`` record of one setting, in the change's transaction."""
+    """The ``ORGANIZATION_SETTINGS_CHANGED`` record of one setting (its value before and after), in
+    the change's transaction."""
     session.flush()
-    audit.append(
-        session.connection(),
-        key,
-        audit.Entry(audit.SETTINGS_CHANGED, org_id, actor=actor, data={"setting": name, "value": value}),
-    )
+    data = {"setting": name, "value": value, "previous": previous}
+    audit.append(session.connection(), key, audit.Entry(audit.SETTINGS_CHANGED, org_id, actor=actor, data=data))
 
 
 def _set(engine: Engine, org_id: str, actor: str, column: str, name: str, value: Any) -> None:
@@ -143,9 +141,11 @@ def _set(engine: Engine, org_id: str, actor: str, column: str, name: str, value:
         org = session.get(Organization, org_id)
         if org is None:
             raise NotFound(f"organization {org_id} not found")
+        previous = getattr(org, column)
+        previous = list(previous) if isinstance(previous, list) else previous
         setattr(org, column, value)
         session.add(org)
-        _setting_changed(session, key, org_id, actor, name, value)
+        _setting_changed(session, key, org_id, actor, name, value, previous)
 
 
 def set_request_rate(engine: Engine, org_id: str, per_minute: int, *, actor: str) -> None:

@@ -55,12 +55,15 @@ def set_presentation_minutes(engine: Engine, org_id: str, minutes: int, *, actor
         raise ValueError(f"a presentation lifetime is {MIN_MINUTES} to {MAX_MINUTES} minutes")
     key = audit.signer(engine)
     with write_connection(engine) as conn:
+        previous = conn.execute(
+            select(col(Organization.presentation_minutes)).where(col(Organization.id) == org_id)
+        ).scalar_one_or_none()
         done = conn.execute(
             update(Organization).where(col(Organization.id) == org_id).values(presentation_minutes=minutes)
         )
         if done.rowcount != 1:
             raise NotFound(f"organization {org_id} not found")
-        data = {"setting": "presentationMinutes", "value": minutes}
+        data = {"setting": "presentationMinutes", "value": minutes, "previous": previous}
         audit.append(conn, key, audit.Entry(audit.SETTINGS_CHANGED, org_id, actor=actor, data=data))
 
 

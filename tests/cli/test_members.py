@@ -201,6 +201,9 @@ def test_org_set_second_factor_requires_it_of_every_member(
     done = shell("org", "set-second-factor", "--org", org.organization_id, "--required")
     assert done.returncode == 0 and "requires a second factor of every member" in done.stdout
     (record,) = [r for r in chain(engine, org.organization_id) if r.type == audit.SETTINGS_CHANGED]
-    assert (record.actor, record.data) == (OPERATOR, {"setting": "requireSecondFactor", "value": True})
+    assert (record.actor, record.data) == (
+        OPERATOR,
+        {"setting": "requireSecondFactor", "value": True, "previous": False},
+    )
     off = shell("org", "set-second-factor", "--org", org.organization_id, "--optional")
     assert off.returncode == 0 and "leaves the second factor to each member" in off.stdout

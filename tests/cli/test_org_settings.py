@@ -47,6 +47,6 @@ def test_org_set_portal_turns_it_off_and_on(org: Credentials, engine: Engine, sh
     assert on.returncode == 0 and "shows its mandates in the subject's portal" in on.stdout
     records = [(r.actor, r.data) for r in chain(engine, org_id) if r.type == audit.SETTINGS_CHANGED]
     assert records == [
-        ("operator:desk-pia", {"setting": "portalEnabled", "value": False}),
-        ("operator:desk-pia", {"setting": "portalEnabled", "value": True}),
+        ("operator:desk-pia", {"setting": "portalEnabled", "value": False, "previous": True}),
+        ("operator:desk-pia", {"setting": "portalEnabled", "value": True, "previous": False}),
     ]

@@ -89,9 +89,9 @@ async def test_settings_and_the_webhook_are_recorded_with_their_new_values(
         ("WEBHOOK_CONFIGURED", "member:mia")
     ] * 2
     assert [r.data for r in records[:3]] == [
-        {"setting": "requestRatePerMinute", "value": 30},
-        {"setting": "presentationMinutes", "value": 15},
-        {"setting": "frameOrigins", "value": saved},
+        {"setting": "requestRatePerMinute", "value": 30, "previous": 1000},
+        {"setting": "presentationMinutes", "value": 15, "previous": 5},
+        {"setting": "frameOrigins", "value": saved, "previous": []},
     ]
     assert saved == ["https://app.example.com"]
     # the first configuration generates all three; the second changes only the signature secret

@@ -270,7 +270,7 @@ async def test_operators_always_and_members_of_an_organization_that_requires_it_
     (record,) = [r for r in chain(engine, org.organization_id) if r.type == audit.SETTINGS_CHANGED]
     assert (record.actor, record.data) == (
         f"member:{owner.id}",
-        {"setting": "requireSecondFactor", "value": True},
+        {"setting": "requireSecondFactor", "value": True, "previous": False},
     )
     later = now + timedelta(seconds=30)
     with pytest.raises(Conflict, match="requires a second factor"):  # nor may one turn their own off
