@@ -130,7 +130,8 @@ def _setting_changed(
     the change's transaction."""
     session.flush()
     data = {"setting": name, "value": value, "previous": previous}
-    audit.append(session.connection(), key, audit.Entry(audit.SETTINGS_CHANGED, org_id, actor=actor, data=data))
+    entry = audit.Entry(audit.SETTINGS_CHANGED, org_id, actor=actor, data=data)
+    audit.append(session.connection(), key, entry)
 
 
 def _set(engine: Engine, org_id: str, actor: str, column: str, name: str, value: Any) -> None:
