@@ -189,6 +189,9 @@ class WebhookActivities:
         config = store.get_config(self._engine, self._cipher, event.organization_id)
         if config is None:
             return self._skipped(event)
+        refused = store.refusal(config, event.event_type)
+        if refused is not None:  # off, or not a type it takes
+            return self._skipped(event, refused)
         body = encrypt_event(event.payload, config.encryption_secret, config.salt)
         headers = delivery_headers(
             event.id,
@@ -229,9 +232,13 @@ class WebhookActivities:
         )
         return DeliveryResult(event_id=event.id, state=store.DELIVERED, status_code=post.status)
 
-    def _skipped(self, event: WebhookEvent) -> DeliveryResult:
-        """The organization has no webhook: the event is skipped (reported the first time)."""
-        store.mark_skipped(self._engine, event.id)
+    def _skipped(self, event: WebhookEvent, reason: str | None = None) -> DeliveryResult:
+        """The organization has no webhook, or it does not take this event: the event is skipped
+        (reported the first time)."""
+        if reason is None:
+            store.mark_skipped(self._engine, event.id)
+        else:
+            store.mark_skipped(self._engine, event.id, reason)
         if event.state != store.SKIPPED:
             events.webhook_skipped(
                 organization_id=event.organization_id,

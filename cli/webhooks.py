@@ -86,6 +86,27 @@ def webhook_set(
         emit(generated, False, "generated (shown once, keep them now):")
 
 
+@webhook_app.command("receive")
+def webhook_receive(
+    org: OrgOpt,
+    events: Annotated[
+        str | None,
+        typer.Option("--events", help="Comma-separated event types it takes (omit: every type)."),
+    ] = None,
+    off: Annotated[bool, typer.Option("--off", help="Turn the webhook off: events are skipped.")] = False,
+) -> None:
+    """What the webhook receives: on (default) or off, every event type or those listed."""
+    chosen = [t.strip() for t in events.split(",") if t.strip()] if events is not None else None
+    try:
+        _webhooks().set_delivery(command_context(), operator(), org, not off, chosen)
+    except ServiceError as exc:
+        fail(str(exc))
+    echo(
+        f"webhook of organization {org}: {'off' if off else 'on'}, "
+        + (", ".join(chosen) if chosen else "every event type")
+    )
+
+
 @webhook_app.command("rotate")
 def webhook_rotate(
     org: OrgOpt,

@@ -106,6 +106,27 @@ def rotate_signature_secret(
     return Rotated(new, until)
 
 
+EVENT_TYPES = store.EVENT_TYPES
+
+
+def set_delivery(
+    ctx: Context, actor: Actor, org_id: str, enabled: bool, event_types: list[str] | None
+) -> None:
+    """Turn the webhook on or off and choose the event types it takes (None: every one; a test
+    event is always taken). ``Invalid`` for an unknown type or an empty choice."""
+    if event_types is not None:
+        unknown = [t for t in event_types if t not in EVENT_TYPES]
+        if unknown:
+            raise Invalid(f"an event type is one of {', '.join(EVENT_TYPES)}")
+        if not event_types:
+            raise Invalid("choose at least one event type, or turn the webhook off")
+        event_types = [t for t in EVENT_TYPES if t in event_types]  # each once, in the docs' order
+    try:
+        store.set_delivery(ctx.engine, org_id, enabled, event_types, actor=str(actor))
+    except orgs.NotFound as exc:
+        raise NotFound(str(exc)) from exc
+
+
 def settings_row(ctx: Context, org_id: str) -> WebhookConfig | None:
     """The organization's webhook as stored (its URL and when it was set; the secrets sealed),
     None when it has none."""

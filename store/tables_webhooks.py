@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import JSON, Column, Index, LargeBinary, Text
 from sqlalchemy import false as sa_false
+from sqlalchemy import true as sa_true
 from sqlmodel import Field, SQLModel
 
 
@@ -27,6 +28,10 @@ class WebhookConfig(SQLModel, table=True):
         default=None, sa_column=Column(LargeBinary, nullable=True)
     )
     previous_until: datetime | None = None
+    # what it receives (issue 34, migration 0031): off, it takes nothing (events are skipped);
+    # ``event_types`` None takes every type, else those listed (a test event always)
+    enabled: bool = Field(default=True, sa_column_kwargs={"server_default": sa_true()})
+    event_types: list[str] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
 
 
 class WebhookEvent(SQLModel, table=True):

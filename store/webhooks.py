@@ -49,6 +49,20 @@ class WebhookSettings:
     # during a rotation's overlap: the previous signature secret, which X-Signature is made with
     # until it ends (docs/webhooks.md, "Rotating the signature secret")
     previous_signature_secret: str | None = None
+    enabled: bool = True
+    event_types: tuple[str, ...] | None = None  # None: every type
+
+
+EVENT_TYPES = ("credential", "identity", "otp.failed", "mandate.revoked", "request.resent")
+
+
+def refusal(settings: WebhookSettings, event_type: str) -> str | None:
+    """Why the webhook does not take an event of ``event_type`` (skipped), or None: it does."""
+    if not settings.enabled:
+        return "the webhook is turned off"
+    if settings.event_types is not None and event_type != "test" and event_type not in settings.event_types:
+        return f"the webhook does not take {event_type} events"
+    return None
 
 
 def new_signature_secret() -> str:
@@ -143,7 +157,34 @@ def _settings_of(cipher: SecretCipher, row: WebhookConfig) -> WebhookSettings:
         cipher.decrypt(row.encryption_secret_ciphertext),
         row.encryption_salt,
         previous,
+        row.enabled,
+        tuple(row.event_types) if row.event_types is not None else None,
     )
+
+
+def set_delivery(
+    engine: Engine, org_id: str, enabled: bool, event_types: list[str] | None, *, actor: str
+) -> None:
+    """Turn the webhook on or off and choose the event types it takes (None: every one), with a
+    ``WEBHOOK_CONFIGURED`` record of both, before and after. NotFound without a webhook."""
+    key = audit.signer(engine)
+    with write_session(engine) as session:
+        row = session.get(WebhookConfig, org_id, with_for_update=True)
+        if row is None or not row.url:
+            raise NotFound(f"organization {org_id} has no webhook")
+        before = {"enabled": row.enabled, "eventTypes": row.event_types}
+        row.enabled, row.event_types, row.updated_at = enabled, event_types, utcnow()
+        session.add(row)
+        session.flush()
+        data = {
+            "url": _without_query(row.url),
+            "enabled": enabled,
+            "eventTypes": event_types,
+            "previous": before,
+        }
+        audit.append(
+            session.connection(), key, audit.Entry(audit.WEBHOOK_CONFIGURED, org_id, actor=actor, data=data)
+        )
 
 
 def rotate_signature_secret(
@@ -394,8 +435,8 @@ def _set_state(engine: Engine, event_id: str, state: str, reason: str) -> None:
         session.add(event)
 
 
-def mark_skipped(engine: Engine, event_id: str) -> None:
-    _set_state(engine, event_id, SKIPPED, "no webhook URL configured")
+def mark_skipped(engine: Engine, event_id: str, reason: str = "no webhook URL configured") -> None:
+    _set_state(engine, event_id, SKIPPED, reason)
 
 
 def mark_failed(engine: Engine, event_id: str, reason: str) -> None:

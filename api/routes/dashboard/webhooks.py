@@ -40,6 +40,7 @@ EVENTS_SHOWN = 20
 WEBHOOK_NOTICES = {
     "test-sent": "The test event is on its way: its delivery shows below (reload to follow it).",
     "saved": "The webhook is saved.",
+    "delivery": "What the webhook receives is saved: it applies to the next deliveries.",
     "rotated": "The signature secret is rotated: both are in use until the overlap ends.",
 }
 WEBHOOK_PATH = "/dashboard/webhooks"
@@ -67,6 +68,11 @@ def _webhook_html(
         title="Webhook · Mandatum",
         url=config.url if config else "",
         updated=when(config.updated_at) if config else "",
+        enabled=config.enabled if config else True,
+        taken=list(config.event_types)
+        if config and config.event_types is not None
+        else list(webhooks.EVENT_TYPES),
+        event_types=webhooks.EVENT_TYPES,
         overlapping=when(config.previous_until)
         if config and config.previous_until and config.previous_until > utcnow()
         else "",
@@ -120,6 +126,31 @@ async def set_webhook(
     return shown_once.redirect_showing(
         ctx, member, f"{WEBHOOK_PATH}?notice=saved", SECRETS_COOKIE, {"secrets": shown}
     )
+
+
+@router.post("/dashboard/webhooks/delivery", response_class=HTMLResponse)
+async def set_delivery(request: Request, ctx: ContextDep) -> Response:
+    """On or off, and the event types the webhook takes (every one ticked: all, new ones too)."""
+    form = await request.form()
+    found = await form_by(request, ctx, str(form.get("csrf", ""))[:100], WEBHOOK_ROLES)
+    if isinstance(found, Response):
+        return found
+    member, token = found
+    chosen = [str(t)[:40] for t in form.getlist("events")][: len(webhooks.EVENT_TYPES) + 1]
+    every = set(chosen) >= set(webhooks.EVENT_TYPES)
+    try:
+        await run_blocking(
+            ctx,
+            webhooks.set_delivery,
+            ctx,
+            members.actor_of(member),
+            org_of(member),
+            form.get("enabled") == "yes",
+            None if every else chosen,
+        )
+    except (Invalid, NotFound) as exc:
+        return await _webhook_page(ctx, member, token, status=400, error=str(exc))
+    return RedirectResponse(f"{WEBHOOK_PATH}?notice=delivery", status_code=303)
 
 
 @router.post("/dashboard/webhooks/rotate", response_class=HTMLResponse)

@@ -100,3 +100,32 @@ async def test_a_support_member_is_refused_the_webhook(
         store.config_row(engine, org.organization_id) is None
         and store.list_events(engine, org.organization_id) == []
     )
+
+
+async def test_what_the_webhook_receives_is_chosen_on_its_page(
+    app: FastAPI, ctx: Context, org: Credentials, engine: Engine, cipher: SecretCipher
+) -> None:
+    """Issue 34: on or off and the event types, saved by a redirect; every type ticked is all."""
+    async with page_client(app) as browser:
+        _, csrf = await log_in_as(browser, ctx, org, MemberRole.OWNER, "owner")
+        await browser.post("/dashboard/webhooks", data={"csrf": csrf, "url": "https://hooks.example.com/in"})
+        page = (await browser.get("/dashboard/webhooks")).text
+        assert "What it receives" in page and page.count('name="events"') == 5
+        chosen = {"csrf": csrf, "events": ["credential", "mandate.revoked"]}
+        saved = await browser.post("/dashboard/webhooks/delivery", data=chosen)
+        assert (saved.status_code, saved.headers["location"]) == (303, "/dashboard/webhooks?notice=delivery")
+        kept = store.get_config(engine, cipher, org.organization_id)
+        assert kept is not None and (kept.enabled, kept.event_types) == (
+            False,
+            ("credential", "mandate.revoked"),
+        )
+        every = ["credential", "identity", "otp.failed", "mandate.revoked", "request.resent"]
+        await browser.post(
+            "/dashboard/webhooks/delivery", data={"csrf": csrf, "enabled": "yes", "events": every}
+        )
+        kept = store.get_config(engine, cipher, org.organization_id)
+        assert kept is not None and (kept.enabled, kept.event_types) == (True, None)
+        bad = await browser.post("/dashboard/webhooks/delivery", data={"csrf": csrf, "events": ["nope"]})
+        assert bad.status_code == 400 and "an event type is one of" in bad.text
+        stale = await browser.post("/dashboard/webhooks/delivery", data={"csrf": "0" * 64, "enabled": "yes"})
+        assert stale.status_code == 403
