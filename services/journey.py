@@ -21,12 +21,9 @@ from core.actors import ORGANIZATION, Actor
 from core.kinds import IDENTITY_SOURCES, IdentitySource, SubjectKyc
 from orchestration import identity
 from orchestration.temporal import request_handle
-from orchestration.updates import Refused as UpdateRefused
-from orchestration.updates import Unavailable as UpdateUnavailable
-from orchestration.updates import run_update
 from services.context import Context
-from services.errors import Invalid, NotFound, Unavailable
-from services.requests import refused
+from services.errors import Invalid, NotFound
+from services.requests import workflow_update
 from store import journey as journeys
 from store import kyc as kyc_store
 from store import orgs as orgs_store
@@ -124,12 +121,7 @@ async def frame_origins(ctx: Context, request_id: str) -> list[str]:
 
 
 async def _update(ctx: Context, request_id: str, name: str, arg: object, result_type: type[T]) -> T:
-    try:
-        return await run_update(ctx.client(), request_id, name, arg, result_type)
-    except UpdateRefused as exc:
-        raise refused(exc) from exc
-    except UpdateUnavailable as exc:
-        raise Unavailable(NOT_CONFIRMED, retry_after=5) from exc
+    return await workflow_update(ctx, request_id, name, arg, result_type, NOT_CONFIRMED)
 
 
 async def confirm_code(

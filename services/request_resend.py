@@ -23,7 +23,7 @@ from core.actors import Actor
 from core.kinds import CredentialStatus, RequestStatus
 from core.settings import Settings
 from orchestration import webhooks as deliveries
-from services import requests
+from services import operator_search, requests
 from services.audit import checked_reason
 from services.context import Context
 from services.errors import Conflict, Invalid, NotFound, TooMany
@@ -107,10 +107,7 @@ async def send_again_as_operator(
 ) -> request_store.RequestBundle:
     """``send_again`` for an operator, in whichever organization holds the request."""
     require_operator(actor)
-    requests.check_request_id(request_id)
-    org_id = await asyncio.to_thread(queries.organization_of, ctx.engine, request_id)
-    if org_id is None:
-        raise NotFound(f"Request {request_id} not found")
+    org_id = await asyncio.to_thread(operator_search.request_owner, ctx, request_id)
     return await send_again(ctx, actor, org_id, request_id, reason, newest=newest)
 
 

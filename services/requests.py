@@ -11,7 +11,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote, urlencode
 
 from sqlalchemy import Engine
@@ -53,6 +53,8 @@ from workflows.messages import (
 )
 
 log = logging.getLogger("mandatum.services.requests")
+T = TypeVar("T")
+CODE_UNCONFIRMED = "The code was not confirmed sent yet; retry shortly"
 
 
 @dataclass(frozen=True)
@@ -301,6 +303,19 @@ async def _ensure_started(ctx: Context, bundle: store.RequestBundle) -> None:
         await asyncio.to_thread(store.mark_workflow_started, ctx.engine, bundle.request.id)
 
 
+async def workflow_update(
+    ctx: Context, request_id: str, name: str, arg: object, result_type: type[T], unconfirmed: str
+) -> T:
+    """The request workflow's update ``name``: a refusal as ``refused`` renders it, no answer in time
+    as ``Unavailable`` with ``unconfirmed`` (it may still be applied)."""
+    try:
+        return await run_update(ctx.client(), request_id, name, arg, result_type)
+    except UpdateRefused as exc:
+        raise refused(exc) from exc
+    except UpdateUnavailable as exc:
+        raise Unavailable(unconfirmed, retry_after=5) from exc
+
+
 def refused(exc: UpdateRefused) -> Refused:
     """A workflow's refusal as the service error every surface renders (``too_soon`` carries how
     long to wait)."""
@@ -359,18 +374,8 @@ async def resend_to(
 ) -> SendOtpResult:
     """``resend_code`` for a request already read (the subject's own page asks for it too)."""
     await _ensure_started(ctx, bundle)
-    try:
-        return await run_update(
-            ctx.client(),
-            bundle.request.id,
-            "resend_otp",
-            ResendOtpInput(subject_id=subject_id, actor=str(actor), reason=reason),
-            SendOtpResult,
-        )
-    except UpdateRefused as exc:
-        raise refused(exc) from exc
-    except UpdateUnavailable as exc:
-        raise Unavailable("The code was not confirmed sent yet; retry shortly", retry_after=5) from exc
+    asked = ResendOtpInput(subject_id=subject_id, actor=str(actor), reason=reason)
+    return await workflow_update(ctx, bundle.request.id, "resend_otp", asked, SendOtpResult, CODE_UNCONFIRMED)
 
 
 async def subject_link(

@@ -32,9 +32,6 @@ from core.kinds import CredentialStatus
 from core.text import quote_input
 from orchestration.retries import issuance_retry
 from orchestration.temporal import temporal_unavailable
-from orchestration.updates import Refused as UpdateRefused
-from orchestration.updates import Unavailable as UpdateUnavailable
-from orchestration.updates import run_update
 from services import operator_search, requests
 from services.audit import checked_reason
 from services.context import Context
@@ -152,18 +149,10 @@ async def retry_code(
     requests.check_request_id(request_id)
     check_subject_id(subject_id)
     await requests.get(ctx, org_id, request_id)
-    try:
-        return await run_update(
-            ctx.client(),
-            request_id,
-            "retry_code",
-            ResendOtpInput(subject_id=subject_id, actor=str(actor), reason=why),
-            SendOtpResult,
-        )
-    except UpdateRefused as exc:
-        raise requests.refused(exc) from exc
-    except UpdateUnavailable as exc:
-        raise Unavailable("The code was not confirmed sent yet; retry shortly", retry_after=5) from exc
+    asked = ResendOtpInput(subject_id=subject_id, actor=str(actor), reason=why)
+    return await requests.workflow_update(
+        ctx, request_id, "retry_code", asked, SendOtpResult, requests.CODE_UNCONFIRMED
+    )
 
 
 async def operator_retry_code(
@@ -197,18 +186,11 @@ async def restart_identity(
             "No identity check of the subject waits for the provider: there is nothing errored to "
             "start again (a failed check stays failed)"
         )
-    try:
-        return await run_update(
-            ctx.client(),
-            request_id,
-            "restart_identity",
-            RestartIdentityInput(subject_id=subject_id, actor=str(actor), reason=why),
-            RestartIdentityResult,
-        )
-    except UpdateRefused as exc:
-        raise requests.refused(exc) from exc
-    except UpdateUnavailable as exc:
-        raise Unavailable("The restart was not confirmed yet; retry shortly", retry_after=5) from exc
+    asked = RestartIdentityInput(subject_id=subject_id, actor=str(actor), reason=why)
+    unconfirmed = "The restart was not confirmed yet; retry shortly"
+    return await requests.workflow_update(
+        ctx, request_id, "restart_identity", asked, RestartIdentityResult, unconfirmed
+    )
 
 
 async def operator_restart_identity(
