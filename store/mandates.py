@@ -16,7 +16,7 @@ mandates do not sit at neighbouring bits and a list tells nothing about issuance
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -149,32 +149,53 @@ def record_issuance_failure(
     """Mark an accepted credential that can never be signed ``FAILED``, with its
     ``MANDATE_ISSUANCE_FAILED`` audit record, once; False when it is no longer open (failed
     already, or issued)."""
+    return move_unissued(
+        engine,
+        credential_id,
+        OPEN_CREDENTIAL_STATUSES,
+        CredentialStatus.FAILED,
+        audit.MANDATE_ISSUANCE_FAILED,
+        lambda cred: {"credentialId": cred.id, "resourceType": cred.resource_type, "reason": reason},
+        actor,
+        now,
+    )
+
+
+def move_unissued(
+    engine: Engine,
+    credential_id: str,
+    from_statuses: Iterable[str],
+    to_status: str,
+    record: str,
+    data: Callable[[Credential], dict[str, Any]],
+    actor: str | None,
+    now: datetime | None = None,
+) -> bool:
+    """Move a credential that has no mandate from one of ``from_statuses`` to ``to_status``, with
+    its ``record`` audit record (``data`` of the credential) naming ``actor``, in one transaction
+    that holds the credential's row; False (nothing written) when it is in no such state."""
     key = audit.signer(engine)
     now = now or utcnow()
     with write_session(engine) as session:
         cred = session.exec(
             select(Credential).where(Credential.id == credential_id).with_for_update()
         ).one_or_none()
-        if cred is None or cred.status not in OPEN_CREDENTIAL_STATUSES or cred.mandate_id is not None:
+        if cred is None or cred.status not in tuple(from_statuses) or cred.mandate_id is not None:
             return False
         request = session.get(CredentialRequest, cred.request_id)
         assert request is not None
-        cred.status = CredentialStatus.FAILED
+        cred.status = to_status
         session.add(cred)
         session.flush()
-        audit.append(
-            session.connection(),
-            key,
-            audit.Entry(
-                audit.MANDATE_ISSUANCE_FAILED,
-                request.organization_id,
-                request_id=request.id,
-                credential_id=cred.id,
-                actor=actor,
-                data={"credentialId": cred.id, "resourceType": cred.resource_type, "reason": reason},
-            ),
-            now,
+        entry = audit.Entry(
+            record,
+            request.organization_id,
+            request_id=request.id,
+            credential_id=cred.id,
+            actor=actor,
+            data=data(cred),
         )
+        audit.append(session.connection(), key, entry, now)
         return True
 
 

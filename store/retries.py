@@ -14,6 +14,7 @@ from sqlmodel import col, select
 from core.kinds import CredentialStatus, IdentityStatus, SubjectKyc
 from store import audit
 from store.db import read_session, utcnow, write_session
+from store.mandates import move_unissued
 from store.tables import Credential, CredentialRequest, Decision, KycCheck, Subject
 
 
@@ -70,33 +71,16 @@ def reopen_failed(
     """Make a ``FAILED`` credential issuable again (``PENDING``), with its ``MANDATE_ISSUANCE_RETRIED``
     record naming ``actor`` and ``reason``; False (nothing written) when it is not FAILED, as when
     a retried activity runs again after its first run committed."""
-    key = audit.signer(engine)
-    now = now or utcnow()
-    with write_session(engine) as session:
-        cred = session.exec(
-            select(Credential).where(Credential.id == credential_id).with_for_update()
-        ).one_or_none()
-        if cred is None or cred.status != CredentialStatus.FAILED or cred.mandate_id is not None:
-            return False
-        request = session.get(CredentialRequest, cred.request_id)
-        assert request is not None
-        cred.status = CredentialStatus.PENDING
-        session.add(cred)
-        session.flush()
-        audit.append(
-            session.connection(),
-            key,
-            audit.Entry(
-                audit.MANDATE_ISSUANCE_RETRIED,
-                request.organization_id,
-                request_id=request.id,
-                credential_id=cred.id,
-                actor=actor,
-                data={"credentialId": cred.id, "reason": reason},
-            ),
-            now,
-        )
-        return True
+    return move_unissued(
+        engine,
+        credential_id,
+        (CredentialStatus.FAILED,),
+        CredentialStatus.PENDING,
+        audit.MANDATE_ISSUANCE_RETRIED,
+        lambda cred: {"credentialId": cred.id, "reason": reason},
+        actor,
+        now,
+    )
 
 
 # --- an identity check that errored at the provider ----------------------------------------------
