@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Awaitable, Callable
 
 from temporalio.client import Client
 from temporalio.common import WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from store.tables import WebhookEvent
 from workflows.ids import webhook_search_attributes, webhook_workflow_id
@@ -46,3 +49,31 @@ async def ended(client: Client, event_id: str, within: float) -> bool:
     except Exception:  # it ended failed, or is gone: either way it no longer runs
         return True
     return True
+
+
+async def start_made(
+    client: Client, task_queue: str, make: Callable[[], WebhookEvent | None], log: logging.Logger, what: str
+) -> None:
+    """Make an event after the commit of what it reports (``make``, on a thread: None when there
+    is nothing to report) and start its delivery; a delivery already started is left as it is,
+    and any other failure is logged as ``what`` waiting for the worker's pass, which makes it."""
+    try:
+        event = await asyncio.to_thread(make)
+        if event is not None:
+            await start_delivery(client, task_queue, event)
+    except WorkflowAlreadyStartedError:
+        pass
+    except Exception:
+        log.exception("%s waits for the worker", what)
+
+
+async def every_interval(
+    seconds: float, once: Callable[[], Awaitable[object]], log: logging.Logger, what: str
+) -> None:
+    """The worker's pass: ``once`` every ``seconds``, a failure logged (as ``what``) and tried again."""
+    while True:
+        try:
+            await once()
+        except Exception:
+            log.exception("the pass over %s failed; trying again", what)
+        await asyncio.sleep(seconds)

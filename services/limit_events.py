@@ -14,10 +14,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from datetime import timedelta
+from functools import partial
 
 from sqlalchemy import Engine
 from temporalio.client import Client
-from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from core.settings import Settings
 from orchestration import webhooks as deliveries
@@ -65,14 +65,13 @@ async def announce(
     engine: Engine, settings: Settings, client: Client, org_id: str, request_id: str, credential_row: str
 ) -> None:
     """Make the event and start its delivery; a failure is logged and left to the worker's pass."""
-    try:
-        event = await asyncio.to_thread(create_event, engine, settings, org_id, request_id, credential_row)
-        if event is not None:
-            await deliveries.start_delivery(client, settings.task_queue, event)
-    except WorkflowAlreadyStartedError:
-        pass
-    except Exception:
-        log.exception("the event of mandate %s revoked by its last use waits for the worker", credential_row)
+    await deliveries.start_made(
+        client,
+        settings.task_queue,
+        partial(create_event, engine, settings, org_id, request_id, credential_row),
+        log,
+        f"the event of mandate {credential_row} revoked",
+    )
 
 
 async def announce_missed_once(engine: Engine, settings: Settings, client: Client) -> int:
@@ -87,9 +86,9 @@ async def announce_missed_once(engine: Engine, settings: Settings, client: Clien
 
 
 async def announce_forever(engine: Engine, settings: Settings, client: Client) -> None:
-    while True:
-        try:
-            await announce_missed_once(engine, settings, client)
-        except Exception:
-            log.exception("the pass over mandates revoked by their last use failed; trying again")
-        await asyncio.sleep(settings.reconcile_interval.total_seconds())
+    await deliveries.every_interval(
+        settings.reconcile_interval.total_seconds(),
+        partial(announce_missed_once, engine, settings, client),
+        log,
+        "mandates revoked by their last use",
+    )

@@ -13,11 +13,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from sqlalchemy.exc import IntegrityError
 from temporalio.client import Client
-from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from core.actors import Actor
 from core.kinds import CredentialStatus, RequestStatus
@@ -169,14 +169,13 @@ def create_event(engine: Any, settings: Settings, org_id: str, request_id: str) 
 
 async def announce(engine: Any, settings: Settings, client: Client, org_id: str, request_id: str) -> None:
     """Make the event and start its delivery; a failure is logged and left to the worker's pass."""
-    try:
-        event = await asyncio.to_thread(create_event, engine, settings, org_id, request_id)
-        if event is not None:
-            await deliveries.start_delivery(client, settings.task_queue, event)
-    except WorkflowAlreadyStartedError:
-        pass
-    except Exception:
-        log.exception("the request.resent event of request %s waits for the worker", request_id)
+    await deliveries.start_made(
+        client,
+        settings.task_queue,
+        partial(create_event, engine, settings, org_id, request_id),
+        log,
+        f"the request.resent event of request {request_id}",
+    )
 
 
 async def announce_missed_once(engine: Any, settings: Settings, client: Client) -> int:
@@ -190,9 +189,9 @@ async def announce_missed_once(engine: Any, settings: Settings, client: Client) 
 
 
 async def announce_forever(engine: Any, settings: Settings, client: Client) -> None:
-    while True:
-        try:
-            await announce_missed_once(engine, settings, client)
-        except Exception:
-            log.exception("the pass over requests sent again failed; trying again")
-        await asyncio.sleep(settings.reconcile_interval.total_seconds())
+    await deliveries.every_interval(
+        settings.reconcile_interval.total_seconds(),
+        partial(announce_missed_once, engine, settings, client),
+        log,
+        "requests sent again",
+    )
