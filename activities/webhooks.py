@@ -101,10 +101,11 @@ class WebhookActivities:
         event_type: str,
         payload: Callable[[RequestBundle, str, str, datetime], dict[str, Any]],
     ) -> CreateEventResult:
-        """The event reporting ``fact_key``, made once: a retry (or a replayed workflow) gets the
-        same event id. ``payload(bundle, api_version, event_id, created_at)`` renders it."""
+        """The events reporting ``fact_key``, one per endpoint, made once: a retry (or a replayed
+        workflow) gets the same event ids. ``payload(bundle, api_version, event_id, created_at)``
+        renders each."""
         bundle, api_version = self._bundle(org_id, request_id)
-        event, created = store.create_event(
+        made = store.create_events(
             self._engine,
             org_id,
             fact_key,
@@ -112,7 +113,11 @@ class WebhookActivities:
             request_id,
             lambda event_id, at: payload(bundle, api_version, event_id, at),
         )
-        return CreateEventResult(event_id=event.id, created=created)
+        return CreateEventResult(
+            event_id=made[0][0].id,
+            created=any(created for _, created in made),
+            endpoint_events={event.endpoint_id or "": event.id for event, _ in made},
+        )
 
     @defn(name=ActivityNames.CREATE_CREDENTIAL_EVENT)
     def create_credential_event(self, inp: CreateCredentialEventInput) -> CreateEventResult:
@@ -186,11 +191,8 @@ class WebhookActivities:
         if event.state == store.DELIVERED and not event.resending:  # died after recording its success
             return DeliveryResult(event_id=event.id, state=store.DELIVERED, status_code=event.last_status)
         first_success = event.delivered_at is None  # not a resend of a delivered event
-        config = store.get_config(self._engine, self._cipher, event.organization_id)
-        if config is None:
-            return self._skipped(event)
-        refused = store.refusal(config, event.event_type)
-        if refused is not None:  # off, or not a type it takes
+        config, refused = self._endpoint_of(event)
+        if config is None or refused is not None:  # no endpoint, removed, off, or not a type it takes
             return self._skipped(event, refused)
         body = encrypt_event(event.payload, config.encryption_secret, config.salt)
         headers = delivery_headers(
@@ -231,6 +233,15 @@ class WebhookActivities:
             latency_seconds=_since(event.created_at) if first_success else None,
         )
         return DeliveryResult(event_id=event.id, state=store.DELIVERED, status_code=post.status)
+
+    def _endpoint_of(self, event: WebhookEvent) -> tuple[store.WebhookSettings | None, str | None]:
+        """The endpoint the event goes to and why it does not take it (None: it does)."""
+        if event.endpoint_id is None:  # the organization had no endpoint
+            return None, None
+        config = store.get_endpoint(self._engine, self._cipher, event.endpoint_id)
+        if config is None:
+            return None, "the webhook endpoint was removed"
+        return config, store.refusal(config, event.event_type)
 
     def _skipped(self, event: WebhookEvent, reason: str | None = None) -> DeliveryResult:
         """The organization has no webhook, or it does not take this event: the event is skipped

@@ -52,19 +52,24 @@ async def ended(client: Client, event_id: str, within: float) -> bool:
 
 
 async def start_made(
-    client: Client, task_queue: str, make: Callable[[], WebhookEvent | None], log: logging.Logger, what: str
+    client: Client, task_queue: str, make: Callable[[], list[WebhookEvent]], log: logging.Logger, what: str
 ) -> None:
-    """Make an event after the commit of what it reports (``make``, on a thread: None when there
-    is nothing to report) and start its delivery; a delivery already started is left as it is,
-    and any other failure is logged as ``what`` waiting for the worker's pass, which makes it."""
+    """Make the events after the commit of what they report (``make``, on a thread: one per
+    endpoint, none when there is nothing to report) and start their deliveries; a delivery
+    already started is left as it is, and any other failure is logged as ``what`` waiting for the
+    worker's pass, which makes it."""
     try:
-        event = await asyncio.to_thread(make)
-        if event is not None:
-            await start_delivery(client, task_queue, event)
-    except WorkflowAlreadyStartedError:
-        pass
+        made = await asyncio.to_thread(make)
     except Exception:
         log.exception("%s waits for the worker", what)
+        return
+    for event in made:
+        try:
+            await start_delivery(client, task_queue, event)
+        except WorkflowAlreadyStartedError:
+            pass
+        except Exception:
+            log.exception("%s waits for the worker", what)
 
 
 async def every_interval(

@@ -34,12 +34,13 @@ LOOK_BACK = timedelta(days=7)  # how far back the worker's pass looks for an eve
 
 def create_event(
     engine: Engine, settings: Settings, org_id: str, request_id: str, credential_row: str
-) -> WebhookEvent | None:
-    """The mandate's ``mandate.revoked`` event, made now or before; None when it is gone."""
+) -> list[WebhookEvent]:
+    """The mandate's ``mandate.revoked`` event, made now or before, one per endpoint;
+    none when it is gone."""
     bundle = queries.get_request(engine, org_id, request_id)
     found = [c for c in bundle.credentials if c.id == credential_row] if bundle is not None else []
     if bundle is None or not found or found[0].mandate_id is None:
-        return None
+        return []
     api_version = api_version_of(orgs.get_organization(engine, org_id).api_version)
     mandate_id = found[0].mandate_id
     # revoked in the portal (issue 32): the event's user is the subject its record names
@@ -48,7 +49,7 @@ def create_event(
         if found[0].revocation_reason == limit_use.SUBJECT
         else None
     )
-    event, _ = store.create_event(
+    made = store.create_events(
         engine,
         org_id,
         limit_use.fact_key(found[0].mandate_id),
@@ -58,7 +59,7 @@ def create_event(
             settings, bundle, api_version, event_id, at, credential_row, revoker
         ),
     )
-    return event
+    return [event for event, _ in made]
 
 
 async def announce(

@@ -149,14 +149,14 @@ def _newest_pins(
 FIRST_VERSION = store.FIRST_VERSION
 
 
-def create_event(engine: Any, settings: Settings, org_id: str, request_id: str) -> WebhookEvent | None:
+def create_event(engine: Any, settings: Settings, org_id: str, request_id: str) -> list[WebhookEvent]:
     bundle = queries.get_request(engine, org_id, request_id)
     if bundle is None or bundle.request.resent_from is None:
-        return None
+        return []
     api_version = api_version_of(orgs.get_organization(engine, org_id).api_version)
     if api_version < FIRST_VERSION:
-        return None
-    event, _ = webhook_store.create_event(
+        return []
+    made = webhook_store.create_events(
         engine,
         org_id,
         store.fact_key(request_id),
@@ -164,7 +164,7 @@ def create_event(engine: Any, settings: Settings, org_id: str, request_id: str) 
         request_id,
         lambda event_id, at: request_resent_event(settings, bundle, api_version, event_id, at),
     )
-    return event
+    return [event for event, _ in made]
 
 
 async def announce(engine: Any, settings: Settings, client: Client, org_id: str, request_id: str) -> None:

@@ -1,6 +1,7 @@
-"""The organization's webhook: its settings, the ``test`` event, its events with every delivery
-attempt, retrying a failed delivery and resending a delivered one. Done by a named actor (the
-command line's operator, a dashboard member).
+"""The organization's webhook endpoints: their settings, the ``test`` event, the events with every
+delivery attempt, retrying a failed delivery and resending a delivered one. Done by a named actor
+(the command line's operator, a dashboard member). ``endpoint_id=None`` is the organization's
+oldest endpoint: CONTRACT 7's one webhook.
 
 Events about requests are made by the request workflows' activities (``activities.webhooks``),
 idempotent on their fact; their delivery is ``WebhookDeliveryWorkflow``.
@@ -23,9 +24,15 @@ from services.context import Context
 from services.errors import Conflict, Invalid, NotFound
 from store import orgs
 from store import webhooks as store
-from store.tables import WebhookAttempt, WebhookConfig, WebhookEvent
+from store.tables import WebhookAttempt, WebhookEndpoint, WebhookEvent
 from wire.dates import day_range
 from wire.webhook_payloads import api_version_of, sample_event
+
+
+@dataclass(frozen=True)
+class Configured:
+    endpoint_id: str
+    generated: dict[str, str]  # the secrets made for it, by name: shown once
 
 
 def configure(
@@ -36,10 +43,39 @@ def configure(
     signature_secret: str | None = None,
     encryption_secret: str | None = None,
     salt: str | None = None,
+    *,
+    endpoint_id: str | None = None,
+    description: str | None = None,
 ) -> dict[str, str]:
-    """Set the webhook. Omitted secrets keep their current value, or are generated for a new
-    webhook: those are returned (to be shown once) by name. The URL passes ``adapters.egress``'s checks."""
-    current = store.get_config(ctx.engine, ctx.cipher, org_id)
+    """Set an endpoint (None: the oldest, made when there is none). Omitted secrets keep their
+    current value, or are generated for a new endpoint: those are returned (to be shown once) by
+    name. The URL passes ``adapters.egress``'s checks; ``NotFound`` for an unknown endpoint."""
+    return _store(
+        ctx, actor, org_id, url, (signature_secret, encryption_secret, salt), endpoint_id, description
+    ).generated
+
+
+def add_endpoint(
+    ctx: Context, actor: Actor, org_id: str, url: str, description: str | None = None
+) -> Configured:
+    """One more endpoint, with secrets of its own (returned, to be shown once); ``Invalid`` past
+    ``store.ENDPOINTS_AT_MOST``."""
+    return _store(ctx, actor, org_id, url, (None, None, None), None, description, new=True)
+
+
+def _store(
+    ctx: Context,
+    actor: Actor,
+    org_id: str,
+    url: str,
+    given: tuple[str | None, str | None, str | None],
+    endpoint_id: str | None,
+    description: str | None,
+    new: bool = False,
+) -> Configured:
+    current = None if new else store.get_config(ctx.engine, ctx.cipher, org_id, endpoint_id)
+    if endpoint_id is not None and current is None:
+        raise NotFound(f"webhook endpoint {endpoint_id} not found")
     generated: dict[str, str] = {}
 
     def pick(given: str | None, kept: str | None, name: str, make: str) -> str:
@@ -53,28 +89,49 @@ def configure(
     settings = store.WebhookSettings(
         url=url,
         signature_secret=pick(
-            signature_secret,
+            given[0],
             current.signature_secret if current else None,
             "signature secret",
             store.new_signature_secret(),
         ),
         encryption_secret=pick(
-            encryption_secret,
+            given[1],
             current.encryption_secret if current else None,
             "encryption secret",
             store.new_encryption_secret(),
         ),
-        salt=pick(salt, current.salt if current else None, "salt", store.new_salt()),
+        salt=pick(given[2], current.salt if current else None, "salt", store.new_salt()),
     )
     try:
-        store.set_config(
-            ctx.engine, ctx.cipher, org_id, settings, EgressPolicy.of(ctx.settings), actor=str(actor)
+        made = store.set_config(
+            ctx.engine,
+            ctx.cipher,
+            org_id,
+            settings,
+            EgressPolicy.of(ctx.settings),
+            actor=str(actor),
+            endpoint_id=endpoint_id,
+            new=new,
+            description=description,
         )
     except orgs.NotFound as exc:
         raise NotFound(str(exc)) from exc
     except ValueError as exc:
         raise Invalid(str(exc)) from exc
-    return generated
+    return Configured(made, generated)
+
+
+def endpoints(ctx: Context, org_id: str) -> list[WebhookEndpoint]:
+    """The organization's endpoints as stored (secrets sealed), oldest first."""
+    return store.endpoint_rows(ctx.engine, org_id)
+
+
+def remove_endpoint(ctx: Context, actor: Actor, org_id: str, endpoint_id: str) -> None:
+    """Remove an endpoint; its events stay, deliveries still to come are skipped."""
+    try:
+        store.remove_endpoint(ctx.engine, org_id, endpoint_id, actor=str(actor))
+    except orgs.NotFound as exc:
+        raise NotFound(str(exc)) from exc
 
 
 OVERLAP_HOURS = range(1, 169)  # a rotation's overlap: 1 hour to a week
@@ -88,7 +145,11 @@ class Rotated:
 
 
 def rotate_signature_secret(
-    ctx: Context, actor: Actor, org_id: str, overlap_hours: int = DEFAULT_OVERLAP_HOURS
+    ctx: Context,
+    actor: Actor,
+    org_id: str,
+    overlap_hours: int = DEFAULT_OVERLAP_HOURS,
+    endpoint_id: str | None = None,
 ) -> Rotated:
     """A new signature secret for the webhook; deliveries are signed with the current one too
     (``X-Signature``, the new one in ``X-Signature-Next``) for ``overlap_hours``, so receivers
@@ -99,7 +160,13 @@ def rotate_signature_secret(
     new = store.new_signature_secret()
     try:
         until = store.rotate_signature_secret(
-            ctx.engine, ctx.cipher, org_id, new, timedelta(hours=overlap_hours), actor=str(actor)
+            ctx.engine,
+            ctx.cipher,
+            org_id,
+            new,
+            timedelta(hours=overlap_hours),
+            actor=str(actor),
+            endpoint_id=endpoint_id,
         )
     except orgs.NotFound as exc:
         raise NotFound(str(exc)) from exc
@@ -110,7 +177,12 @@ EVENT_TYPES = store.EVENT_TYPES
 
 
 def set_delivery(
-    ctx: Context, actor: Actor, org_id: str, enabled: bool, event_types: list[str] | None
+    ctx: Context,
+    actor: Actor,
+    org_id: str,
+    enabled: bool,
+    event_types: list[str] | None,
+    endpoint_id: str | None = None,
 ) -> None:
     """Turn the webhook on or off and choose the event types it takes (None: every one; a test
     event is always taken). ``Invalid`` for an unknown type or an empty choice."""
@@ -122,15 +194,17 @@ def set_delivery(
             raise Invalid("choose at least one event type, or turn the webhook off")
         event_types = [t for t in EVENT_TYPES if t in event_types]  # each once, in the docs' order
     try:
-        store.set_delivery(ctx.engine, org_id, enabled, event_types, actor=str(actor))
+        store.set_delivery(
+            ctx.engine, org_id, enabled, event_types, actor=str(actor), endpoint_id=endpoint_id
+        )
     except orgs.NotFound as exc:
         raise NotFound(str(exc)) from exc
 
 
-def settings_row(ctx: Context, org_id: str) -> WebhookConfig | None:
-    """The organization's webhook as stored (its URL and when it was set; the secrets sealed),
-    None when it has none."""
-    return store.config_row(ctx.engine, org_id)
+def settings_row(ctx: Context, org_id: str, endpoint_id: str | None = None) -> WebhookEndpoint | None:
+    """The organization's endpoint as stored (its URL and when it was set; the secrets sealed),
+    None when there is none."""
+    return store.config_row(ctx.engine, org_id, endpoint_id)
 
 
 def new_secrets() -> dict[str, str]:
@@ -143,13 +217,18 @@ def new_secrets() -> dict[str, str]:
     }
 
 
-def create_test_event(ctx: Context, actor: Actor, org_id: str) -> WebhookEvent:
-    """A ``test`` event for the organization; each call is a new fact (start its delivery with
-    ``start_delivery``)."""
+def create_test_event(
+    ctx: Context, actor: Actor, org_id: str, endpoint_id: str | None = None
+) -> WebhookEvent:
+    """A ``test`` event for one endpoint of the organization (None: its oldest); each call is a
+    new fact (start its delivery with ``start_delivery``)."""
     try:
         api_version = api_version_of(orgs.get_organization(ctx.engine, org_id).api_version)
     except orgs.NotFound as exc:
         raise NotFound(str(exc)) from exc
+    endpoint = store.config_row(ctx.engine, org_id, endpoint_id)
+    if endpoint_id is not None and endpoint is None:
+        raise NotFound(f"webhook endpoint {endpoint_id} not found")
     event, _ = store.create_event(
         ctx.engine,
         org_id,
@@ -157,6 +236,7 @@ def create_test_event(ctx: Context, actor: Actor, org_id: str) -> WebhookEvent:
         "test",
         None,
         lambda event_id, at: sample_event(ctx.settings, api_version, event_id, at),
+        endpoint.id if endpoint is not None else None,
     )
     return event
 
@@ -167,9 +247,11 @@ class EventLog:
     attempts: list[WebhookAttempt]
 
 
-def events(ctx: Context, org_id: str, limit: int, request_id: str | None = None) -> list[WebhookEvent]:
-    """The organization's newest events (of one request when given)."""
-    return store.list_events(ctx.engine, org_id, limit, request_id)
+def events(
+    ctx: Context, org_id: str, limit: int, request_id: str | None = None, endpoint_id: str | None = None
+) -> list[WebhookEvent]:
+    """The organization's newest events (of one request, for one endpoint, when given)."""
+    return store.list_events(ctx.engine, org_id, limit, request_id, endpoint_id)
 
 
 def event_log(ctx: Context, org_id: str, event_id: str) -> EventLog:
@@ -240,10 +322,11 @@ async def replay_failed(
     date_from: str | None,
     date_to: str | None,
     reason: str | None = None,
+    endpoint_id: str | None = None,
 ) -> Replayed:
-    """Deliver again every failed event of the organization made on the UTC days ``date_from`` to
-    ``date_to`` (at most ``REPLAY_AT_MOST``, oldest first), each as ``redeliver`` retries one, with
-    its ``WEBHOOK_REDELIVERY`` record."""
+    """Deliver again every failed event of the organization (for one endpoint when given) made on
+    the UTC days ``date_from`` to ``date_to`` (at most ``REPLAY_AT_MOST``, oldest first), each as
+    ``redeliver`` retries one, with its ``WEBHOOK_REDELIVERY`` record."""
     try:
         since, until = day_range(date_from, date_to)
     except ValueError as exc:
@@ -251,7 +334,7 @@ async def replay_failed(
     if since is None or until is None:
         raise Invalid("give the first and the last day (dateFrom, dateTo)")
     found = await asyncio.to_thread(
-        store.failed_between, ctx.engine, org_id, since, until, REPLAY_AT_MOST + 1
+        store.failed_between, ctx.engine, org_id, since, until, REPLAY_AT_MOST + 1, endpoint_id
     )
     wanted, more = found[:REPLAY_AT_MOST], len(found) > REPLAY_AT_MOST
     gate = asyncio.Semaphore(REPLAY_AT_ONCE)
@@ -294,11 +377,13 @@ def redelivery_kind(event: WebhookEvent) -> str:
 NOT_STARTED = "the delivery could not be started (Temporal did not take it)"
 
 
-async def send_test_event(ctx: Context, actor: Actor, org_id: str) -> tuple[WebhookEvent, str]:
+async def send_test_event(
+    ctx: Context, actor: Actor, org_id: str, endpoint_id: str | None = None
+) -> tuple[WebhookEvent, str]:
     """A ``test`` event with its delivery started (the event and the workflow id). When Temporal
     does not take the delivery, the event is marked failed (a retry sends it) and the error is
     raised: none is left pending without a workflow to deliver it."""
-    event = await asyncio.to_thread(create_test_event, ctx, actor, org_id)
+    event = await asyncio.to_thread(create_test_event, ctx, actor, org_id, endpoint_id)
     try:
         return event, await start_delivery(ctx, actor, event)
     except BaseException:

@@ -47,7 +47,7 @@ from store.tables_trusted import TrustedSession as TrustedSession
 # contacts, encrypted
 from store.tables_users import SubjectProfile as SubjectProfile
 from store.tables_webhooks import WebhookAttempt as WebhookAttempt
-from store.tables_webhooks import WebhookConfig as WebhookConfig
+from store.tables_webhooks import WebhookEndpoint as WebhookEndpoint
 from store.tables_webhooks import WebhookEvent as WebhookEvent
 
 

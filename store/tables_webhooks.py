@@ -1,4 +1,4 @@
-"""The webhook's tables (``store.tables`` re-exports them): an organization's webhook, each event
+"""The webhook's tables (``store.tables`` re-exports them): an organization's endpoints, each event
 and each delivery attempt."""
 
 from __future__ import annotations
@@ -12,32 +12,40 @@ from sqlalchemy import true as sa_true
 from sqlmodel import Field, SQLModel
 
 
-class WebhookConfig(SQLModel, table=True):
-    """An organization's webhook (CONTRACT 7): one URL, its secrets encrypted under the master key."""
+class WebhookEndpoint(SQLModel, table=True):
+    """One of an organization's webhook endpoints (issue 34, migration 0032): a URL with its own
+    secrets (CONTRACT 7's signature secret, encryption secret and salt, sealed under the master
+    key), on or off, and the event types it takes. CONTRACT 7's "one URL per organization" is an
+    organization with one endpoint; each further endpoint gets its own copy of every event."""
 
-    __tablename__ = "webhook_config"
-    organization_id: str = Field(primary_key=True, foreign_key="organization.id", max_length=24)
+    __tablename__ = "webhook_endpoint"
+    id: str = Field(primary_key=True, max_length=24)
+    organization_id: str = Field(foreign_key="organization.id", index=True, max_length=24)
     url: str = Field(max_length=2048)
+    description: str | None = Field(default=None, max_length=200)
     signature_secret_ciphertext: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
     encryption_secret_ciphertext: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
     encryption_salt: str = Field(max_length=255)
+    created_at: datetime
     updated_at: datetime
-    # a rotation's overlap (issue 34, migration 0030): the previous signature secret, sealed, which
+    # a rotation's overlap (migration 0030): the previous signature secret, sealed, which
     # deliveries are signed with too (``X-Signature``) until ``previous_until``
     previous_signature_secret_ciphertext: bytes | None = Field(
         default=None, sa_column=Column(LargeBinary, nullable=True)
     )
     previous_until: datetime | None = None
-    # what it receives (issue 34, migration 0031): off, it takes nothing (events are skipped);
+    # what it receives (migration 0031): off, it takes nothing (its events are skipped);
     # ``event_types`` None takes every type, else those listed (a test event always)
     enabled: bool = Field(default=True, sa_column_kwargs={"server_default": sa_true()})
     event_types: list[str] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
 
 
 class WebhookEvent(SQLModel, table=True):
-    """One event and the outcome of its delivery. ``fact_key`` names the fact the event reports
-    (``credential:<decisionId>``), so however often its creation is retried there is one event.
-    ``state``: pending (being delivered or retried), delivered, failed, skipped (no webhook)."""
+    """One event for one endpoint and the outcome of its delivery. ``fact_key`` names the fact the
+    event reports (``credential:<decisionId>``) for its first endpoint, ``<fact>@<endpointId>`` for
+    each further one, so however often its creation is retried there is one event per endpoint.
+    ``endpoint_id`` is None when the organization had no endpoint. ``state``: pending (being
+    delivered or retried), delivered, failed, skipped (no endpoint, or it does not take it)."""
 
     __tablename__ = "webhook_event"
     __table_args__ = (Index("ix_webhook_event_org_created", "organization_id", "created_at"),)
@@ -46,6 +54,7 @@ class WebhookEvent(SQLModel, table=True):
     fact_key: str = Field(unique=True, max_length=128)
     event_type: str = Field(max_length=32)
     request_id: str | None = Field(default=None, index=True, max_length=24)
+    endpoint_id: str | None = Field(default=None, index=True, max_length=24)  # migration 0032
     payload: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
     created_at: datetime
     state: str = Field(default="pending", max_length=16)

@@ -1,232 +1,118 @@
-"""Webhook settings per organization, events and the outcome of their delivery (CONTRACT 7).
+"""Webhook events and the outcome of their delivery (CONTRACT 7); the endpoints they go to are
+``store.webhook_endpoints`` (its names are re-exported here for the callers of one webhook).
 
-The two secrets must be recoverable (they key the HMAC and the encryption), so they are stored
-encrypted under the master key, like API signature secrets (``store.orgs``). An event is created
-once per fact (``fact_key``): a retried activity or a replayed workflow gets the event made the
-first time, with its id and payload.
+An event is made once per fact and endpoint (``fact_key``): a retried activity or a replayed
+workflow gets the events made the first time, with their ids and payloads.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import secrets
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import Any, Protocol
-from urllib.parse import urlsplit, urlunsplit
+from datetime import datetime
+from typing import Any
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import col, select
 
 from core.ids import urn
-from core.secretbox import SecretCipher
 from store import audit
 from store.db import read_session, utcnow, write_session
 from store.errors import NotFound
-from store.tables import Organization, WebhookAttempt, WebhookConfig, WebhookEvent
+from store.tables import WebhookAttempt, WebhookEvent
 
-
-class UrlPolicy(Protocol):
-    """What a webhook URL is checked against before it is stored (``adapters.egress.EgressPolicy``,
-    passed in by ``services.webhooks``: the store does not reach the network itself)."""
-
-    def check_url(self, url: str) -> str: ...
-
+# re-exported for the callers of one webhook (the organization's oldest endpoint)
+from store.webhook_endpoints import (  # noqa: F401
+    ENDPOINTS_AT_MOST,
+    EVENT_TYPES,
+    UrlPolicy,
+    WebhookSettings,
+    config_row,
+    endpoint_ids,
+    endpoint_rows,
+    get_config,
+    get_endpoint,
+    new_encryption_secret,
+    new_salt,
+    new_signature_secret,
+    refusal,
+    remove_endpoint,
+    rotate_signature_secret,
+    set_config,
+    set_delivery,
+    without_query,
+)
 
 PENDING, DELIVERED, FAILED, SKIPPED = "pending", "delivered", "failed", "skipped"
 ERROR_MAX = 500  # the column's length
 
 
-@dataclass(frozen=True)
-class WebhookSettings:
-    url: str
-    signature_secret: str
-    encryption_secret: str  # base64
-    salt: str
-    # during a rotation's overlap: the previous signature secret, which X-Signature is made with
-    # until it ends (docs/webhooks.md, "Rotating the signature secret")
-    previous_signature_secret: str | None = None
-    enabled: bool = True
-    event_types: tuple[str, ...] | None = None  # None: every type
-
-
-EVENT_TYPES = ("credential", "identity", "otp.failed", "mandate.revoked", "request.resent")
-
-
-def refusal(settings: WebhookSettings, event_type: str) -> str | None:
-    """Why the webhook does not take an event of ``event_type`` (skipped), or None: it does."""
-    if not settings.enabled:
-        return "the webhook is turned off"
-    if settings.event_types is not None and event_type != "test" and event_type not in settings.event_types:
-        return f"the webhook does not take {event_type} events"
-    return None
-
-
-def new_signature_secret() -> str:
-    return secrets.token_urlsafe(32)
-
-
-def new_encryption_secret() -> str:
-    return base64.b64encode(secrets.token_bytes(32)).decode()
-
-
-def new_salt() -> str:
-    return secrets.token_hex(16)
-
-
-def _check(settings: WebhookSettings, policy: UrlPolicy) -> None:
-    policy.check_url(settings.url)  # UrlNotAllowed is a ValueError
-    if not settings.signature_secret:
-        raise ValueError("the signature secret must not be empty")
-    try:
-        if not base64.b64decode(settings.encryption_secret, validate=True):
-            raise ValueError("the encryption secret must not be empty")
-    except binascii.Error as exc:
-        raise ValueError("the encryption secret must be base64") from exc
-    if not settings.salt or len(settings.salt) > 255:
-        raise ValueError("the salt must be 1 to 255 characters")
-
-
-def set_config(
+def create_events(
     engine: Engine,
-    cipher: SecretCipher,
     org_id: str,
-    settings: WebhookSettings,
-    policy: UrlPolicy,
-    *,
-    actor: str,
-) -> None:
-    """Store the webhook; ValueError for a URL ``policy`` refuses (``adapters.egress``: shape, scheme,
-    and the addresses it leads to) or secrets of the wrong form. The ``WEBHOOK_CONFIGURED`` record
-    names the URL without its query and which secrets changed, never a secret."""
-    _check(settings, policy)
-    key = audit.signer(engine)
+    fact: str,
+    event_type: str,
+    request_id: str | None,
+    render: Callable[[str, datetime], dict[str, Any]],
+    endpoint_id: str | None = None,
+) -> list[tuple[WebhookEvent, bool]]:
+    """The events reporting ``fact``, one per endpoint of the organization (oldest first), or the
+    one endpoint ``endpoint_id`` names; one without an endpoint (to be skipped) when it has none.
+    Each is made now (``render(event_id, created_at)`` gives its payload) or is the one made
+    before: the flag says which. The first event's ``fact_key`` is ``fact``, each further one's
+    ``<fact>@<endpointId>``, so a fact made again never makes a second event for an endpoint."""
+    for _ in range(3):  # a concurrent maker of the same fact wins: read what it made
+        try:
+            return _create_events(engine, org_id, fact, event_type, request_id, render, endpoint_id)
+        except IntegrityError:
+            continue
+    return _create_events(engine, org_id, fact, event_type, request_id, render, endpoint_id)
+
+
+def _create_events(
+    engine: Engine,
+    org_id: str,
+    fact: str,
+    event_type: str,
+    request_id: str | None,
+    render: Callable[[str, datetime], dict[str, Any]],
+    endpoint_id: str | None,
+) -> list[tuple[WebhookEvent, bool]]:
     with write_session(engine) as session:
-        if session.get(Organization, org_id) is None:
-            raise NotFound(f"organization {org_id} not found")
-        row = session.get(WebhookConfig, org_id) or WebhookConfig(
-            organization_id=org_id,
-            url="",
-            signature_secret_ciphertext=b"",
-            encryption_secret_ciphertext=b"",
-            encryption_salt="",
-            updated_at=utcnow(),
-        )
-        before = None if not row.url else _settings_of(cipher, row)
-        row.url, row.encryption_salt, row.updated_at = settings.url, settings.salt, utcnow()
-        row.signature_secret_ciphertext = cipher.encrypt(settings.signature_secret)
-        row.encryption_secret_ciphertext = cipher.encrypt(settings.encryption_secret)
-        session.add(row)
-        session.flush()
-        changed = [
-            name
-            for name, now, was in (
-                ("signatureSecret", settings.signature_secret, before and before.signature_secret),
-                ("encryptionSecret", settings.encryption_secret, before and before.encryption_secret),
-                ("salt", settings.salt, before and before.salt),
+        targets: list[str | None] = [endpoint_id] if endpoint_id else list(endpoint_ids(session, org_id))
+        found = events_of_fact(session, fact, [t for t in targets if t])
+        made = {e.endpoint_id: e for e in found}
+        taken = {e.fact_key for e in found}
+        out: list[tuple[WebhookEvent, bool]] = [(e, False) for e in found]
+        for target in targets or [None]:
+            if target in made or (target is None and found):
+                continue
+            key = fact if fact not in taken else f"{fact}@{target}"
+            event_id, now = urn("event"), utcnow()
+            row = WebhookEvent(
+                id=event_id,
+                organization_id=org_id,
+                fact_key=key,
+                event_type=event_type,
+                request_id=request_id,
+                endpoint_id=target,
+                payload=render(event_id, now),
+                created_at=now,
             )
-            if now != was
-        ]
-        data = {"url": _without_query(settings.url), "secretsChanged": changed}
-        entry = audit.Entry(audit.WEBHOOK_CONFIGURED, org_id, actor=actor, data=data)
-        audit.append(session.connection(), key, entry)
+            session.add(row)
+            session.flush()
+            taken.add(key)
+            out.append((row, True))
+        for event, _ in out:
+            session.expunge(event)
+    return out
 
 
-def _without_query(url: str) -> str:
-    """The URL as the trail shows it: a query or fragment may carry a receiver's token."""
-    parts = urlsplit(url)
-    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
-
-
-def get_config(engine: Engine, cipher: SecretCipher, org_id: str) -> WebhookSettings | None:
-    with read_session(engine) as session:
-        row = session.get(WebhookConfig, org_id)
-    return None if row is None else _settings_of(cipher, row)
-
-
-def _settings_of(cipher: SecretCipher, row: WebhookConfig) -> WebhookSettings:
-    previous = None
-    if row.previous_signature_secret_ciphertext and row.previous_until and row.previous_until > utcnow():
-        previous = cipher.decrypt(row.previous_signature_secret_ciphertext)
-    return WebhookSettings(
-        row.url,
-        cipher.decrypt(row.signature_secret_ciphertext),
-        cipher.decrypt(row.encryption_secret_ciphertext),
-        row.encryption_salt,
-        previous,
-        row.enabled,
-        tuple(row.event_types) if row.event_types is not None else None,
-    )
-
-
-def set_delivery(
-    engine: Engine, org_id: str, enabled: bool, event_types: list[str] | None, *, actor: str
-) -> None:
-    """Turn the webhook on or off and choose the event types it takes (None: every one), with a
-    ``WEBHOOK_CONFIGURED`` record of both, before and after. NotFound without a webhook."""
-    key = audit.signer(engine)
-    with write_session(engine) as session:
-        row = session.get(WebhookConfig, org_id, with_for_update=True)
-        if row is None or not row.url:
-            raise NotFound(f"organization {org_id} has no webhook")
-        before = {"enabled": row.enabled, "eventTypes": row.event_types}
-        row.enabled, row.event_types, row.updated_at = enabled, event_types, utcnow()
-        session.add(row)
-        session.flush()
-        data = {
-            "url": _without_query(row.url),
-            "enabled": enabled,
-            "eventTypes": event_types,
-            "previous": before,
-        }
-        audit.append(
-            session.connection(), key, audit.Entry(audit.WEBHOOK_CONFIGURED, org_id, actor=actor, data=data)
-        )
-
-
-def rotate_signature_secret(
-    engine: Engine, cipher: SecretCipher, org_id: str, new_secret: str, overlap: timedelta, *, actor: str
-) -> datetime:
-    """The webhook's new signature secret; the current one keeps signing deliveries
-    (``X-Signature``) until the overlap ends, when its end is returned. A rotation during an overlap
-    replaces the secret being phased in: the oldest one stays until its own end. NotFound when the
-    organization has no webhook; ``WEBHOOK_CONFIGURED`` names the change and the end, never a secret."""
-    if not new_secret:
-        raise ValueError("the signature secret must not be empty")
-    key = audit.signer(engine)
-    now = utcnow()
-    with write_session(engine) as session:
-        row = session.get(WebhookConfig, org_id, with_for_update=True)
-        if row is None or not row.url:
-            raise NotFound(f"organization {org_id} has no webhook")
-        in_overlap = row.previous_until is not None and row.previous_until > now
-        if not in_overlap:
-            row.previous_signature_secret_ciphertext = row.signature_secret_ciphertext
-            row.previous_until = now + overlap
-        row.signature_secret_ciphertext = cipher.encrypt(new_secret)
-        row.updated_at = now
-        until = row.previous_until
-        assert until is not None
-        session.add(row)
-        session.flush()
-        data = {
-            "url": _without_query(row.url),
-            "secretsChanged": ["signatureSecret"],
-            "overlapUntil": until.isoformat(),
-        }
-        audit.append(
-            session.connection(), key, audit.Entry(audit.WEBHOOK_CONFIGURED, org_id, actor=actor, data=data)
-        )
-    return until
-
-
-def config_row(engine: Engine, org_id: str) -> WebhookConfig | None:
-    """The stored settings as they are (secrets encrypted): for showing, never for sending."""
-    with read_session(engine) as session:
-        return session.get(WebhookConfig, org_id)
+def events_of_fact(session: Any, fact: str, endpoints: list[str]) -> list[WebhookEvent]:
+    """The events made for ``fact`` (for any of ``endpoints``, or without one), first made first."""
+    keys = [fact, *(f"{fact}@{e}" for e in endpoints)]
+    stmt = select(WebhookEvent).where(col(WebhookEvent.fact_key).in_(keys))
+    return list(session.exec(stmt.order_by(col(WebhookEvent.created_at), col(WebhookEvent.id))))
 
 
 def create_event(
@@ -236,34 +122,15 @@ def create_event(
     event_type: str,
     request_id: str | None,
     render: Callable[[str, datetime], dict[str, Any]],
+    endpoint_id: str | None = None,
 ) -> tuple[WebhookEvent, bool]:
-    """The event reporting ``fact_key``: made now (``render(event_id, created_at)`` gives its
-    payload) or the one made before; the flag says which."""
-    found = event_by_fact(engine, fact_key)
-    if found is not None:
-        return found, False
-    event_id, now = urn("event"), utcnow()
-    row = WebhookEvent(
-        id=event_id,
-        organization_id=org_id,
-        fact_key=fact_key,
-        event_type=event_type,
-        request_id=request_id,
-        payload=render(event_id, now),
-        created_at=now,
-    )
-    try:
-        with write_session(engine) as session:
-            session.add(row)
-    except IntegrityError:  # a concurrent attempt made it first (PostgreSQL)
-        found = event_by_fact(engine, fact_key)
-        if found is None:
-            raise
-        return found, False
-    return row, True
+    """The first of ``create_events``: for an organization with one endpoint, or for one
+    endpoint (a test event)."""
+    return create_events(engine, org_id, fact_key, event_type, request_id, render, endpoint_id)[0]
 
 
 def event_by_fact(engine: Engine, fact_key: str) -> WebhookEvent | None:
+    """The first event made for a fact (its first endpoint's)."""
     with read_session(engine) as session:
         return session.exec(select(WebhookEvent).where(WebhookEvent.fact_key == fact_key)).first()
 
@@ -277,34 +144,43 @@ def get_event(engine: Engine, event_id: str) -> WebhookEvent:
 
 
 def list_events(
-    engine: Engine, org_id: str, limit: int = 50, request_id: str | None = None
+    engine: Engine,
+    org_id: str,
+    limit: int = 50,
+    request_id: str | None = None,
+    endpoint_id: str | None = None,
 ) -> list[WebhookEvent]:
-    """The organization's newest events (of one request when ``request_id`` is given)."""
+    """The organization's newest events (of one request, for one endpoint, when given)."""
     with read_session(engine) as session:
         stmt = select(WebhookEvent).where(WebhookEvent.organization_id == org_id)
         if request_id is not None:
             stmt = stmt.where(WebhookEvent.request_id == request_id)
+        if endpoint_id is not None:
+            stmt = stmt.where(WebhookEvent.endpoint_id == endpoint_id)
         stmt = stmt.order_by(col(WebhookEvent.created_at).desc()).limit(limit)
         return list(session.exec(stmt))
 
 
-def failed_between(engine: Engine, org_id: str, since: datetime, until: datetime, limit: int) -> list[str]:
-    """The ids of the organization's failed events made between ``since`` and ``until``, oldest
-    first, at most ``limit``."""
+def failed_between(
+    engine: Engine,
+    org_id: str,
+    since: datetime,
+    until: datetime,
+    limit: int,
+    endpoint_id: str | None = None,
+) -> list[str]:
+    """The ids of the organization's failed events (for one endpoint when given) made between
+    ``since`` and ``until``, oldest first, at most ``limit``."""
     with read_session(engine) as session:
-        return list(
-            session.exec(
-                select(WebhookEvent.id)
-                .where(
-                    WebhookEvent.organization_id == org_id,
-                    WebhookEvent.state == FAILED,
-                    WebhookEvent.created_at >= since,
-                    WebhookEvent.created_at <= until,
-                )
-                .order_by(col(WebhookEvent.created_at))
-                .limit(limit)
-            )
+        stmt = select(WebhookEvent.id).where(
+            WebhookEvent.organization_id == org_id,
+            WebhookEvent.state == FAILED,
+            WebhookEvent.created_at >= since,
+            WebhookEvent.created_at <= until,
         )
+        if endpoint_id is not None:
+            stmt = stmt.where(WebhookEvent.endpoint_id == endpoint_id)
+        return list(session.exec(stmt.order_by(col(WebhookEvent.created_at)).limit(limit)))
 
 
 def event_of(engine: Engine, org_id: str, event_id: str) -> WebhookEvent | None:
@@ -404,7 +280,7 @@ def record_attempt(
                 finished_at=now,
                 status_code=status_code,
                 error=error,
-                url=_without_query(url)[:2048] if url else None,
+                url=without_query(url)[:2048] if url else None,
                 duration_ms=duration_ms,
                 response_headers=answer[0],
                 response_body=answer[1],

@@ -321,9 +321,9 @@ class CredentialRequestWorkflow:
         self, inp: DecisionInput, decision_id: str, at: datetime, local: bool
     ) -> None:
         """A ``credential`` event for this decision, then its delivery (``workflows.request_events``)."""
-        event_id = await self._events.create_credential(inp, decision_id, at, local)
+        events = await self._events.create_credential(inp, decision_id, at, local)
         # a subject's identity event is delivered before their credential events (CONTRACT 7)
-        await self._events.deliver(event_id, "credential", after=self._journey.identity_event(inp.subject_id))
+        await self._events.deliver(events, "credential", after=self._journey.identity_events(inp.subject_id))
 
     # --- the subject's journey (workflows.journey) ------------------------------------------
 

@@ -74,20 +74,21 @@ class CredentialRetryWorkflow:
             CreateEventResult,
             summary=f"credential event for the retry of {inp.credential_id}",
         )
-        try:
-            await workflow.start_child_workflow(
-                WEBHOOK_WORKFLOW_TYPE,
-                DeliverWebhookInput(event_id=created.event_id),
-                id=webhook_workflow_id(created.event_id),
-                parent_close_policy=ParentClosePolicy.ABANDON,
-                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-                static_summary=f"Webhook event {created.event_id}",
-                search_attributes=webhook_search_attributes(
-                    inp.organization_id, inp.request_id, "credential"
-                ),
-            )
-        except WorkflowAlreadyStartedError:  # its delivery already exists: nothing to add
-            pass
+        for event_id in created.by_endpoint().values():
+            try:
+                await workflow.start_child_workflow(
+                    WEBHOOK_WORKFLOW_TYPE,
+                    DeliverWebhookInput(event_id=event_id),
+                    id=webhook_workflow_id(event_id),
+                    parent_close_policy=ParentClosePolicy.ABANDON,
+                    id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+                    static_summary=f"Webhook event {event_id}",
+                    search_attributes=webhook_search_attributes(
+                        inp.organization_id, inp.request_id, "credential"
+                    ),
+                )
+            except WorkflowAlreadyStartedError:  # its delivery already exists: nothing to add
+                pass
         return RetryIssuanceResult(
             credential_id=inp.credential_id, mandate_id=issued.mandate_id, event_id=created.event_id
         )

@@ -12,7 +12,7 @@ each credential the subject had not decided). Deterministic code only: it runs i
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from temporalio import workflow
@@ -81,7 +81,8 @@ class Identity:
     """One subject's identity check, when their request's security level requires one."""
 
     passed: bool | None = None  # None until a result is recorded
-    event_id: str | None = None  # its ``identity`` event, which their ``credential`` events follow
+    # its ``identity`` events by endpoint, which their ``credential`` events follow
+    events: dict[str, str] = field(default_factory=dict)
 
 
 class SubjectJourney:
@@ -370,9 +371,10 @@ class SubjectJourney:
         """A subject's identity check failed."""
         return any(i.passed is False for i in self._identity.values())
 
-    def identity_event(self, subject_id: str) -> str | None:
-        """The subject's ``identity`` event, which their ``credential`` events follow (CONTRACT 7)."""
-        return self._identity[subject_id].event_id
+    def identity_events(self, subject_id: str) -> dict[str, str]:
+        """The subject's ``identity`` events by endpoint, which their ``credential`` events follow
+        (CONTRACT 7)."""
+        return self._identity[subject_id].events
 
     async def _reuse_identity(self, subject_id: str, kyc: str | None, identity_status: str | None) -> None:
         """PLATFORM_KYC reuses an earlier platform success, ORGANIZATION_KYC a check the
@@ -433,8 +435,8 @@ class SubjectJourney:
                 at=at,
             ),
         )
-        identity.event_id = await self._events.create_identity(subject, inp.success, inp.message, at)
-        await self._events.deliver(identity.event_id, "identity")
+        identity.events = await self._events.create_identity(subject, inp.success, inp.message, at)
+        await self._events.deliver(identity.events, "identity")
 
     # --- live state ---------------------------------------------------------------------------
 

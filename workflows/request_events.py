@@ -40,9 +40,12 @@ class RequestEvents:
     def __init__(self, inp: CredentialRequestInput) -> None:
         self._input = inp
 
-    async def create_credential(self, inp: DecisionInput, decision_id: str, at: datetime, local: bool) -> str:
-        """The ``credential`` event of this decision, made (the caller delivers it after the
-        subject's ``identity`` event, CONTRACT 7); its id."""
+    async def create_credential(
+        self, inp: DecisionInput, decision_id: str, at: datetime, local: bool
+    ) -> dict[str, str]:
+        """The ``credential`` events of this decision, one per endpoint, made (the caller delivers
+        each after the subject's ``identity`` event for the same endpoint, CONTRACT 7); their ids
+        by endpoint."""
         created = await write_for(
             ActivityNames.CREATE_CREDENTIAL_EVENT,
             CreateCredentialEventInput(
@@ -58,7 +61,7 @@ class RequestEvents:
             summary=f"credential event for {decision_id}",
             local=local,
         )
-        return created.event_id
+        return created.by_endpoint()
 
     async def otp_failed(self, subject_id: str, fact: str, code: str, message: str) -> None:
         """An ``otp.failed`` event (``fact``: undelivered or locked, with the send number), then its
@@ -76,11 +79,13 @@ class RequestEvents:
             CreateEventResult,
             summary=f"otp.failed event ({code})",
         )
-        await self.deliver(created.event_id, "otp.failed")
+        await self.deliver(created.by_endpoint(), "otp.failed")
 
-    async def create_identity(self, subject_id: str, success: bool, message: str | None, at: datetime) -> str:
-        """The subject's ``identity`` event, made (not delivered yet: the caller keeps its id for
-        the subject's ``credential`` events first); its id."""
+    async def create_identity(
+        self, subject_id: str, success: bool, message: str | None, at: datetime
+    ) -> dict[str, str]:
+        """The subject's ``identity`` events, one per endpoint, made (not delivered yet: the caller
+        keeps their ids for the subject's ``credential`` events); their ids by endpoint."""
         created = await write_for(
             ActivityNames.CREATE_IDENTITY_EVENT,
             CreateIdentityEventInput(
@@ -94,11 +99,20 @@ class RequestEvents:
             CreateEventResult,
             summary=f"identity event for subject {subject_id}",
         )
-        return created.event_id
+        return created.by_endpoint()
 
-    async def deliver(self, event_id: str, event_type: str, after: str | None = None) -> None:
-        """Start the event's delivery, carrying the organization, request and event type as its
-        search attributes (histories recorded before them replay without)."""
+    async def deliver(
+        self, events: dict[str, str], event_type: str, after: dict[str, str] | None = None
+    ) -> None:
+        """Start each event's delivery (``events``: by endpoint), after the event ``after`` names
+        for the same endpoint, if any. Each carries the organization, request and event type as
+        its search attributes (histories recorded before them replay without)."""
+        follow = after or {}
+        for endpoint, event_id in events.items():
+            # an event made before endpoints (recorded as "") is followed by every endpoint's
+            await self.deliver_one(event_id, event_type, follow.get(endpoint, follow.get("")))
+
+    async def deliver_one(self, event_id: str, event_type: str, after: str | None) -> None:
         attributes = (
             webhook_search_attributes(self._input.organization_id, self._input.request_id, event_type)
             if workflow.patched(OUTCOME_PATCH)

@@ -61,8 +61,16 @@ class CreateCredentialEventInput(BaseModel):
 
 
 class CreateEventResult(BaseModel):
+    """The events made for a fact: ``event_id`` the first, ``endpoint_events`` every one by its
+    endpoint's id ("" for none). Results recorded before endpoints (issue 34) have only
+    ``event_id``: ``by_endpoint`` reads them as that one event."""
+
     event_id: str
     created: bool = True
+    endpoint_events: dict[str, str] = {}
+
+    def by_endpoint(self) -> dict[str, str]:
+        return self.endpoint_events or {"": self.event_id}
 
 
 class CreateOtpFailedEventInput(BaseModel):

@@ -96,11 +96,20 @@ async def test_settings_and_the_webhook_are_recorded_with_their_new_values(
     assert saved == ["https://app.example.com"]
     # the first configuration generates all three; the second changes only the signature secret
     assert set(generated) == {"signature secret", "encryption secret", "salt"}
+    endpoint = webhooks.endpoints(ctx, org_id)[0].id
     assert records[3].data == {
+        "endpointId": endpoint,
         "url": "http://127.0.0.1:9/hook",
         "secretsChanged": ["signatureSecret", "encryptionSecret", "salt"],
+        "added": True,
     }
-    assert records[4].data == {"url": "http://127.0.0.1:9/hook2", "secretsChanged": ["signatureSecret"]}
+    # a change names the URL before it (its query dropped too)
+    assert records[4].data == {
+        "endpointId": endpoint,
+        "url": "http://127.0.0.1:9/hook2",
+        "secretsChanged": ["signatureSecret"],
+        "previous": {"url": "http://127.0.0.1:9/hook"},
+    }
     words = _words(records)
     assert "t0ps3cret" not in words and "frag" not in words and "s" * 32 not in words
     for value in generated.values():

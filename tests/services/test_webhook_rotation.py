@@ -21,7 +21,7 @@ from services.context import Context
 from services.errors import Invalid, NotFound
 from store import webhooks as store
 from store.db import utcnow, write_session
-from store.tables import WebhookConfig
+from store.tables import WebhookEndpoint
 from tests.conftest import new_org
 from tests.support.api_client import Credentials
 from tests.support.audit import changes
@@ -84,8 +84,8 @@ async def test_old_and_new_secrets_both_verify_during_the_overlap_then_only_the_
 
         with write_session(engine) as session:  # the overlap's end, as time would bring it
             session.execute(
-                update(WebhookConfig)
-                .where(col(WebhookConfig.organization_id) == org.organization_id)
+                update(WebhookEndpoint)
+                .where(col(WebhookEndpoint.organization_id) == org.organization_id)
                 .values(previous_until=utcnow() - timedelta(seconds=1))
             )
         await deliver_one(live_ctx, org.organization_id, 4, receiver)
