@@ -1,5 +1,6 @@
-"""``mandatum webhook``: an organization's webhook settings, test events, the delivery log, an
-event's attempts, retries and resends.
+"""``mandatum webhook``: an organization's webhook endpoints and their settings, test events, the
+delivery log, an event's attempts, retries and resends. Without ``--endpoint`` a command acts on
+the organization's oldest endpoint: CONTRACT 7's one webhook.
 
 State changes go through ``services.webhooks`` as the operator running the command, the same
 functions the API and the dashboard call, and so do the listings. The commands that
@@ -27,6 +28,7 @@ from cli.common import (
     reason_of,
     with_temporal,
 )
+from core.ids import is_object_id
 from services.context import Context
 from services.errors import Conflict, ServiceError
 from store.tables import WebhookEvent
@@ -55,6 +57,82 @@ def _support() -> ModuleType:
 OrgOpt = Annotated[str, typer.Option("--org", help="Organization id.")]
 
 
+def _endpoint_id(value: str | None) -> str | None:
+    if value is not None and not is_object_id(value):
+        raise typer.BadParameter("an endpoint id is 24 lowercase hexadecimal characters")
+    return value
+
+
+EndpointOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--endpoint",
+        help="Endpoint id (see `endpoints`; omit: the organization's oldest endpoint).",
+        callback=_endpoint_id,
+    ),
+]
+DescriptionOpt = Annotated[
+    str | None, typer.Option("--description", help="What the endpoint is for (at most 200 characters).")
+]
+
+
+@webhook_app.command("endpoints")
+def webhook_endpoints(org: OrgOpt, as_json: JsonOpt = False) -> None:
+    """The organization's endpoints, oldest first: id, URL (without its query), on or off, the
+    event types each takes; never a secret."""
+    found = _webhooks().endpoints(command_context(), org)
+    if as_json:
+        rows = [
+            {
+                "id": e.id,
+                "url": _webhooks().shown_url(e.url),
+                "description": e.description,
+                "enabled": e.enabled,
+                "eventTypes": e.event_types,
+                "updatedAt": e.updated_at,
+            }
+            for e in found
+        ]
+        typer.echo(json.dumps(rows, indent=2, default=_json_value))
+        return
+    if not found:
+        typer.echo(f"organization {org} has no webhook endpoint (events are stored, their delivery skipped)")
+    for e in found:
+        types = ",".join(e.event_types) if e.event_types is not None else "every type"
+        echo(f"{e.id}  {'on' if e.enabled else 'off':<3}  {_webhooks().shown_url(e.url)}  {types}")
+
+
+@webhook_app.command("add")
+def webhook_add(
+    org: OrgOpt,
+    url: Annotated[
+        str, typer.Option("--url", help="The receiver's URL (production: https, to a public address).")
+    ],
+    description: DescriptionOpt = None,
+) -> None:
+    """One more endpoint, with secrets of its own printed once. It gets its own copy of every
+    event made from now on."""
+    try:
+        added = _webhooks().add_endpoint(command_context(), operator(), org, url, description)
+    except ServiceError as exc:
+        fail(str(exc))
+    echo(f"endpoint {added.endpoint_id} of organization {org} added: {_webhooks().shown_url(url)}")
+    emit(added.generated, False, "generated (shown once, keep them now):")
+
+
+@webhook_app.command("remove")
+def webhook_remove(
+    org: OrgOpt,
+    endpoint: Annotated[str, typer.Option("--endpoint", help="Endpoint id.", callback=_endpoint_id)],
+) -> None:
+    """Remove an endpoint: its events stay, the deliveries still to come to it are skipped."""
+    try:
+        _webhooks().remove_endpoint(command_context(), operator(), org, endpoint)
+    except ServiceError as exc:
+        fail(str(exc))
+    echo(f"endpoint {endpoint} of organization {org} removed")
+
+
 @webhook_app.command("set")
 def webhook_set(
     org: OrgOpt,
@@ -72,12 +150,22 @@ def webhook_set(
     salt: Annotated[
         str | None, typer.Option("--salt", help="PBKDF2 salt (generated when new and omitted).")
     ] = None,
+    endpoint: EndpointOpt = None,
+    description: DescriptionOpt = None,
 ) -> None:
-    """Set the webhook. Omitted secrets keep their current value, or are generated for a new webhook
-    and printed once (they are never shown again)."""
+    """Set the webhook (an endpoint). Omitted secrets keep their current value, or are generated for
+    a new webhook and printed once (they are never shown again)."""
     try:
         generated = _webhooks().configure(
-            command_context(), operator(), org, url, signature_secret, encryption_secret, salt
+            command_context(),
+            operator(),
+            org,
+            url,
+            signature_secret,
+            encryption_secret,
+            salt,
+            endpoint_id=endpoint,
+            description=description,
         )
     except ServiceError as exc:
         fail(str(exc))
@@ -94,11 +182,12 @@ def webhook_receive(
         typer.Option("--events", help="Comma-separated event types it takes (omit: every type)."),
     ] = None,
     off: Annotated[bool, typer.Option("--off", help="Turn the webhook off: events are skipped.")] = False,
+    endpoint: EndpointOpt = None,
 ) -> None:
     """What the webhook receives: on (default) or off, every event type or those listed."""
     chosen = [t.strip() for t in events.split(",") if t.strip()] if events is not None else None
     try:
-        _webhooks().set_delivery(command_context(), operator(), org, not off, chosen)
+        _webhooks().set_delivery(command_context(), operator(), org, not off, chosen, endpoint)
     except ServiceError as exc:
         fail(str(exc))
     echo(
@@ -116,12 +205,15 @@ def webhook_rotate(
             "--overlap-hours", help="How long the current secret keeps signing (X-Signature), 1 to 168."
         ),
     ] = 24,
+    endpoint: EndpointOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """A new signature secret, printed once. Until the overlap ends, X-Signature is still made with
     the current secret and X-Signature-Next with the new one (docs/webhooks.md)."""
     try:
-        done = _webhooks().rotate_signature_secret(command_context(), operator(), org, overlap_hours)
+        done = _webhooks().rotate_signature_secret(
+            command_context(), operator(), org, overlap_hours, endpoint
+        )
     except ServiceError as exc:
         fail(str(exc))
     emit(
@@ -132,27 +224,33 @@ def webhook_rotate(
 
 
 @webhook_app.command("show")
-def webhook_show(org: OrgOpt, as_json: JsonOpt = False) -> None:
+def webhook_show(org: OrgOpt, endpoint: EndpointOpt = None, as_json: JsonOpt = False) -> None:
     """The webhook's URL and when it was set; never its secrets."""
-    row = _webhooks().settings_row(command_context(), org)
+    row = _webhooks().settings_row(command_context(), org, endpoint)
     if row is None:
         fail(f"organization {org} has no webhook (events are stored, their delivery skipped)")
     emit(
-        {"organization": org, "url": row.url, "secrets": "set (not shown)", "updated_at": row.updated_at},
+        {
+            "organization": org,
+            "endpoint": row.id,
+            "url": row.url,
+            "secrets": "set (not shown)",
+            "updated_at": row.updated_at,
+        },
         as_json,
         "webhook",
     )
 
 
 @webhook_app.command("test")
-def webhook_test(org: OrgOpt) -> None:
+def webhook_test(org: OrgOpt, endpoint: EndpointOpt = None) -> None:
     """Create a ``test`` event and start its delivery (see ``list`` for the outcome).
 
     Temporal is connected first: when it does not answer, no event is made; when it does not take
     the delivery, the event is marked failed (``retry`` sends it)."""
 
     async def send(ctx: Context) -> tuple[WebhookEvent, str]:
-        sent: tuple[WebhookEvent, str] = await _webhooks().send_test_event(ctx, operator(), org)
+        sent: tuple[WebhookEvent, str] = await _webhooks().send_test_event(ctx, operator(), org, endpoint)
         return sent
 
     event, workflow_id = with_temporal(command_context(), send, f"send a test event to organization {org}")
@@ -195,15 +293,21 @@ def webhook_replay(
     date_from: Annotated[str, typer.Option("--from", help="The first UTC day (YYYY-MM-DD).")],
     date_to: Annotated[str, typer.Option("--to", help="The last UTC day (YYYY-MM-DD).")],
     reason: ReasonOpt = None,
+    endpoint: Annotated[
+        str | None,
+        typer.Option(
+            "--endpoint", help="Only this endpoint's events (omit: every endpoint's).", callback=_endpoint_id
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Deliver again every failed event of the organization made on those days (at most 500 at a
-    time, oldest first), each recorded as a retry with the reason."""
+    """Deliver again every failed event of the organization (of one endpoint when given) made on
+    those days (at most 500 at a time, oldest first), each recorded as a retry with the reason."""
     why = reason_of(reason)
     ctx = command_context()
 
     async def replay(ctx: Context) -> dict[str, object]:
-        done = await _webhooks().replay_failed(ctx, operator(), org, date_from, date_to, why)
+        done = await _webhooks().replay_failed(ctx, operator(), org, date_from, date_to, why, endpoint)
         return {"started": done.started, "refused": done.refused, "more": done.more}
 
     done = with_temporal(ctx, replay, f"replay the failed events of {date_from} to {date_to}")
@@ -291,6 +395,7 @@ def _row(event: WebhookEvent) -> dict[str, object]:
         "id": event.id,
         "eventType": event.event_type,
         "requestId": event.request_id,
+        "endpointId": event.endpoint_id,
         "createdAt": event.created_at,
         "state": event.state,
         "attempts": event.attempts,
@@ -305,10 +410,17 @@ def _row(event: WebhookEvent) -> dict[str, object]:
 def webhook_list(
     org: OrgOpt,
     limit: Annotated[int, typer.Option("--limit", help="At most this many, newest first.")] = 50,
+    endpoint: Annotated[
+        str | None,
+        typer.Option(
+            "--endpoint", help="Only this endpoint's events (omit: every endpoint's).", callback=_endpoint_id
+        ),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """The organization's events, newest first, with the outcome of their delivery."""
-    events = _webhooks().events(command_context(), org, limit)
+    """The organization's events (of one endpoint when given), newest first, with the outcome of
+    their delivery."""
+    events = _webhooks().events(command_context(), org, limit, None, endpoint)
     if as_json:
         typer.echo(json.dumps([_row(e) for e in events], indent=2, default=_json_value))
         return

@@ -121,6 +121,12 @@ def _store(
     return Configured(made, generated)
 
 
+def shown_url(url: str) -> str:
+    """An endpoint's URL as pages, the trail and the command line show it: without its query or
+    fragment, where a receiver's token may sit."""
+    return store.without_query(url)
+
+
 def endpoints(ctx: Context, org_id: str) -> list[WebhookEndpoint]:
     """The organization's endpoints as stored (secrets sealed), oldest first."""
     return store.endpoint_rows(ctx.engine, org_id)

@@ -84,11 +84,12 @@ def _create_events(
         made = {e.endpoint_id: e for e in found}
         taken = {e.fact_key for e in found}
         out: list[tuple[WebhookEvent, bool]] = [(e, False) for e in found]
+        now = utcnow()  # the copies of a fact for each endpoint were made at one moment
         for target in targets or [None]:
             if target in made or (target is None and found):
                 continue
             key = fact if fact not in taken else f"{fact}@{target}"
-            event_id, now = urn("event"), utcnow()
+            event_id = urn("event")
             row = WebhookEvent(
                 id=event_id,
                 organization_id=org_id,

@@ -22,6 +22,8 @@ down_revision: str | None = "0031"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
+# how the rows are copied: JSON stays JSON on PostgreSQL only when the column says so
+TYPED = {"event_types": sa.JSON()}
 SETTINGS = (
     "url",
     "signature_secret_ciphertext",
@@ -71,9 +73,11 @@ def upgrade() -> None:
         batch.add_column(sa.Column("endpoint_id", sqlmodel.sql.sqltypes.AutoString(length=24), nullable=True))
         batch.create_index(batch.f("ix_webhook_event_endpoint_id"), ["endpoint_id"], unique=False)
     bind = op.get_bind()
-    old = sa.table("webhook_config", sa.column("organization_id"), *(sa.column(c) for c in SETTINGS))
+    old = sa.table(
+        "webhook_config", sa.column("organization_id"), *(sa.column(c, TYPED.get(c)) for c in SETTINGS)
+    )
     new = sa.table("webhook_endpoint", sa.column("id"), sa.column("organization_id"), sa.column("created_at"),
-                   *(sa.column(c) for c in SETTINGS))  # fmt: skip
+                   *(sa.column(c, TYPED.get(c)) for c in SETTINGS))  # fmt: skip
     event = sa.table("webhook_event", sa.column("organization_id"), sa.column("endpoint_id"))
     for row in bind.execute(sa.select(old)).mappings().all():
         endpoint_id = _object_id()
@@ -100,9 +104,11 @@ def downgrade() -> None:
         sa.PrimaryKeyConstraint("organization_id"),
     )
     bind = op.get_bind()
-    old = sa.table("webhook_config", sa.column("organization_id"), *(sa.column(c) for c in SETTINGS))
+    old = sa.table(
+        "webhook_config", sa.column("organization_id"), *(sa.column(c, TYPED.get(c)) for c in SETTINGS)
+    )
     new = sa.table("webhook_endpoint", sa.column("id"), sa.column("organization_id"), sa.column("created_at"),
-                   *(sa.column(c) for c in SETTINGS))  # fmt: skip
+                   *(sa.column(c, TYPED.get(c)) for c in SETTINGS))  # fmt: skip
     kept: set[str] = set()
     for row in bind.execute(sa.select(new).order_by(new.c.created_at, new.c.id)).mappings().all():
         if row["organization_id"] in kept:
