@@ -1,7 +1,8 @@
 """The audit trail: an organization's records (``GET /activity``), checking every chain
-(``mandatum audit verify``), and the reason an operator gives for a support action (recorded as
-``reason`` in the record the action writes). Reading changes nothing, so only the check takes an
-actor (who asked).
+(``mandatum audit verify``), the reason an operator gives for a support action (recorded as
+``reason`` in the record the action writes), and a record's details as the dashboard shows them
+(``details_of``, ``changes_of``: a change as ``before → after``). Reading changes nothing, so only
+the check takes an actor (who asked).
 
 The dashboard's check of a chain (``check_chain``, any member may ask) verifies a signature per
 record, about 0.2 ms each, so it runs on a thread of its own, one per process at a time with two
@@ -12,8 +13,10 @@ loop. The records are read 500 at a time, each batch on a connection of its own
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import Any
 
 from core.actors import Actor
 from core.bounded import BoundedPool, PoolFull
@@ -92,3 +95,61 @@ def checked_reason(raw: str) -> str:
 def optional_reason(raw: str | None) -> str | None:
     """``checked_reason`` of a reason given; None when none was (the dashboard's actions)."""
     return None if raw is None else checked_reason(raw)
+
+
+# --- a record's details, as the activity page and the operators' timeline show them ------------
+
+DETAIL_TEXT = 200  # characters of one value shown; the whole record is in the CSV and the API
+ARROW = " → "
+
+
+def detail_text(value: Any) -> str:
+    """A value of a record's data as shown: a string as it is, anything else as JSON; cut after
+    ``DETAIL_TEXT`` characters."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return text if len(text) <= DETAIL_TEXT else text[:DETAIL_TEXT] + "…"
+
+
+def _side(value: Any) -> str:
+    """One side of a change: none and an empty text said so rather than left blank."""
+    return "none" if value is None else '""' if value == "" else detail_text(value)
+
+
+def _a_setting(data: dict[str, Any]) -> bool:
+    """Whether ``data`` is a settings record's (``setting``, its ``value`` and the ``previous`` one)."""
+    return isinstance(data.get("setting"), str) and "value" in data
+
+
+def changes_of(data: Any) -> dict[str, str]:
+    """What a record with ``previous`` changed, field by field, as ``before → after`` (each side
+    cut like any value), in the fields' order; a field ``previous`` names with its value unchanged
+    is left out, and so is every field of a record without ``previous``. A settings record's
+    ``previous`` is its ``value``'s: the change is named by its ``setting``."""
+    if not isinstance(data, dict) or "previous" not in data:
+        return {}
+    previous = data["previous"]
+    if _a_setting(data):
+        pairs = {data["setting"]: (previous, data["value"])}
+    elif isinstance(previous, dict):
+        pairs = {name: (before, data.get(name)) for name, before in previous.items()}
+    else:
+        pairs = {"value": (previous, data.get("value"))}
+    return {
+        name: _side(before) + ARROW + _side(after)
+        for name, (before, after) in sorted(pairs.items())
+        if before != after
+    }
+
+
+def details_of(data: Any) -> list[tuple[str, str]]:
+    """A record's data as (field, value) pairs for the Details column, by field name: what changed
+    (``changes_of``: ``before → after`` in place of the field's value, a setting's under its name),
+    the reason, the rest as it is. ``previous`` itself is not a row of its own."""
+    if not isinstance(data, dict):
+        return []
+    changes = changes_of(data)
+    hidden = {"previous"}
+    if changes and _a_setting(data):
+        hidden |= {"setting", "value"}
+    shown = {name: detail_text(value) for name, value in data.items() if name not in hidden}
+    return sorted({**shown, **changes}.items())

@@ -32,7 +32,7 @@ from core.kinds import PLATFORM_ROLE
 from orchestration.history import CodeChecked, CodeSent, journey_of
 from orchestration.temporal import temporal_unavailable
 from services import mandates, members, operator_search, requests, webhooks
-from services.audit import checked_reason
+from services.audit import changes_of, checked_reason
 from services.context import Context
 from services.errors import Conflict, Forbidden, Invalid, NotFound
 from store import members as members_store
@@ -343,8 +343,12 @@ def _verification_entries(verifications: Sequence[Verification]) -> list[Entry]:
 
 
 def _audit_entry(record: AuditRecord) -> Entry:
+    """An audit record of the request: its type, and in its detail what it changed (each field as
+    ``field: before → after``, as the activity page shows them) and the reason given."""
     reason = record.data.get("reason") if isinstance(record.data, dict) else None
-    return Entry(record.created_at, "audit", f"Audit: {record.type}", actor=record.actor, detail=reason)
+    changes = [f"{name}: {change}" for name, change in changes_of(record.data).items()]
+    detail = " · ".join([*changes, *([str(reason)] if reason else [])]) or None
+    return Entry(record.created_at, "audit", f"Audit: {record.type}", actor=record.actor, detail=detail)
 
 
 def _code_state(code: OtpChallenge, label: dict[str, str]) -> dict[str, Any]:

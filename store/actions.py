@@ -151,7 +151,8 @@ def update_action(engine: Engine, org_id: str, action_id: str, name: str, descri
 def publish(engine: Engine, version_id: str, org_id: str | None = None, *, actor: str) -> ActionVersion:
     """Publish a draft: every publish check must pass (all failures are raised together), then its
     digestSRI is stored and the action's name and description follow the published content. The
-    ``ACTION_PUBLISHED`` record names the version and its digest."""
+    ``ACTION_PUBLISHED`` record names the version and its digest, and the ``previous`` ones: the
+    version new requests pinned until then (none for the action's first)."""
     return _publish(engine, version_id, org_id, actor)
 
 
@@ -166,6 +167,7 @@ def _publish(engine: Engine, version_id: str, org_id: str | None, actor: str | N
         errors = check_spec(spec)
         if errors:
             raise ActionRefused(errors)
+        previous = _pinned_until_now(session, version) if key is not None else None
         version.status = PUBLISHED
         version.digest_sri = digest_sri(version.content)
         version.published_at = utcnow()
@@ -176,10 +178,26 @@ def _publish(engine: Engine, version_id: str, org_id: str | None, actor: str | N
         session.add(version)
         if key is not None and actor is not None:
             session.flush()
-            data = {"actionId": version.action_id, "version": version.number, "digestSRI": version.digest_sri}
+            data: dict[str, Any] = {
+                "actionId": version.action_id,
+                "version": version.number,
+                "digestSRI": version.digest_sri,
+            }
+            if previous is not None:
+                data["previous"] = {"version": previous.number, "digestSRI": previous.digest_sri}
             entry = audit.Entry(audit.ACTION_PUBLISHED, version.organization_id, actor=actor, data=data)
             audit.append(session.connection(), key, entry)
         return version
+
+
+def _pinned_until_now(session: Session, version: ActionVersion) -> ActionVersion | None:
+    """The version new requests pinned before ``version`` is published (the newest published)."""
+    stmt = select(ActionVersion).where(
+        ActionVersion.organization_id == version.organization_id,
+        ActionVersion.action_id == version.action_id,
+        ActionVersion.status == PUBLISHED,
+    )
+    return session.exec(stmt.order_by(col(ActionVersion.number).desc())).first()
 
 
 def delete_action(engine: Engine, org_id: str, action_id: str, *, actor: str) -> None:

@@ -110,11 +110,12 @@ def add_version(
         if new.type != approval.type:
             raise Refused(f"approval {approval_id} is a {approval.type}: a new version keeps its type")
         number = approval.version + 1
+        previous = {"version": approval.version, "name": approval.name}
         approval.name, approval.description, approval.internal_id = new.name, new.description, new.internal_id
         approval.version, approval.updated_at = number, utcnow()
         session.add(approval)
         version = _add_version(session, approval, new, number, actor)
-        _record(session, key, approval, "version", actor)
+        _record(session, key, approval, "version", actor, previous)
         return ApprovalView(approval, version, _workflow_ids(session, [approval.id]).get(approval.id, []))
 
 
@@ -161,8 +162,25 @@ def _add_version(
     return version
 
 
-def _record(session: Session, key: Any, approval: Approval, change: str, actor: str) -> None:
-    data = {"approvalId": approval.id, "change": change, "type": approval.type, "version": approval.version}
+def _record(
+    session: Session,
+    key: Any,
+    approval: Approval,
+    change: str,
+    actor: str,
+    previous: dict[str, Any] | None = None,
+) -> None:
+    """``APPROVAL_CHANGED``: the approval's id, type, current version and name, and for a new version
+    the ``previous`` version and name."""
+    data: dict[str, Any] = {
+        "approvalId": approval.id,
+        "change": change,
+        "type": approval.type,
+        "version": approval.version,
+        "name": approval.name,
+    }
+    if previous is not None:
+        data["previous"] = previous
     entry = audit.Entry(audit.APPROVAL_CHANGED, approval.organization_id, actor=actor, data=data)
     session.flush()
     audit.append(session.connection(), key, entry)

@@ -28,7 +28,7 @@ import uuid
 import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import partial
 from types import SimpleNamespace
 from typing import Any
@@ -129,6 +129,15 @@ def document_of(row: Any) -> dict[str, Any]:
     doc.update({name: value for name, value in optional.items() if value is not None})
     doc.update({"data": row.data, "prevHash": row.prev_hash, "proof": row.proof})
     return doc
+
+
+def moment(value: datetime | None) -> str | None:
+    """A date-time as a record's data gives it, like its ``createdAt`` (RFC 3339 UTC to the
+    microsecond; naive means UTC, as SQLite reads it back), None for none: a change's value and its
+    ``previous`` alike."""
+    if value is None:
+        return None
+    return _timestamp(value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC))
 
 
 def _timestamp(moment: datetime) -> str:

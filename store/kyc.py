@@ -116,7 +116,8 @@ def record_identity(
     actor: str,
 ) -> None:
     """The identity result a request required of a subject, once: on the request's link, on the
-    subject, and in the audit trail naming ``actor``, in one transaction."""
+    subject, and in the audit trail naming ``actor`` (with the subject's standing before and after:
+    ``identityStatus``, and ``kyc`` for the platform's check), in one transaction."""
     key = audit.signer(engine)
     result = VERIFIED if success else FAILED
     with write_session(engine) as session:
@@ -135,32 +136,37 @@ def record_identity(
         if link.identity_result is not None:  # a retried activity
             return
         link.identity_result = result
+        standing = _standing(subject, source)
+        previous = dict(standing)
         if source == IdentitySource.PLATFORM:
-            subject.kyc = result
-        subject.identity_status = result
+            subject.kyc = standing["kyc"] = result
+        subject.identity_status = standing["identityStatus"] = result
         session.add(link)
         session.add(subject)
         session.flush()
-        audit.append(
-            session.connection(),
-            key,
-            audit.Entry(
-                audit.IDENTITY_VERIFIED if success else audit.IDENTITY_FAILED,
-                req.organization_id,
-                request_id=request_id,
-                actor=actor,
-                data={
-                    "subjectId": subject_id,
-                    "contact": subject.contact,
-                    "source": source,
-                    "checkId": check_id,
-                    "message": message,
-                    "securityLevel": req.security_level,
-                    "date": at.isoformat(),
-                },
-            ),
-            at,
-        )
+        data = {
+            "subjectId": subject_id,
+            "contact": subject.contact,
+            "source": source,
+            "checkId": check_id,
+            "message": message,
+            "securityLevel": req.security_level,
+            "date": at.isoformat(),
+            **standing,
+            "previous": previous,
+        }
+        kind = audit.IDENTITY_VERIFIED if success else audit.IDENTITY_FAILED
+        entry = audit.Entry(kind, req.organization_id, request_id=request_id, actor=actor, data=data)
+        audit.append(session.connection(), key, entry, at)
+
+
+def _standing(subject: Subject, source: str) -> dict[str, str]:
+    """What an identity result changes on the subject: ``identityStatus``, and ``kyc`` for the
+    platform's check."""
+    standing = {"identityStatus": subject.identity_status}
+    if source == IdentitySource.PLATFORM:
+        standing["kyc"] = subject.kyc
+    return standing
 
 
 def prior_identity(engine: Engine, subject_id: str) -> tuple[str, str]:

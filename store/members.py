@@ -142,7 +142,7 @@ def _other_owners(session: Session, member: Member) -> int:
 
 
 def change_role(engine: Engine, org_id: str, member_id: str, role: str, *, actor: str) -> Member:
-    """The member's new role (``MEMBER_ROLE_CHANGED`` with the previous one); the same role changes
+    """The member's new role (``MEMBER_ROLE_CHANGED`` with the ``previous`` one); the same role changes
     and records nothing. ``LastOwner`` when it would leave no enabled owner."""
     key = audit.signer(engine)
     with write_session(engine) as session:
@@ -153,7 +153,15 @@ def change_role(engine: Engine, org_id: str, member_id: str, role: str, *, actor
             raise LastOwner("the organization needs an owner: make another member owner first")
         previous, member.role = member.role, role
         session.add(member)
-        record_change(session, key, audit.MEMBER_ROLE_CHANGED, member, actor, previousRole=previous)
+        record_change(  # previousRole: as records before ``previous`` say it
+            session,
+            key,
+            audit.MEMBER_ROLE_CHANGED,
+            member,
+            actor,
+            previousRole=previous,
+            previous={"role": previous},
+        )
         return detached(session, member)
 
 
@@ -161,12 +169,14 @@ def set_disabled(
     engine: Engine, org_id: str | None, member_id: str, disabled: bool, now: datetime, *, actor: str
 ) -> Member:
     """Disable a member (every session and unused link ends with it; ``MEMBER_DISABLED``) or enable
-    them again (``MEMBER_ENABLED``); no change, no record. ``LastOwner`` for the last owner."""
+    them again (``MEMBER_ENABLED``), each with ``disabledAt`` and the ``previous`` one; no change, no
+    record. ``LastOwner`` for the last owner."""
     key = audit.signer(engine)
     with write_session(engine) as session:
         member = member_for_change(session, org_id, member_id)
         if (member.disabled_at is not None) == disabled:
             return detached(session, member)
+        before = audit.moment(member.disabled_at)
         if disabled:
             if member.role == "owner" and _other_owners(session, member) == 0:
                 raise LastOwner("the organization needs an owner: make another member owner first")
@@ -180,9 +190,9 @@ def set_disabled(
         else:
             member.disabled_at = None
         session.add(member)
-        record_change(
-            session, key, audit.MEMBER_DISABLED if disabled else audit.MEMBER_ENABLED, member, actor
-        )
+        kind = audit.MEMBER_DISABLED if disabled else audit.MEMBER_ENABLED
+        after = audit.moment(member.disabled_at)
+        record_change(session, key, kind, member, actor, disabledAt=after, previous={"disabledAt": before})
         return detached(session, member)
 
 

@@ -207,9 +207,12 @@ def pin_api_version(engine: Engine, org_id: str, version: str) -> None:
             org.api_version = version
 
 
-def _key_event(session: Session, key: Ed25519KeyPair, kind: str, row: ApiKey, actor: str) -> None:
+def _key_event(
+    session: Session, key: Ed25519KeyPair, kind: str, row: ApiKey, actor: str, **change: Any
+) -> None:
     """The record of a change to an API key (its id, name and expiry, and the description it was
-    given when that is the change; never a secret or the key)."""
+    given when that is the change; never a secret or the key), with ``change``: the fields it
+    changed and their ``previous`` values."""
     session.flush()
     data: dict[str, Any] = {
         "keyId": row.id,
@@ -218,6 +221,7 @@ def _key_event(session: Session, key: Ed25519KeyPair, kind: str, row: ApiKey, ac
     }
     if kind in (audit.API_KEY_CREATED, audit.API_KEY_EDITED):
         data["description"] = row.description
+    data.update(change)
     audit.append(session.connection(), key, audit.Entry(kind, row.organization_id, actor=actor, data=data))
 
 
@@ -267,11 +271,15 @@ def rotate_key(
         if row.revoked_at is not None:
             raise ValueError(f"API key {key_id} is revoked")
         secret = _new_signature_secret()
+        before = audit.moment(row.rotated_at)
         row.previous_secret_ciphertext = row.secret_ciphertext
         row.secret_ciphertext = cipher.encrypt(secret)
         row.rotated_at = utcnow()
         session.add(row)
-        _key_event(session, key, audit.API_KEY_ROTATED, row, actor)
+        after = audit.moment(row.rotated_at)
+        _key_event(
+            session, key, audit.API_KEY_ROTATED, row, actor, rotatedAt=after, previous={"rotatedAt": before}
+        )
         return IssuedKey(row.id, row.organization_id, "", secret, row.expires_at, row.name, row.description)
 
 
@@ -283,23 +291,27 @@ def revoke_key(engine: Engine, key_id: str, *, actor: str, org_id: str | None = 
         if row.revoked_at is None:
             row.revoked_at = utcnow()
             session.add(row)
-            _key_event(session, key, audit.API_KEY_REVOKED, row, actor)
+            after = audit.moment(row.revoked_at)
+            _key_event(
+                session, key, audit.API_KEY_REVOKED, row, actor, revokedAt=after, previous={"revokedAt": None}
+            )
         return row.revoked_at
 
 
 def describe_key(
     engine: Engine, key_id: str, name: str, description: str, *, actor: str, org_id: str | None = None
 ) -> bool:
-    """Give the key the (checked) name and description, recorded as ``API_KEY_EDITED``; False, with
-    nothing written, when it has them already."""
+    """Give the key the (checked) name and description, recorded as ``API_KEY_EDITED`` with the
+    ``previous`` ones; False, with nothing written, when it has them already."""
     key = audit.signer(engine)
     with write_session(engine) as session:
         row = _key_by_id(session, key_id, org_id)
         if (row.name, row.description) == (name, description):
             return False
+        previous = {"name": row.name, "description": row.description}
         row.name, row.description = name, description
         session.add(row)
-        _key_event(session, key, audit.API_KEY_EDITED, row, actor)
+        _key_event(session, key, audit.API_KEY_EDITED, row, actor, previous=previous)
         return True
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import Engine
 from sqlmodel import col, select
@@ -110,7 +111,8 @@ def restart_identity(
 ) -> list[str]:
     """Close the subject's unreported checks as errored (``ERROR``) and their platform standing back
     to NOT_STARTED (unless VERIFIED), so that the approval page offers a fresh check, with one
-    ``IDENTITY_CHECK_RESTARTED`` record naming ``actor`` and ``reason``; the checks closed ([] and
+    ``IDENTITY_CHECK_RESTARTED`` record naming ``actor`` and ``reason`` (and ``kyc`` with its
+    ``previous`` value when the standing moved); the checks closed ([] and
     nothing written when none is open, as when a retried activity runs again)."""
     key = audit.signer(engine)
     now = now or utcnow()
@@ -131,14 +133,16 @@ def restart_identity(
         for check in checks:
             check.status, check.message, check.completed_at = ERRORED, "errored at the provider", now
             session.add(check)
+        ids = [c.id for c in checks]
+        data: dict[str, Any] = {"subjectId": subject_id, "checks": ids, "reason": reason}
         subject = session.get(Subject, subject_id)
         if subject is not None and subject.kyc == SubjectKyc.PENDING:
+            data.update(kyc=SubjectKyc.NOT_STARTED, previous={"kyc": subject.kyc})
             subject.kyc = SubjectKyc.NOT_STARTED
             session.add(subject)
         request = session.get(CredentialRequest, request_id)
         assert request is not None
         session.flush()
-        ids = [c.id for c in checks]
         audit.append(
             session.connection(),
             key,
@@ -147,7 +151,7 @@ def restart_identity(
                 request.organization_id,
                 request_id=request_id,
                 actor=actor,
-                data={"subjectId": subject_id, "checks": ids, "reason": reason},
+                data=data,
             ),
             now,
         )

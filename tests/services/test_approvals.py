@@ -20,6 +20,7 @@ from tests.conftest import new_org
 from tests.support.actions import published
 from tests.support.api_client import Credentials
 from tests.support.approvals import ALICE, DOCUMENT, FORM, JSON, approval_spec, make, pdf, policy
+from tests.support.audit import chain
 from trust.credentials import sri_sha256
 from wire.approvals import WorkflowSpec
 
@@ -102,7 +103,7 @@ def test_a_policy_whose_user_params_the_action_refuses(
     assert count_approvals(engine, org.organization_id) == 0
 
 
-def test_versions_and_archiving(ctx: Context, org: Credentials, other: Credentials) -> None:
+def test_versions_and_archiving(ctx: Context, org: Credentials, other: Credentials, engine: Engine) -> None:
     org_id = org.organization_id
     approval_id = make(ctx, org_id, JSON)
     view = approvals.new_version(
@@ -122,6 +123,22 @@ def test_versions_and_archiving(ctx: Context, org: Credentials, other: Credentia
         approvals.new_version(ctx, ALICE, org_id, approval_id, approval_spec(JSON))
     with pytest.raises(Invalid, match="not an approval id"):
         approvals.archive(ctx, ALICE, org_id, "nope")
+    # each change recorded with the approval's name; a new version with the version and name before it
+    mine = {"approvalId": approval_id, "type": "JSON"}
+    assert [(r.actor, r.data) for r in chain(engine, org_id) if r.type == "APPROVAL_CHANGED"] == [
+        ("operator:alice", {**mine, "change": "created", "version": 1, "name": "Terms"}),
+        (
+            "operator:alice",
+            {
+                **mine,
+                "change": "version",
+                "version": 2,
+                "name": "Terms v4",
+                "previous": {"version": 1, "name": "Terms"},
+            },
+        ),
+        ("operator:alice", {**mine, "change": "archived", "version": 2, "name": "Terms v4"}),
+    ]
 
 
 async def test_list_filters(ctx: Context, org: Credentials, other: Credentials) -> None:

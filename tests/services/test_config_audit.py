@@ -23,7 +23,7 @@ from services import audit as audit_service
 from services import orgs as organizations
 from services.context import Context
 from services.errors import Invalid
-from store import orgs
+from store import audit, orgs
 from store.audit_queries import ActivityFilter
 from store.tables import AuditRecord
 from tests.support.api_client import Credentials
@@ -51,6 +51,8 @@ async def test_key_changes_are_recorded_by_their_actor_without_a_secret(
     org_id = org.organization_id
     issued = organizations.create_key(ctx, MIA, org_id, name="Billing", description="Nightly invoices")
     rotated = organizations.rotate_key(ctx, MIA, issued.key_id)
+    (first_rotation,) = [k.rotated_at for k in orgs.list_keys(engine, org_id) if k.id == issued.key_id]
+    again = organizations.rotate_key(ctx, MIA, issued.key_id)
     organizations.describe_key(ctx, MIA, issued.key_id, "Billing", "Nightly invoices")  # no change
     organizations.describe_key(ctx, MIA, issued.key_id, "Invoices", "")
     organizations.revoke_key(ctx, Actor.shell_operator("olga"), issued.key_id)
@@ -59,16 +61,43 @@ async def test_key_changes_are_recorded_by_their_actor_without_a_secret(
         organizations.rotate_key(ctx, MIA, issued.key_id)  # refused: no record
     records = await _trail(ctx, org_id)
     key = {"keyId": issued.key_id, "expiresAt": None}
+    (row,) = [k for k in orgs.list_keys(engine, org_id) if k.id == issued.key_id]
+    rotated_at, revoked_at = audit.moment(row.rotated_at), audit.moment(row.revoked_at)
+    first = audit.moment(first_rotation)
+    assert first is not None and rotated_at is not None and first <= rotated_at and revoked_at is not None
+    # each change with the values it replaced under 'previous' (never a secret: a rotation's time)
     assert [(r.type, r.actor, r.data) for r in records] == [
         ("API_KEY_CREATED", "member:mia", {**key, "name": "Billing", "description": "Nightly invoices"}),
-        ("API_KEY_ROTATED", "member:mia", {**key, "name": "Billing"}),
-        ("API_KEY_EDITED", "member:mia", {**key, "name": "Invoices", "description": ""}),
-        ("API_KEY_REVOKED", "operator:olga", {**key, "name": "Invoices"}),
+        (
+            "API_KEY_ROTATED",
+            "member:mia",
+            {**key, "name": "Billing", "rotatedAt": first, "previous": {"rotatedAt": None}},
+        ),
+        (
+            "API_KEY_ROTATED",
+            "member:mia",
+            {**key, "name": "Billing", "rotatedAt": rotated_at, "previous": {"rotatedAt": first}},
+        ),
+        (
+            "API_KEY_EDITED",
+            "member:mia",
+            {
+                **key,
+                "name": "Invoices",
+                "description": "",
+                "previous": {"name": "Billing", "description": "Nightly invoices"},
+            },
+        ),
+        (
+            "API_KEY_REVOKED",
+            "operator:olga",
+            {**key, "name": "Invoices", "revokedAt": revoked_at, "previous": {"revokedAt": None}},
+        ),
     ]
-    for secret in (issued.api_key, issued.signature_secret, rotated.signature_secret):
+    for secret in (issued.api_key, issued.signature_secret, rotated.signature_secret, again.signature_secret):
         assert secret not in _words(records)
     (check,) = audit_service.verify_chains(ctx, MIA, org_id)
-    assert check.broken is None and check.records == 4
+    assert check.broken is None and check.records == 5
 
 
 async def test_settings_and_the_webhook_are_recorded_with_their_new_values(
@@ -131,6 +160,25 @@ async def test_publishing_an_action_is_recorded_with_its_digest(ctx: Context, or
     assert (record.type, record.actor) == ("ACTION_PUBLISHED", "member:mia")
     assert record.data == {"actionId": action.id, "version": 1, "digestSRI": published.digest_sri}
     assert published.digest_sri and published.digest_sri.startswith("sha")
+    # a later version: with the one new requests pinned until then, as 'previous'
+    spec2, problems = parse_action_spec(
+        {
+            "name": "Pay rent",
+            "userParams": [{"name": "max", "type": "number"}, {"name": "note", "type": "string"}],
+        }
+    )
+    assert spec2 is not None, problems
+    draft2 = actions.add_version(ctx, MIA, org.organization_id, action.id, spec2)
+    second = actions.publish(ctx, MIA, draft2.id, org.organization_id, allow_any=True)
+    assert second.digest_sri != published.digest_sri
+    (_, later) = await _trail(ctx, org.organization_id)
+    assert (later.type, later.actor) == ("ACTION_PUBLISHED", "member:mia")
+    assert later.data == {
+        "actionId": action.id,
+        "version": 2,
+        "digestSRI": second.digest_sri,
+        "previous": {"version": 1, "digestSRI": published.digest_sri},
+    }
 
 
 async def test_a_command_records_the_operator_running_it(

@@ -71,7 +71,13 @@ async def test_an_errored_check_is_closed_and_a_fresh_one_can_start(
     ]
     assert (record.actor, record.data) == (
         "member:m-support-kyc",
-        {"subjectId": subject, "checks": [stuck.id], "reason": "provider outage"},
+        {
+            "subjectId": subject,
+            "checks": [stuck.id],
+            "reason": "provider outage",
+            "kyc": "NOT_STARTED",  # the standing it moved back, and from what
+            "previous": {"kyc": "PENDING"},
+        },
     )
     # the Temporal UI names the restart (its activity's summary)
     history = await request_handle(temporal, request_id).fetch_history()

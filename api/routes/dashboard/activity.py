@@ -18,7 +18,7 @@ from api.routes.dashboard.common import EVERYONE, form_by, org_of, page_number, 
 from api.routes.dashboard.csv_export import MAX_ROWS, csv_response, csv_text
 from core.ids import is_object_id
 from services import audit, members
-from services.audit import RECORD_TYPES, ActivityFilter
+from services.audit import RECORD_TYPES, ActivityFilter, details_of
 from services.context import Context, run_blocking
 from services.errors import Unavailable
 from store.tables import Member
@@ -91,21 +91,6 @@ async def _activity_page(
     return await render(
         status=status, records=records, subject_names=subjects, export=export, **pager(params, page, pages)
     )
-
-
-DETAIL_TEXT = 200  # characters of one value shown; the whole record is in the CSV and the API
-
-
-def details_of(data: Any) -> list[tuple[str, str]]:
-    """A record's data as (field, value) pairs for the Details column: what changed, the reason."""
-    if not isinstance(data, dict):
-        return []
-    shown = []
-    for name in sorted(data):
-        value = data[name]
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
-        shown.append((name, text if len(text) <= DETAIL_TEXT else text[:DETAIL_TEXT] + "…"))
-    return shown
 
 
 CSV_HEADER = ("seq", "at", "type", "actor", "requestId", "credentialId", "data")

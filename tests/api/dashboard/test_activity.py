@@ -5,6 +5,7 @@ a record was changed behind the service's back; another organization's records n
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
 import re
@@ -75,6 +76,16 @@ async def test_a_member_filters_the_trail_and_checks_the_chain(
         # the details column: what the record says; the CSV: the filtered records whole, safely
         revoked_row = re.search(r'<td data-label="Details" class="details">(.*?)</td>', only_revoked, re.S)
         assert revoked_row and f"keyId</span> {first.key_id}" in revoked_row.group(1)
+        # a change shows its value before and after, in place of the raw 'previous' (issue 34)
+        assert "revokedAt</span> none → 20" in html.unescape(revoked_row.group(1))
+        setting = (
+            await browser.get("/dashboard/activity", params={"type": "ORGANIZATION_SETTINGS_CHANGED"})
+        ).text
+        (details,) = re.findall(r'<td data-label="Details" class="details">(.*?)</td>', setting, re.S)
+        assert (
+            html.unescape(details)
+            == '<span class="detail"><span class="muted">presentationMinutes</span> 5 → 7</span>'
+        )
         exported = await browser.get("/dashboard/activity.csv", params={"type": "API_KEY_REVOKED"})
         assert exported.status_code == 200 and exported.headers["content-type"].startswith("text/csv")
         lines = list(csv.reader(io.StringIO(exported.content.decode("utf-8-sig"))))

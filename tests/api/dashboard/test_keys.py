@@ -241,7 +241,8 @@ async def test_a_key_is_renamed_and_described_by_the_member(
     assert (key.name, key.description) == ("CI runner", "GitHub")
     records = [(r.type, r.actor, r.data) for r in _key_records(engine, org)]
     data = {"keyId": org.key_id, "name": "CI runner", "expiresAt": None, "description": "GitHub"}
-    assert records == [("API_KEY_EDITED", f"member:{member_id}", data)]
+    previous = {"name": "", "description": ""}  # the first key was unnamed
+    assert records == [("API_KEY_EDITED", f"member:{member_id}", {**data, "previous": previous})]
 
 
 async def test_last_used_shows_never_then_the_minute_of_a_signed_call(

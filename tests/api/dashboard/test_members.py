@@ -127,7 +127,8 @@ async def test_roles_disable_enable_and_sessions_each_recorded_and_an_owner_alwa
             "memberId": dev_id,
             "email": f"dev-{org.organization_id}@example.com",
             "role": "support",
-            "previousRole": "developer",
+            "previousRole": "developer",  # as records before 'previous' say it
+            "previous": {"role": "developer"},
         }
 
         ended = await owner.post(f"/dashboard/members/{dev_id}/sessions", data={"csrf": csrf})
@@ -147,6 +148,14 @@ async def test_roles_disable_enable_and_sessions_each_recorded_and_an_owner_alwa
         assert (await dev.post("/dashboard/login", data=_login(dev_id, engine))).status_code == 303
         kinds = [r.type for r in chain(engine, org.organization_id) if r.type.startswith("MEMBER_")]
         assert kinds[-3:] == [audit.MEMBER_SESSIONS_ENDED, audit.MEMBER_DISABLED, audit.MEMBER_ENABLED]
+        # each with when the member was disabled, before and after (the moment in RFC 3339 UTC)
+        (disabled,) = _records(engine, org, audit.MEMBER_DISABLED)
+        (enabled,) = _records(engine, org, audit.MEMBER_ENABLED)
+        member = {"memberId": dev_id, "email": f"dev-{org.organization_id}@example.com", "role": "support"}
+        at = disabled.data["disabledAt"]
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", at)
+        assert disabled.data == {**member, "disabledAt": at, "previous": {"disabledAt": None}}
+        assert enabled.data == {**member, "disabledAt": None, "previous": {"disabledAt": at}}
 
         # the trail shows who by e-mail (the recorded actor as its tooltip)
         trail = await owner.get("/dashboard/activity", params={"type": "MEMBER_ROLE_CHANGED"})
