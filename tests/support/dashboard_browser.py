@@ -34,7 +34,16 @@ async def fits(page: Page) -> None:
     its layout viewport, and ``innerWidth`` with it, to show content that does not fit)."""
     assert page.viewport_size is not None
     width = await page.evaluate("document.documentElement.scrollWidth")
-    assert width <= page.viewport_size["width"], f"the page is {width}px wide in a {page.viewport_size}"
+    if width <= page.viewport_size["width"]:
+        return
+    wider = await page.evaluate(
+        """(limit) => [...document.querySelectorAll('body *')]
+            .filter((e) => e.getBoundingClientRect().right > limit && e.children.length === 0)
+            .slice(0, 5)
+            .map((e) => `${e.tagName.toLowerCase()}.${e.className}: ${(e.textContent || '').trim().slice(0, 60)}`)""",
+        page.viewport_size["width"],
+    )
+    raise AssertionError(f"the page is {width}px wide in a {page.viewport_size}; past its edge: {wider}")
 
 
 async def shot(page: Page, name: str) -> None:

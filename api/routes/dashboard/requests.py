@@ -39,7 +39,7 @@ from api.routes.dashboard.csv_export import MAX_ROWS, csv_response, csv_text
 from core.ids import is_object_id
 from core.kinds import RequestStatus, SecurityLevel
 from services import members, request_resend, requests, trusted_sessions
-from services.context import Context
+from services.context import Context, run_blocking
 from services.errors import NotFound, ServiceError
 from services.requests import RequestFilter
 from store.tables import Member
@@ -298,6 +298,10 @@ async def _request_page(
         return not_found("No such request.")
     title = f"Request {request_id} · Mandatum"
     view = _detail_view(found)
+    # a subject who acted (an identity check, a decision) is named by their masked contact
+    subjects = await run_blocking(
+        ctx, members.subject_names, ctx, org_of(member), [r["actor"] for r in view["records"]]
+    )
     return await show(
         ctx,
         member,
@@ -307,6 +311,7 @@ async def _request_page(
         status=status,
         title=title,
         req=view,
+        subject_names=subjects,
         **extra,
     )
 
