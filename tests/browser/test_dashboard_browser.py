@@ -99,11 +99,12 @@ async def test_an_owner_sets_a_password_logs_in_and_out(
     await expect(page.get_by_text(api_key)).to_have_count(0)  # never shown again
     assert_error_shape(await signed.get("/me"), 401)
 
-    # the webhook: a URL, its secrets once, the test event delivered in the log
+    # the webhook: an endpoint, its secrets once, the test event delivered in its log (the pages
+    # of several endpoints: test_dashboard_webhooks_browser.py, which takes their screenshots)
     with receiving(lambda n: 200) as receiver:
-        await page.get_by_role("link", name="Webhook", exact=True).click()
+        await page.get_by_role("link", name="Webhooks", exact=True).click()
         await page.get_by_label("URL").fill(receiver.url)
-        await page.get_by_role("button", name="Save").click()
+        await page.get_by_role("button", name="Add the endpoint").click()
         await expect(page.get_by_role("heading", name="New secrets: save them now")).to_be_visible()
         await page.get_by_role("button", name="Send the test event").click()
         await expect(page.get_by_role("status")).to_contain_text("The test event is on its way")
@@ -116,8 +117,7 @@ async def test_an_owner_sets_a_password_logs_in_and_out(
         await expect(page.get_by_role("cell", name="HTTP 200")).to_be_visible()
         assert receiver.count() == 1
         await fits(page)
-        await assert_accessible(page, axe_source, "the webhook page with its log")
-        await shot(page, "dashboard-webhook-desktop")
+        await assert_accessible(page, axe_source, "the webhook endpoint's page with its log")
 
     await page.get_by_role("button", name="Log out").focus()
     await page.keyboard.press("Enter")

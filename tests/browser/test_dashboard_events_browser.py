@@ -11,15 +11,21 @@ from playwright.async_api import Page, expect
 from sqlalchemy import update
 from sqlmodel import col
 
+from core.actors import Actor
 from core.kinds import MemberRole
+from services import webhooks
 from store.db import utcnow, write_session
 from store.tables import WebhookAttempt, WebhookEvent
 from tests.support.a11y import assert_accessible
-from tests.support.dashboard_browser import fits, set_password_and_log_in, shot
+from tests.support.dashboard_browser import fits, live_context, set_password_and_log_in, shot
 from tests.support.live_stack import LiveStack
 
 
 def _event_with_an_answer(live: LiveStack, org_id: str) -> str:
+    """A pending test event of the organization's endpoint, one answer recorded and a retry due."""
+    endpoint = webhooks.add_endpoint(
+        live_context(live), Actor.shell_operator("tests"), org_id, "https://hooks.example.com/mandatum"
+    )
     event_id = f"urn:via:event:{uuid.uuid4()}"
     now = utcnow()
     with write_session(live.engine) as session:
@@ -29,6 +35,7 @@ def _event_with_an_answer(live: LiveStack, org_id: str) -> str:
                 organization_id=org_id,
                 fact_key=f"test:{event_id}",
                 event_type="test",
+                endpoint_id=endpoint.endpoint_id,
                 payload={"id": event_id, "eventType": "test", "message": "Hello from Mandatum"},
                 created_at=now - timedelta(minutes=1),
                 state="pending",
@@ -72,6 +79,7 @@ async def test_the_event_page_shows_the_payload_and_the_answers(
         await page.goto(f"{live.url}/dashboard/events/{event_id}")
         await expect(page.locator("#payload")).to_contain_text('"message": "Hello from Mandatum"')
         await expect(page.locator("#next-attempt")).to_have_text("2030-01-02 03:04 UTC")
+        await expect(page.locator("#event-endpoint")).to_have_text("https://hooks.example.com/mandatum")
         await page.get_by_text("Headers and body").click()  # the folded answer, opened
         await expect(page.get_by_role("region", name="Attempts")).to_contain_text("retry-after: 30")
         await fits(page)

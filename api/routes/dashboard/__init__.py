@@ -3,7 +3,11 @@ per section, each on the service layer with the member as actor.
 
 - ``common``: the session cookie, the member of a request, the origin and CSRF checks of forms.
 - ``auth``: log in and out, set a password from a one-time link, the overview.
-- ``keys``, ``webhooks``: API keys and the webhook (owners and developers).
+- ``keys``: API keys (owners and developers).
+- ``webhooks``, ``webhook_endpoints``: the webhook endpoints, each one's page (owners and
+  developers).
+- ``webhook_events``, ``event_replay``: the webhook events, each one's page, retries, resends and
+  the replay of failed ones (every member).
 - ``settings``: frame origins, the VP lifetime, the API version pin (owners and developers).
 - ``requests``: credential requests, their subjects' progress and the support actions.
 - ``request_retries``: support's retries on a request's page (owners and support; issue 32).
@@ -34,6 +38,8 @@ from api.routes.dashboard import (
     requests,
     second_factor,
     settings,
+    webhook_endpoints,
+    webhook_events,
     webhooks,
 )
 
@@ -43,8 +49,10 @@ router = APIRouter(include_in_schema=False)
 SECTIONS = (
     auth,
     keys,
-    event_replay,  # before webhooks: /dashboard/events/replay is not an event's page
-    webhooks,
+    event_replay,  # before webhook_events: /dashboard/events/replay is not an event's page
+    webhook_events,
+    webhooks,  # before webhook_endpoints: /dashboard/webhooks/add is not an endpoint's page
+    webhook_endpoints,
     settings,
     requests,
     request_retries,

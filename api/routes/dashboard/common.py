@@ -16,11 +16,11 @@ CSRF checks of a form, and the page renderer.
 from __future__ import annotations
 
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 from functools import partial
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode, urlsplit, urlunsplit
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -222,9 +222,11 @@ def pager(params: Any, page: int, pages: int) -> dict[str, Any]:
     }
 
 
-def event_row(e: Any) -> dict[str, Any]:
-    """A webhook event as the event tables show it."""
-    return {
+def event_row(e: Any, endpoints: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """A webhook event as the event tables show it. With ``endpoints`` (the organization's
+    endpoints: id to URL without its query, ``shown_url``), its endpoint too: ``endpoint`` its id
+    ("" when the organization had none), ``endpoint_url`` its URL ("" once it is removed)."""
+    row = {
         "id": e.id,
         "type": e.event_type,
         "created": when(e.created_at),
@@ -234,3 +236,15 @@ def event_row(e: Any) -> dict[str, Any]:
         "last": (f"HTTP {e.last_status}" if e.last_status else "") or (e.last_error or ""),
         "request": e.request_id or "",
     }
+    if endpoints is not None:
+        row["endpoint"] = e.endpoint_id or ""
+        row["endpoint_url"] = endpoints.get(e.endpoint_id, "") if e.endpoint_id else ""
+    return row
+
+
+def shown_url(url: str) -> str:
+    """A webhook URL as the trail and the pages show it, without a query or fragment (where a
+    receiver's token may sit): ``store.webhook_endpoints.without_query``, which the dashboard
+    does not import (it reaches the store through the services)."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))

@@ -229,3 +229,76 @@ async def test_a_support_member_replays_the_failed_events_of_a_day(
             shown = (await browser.get(done.headers["location"])).text
             assert "1 failed event of those days is being delivered again." in shown
         assert (await _settled(engine, event.id, 1)).state == store.DELIVERED
+
+
+async def test_the_list_filters_by_endpoint_and_each_event_names_its_endpoint(
+    app: FastAPI, ctx: Context, org: Credentials, engine: Engine
+) -> None:
+    """Issue 34: an Endpoint column and filter; an event's page names its endpoint (its URL without
+    the query, linked for those who may open it), "removed" once it is gone, "none" when the
+    organization had none."""
+    someone = Actor.shell_operator("setup")
+    org_id = org.organization_id
+    orphan = webhooks.create_test_event(ctx, someone, org_id)  # before any endpoint: none
+    first = webhooks.add_endpoint(ctx, someone, org_id, "https://a.example/in?token=receivers-secret")
+    second = webhooks.add_endpoint(ctx, someone, org_id, "https://b.example/in", "Backup")
+    to_first = webhooks.create_test_event(ctx, someone, org_id, first.endpoint_id)
+    to_second = webhooks.create_test_event(ctx, someone, org_id, second.endpoint_id)
+    async with page_client(app) as browser:
+        await log_in_as(browser, ctx, org, MemberRole.DEVELOPER, "filter")
+        every = (await browser.get("/dashboard/events")).text
+        assert all(e.id in every for e in (orphan, to_first, to_second)) and "receivers-secret" not in every
+        assert f'<option value="{second.endpoint_id}">https://b.example/in (Backup)</option>' in every
+        only = await browser.get("/dashboard/events", params={"endpointId": second.endpoint_id})
+        assert only.status_code == 200 and to_second.id in only.text
+        assert to_first.id not in only.text and orphan.id not in only.text
+        assert f'<option value="{second.endpoint_id}" selected>' in only.text
+        for bad in ("x" * 24, "0" * 23, "A" * 24):
+            refused = await browser.get("/dashboard/events", params={"endpointId": bad})
+            assert refused.status_code == 400 and "endpoint id is 24 lower-case" in refused.text, bad
+
+        page = (await browser.get(f"/dashboard/events/{to_first.id}")).text
+        link = f'<a href="/dashboard/webhooks/{first.endpoint_id}"><code>https://a.example/in</code></a>'
+        assert f'<dd id="event-endpoint">{link}</dd>' in page and "receivers-secret" not in page
+        none = (await browser.get(f"/dashboard/events/{orphan.id}")).text
+        assert '<dd id="event-endpoint"><span class="muted">none</span></dd>' in none
+        webhooks.remove_endpoint(ctx, someone, org_id, first.endpoint_id)
+        gone = (await browser.get(f"/dashboard/events/{to_first.id}")).text
+        assert '<dd id="event-endpoint"><span class="muted">removed</span></dd>' in gone
+        kept = await browser.get("/dashboard/events", params={"endpointId": first.endpoint_id})
+        assert to_first.id in kept.text and "a removed endpoint" in kept.text  # its events stay
+    async with page_client(app) as browser:  # support reads the events, not the endpoints' pages
+        await log_in_as(browser, ctx, org, MemberRole.SUPPORT, "reader")
+        page = (await browser.get(f"/dashboard/events/{to_second.id}")).text
+        assert '<dd id="event-endpoint"><code>https://b.example/in</code></dd>' in page
+
+
+async def test_a_replay_takes_the_failed_events_of_one_endpoint(
+    app: FastAPI, ctx: Context, org: Credentials, engine: Engine
+) -> None:
+    """Issue 34, item 5: every failed event of an endpoint over a range of days, the others' left."""
+    with receiving(lambda n: 200) as receiver:
+        someone = Actor.shell_operator("setup")
+        org_id = org.organization_id
+        first = webhooks.add_endpoint(ctx, someone, org_id, receiver.url + "?to=first")
+        second = webhooks.add_endpoint(ctx, someone, org_id, receiver.url + "?to=second")
+        mine = webhooks.create_test_event(ctx, someone, org_id, second.endpoint_id)
+        other = webhooks.create_test_event(ctx, someone, org_id, first.endpoint_id)
+        for event in (mine, other):
+            store.mark_failed(engine, event.id, "gave up")
+        day = mine.created_at.date().isoformat()
+        async with page_client(app) as browser:
+            _, csrf = await log_in_as(browser, ctx, org, MemberRole.SUPPORT, "replayer")
+            form = {"csrf": csrf, "dateFrom": day, "dateTo": day, "endpointId": second.endpoint_id}
+            bad = await browser.post("/dashboard/events/replay", data={**form, "dateTo": "2000-01-01"})
+            assert bad.status_code == 400 and f'<option value="{second.endpoint_id}" selected>' in bad.text
+            assert f'value="{day}"' in bad.text  # the form as it was sent
+            done = await browser.post("/dashboard/events/replay", data=form)
+            where = f"/dashboard/events?replayed=1&endpointId={second.endpoint_id}"
+            assert (done.status_code, done.headers["location"]) == (303, where)
+            shown = (await browser.get(where)).text
+            assert "1 failed event of those days is being delivered again." in shown
+            assert mine.id in shown and other.id not in shown
+        assert (await _settled(engine, mine.id, 1)).state == store.DELIVERED
+        assert store.get_event(engine, other.id).state == store.FAILED
+        assert [d.webhook_id for d in receiver.deliveries] == [mine.id]

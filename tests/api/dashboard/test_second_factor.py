@@ -245,6 +245,7 @@ VALUES = {
     "action": "cancel",
     "approval_id": "0" * 24,
     "workflow_id": "0" * 24,
+    "endpoint_id": "0" * 24,
 }
 CHANGE_OF = {"keys": "rotate", "requests": "resend", "members": "role"}
 

@@ -89,9 +89,9 @@ async def test_a_webhook_url_holds_no_control_or_bidi_character(
 ) -> None:
     async with page_client(app) as browser:
         _, csrf = await log_in_as(browser, ctx, org, MemberRole.DEVELOPER, "hooks")
-        refused = await browser.post("/dashboard/webhooks", data={"csrf": csrf, "url": url})
+        refused = await browser.post("/dashboard/webhooks/add", data={"csrf": csrf, "url": url})
         fine = await browser.post(
-            "/dashboard/webhooks", data={"csrf": csrf, "url": "https://93.184.216.34/hooks"}
+            "/dashboard/webhooks/add", data={"csrf": csrf, "url": "https://93.184.216.34/hooks"}
         )
     assert refused.status_code == 400
     assert "the webhook URL must not contain spaces, control or bidi override characters" in said(refused)
