@@ -121,6 +121,9 @@ def _store(
     return Configured(made, generated)
 
 
+DESCRIPTION_MAX = store.DESCRIPTION_MAX  # of an endpoint's description
+
+
 def shown_url(url: str) -> str:
     """An endpoint's URL as pages, the trail and the command line show it: without its query or
     fragment, where a receiver's token may sit."""

@@ -23,6 +23,7 @@ from store.tables import WebhookAttempt, WebhookEvent
 
 # re-exported for the callers of one webhook (the organization's oldest endpoint)
 from store.webhook_endpoints import (  # noqa: F401
+    DESCRIPTION_MAX,
     ENDPOINTS_AT_MOST,
     EVENT_TYPES,
     UrlPolicy,

@@ -40,7 +40,7 @@ async def fits(page: Page) -> None:
         """(limit) => [...document.querySelectorAll('body *')]
             .filter((e) => e.getBoundingClientRect().right > limit && e.children.length === 0)
             .slice(0, 5)
-            .map((e) => `${e.tagName.toLowerCase()}.${e.className}: ${(e.textContent || '').trim().slice(0, 60)}`)""",
+            .map((e) => `${e.tagName.toLowerCase()}: ${(e.textContent || '').trim().slice(0, 60)}`)""",
         page.viewport_size["width"],
     )
     raise AssertionError(f"the page is {width}px wide in a {page.viewport_size}; past its edge: {wider}")

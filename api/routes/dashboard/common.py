@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import datetime
 from functools import partial
 from typing import Any
-from urllib.parse import urlencode, urlsplit, urlunsplit
+from urllib.parse import urlencode, urlsplit
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -29,7 +29,7 @@ from api.errors import service_error_status
 from api.pages import render_page
 from core.kinds import PLATFORM_ROLE, MemberRole
 from orchestration.temporal import temporal_unavailable
-from services import member_sessions, members, second_factor
+from services import member_sessions, members, second_factor, webhooks
 from services import orgs as organizations
 from services.context import Context, run_blocking
 from services.errors import ServiceError
@@ -244,7 +244,5 @@ def event_row(e: Any, endpoints: Mapping[str, str] | None = None) -> dict[str, A
 
 def shown_url(url: str) -> str:
     """A webhook URL as the trail and the pages show it, without a query or fragment (where a
-    receiver's token may sit): ``store.webhook_endpoints.without_query``, which the dashboard
-    does not import (it reaches the store through the services)."""
-    parts = urlsplit(url)
-    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+    receiver's token may sit)."""
+    return webhooks.shown_url(url)

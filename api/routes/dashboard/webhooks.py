@@ -39,7 +39,7 @@ WEBHOOK_ROLES = BUILDERS
 EVENTS_SHOWN = 20
 WEBHOOKS_PATH = "/dashboard/webhooks"
 SECRETS_COOKIE = "mandatum_webhook_secrets"  # on an endpoint's page's path (shown_once)
-DESCRIPTION_MAX = 200  # store.webhook_endpoints.DESCRIPTION_MAX: the input's maxlength
+DESCRIPTION_MAX = webhooks.DESCRIPTION_MAX  # the input's maxlength
 LIST_NOTICES = {
     "removed": "The endpoint is removed: its events stay, and deliveries still to come to it are skipped.",
 }
