@@ -14,7 +14,7 @@ from sqlalchemy import MetaData, Table, inspect
 
 from core.ids import is_object_id
 from store.db import alembic_config, make_engine, migrate
-from tests.store.test_migrations import _fresh_database
+from tests.support.databases import fresh_database
 
 WITH, WITHOUT = "a" * 24, "b" * 24
 
@@ -74,7 +74,7 @@ def _organizations_and_events(url: str, now: datetime) -> None:
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_the_webhook_becomes_the_first_endpoint_and_back(backend: str, tmp_path: Path) -> None:
     now = datetime.now(UTC).replace(microsecond=0)
-    with _fresh_database(backend, tmp_path) as url:
+    with fresh_database(backend, tmp_path) as url:
         migrate(url)
         command.downgrade(alembic_config(url), "0031")
         _organizations_and_events(url, now)

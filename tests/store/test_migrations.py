@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -17,7 +15,7 @@ from sqlmodel import SQLModel
 
 import store.tables  # noqa: F401  (registers the tables)
 from store.db import alembic_config, make_engine, migrate
-from tests.conftest import PG_AVAILABLE, _postgres_database
+from tests.support.databases import fresh_database
 
 
 def test_migrated_schema_matches_models(engine: Engine) -> None:
@@ -165,22 +163,11 @@ def test_login_throttle_and_member_address_revisions_downgrade_and_upgrade(tmp_p
         eng.dispose()
 
 
-@contextmanager
-def _fresh_database(backend: str, tmp_path: Path) -> Iterator[str]:
-    if backend == "sqlite":
-        yield f"sqlite:///{tmp_path / 'factor.db'}"
-        return
-    if not PG_AVAILABLE:
-        pytest.skip("PostgreSQL is not reachable")
-    with _postgres_database() as url:
-        yield url
-
-
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_second_factor_revision_keeps_a_waiting_secret_both_ways(backend: str, tmp_path: Path) -> None:
     """0017 (recovery codes, a new secret kept apart until its first code, an organization's
     requirement) moves a secret still waiting for its first code to its own column, and back."""
-    with _fresh_database(backend, tmp_path) as url:
+    with fresh_database(backend, tmp_path) as url:
         migrate(url)
         command.downgrade(alembic_config(url), "0016")
         eng = make_engine(url)
@@ -265,7 +252,7 @@ def test_every_revision_upgrades_a_database_in_use(backend: str, tmp_path: Path)
     to the newest revision and back to 0014: on SQLite a batch revision copies a table that other
     rows refer to (0016 failed with "FOREIGN KEY constraint failed" on any installation with a
     dashboard session); the rows are all still there and still refer to each other."""
-    with _fresh_database(backend, tmp_path) as url:
+    with fresh_database(backend, tmp_path) as url:
         command.upgrade(alembic_config(url), "0014")
         eng = make_engine(url)
         now = datetime.now(UTC)
