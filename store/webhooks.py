@@ -79,16 +79,18 @@ def _create_events(
     render: Callable[[str, datetime], dict[str, Any]],
     endpoint_id: str | None,
 ) -> list[tuple[WebhookEvent, bool]]:
-    with write_session(engine) as session:
+    with read_session(engine) as session:  # made before (a retried activity): no write at all
         targets: list[str | None] = [endpoint_id] if endpoint_id else list(endpoint_ids(session, org_id))
         found = events_of_fact(session, fact, [t for t in targets if t])
-        made = {e.endpoint_id: e for e in found}
+    if not _missing(found, targets):
+        return _in_order(found, targets, [])
+    with write_session(engine) as session:
+        targets = [endpoint_id] if endpoint_id else list(endpoint_ids(session, org_id))
+        found = events_of_fact(session, fact, [t for t in targets if t])
         taken = {e.fact_key for e in found}
-        out: list[tuple[WebhookEvent, bool]] = [(e, False) for e in found]
+        made: list[WebhookEvent] = []
         now = utcnow()  # the copies of a fact for each endpoint were made at one moment
-        for target in targets or [None]:
-            if target in made or (target is None and found):
-                continue
+        for target in _missing(found, targets):
             key = fact if fact not in taken else f"{fact}@{target}"
             event_id = urn("event")
             row = WebhookEvent(
@@ -104,10 +106,28 @@ def _create_events(
             session.add(row)
             session.flush()
             taken.add(key)
-            out.append((row, True))
-        for event, _ in out:
+            made.append(row)
+        for event in [*found, *made]:
             session.expunge(event)
-    return out
+    return _in_order(found, targets, made)
+
+
+def _missing(found: list[WebhookEvent], targets: list[str | None]) -> list[str | None]:
+    """The endpoints still without their event (None: the organization has none and no event was made)."""
+    have = {e.endpoint_id for e in found}
+    if not targets:
+        return [] if found else [None]
+    return [t for t in targets if t not in have]
+
+
+def _in_order(
+    found: list[WebhookEvent], targets: list[str | None], made: list[WebhookEvent]
+) -> list[tuple[WebhookEvent, bool]]:
+    """The events in the endpoints' order (oldest endpoint first), then any of an endpoint no
+    longer there; each with whether it was made now."""
+    rank = {t: i for i, t in enumerate(targets)}
+    pairs = [(e, False) for e in found] + [(e, True) for e in made]
+    return sorted(pairs, key=lambda p: (rank.get(p[0].endpoint_id, len(rank)), p[0].fact_key))
 
 
 def events_of_fact(session: Any, fact: str, endpoints: list[str]) -> list[WebhookEvent]:

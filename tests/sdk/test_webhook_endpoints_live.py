@@ -102,13 +102,14 @@ async def test_a_removed_endpoints_events_are_skipped_and_a_fact_is_made_once_pe
 ) -> None:
     ctx = _ctx(live)
     org_id = live.new_org().organization_id
+    fact = f"test:endpoints-{org_id}"
     with receiving(lambda _: 204) as first, receiving(lambda _: 204) as second:
         configure(live.engine, ctx.cipher, org_id, first)
         added = _add(ctx, org_id, second.url, monkeypatch)
 
         def make() -> list[tuple[Any, bool]]:
             return store.create_events(
-                live.engine, org_id, "test:endpoints-fact", "test", None, lambda i, at: {"id": i, "n": 1}
+                live.engine, org_id, fact, "test", None, lambda i, at: {"id": i, "n": 1}
             )
 
         made = make()
@@ -116,8 +117,8 @@ async def test_a_removed_endpoints_events_are_skipped_and_a_fact_is_made_once_pe
         oldest = store.config_row(live.engine, org_id)
         assert oldest is not None
         assert [(e.endpoint_id, e.fact_key) for e, _ in made] == [
-            (oldest.id, "test:endpoints-fact"),
-            (added.endpoint_id, f"test:endpoints-fact@{added.endpoint_id}"),
+            (oldest.id, fact),
+            (added.endpoint_id, f"{fact}@{added.endpoint_id}"),
         ]
         again = make()  # a retried activity: the same events, none new
         assert [(e.id, created) for e, created in again] == [(e.id, False) for e, _ in made]
