@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from datetime import datetime
 from typing import Any
 
@@ -27,7 +26,7 @@ from store.tables import Member
 from tests.conftest import MASTER_KEY
 from tests.support.api_client import Credentials
 from tests.support.audit import chain
-from tests.support.cli import clean_env, run_cli
+from tests.support.cli import operator_shell
 from tests.support.dashboard import PASSWORD, client_address
 from tests.support.second_factor import factor_on
 
@@ -37,20 +36,7 @@ REASON = "ticket 42: lost phone and codes"
 
 @pytest.fixture
 def shell(settings: Settings) -> Any:
-    env = clean_env(
-        MANDATUM_DATABASE_URL=settings.sqlalchemy_url,
-        MANDATUM_MASTER_KEY=MASTER_KEY,
-        MANDATUM_VAR_DIR=str(settings.var_dir),
-        MANDATUM_PUBLIC_URL=settings.public_url,
-        MANDATUM_ENVIRONMENT="test",
-        MANDATUM_OUTBOX_DIR=str(settings.outbox_dir),
-        LOGNAME="desk-olga",
-    )
-
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return run_cli(list(args), env)
-
-    return run
+    return operator_shell(settings, MASTER_KEY, "desk-olga")
 
 
 async def _member(

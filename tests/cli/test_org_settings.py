@@ -3,7 +3,6 @@ setting saved and recorded with the operator running the command."""
 
 from __future__ import annotations
 
-import subprocess
 from typing import Any
 
 import pytest
@@ -14,25 +13,12 @@ from store import audit, orgs
 from tests.conftest import MASTER_KEY
 from tests.support.api_client import Credentials
 from tests.support.audit import chain
-from tests.support.cli import clean_env, run_cli
+from tests.support.cli import operator_shell
 
 
 @pytest.fixture
 def shell(settings: Settings) -> Any:
-    env = clean_env(
-        MANDATUM_DATABASE_URL=settings.sqlalchemy_url,
-        MANDATUM_MASTER_KEY=MASTER_KEY,
-        MANDATUM_VAR_DIR=str(settings.var_dir),
-        MANDATUM_PUBLIC_URL=settings.public_url,
-        MANDATUM_ENVIRONMENT="test",
-        MANDATUM_OUTBOX_DIR=str(settings.outbox_dir),
-        LOGNAME="desk-pia",
-    )
-
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return run_cli(list(args), env)
-
-    return run
+    return operator_shell(settings, MASTER_KEY, "desk-pia")
 
 
 def test_org_set_portal_turns_it_off_and_on(org: Credentials, engine: Engine, shell: Any) -> None:

@@ -6,7 +6,6 @@ found. Every change is recorded with the operator running the command."""
 from __future__ import annotations
 
 import json
-import subprocess
 from typing import Any
 
 import pytest
@@ -19,25 +18,12 @@ from store import webhooks as store
 from tests.conftest import MASTER_KEY, new_org
 from tests.support.api_client import Credentials
 from tests.support.audit import chain
-from tests.support.cli import clean_env, run_cli
+from tests.support.cli import operator_shell
 
 
 @pytest.fixture
 def webhook(settings: Settings) -> Any:
-    env = clean_env(
-        MANDATUM_DATABASE_URL=settings.sqlalchemy_url,
-        MANDATUM_MASTER_KEY=MASTER_KEY,
-        MANDATUM_VAR_DIR=str(settings.var_dir),
-        MANDATUM_PUBLIC_URL=settings.public_url,
-        MANDATUM_ENVIRONMENT="test",
-        MANDATUM_OUTBOX_DIR=str(settings.outbox_dir),
-        LOGNAME="desk-ola",
-    )
-
-    def run(*args: str) -> subprocess.CompletedProcess[str]:
-        return run_cli(["webhook", *args], env)
-
-    return run
+    return operator_shell(settings, MASTER_KEY, "desk-ola", "webhook")
 
 
 def test_endpoints_are_added_changed_listed_and_removed(

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import threading
 import traceback
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
@@ -85,6 +85,27 @@ def run_cli(args: Sequence[str], env: Mapping[str, str]) -> subprocess.Completed
     if isinstance(box[0], BaseException):
         raise box[0]
     return box[0]
+
+
+def operator_shell(
+    settings: Any, master_key: str, logname: str, *prefix: str
+) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """``run(*args)``: ``mandatum *prefix *args`` as operator ``logname`` would run it on the host of
+    ``settings`` (its database, master key, var and outbox directories, the test environment)."""
+    env = clean_env(
+        MANDATUM_DATABASE_URL=settings.sqlalchemy_url,
+        MANDATUM_MASTER_KEY=master_key,
+        MANDATUM_VAR_DIR=str(settings.var_dir),
+        MANDATUM_PUBLIC_URL=settings.public_url,
+        MANDATUM_ENVIRONMENT="test",
+        MANDATUM_OUTBOX_DIR=str(settings.outbox_dir),
+        LOGNAME=logname,
+    )
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return run_cli([*prefix, *args], env)
+
+    return run
 
 
 def clean_env(**extra: str) -> dict[str, str]:
