@@ -29,7 +29,7 @@ from api.errors import service_error_status
 from api.pages import render_page
 from core.kinds import PLATFORM_ROLE, MemberRole
 from orchestration.temporal import temporal_unavailable
-from services import member_sessions, members, second_factor, webhooks
+from services import member_sessions, members, second_factor
 from services import orgs as organizations
 from services.context import Context, run_blocking
 from services.errors import ServiceError
@@ -224,8 +224,9 @@ def pager(params: Any, page: int, pages: int) -> dict[str, Any]:
 
 def event_row(e: Any, endpoints: Mapping[str, str] | None = None) -> dict[str, Any]:
     """A webhook event as the event tables show it. With ``endpoints`` (the organization's
-    endpoints: id to URL without its query, ``shown_url``), its endpoint too: ``endpoint`` its id
-    ("" when the organization had none), ``endpoint_url`` its URL ("" once it is removed)."""
+    endpoints: id to URL without its query, ``services.webhooks.shown_url``), its endpoint too:
+    ``endpoint`` its id ("" when the organization had none), ``endpoint_url`` its URL ("" once it
+    is removed)."""
     row = {
         "id": e.id,
         "type": e.event_type,
@@ -240,9 +241,3 @@ def event_row(e: Any, endpoints: Mapping[str, str] | None = None) -> dict[str, A
         row["endpoint"] = e.endpoint_id or ""
         row["endpoint_url"] = endpoints.get(e.endpoint_id, "") if e.endpoint_id else ""
     return row
-
-
-def shown_url(url: str) -> str:
-    """A webhook URL as the trail and the pages show it, without a query or fragment (where a
-    receiver's token may sit)."""
-    return webhooks.shown_url(url)

@@ -24,7 +24,6 @@ from api.routes.dashboard.common import (
     form_by,
     member_page,
     org_of,
-    shown_url,
     signed_in,
     when,
 )
@@ -49,7 +48,7 @@ def endpoint_view(row: WebhookEndpoint) -> dict[str, Any]:
     """An endpoint as the pages show it: its URL without the query (the form shows it whole)."""
     return {
         "id": row.id,
-        "url": shown_url(row.url),
+        "url": webhooks.shown_url(row.url),
         "description": row.description or "",
         "enabled": row.enabled,
         "every": row.event_types is None,  # every type, those added later too
@@ -60,7 +59,7 @@ def endpoint_view(row: WebhookEndpoint) -> dict[str, Any]:
 
 def endpoint_urls(rows: Sequence[WebhookEndpoint]) -> dict[str, str]:
     """The endpoints' ids to their URLs as shown (``event_row``'s ``endpoints``)."""
-    return {row.id: shown_url(row.url) for row in rows}
+    return {row.id: webhooks.shown_url(row.url) for row in rows}
 
 
 def _list_html(ctx: Context, member: Member, token: str, *, status: int = 200, **extra: Any) -> HTMLResponse:
