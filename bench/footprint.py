@@ -38,14 +38,11 @@ from bench import verify_setup as setup
 from bench.intake import (
     PG_ADMIN_URL,
     add_postgres_option,
-    local_stack_settings,
     run_in_temp_dir,
-    run_on_stack,
 )
-from bench.webhook import configure_webhook
-from bench.webhook_receiver import Receiver, WebhookSecrets
+from bench.webhook import on_hooked_stack
+from bench.webhook_receiver import Receiver
 from cli.stack import Stack
-from store.db import migrate
 from workflows.ids import request_workflow_id
 
 COUNTERS = ("tup_inserted", "tup_updated", "tup_deleted", "xact_commit")
@@ -219,15 +216,13 @@ async def run_bench(
 
 
 async def main_async(args: argparse.Namespace, var_dir: Path, database_url: str) -> int:
-    os.environ["MANDATUM_WEBHOOK_ALLOW_LOOPBACK"] = "true"  # the receiver is http on 127.0.0.1
-    settings = local_stack_settings(var_dir, database_url)
-    migrate(settings.sqlalchemy_url)
-    caller = setup.create_organization(settings, "Footprint benchmark")
-    keys = WebhookSecrets.generate()
-    async with Receiver(keys) as receiver:
-        configure_webhook(settings, caller.organization_id, receiver.url, keys)
-        stack = Stack(settings, echo=False, api_workers=1)
-        return await run_on_stack(stack, "footprint", lambda _load: run_bench(stack, args, caller, receiver))
+    return await on_hooked_stack(
+        "footprint",
+        var_dir,
+        database_url,
+        1,
+        lambda stack, caller, receiver, _load: run_bench(stack, args, caller, receiver),
+    )
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -33,6 +33,7 @@ import os
 import platform
 import secrets
 import time
+from collections.abc import Callable, Coroutine
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
@@ -245,20 +246,37 @@ def summarize_run(
     }
 
 
-async def main_async(args: argparse.Namespace, var_dir: Path, database_url: str) -> int:
+HookedBench = Callable[[Stack, setup.Caller, Receiver, float], Coroutine[Any, Any, dict[str, Any]]]
+
+
+async def on_hooked_stack(
+    kind: str, var_dir: Path, database_url: str, api_workers: int, bench: HookedBench
+) -> int:
+    """``bench(stack, organization, receiver, load average before)`` on a fresh stack whose one
+    organization sends its webhook to ``receiver``; the result written as ``kind``'s."""
     # the stack's processes inherit it: the receiver is http on 127.0.0.1 (adapters.egress allows it
     # outside production unless this says false; say so whatever the caller's environment says)
     os.environ["MANDATUM_WEBHOOK_ALLOW_LOOPBACK"] = "true"
     settings = local_stack_settings(var_dir, database_url)
     migrate(settings.sqlalchemy_url)
-    caller = setup.create_organization(settings, "Webhook benchmark")
+    caller = setup.create_organization(settings, f"{kind.capitalize()} benchmark")
     keys = WebhookSecrets.generate()
     async with Receiver(keys) as receiver:
         configure_webhook(settings, caller.organization_id, receiver.url, keys)
-        stack = Stack(settings, echo=False, api_workers=args.api_workers)
+        stack = Stack(settings, echo=False, api_workers=api_workers)
         return await run_on_stack(
-            stack, "webhook", lambda load_before: run_bench(stack, args, caller, receiver, load_before)
+            stack, kind, lambda load_before: bench(stack, caller, receiver, load_before)
         )
+
+
+async def main_async(args: argparse.Namespace, var_dir: Path, database_url: str) -> int:
+    return await on_hooked_stack(
+        "webhook",
+        var_dir,
+        database_url,
+        args.api_workers,
+        lambda stack, caller, receiver, load: run_bench(stack, args, caller, receiver, load),
+    )
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
