@@ -24,6 +24,7 @@ from sqlmodel import Session, col, select
 
 from core.ids import new_object_id
 from core.secretbox import SecretCipher
+from core.text import text_problem
 from store import audit
 from store.db import read_session, utcnow, write_session
 from store.errors import NotFound
@@ -143,6 +144,8 @@ def set_config(
     _check(settings, policy)
     if description is not None and len(description) > DESCRIPTION_MAX:
         raise ValueError(f"the description is at most {DESCRIPTION_MAX} characters")
+    if description is not None and (problem := text_problem(description)) is not None:
+        raise ValueError(f"the description {problem}")
     key = audit.signer(engine)
     with write_session(engine) as session:
         if session.get(Organization, org_id, with_for_update=True) is None:

@@ -92,3 +92,24 @@ def test_an_endpoint_id_is_checked_and_another_organizations_is_not_found(
     assert [(e.id, e.url, e.enabled) for e in after] == [
         (theirs.id, "https://hooks.example.test/other", True)
     ]
+
+
+def test_a_description_and_the_number_of_endpoints_are_bounded(
+    org: Credentials, engine: Engine, webhook: Any
+) -> None:
+    org_id = org.organization_id
+    url = "https://hooks.example.test/in"
+    for description, why in (
+        ("x" * 201, "at most 200 characters"),
+        ("audit\nINJECTED", "must be one line"),
+        ("audit \u202egnp.exe", "must be one line"),
+    ):
+        said = webhook("add", "--org", org_id, "--url", url, "--description", description)
+        assert said.returncode == 1 and why in said.stderr, said.stderr
+    assert store.endpoint_rows(engine, org_id) == []  # nothing was added
+    for n in range(store.ENDPOINTS_AT_MOST):
+        made = webhook("add", "--org", org_id, "--url", f"{url}/{n}", "--description", "x" * 200)
+        assert made.returncode == 0, made.stderr
+    one_more = webhook("add", "--org", org_id, "--url", f"{url}/more")
+    assert one_more.returncode == 1 and "at most 10 webhook endpoints" in one_more.stderr
+    assert len(store.endpoint_rows(engine, org_id)) == store.ENDPOINTS_AT_MOST
