@@ -209,6 +209,8 @@ class WebhookActivities:
         crash_point("webhook:after-post")
         duration_ms = round((time.monotonic() - began) * 1000)
         info = activity.info()
+        # the delivery's attempt number: a first attempt made locally came before this activity's
+        attempt = info.attempt + inp.attempts_before
         store.record_attempt(
             self._engine,
             event.id,
@@ -216,20 +218,20 @@ class WebhookActivities:
             post.status,
             post.error,
             post.delivered,
-            None if post.delivered or post.status == 410 else self._next_attempt(info),
+            None if post.delivered or post.status == 410 else self._next_attempt(info, attempt),
             url=config.url,
             duration_ms=duration_ms,
             answer=(post.headers, post.body),
         )
         if not post.delivered:
-            self._not_delivered(event, config.url, post, info)
+            self._not_delivered(event, config.url, post, info, attempt)
         events.webhook_delivered(
             organization_id=event.organization_id,
             request_id=event.request_id,
             workflow_id=info.workflow_id,
             event_id=event.id,
             event_type=event.event_type,
-            attempt=info.attempt,
+            attempt=attempt,
             latency_seconds=_since(event.created_at) if first_success else None,
         )
         return DeliveryResult(event_id=event.id, state=store.DELIVERED, status_code=post.status)
@@ -278,7 +280,9 @@ class WebhookActivities:
         return post
 
     @staticmethod
-    def _not_delivered(event: WebhookEvent, configured_url: str, post: Post, info: activity.Info) -> NoReturn:
+    def _not_delivered(
+        event: WebhookEvent, configured_url: str, post: Post, info: activity.Info, attempt: int
+    ) -> NoReturn:
         """Report the failed attempt and fail the activity: for good on a 410, else for the retry
         policy to try again."""
         # a receiver that fails is routine, not a fault of ours: one line for the operator (the
@@ -290,7 +294,7 @@ class WebhookActivities:
             workflow_id=info.workflow_id,
             event_id=event.id,
             event_type=event.event_type,
-            attempt=info.attempt,
+            attempt=attempt,
             error=post.error or "",
             host=httpx.URL(configured_url).host,
             excerpt=post.excerpt,
@@ -307,9 +311,9 @@ class WebhookActivities:
         )
 
     @staticmethod
-    def _next_attempt(info: activity.Info) -> datetime | None:
+    def _next_attempt(info: activity.Info, attempt: int) -> datetime | None:
         """When the retry policy will try again, or None when the delivery window ends first."""
-        at = utcnow() + retry_delay(info.attempt)
+        at = utcnow() + retry_delay(attempt)
         window = info.schedule_to_close_timeout or timedelta(0)
         started = info.scheduled_time
         return at if window and at < started + window else None

@@ -27,6 +27,7 @@ from store.db import utcnow
 from workflows.credential_request import CredentialRequestWorkflow, search_attributes_for
 from workflows.ids import request_id_from_workflow_id, request_workflow_id
 from workflows.messages import CredentialRequestInput
+from workflows.patches import CURRENT_REVISION
 
 log = logging.getLogger("mandatum.temporal")
 SERVER_DOWN = (RPCStatusCode.UNAVAILABLE, RPCStatusCode.DEADLINE_EXCEEDED)
@@ -100,6 +101,7 @@ def workflow_input(bundle: store.RequestBundle) -> CredentialRequestInput:
         credential_ids=[c.id for c in bundle.credentials],
         expires_at=req.expires_at,
         codes_on_open=[s.id for link, s in bundle.subjects if link.secondary_contact_kind is not None],
+        revision=CURRENT_REVISION,
     )
 
 

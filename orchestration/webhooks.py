@@ -13,7 +13,7 @@ from temporalio.exceptions import WorkflowAlreadyStartedError
 from store.tables import WebhookEvent
 from workflows.ids import webhook_search_attributes, webhook_workflow_id
 from workflows.webhook_delivery import WebhookDeliveryWorkflow
-from workflows.webhook_messages import DeliverWebhookInput
+from workflows.webhook_messages import DELIVERY_REVISION, DeliverWebhookInput
 
 
 async def start_delivery(
@@ -27,7 +27,7 @@ async def start_delivery(
     and type as search attributes."""
     handle = await client.start_workflow(
         WebhookDeliveryWorkflow.run,
-        DeliverWebhookInput(event_id=event.id),
+        DeliverWebhookInput(event_id=event.id, revision=DELIVERY_REVISION),
         id=webhook_workflow_id(event.id) + (f":resend-{resend}" if resend is not None else ""),
         task_queue=task_queue,
         id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE_FAILED_ONLY,

@@ -27,6 +27,7 @@ from workflows.patches import (
     OUTCOME_PATCH,
     TEMPORAL_CANCEL_PATCH,
     WEBHOOK_PATCH,
+    has,
 )
 from workflows.request_events import RequestEvents
 
@@ -70,7 +71,11 @@ PENDING, COMPLETED, CANCELED, EXPIRED = (
 TEMPORAL_ACTOR = str(TEMPORAL)  # who canceled a request whose workflow an operator canceled in Temporal
 
 
-@workflow.defn(name="CredentialRequest")
+# Not sandboxed (ADR 23): with the SDK's serialization contexts, each payload of each task crossed
+# into the sandbox, about a tenth of the worker's CPU per decision. The code only calls Temporal's
+# workflow API and the passed-through modules; tests/workflows/test_replay.py replays every
+# recorded history in the sandbox too, which refuses the clock, randomness and I/O.
+@workflow.defn(name="CredentialRequest", sandboxed=False)
 class CredentialRequestWorkflow:
     """State: ``_outcome`` is the terminal state once something claimed it (a cancel, the decision
     that completes the request, or the expiry); from then on the validators refuse every update.
@@ -93,10 +98,10 @@ class CredentialRequestWorkflow:
         self._events = RequestEvents(inp)
         # the subject's journey: codes sent (count, last time), subjects who confirmed theirs,
         # identity checks. Histories recorded before the journey existed replay without it.
-        self._journey = SubjectJourney(inp, self._events, workflow.patched(JOURNEY_PATCH))
+        self._journey = SubjectJourney(inp, self._events, has(inp.revision, JOURNEY_PATCH))
         # a cancel requested through Temporal (UI, CLI) is recorded like the API's cancel; histories
         # recorded before that replay without it
-        self._temporal_cancel = workflow.patched(TEMPORAL_CANCEL_PATCH)
+        self._temporal_cancel = has(inp.revision, TEMPORAL_CANCEL_PATCH)
 
     @workflow.run
     async def run(self, inp: CredentialRequestInput) -> CredentialRequestResult:
@@ -144,10 +149,19 @@ class CredentialRequestWorkflow:
             await self._expire()
         if sending is not None and not sending.done():
             sending.cancel()
-        await workflow.wait_condition(workflow.all_handlers_finished)
+        await self._finish_handlers()
         if sending is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await sending
+
+    async def _finish_handlers(self) -> None:
+        """Until the updates under way have answered and the deliveries they started in the
+        background have started (an update may arrive with a delivery's start: it is answered too)."""
+        while True:
+            await workflow.wait_condition(workflow.all_handlers_finished)
+            await self._events.all_started()
+            if workflow.all_handlers_finished():
+                return
 
     @staticmethod
     async def _uncancellable(work: Coroutine[Any, Any, None]) -> None:
@@ -266,17 +280,18 @@ class CredentialRequestWorkflow:
                 trusted_session_id=trusted,
             ),
         )
+        revision = self._input.revision
         self._recorded.add(key)
         # from here on the decision's id and time are in the history (the record's input), so what
         # follows runs as local activities (histories recorded before replay them as activities)
-        local = workflow.patched(LOCAL_DECISION_PATCH)
+        local = has(revision, LOCAL_DECISION_PATCH)
         mandate_id = None
         # histories recorded before issuance existed replay without the activity
-        if inp.accept and self._accepted_by_all(inp.credential_id) and workflow.patched(ISSUANCE_PATCH):
+        if inp.accept and self._accepted_by_all(inp.credential_id) and has(revision, ISSUANCE_PATCH):
             mandate_id = await self._issuance.issue_once(inp.credential_id, local)
         # after issuance, so an acceptance's event carries the mandate; histories recorded before
         # webhooks existed replay without it
-        if workflow.patched(WEBHOOK_PATCH):
+        if has(revision, WEBHOOK_PATCH):
             await self._emit_credential_event(inp, decision_id, at, local)
         if completes:
             self._set_status(COMPLETED)
@@ -322,8 +337,13 @@ class CredentialRequestWorkflow:
     ) -> None:
         """A ``credential`` event for this decision, then its delivery (``workflows.request_events``)."""
         events = await self._events.create_credential(inp, decision_id, at, local)
-        # a subject's identity event is delivered before their credential events (CONTRACT 7)
-        await self._events.deliver(events, "credential", after=self._journey.identity_events(inp.subject_id))
+        # a subject's identity event is delivered before their credential events (CONTRACT 7);
+        # from revision 1 the update answers without waiting for the deliveries' starts
+        after = self._journey.identity_events(inp.subject_id)
+        if self._input.revision >= 1:
+            self._events.deliver_in_background(events, "credential", after)
+        else:
+            await self._events.deliver(events, "credential", after=after)
 
     # --- the subject's journey (workflows.journey) ------------------------------------------
 
@@ -454,7 +474,7 @@ class CredentialRequestWorkflow:
     def _set_status(self, status: RequestStatus) -> None:
         self._status = status
         outcome = None
-        if status != PENDING and workflow.patched(OUTCOME_PATCH):
+        if status != PENDING and has(self._input.revision, OUTCOME_PATCH):
             outcome = outcome_of(
                 status,
                 [d.accepted for d in self._decisions.values()],

@@ -30,6 +30,7 @@ with workflow.unsafe.imports_passed_through():
         RetryIssuanceResult,
     )
     from workflows.webhook_messages import (
+        DELIVERY_REVISION,
         WEBHOOK_WORKFLOW_TYPE,
         CreateCredentialEventInput,
         CreateEventResult,
@@ -78,7 +79,7 @@ class CredentialRetryWorkflow:
             try:
                 await workflow.start_child_workflow(
                     WEBHOOK_WORKFLOW_TYPE,
-                    DeliverWebhookInput(event_id=event_id),
+                    DeliverWebhookInput(event_id=event_id, revision=DELIVERY_REVISION),
                     id=webhook_workflow_id(event_id),
                     parent_close_policy=ParentClosePolicy.ABANDON,
                     id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,

@@ -8,7 +8,7 @@ from __future__ import annotations
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError
 
-from workflows.patches import ISSUANCE_FAILURE_PATCH
+from workflows.patches import ISSUANCE_FAILURE_PATCH, has
 
 with workflow.unsafe.imports_passed_through():
     from workflows.ids import ActivityNames
@@ -57,7 +57,7 @@ class Issuance:
             if (
                 isinstance(err.cause, ApplicationError)
                 and err.cause.type == ISSUANCE_FAILED
-                and workflow.patched(ISSUANCE_FAILURE_PATCH)
+                and has(self._input.revision, ISSUANCE_FAILURE_PATCH)
             ):
                 # the credential is FAILED (with its audit record); the decision stands, and its
                 # ``credential`` event tells the integrator (the credential's status is FAILED)

@@ -18,7 +18,7 @@ from datetime import datetime
 from temporalio import workflow
 from temporalio.exceptions import ActivityError, ApplicationError, CancelledError
 
-from workflows.patches import QUIET_CANCEL_PATCH
+from workflows.patches import QUIET_CANCEL_PATCH, has
 from workflows.request_events import RequestEvents
 
 with workflow.unsafe.imports_passed_through():
@@ -192,7 +192,7 @@ class SubjectJourney:
                 summary=summary,
             )
         except ActivityError as err:
-            if isinstance(err.cause, CancelledError) and workflow.patched(QUIET_CANCEL_PATCH):
+            if isinstance(err.cause, CancelledError) and has(self._input.revision, QUIET_CANCEL_PATCH):
                 # the request closed while the send was under way (or before it ran): that is
                 # not a contact the code cannot reach, so no ``otp.failed`` event
                 raise asyncio.CancelledError("the request closed before the code was sent") from err

@@ -33,6 +33,9 @@ class CredentialRequestInput(BaseModel):
     # and their first code goes to the secondary contact when they open it (``open_journey``).
     # Histories recorded before it have none, so they replay sending every subject a code.
     codes_on_open: list[str] = Field(default_factory=list)
+    # the workflow revision the request started on (workflows.patches, ADR 23); recorded histories
+    # have none: 0, every patch asked for as it was then
+    revision: int = 0
 
 
 class CredentialRequestResult(BaseModel):

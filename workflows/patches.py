@@ -1,9 +1,22 @@
-"""The request workflow's ``workflow.patched`` ids, in one place: each guards a change made while
-workflows were running, so histories recorded before it replay without it. An id is never reused
-and never removed while a history recorded before it may still replay.
+"""The request workflow's ``workflow.patched`` ids, in one place, and the revision that makes them
+free (ADR 23).
+
+Each id guards a change made while workflows were running, so histories recorded before it replay
+without it. An id is never reused and never removed while a history recorded before it may still
+replay.
+
+A patch costs every workflow that meets it a marker and an upsert of Temporal's
+``TemporalChangeVersion`` search attribute, in its history, for good. A request started with
+``CredentialRequestInput.revision`` >= 1 takes every patch of ``IN_REVISION_1`` as present without
+asking Temporal (no marker, no upsert): its input, which is in its history, says it was started on
+code that has them all, so its replay takes the same path. Requests started before (revision 0)
+still ask, and replay as recorded. A patch added later is asked for at every revision below the
+one that first includes it.
 """
 
 from __future__ import annotations
+
+from temporalio import workflow
 
 ISSUANCE_PATCH = "issue-on-acceptance"
 WEBHOOK_PATCH = "webhook-events"
@@ -14,3 +27,28 @@ ISSUANCE_FAILURE_PATCH = "issuance-failure-ends"
 OUTCOME_PATCH = "outcome-search-attribute"  # MandatumOutcome and the deliveries' search attributes
 # a decision's issuance and event as local activities (workflows.options.write)
 LOCAL_DECISION_PATCH = "decision-writes-local"
+
+# revision 1 (2026-11-28): every patch above is in, and a decision's update answers without waiting
+# for its deliveries' starts (ADR 23)
+IN_REVISION_1 = frozenset(
+    {
+        ISSUANCE_PATCH,
+        WEBHOOK_PATCH,
+        JOURNEY_PATCH,
+        TEMPORAL_CANCEL_PATCH,
+        QUIET_CANCEL_PATCH,
+        ISSUANCE_FAILURE_PATCH,
+        OUTCOME_PATCH,
+        LOCAL_DECISION_PATCH,
+    }
+)
+# the revision new requests start on (orchestration.temporal.workflow_input)
+CURRENT_REVISION = 1
+
+
+def has(revision: int, patch_id: str) -> bool:
+    """``workflow.patched(patch_id)`` for a request started on ``revision``: True without a marker
+    when that revision includes the patch."""
+    if revision >= 1 and patch_id in IN_REVISION_1:
+        return True
+    return workflow.patched(patch_id)

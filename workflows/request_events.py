@@ -10,6 +10,7 @@ activities, and links the delivery to its request in the Temporal UI. ABANDON le
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime
 
 from temporalio import workflow
@@ -17,13 +18,14 @@ from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.workflow import ParentClosePolicy
 
-from workflows.patches import OUTCOME_PATCH
+from workflows.patches import OUTCOME_PATCH, has
 
 with workflow.unsafe.imports_passed_through():
     from workflows.ids import ActivityNames, webhook_search_attributes, webhook_workflow_id
     from workflows.messages import CredentialRequestInput, DecisionInput
     from workflows.options import write_for
     from workflows.webhook_messages import (
+        DELIVERY_REVISION,
         WEBHOOK_WORKFLOW_TYPE,
         CreateCredentialEventInput,
         CreateEventResult,
@@ -39,6 +41,7 @@ class RequestEvents:
 
     def __init__(self, inp: CredentialRequestInput) -> None:
         self._input = inp
+        self._starting: set[asyncio.Task[None]] = set()  # deliveries started in the background
 
     async def create_credential(
         self, inp: DecisionInput, decision_id: str, at: datetime, local: bool
@@ -112,16 +115,30 @@ class RequestEvents:
             # an event made before endpoints (recorded as "") is followed by every endpoint's
             await self.deliver_one(event_id, event_type, follow.get(endpoint, follow.get("")))
 
+    def deliver_in_background(self, events: dict[str, str], event_type: str, after: dict[str, str]) -> None:
+        """``deliver``, without waiting for the children's starts (revision 1): the update that
+        made the events answers in the task that asks for the starts (the commands are in the
+        history once it completes), and the workflow waits for them before it ends
+        (``all_started``: a child whose parent closed first would never start)."""
+        task = asyncio.create_task(self.deliver(events, event_type, after))
+        self._starting.add(task)
+        task.add_done_callback(self._starting.discard)
+
+    async def all_started(self) -> None:
+        """Until every delivery started in the background has started (its error raised here)."""
+        while self._starting:
+            await asyncio.gather(*self._starting)
+
     async def deliver_one(self, event_id: str, event_type: str, after: str | None) -> None:
         attributes = (
             webhook_search_attributes(self._input.organization_id, self._input.request_id, event_type)
-            if workflow.patched(OUTCOME_PATCH)
+            if has(self._input.revision, OUTCOME_PATCH)
             else None
         )
         try:
             await workflow.start_child_workflow(
                 WEBHOOK_WORKFLOW_TYPE,
-                DeliverWebhookInput(event_id=event_id, after=after),
+                DeliverWebhookInput(event_id=event_id, after=after, revision=DELIVERY_REVISION),
                 id=webhook_workflow_id(event_id),
                 parent_close_policy=ParentClosePolicy.ABANDON,
                 id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,

@@ -3,9 +3,12 @@
 Each attempt is one activity (``deliver_webhook``: one POST, its outcome written to the database);
 the retries are the activity's RetryPolicy (first after 5 s, doubling, capped at 4 h) for 3 days
 (its schedule-to-close timeout), so they survive restarts of every process. A 410 Gone is a
-non-retryable failure. When the attempts run out the event is recorded ``failed`` and the workflow
-fails too: ``mandatum webhook retry`` starts the id again, which the id reuse policy
-ALLOW_DUPLICATE_FAILED_ONLY permits for a failed delivery and refuses for a delivered one.
+non-retryable failure. From revision 1 (``DeliverWebhookInput.revision``, ADR 23) the first attempt
+is a local activity in the workflow's first task, and only when it fails do the retries follow as
+the activity, 5 s later, on the same schedule. When the attempts run out the event is recorded
+``failed`` and the workflow fails too: ``mandatum webhook retry`` starts the id again, which the id
+reuse policy ALLOW_DUPLICATE_FAILED_ONLY permits for a failed delivery and refuses for a delivered
+one.
 
 An event that must follow another (a subject's ``credential`` after their ``identity``) first
 waits until the other is no longer pending.
@@ -34,6 +37,7 @@ with workflow.unsafe.imports_passed_through():
         RecordWebhookFailureInput,
     )
 
+GONE = "the receiver answered 410 Gone"
 DELIVERY_RETRY = RetryPolicy(
     initial_interval=FIRST_RETRY,
     backoff_coefficient=BACKOFF,
@@ -41,6 +45,19 @@ DELIVERY_RETRY = RetryPolicy(
     maximum_attempts=0,
     non_retryable_error_types=["gone"],
 )
+
+# after a local first attempt (revision 1): the same waits from the second retry on
+LATER_RETRY = RetryPolicy(
+    initial_interval=FIRST_RETRY * BACKOFF,
+    backoff_coefficient=BACKOFF,
+    maximum_interval=MAX_RETRY_INTERVAL,
+    maximum_attempts=0,
+    non_retryable_error_types=["gone"],
+)
+
+
+class Gone(Exception):
+    """The receiver answered 410 to the first attempt: no retry."""
 
 
 def _reason(exc: ActivityError) -> str:
@@ -50,7 +67,7 @@ def _reason(exc: ActivityError) -> str:
     if isinstance(cause, TimeoutError) or exc.retry_state == RetryState.TIMEOUT:
         return "no 2xx answer within the delivery window (3 days)"
     if isinstance(cause, ApplicationError) and cause.type == "gone":
-        return "the receiver answered 410 Gone"
+        return GONE
     return cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
 
 
@@ -64,18 +81,32 @@ class WebhookDeliveryWorkflow:
     async def run(self, inp: DeliverWebhookInput) -> DeliveryResult:
         if inp.after:
             await self._wait_for(inp.after)
+        window = DELIVERY_WINDOW
+        policy = DELIVERY_RETRY
         try:
+            if inp.revision >= 1:
+                began = workflow.now()
+                delivered = await self._first_attempt(inp)
+                if delivered is not None:
+                    return delivered
+                # the retries as an activity, on the schedule they would have had after attempt 1
+                await workflow.sleep(FIRST_RETRY, summary=f"retry {inp.event_id}")
+                inp = inp.model_copy(update={"attempts_before": 1})
+                window = DELIVERY_WINDOW - (workflow.now() - began)
+                policy = LATER_RETRY
             return await workflow.execute_activity(
                 ActivityNames.DELIVER_WEBHOOK,
                 inp,
                 result_type=DeliveryResult,
                 start_to_close_timeout=ATTEMPT_TIMEOUT,
-                schedule_to_close_timeout=DELIVERY_WINDOW,
-                retry_policy=DELIVERY_RETRY,
+                schedule_to_close_timeout=window,
+                retry_policy=policy,
                 summary=f"deliver {inp.event_id}",
             )
         except ActivityError as exc:
             reason = _reason(exc)
+        except Gone:
+            reason = GONE
         await write(
             ActivityNames.RECORD_WEBHOOK_FAILURE,
             RecordWebhookFailureInput(event_id=inp.event_id, reason=reason),
@@ -85,6 +116,28 @@ class WebhookDeliveryWorkflow:
             type="webhook_not_delivered",
             non_retryable=True,
         )
+
+    @staticmethod
+    async def _first_attempt(inp: DeliverWebhookInput) -> DeliveryResult | None:
+        """Revision 1: the first attempt as a local activity, run in the delivery's first workflow
+        task (a marker in the history instead of the activity's three events and the task that
+        follows them); None when it was not delivered and the retries should follow."""
+        try:
+            result: DeliveryResult = await workflow.execute_local_activity(
+                ActivityNames.DELIVER_WEBHOOK,
+                inp,
+                result_type=DeliveryResult,
+                start_to_close_timeout=ATTEMPT_TIMEOUT,
+                schedule_to_close_timeout=DELIVERY_WINDOW,  # the activity reports the next attempt
+                retry_policy=RetryPolicy(maximum_attempts=1),
+                summary=f"deliver {inp.event_id}",
+            )
+        except (ActivityError, ApplicationError, TimeoutError) as exc:
+            cause = exc.cause if isinstance(exc, ActivityError) else exc
+            if isinstance(cause, ApplicationError) and cause.type == "gone":
+                raise Gone() from exc
+            return None
+        return result
 
     async def _wait_for(self, event_id: str) -> None:
         """Until the earlier event is delivered, skipped or given up (within the delivery window):

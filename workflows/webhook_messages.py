@@ -32,6 +32,15 @@ class DeliverWebhookInput(BaseModel):
     # an event that must be delivered (or given up) first: a subject's ``identity`` event before
     # their ``credential`` events (CONTRACT 7)
     after: str | None = None
+    # 1: the first attempt is a local activity, the retries an activity as before (ADR 23);
+    # recorded histories have none (0: every attempt an activity)
+    revision: int = 0
+    # attempts made before this activity's first (the local one), for the attempts' numbers
+    attempts_before: int = 0
+
+
+# the revision every delivery starts on now (DeliverWebhookInput.revision)
+DELIVERY_REVISION = 1
 
 
 class DeliveryResult(BaseModel):

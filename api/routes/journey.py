@@ -19,6 +19,7 @@ Every answer has a strict Content-Security-Policy (scripts and styles only with 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from datetime import timedelta
@@ -345,7 +346,10 @@ async def decide(
     if isinstance(decided, HTMLResponse):
         return decided
     j = page.journey
-    page.journey = await journey.load(ctx, j.request.id, j.subject.id) or j
+    if len(decided) == len(choices):  # every choice recorded now: the done page needs only them
+        page.journey = dataclasses.replace(j, decided={**j.decided, **choices})
+    else:  # some were decided before (a second submit): as stored
+        page.journey = await journey.load(ctx, j.request.id, j.subject.id) or j
     if page.redirect_url:
         return RedirectResponse(
             page.redirect_url,

@@ -46,6 +46,7 @@ from workflows.ids import (
     webhook_workflow_id,
 )
 from workflows.messages import DecisionInput, DecisionResult
+from workflows.webhook_messages import DELIVERY_REVISION
 
 
 async def open_request(
@@ -189,7 +190,12 @@ async def test_platform_kyc_comes_before_the_decision_and_is_reused(
     handle = temporal.get_workflow_handle(webhook_workflow_id(credential.id))
     child = await handle.fetch_history()
     [started] = child.events[0].workflow_execution_started_event_attributes.input.payloads
-    assert json.loads(started.data) == {"event_id": credential.id, "after": identity.id}
+    assert json.loads(started.data) == {
+        "event_id": credential.id,
+        "after": identity.id,
+        "revision": DELIVERY_REVISION,
+        "attempts_before": 0,
+    }
     for _ in range(200):  # its first task may not have run yet: wait for it to look at the identity event
         if "webhook_event_state" in child.to_json():
             break

@@ -21,7 +21,9 @@ two credentials after their codes, each decision's issuance and event run as loc
 (the ``decision-writes-local`` patch: markers instead of activity events); ``secondary_contact``
 a subject whose code goes to a secondary contact (issue 36: the link alone, ``open_journey``).
 (the ``decision-writes-local`` patch: markers instead of activity events); ``trusted_session`` a
-trusted browser session standing in for the code (``verify_session``, issue 36).
+trusted browser session standing in for the code (``verify_session``, issue 36); ``revision_1``
+the path of ``decide_local_writes`` on a request started on revision 1 (ADR 23: no patch markers,
+the deliveries' starts after the updates' answers).
 
 No secrets go in: the workflow input carries opaque ids only (no contact, no key material), the
 canceler is a made-up key id, and worker identities (process id and host name, also in sticky
@@ -89,6 +91,7 @@ EXPECTED = {
     "decide_local_writes": "COMPLETED",
     "secondary_contact": "COMPLETED",
     "trusted_session": "COMPLETED",
+    "revision_1": "COMPLETED",
 }
 # where the scenarios' worker writes its messages, and the keys of its codes (set in main)
 JOURNEY: dict[str, Any] = {}
@@ -390,6 +393,7 @@ SCENARIOS: dict[str, Scenario] = {
     "decide_local_writes": decide_local_writes,
     "secondary_contact": secondary_contact,
     "trusted_session": trusted_session,
+    "revision_1": decide_local_writes,
 }
 
 

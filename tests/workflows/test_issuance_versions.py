@@ -7,6 +7,8 @@ against; publishing a new version changes what new requests pin, never an issued
 
 from __future__ import annotations
 
+import base64
+import json
 from typing import Any
 from unittest import mock
 
@@ -202,12 +204,33 @@ def test_the_histories_cover_both_sides_of_the_local_writes_patch() -> None:
     for old in sorted(p.stem for p in HISTORIES.glob("*.json")):
         if old in RECORDED_WITH_LOCAL_WRITES:  # recorded after the patch (issue 36's paths)
             assert LOCAL_DECISION_PATCH in patch_and_issuance(old)[0], old
-        elif old != "decide_local_writes":
+        elif old not in ("decide_local_writes", *RECORDED_ON_REVISION_1):
             assert LOCAL_DECISION_PATCH not in patch_and_issuance(old)[0] and not local_activities(old), old
 
 
 # histories recorded after the local-writes patch, which run it as decide_local_writes does
 RECORDED_WITH_LOCAL_WRITES = ("secondary_contact", "trusted_session")
+# histories of requests started on revision 1 (workflows/patches.py, ADR 23)
+RECORDED_ON_REVISION_1 = ("revision_1",)
+
+
+def test_revision_1_takes_every_patch_without_a_marker() -> None:
+    """The same path as decide_local_writes, on a request started on revision 1: the same
+    activities and local activities, and neither a patch marker nor a search-attribute upsert
+    for one (only the outcome's, once); the replay of both is test_replay's."""
+    events = json.loads((HISTORIES / "revision_1.json").read_text())["events"]
+    assert json.loads(_input_of(events[0]))["revision"] == 1
+    assert patch_and_issuance("revision_1") == ([], patch_and_issuance("decide_local_writes")[1])
+    assert local_activities("revision_1") == local_activities("decide_local_writes")
+    upserts = [e for e in events if e["eventType"] == "EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES"]
+    assert len(upserts) == 1 and "TemporalChangeVersion" not in json.dumps(upserts)
+    old = json.loads((HISTORIES / "decide_local_writes.json").read_text())["events"]
+    assert len(old) - len(events) >= 18  # 6 markers, 6 upserts and 2 workflow tasks fewer
+
+
+def _input_of(started: dict[str, Any]) -> str:
+    payload = started["workflowExecutionStartedEventAttributes"]["input"]["payloads"][0]
+    return base64.b64decode(payload["data"]).decode()
 
 
 class AlwaysPatched:
@@ -233,7 +256,7 @@ async def test_without_the_patch_guard_an_old_history_breaks() -> None:
         workflow_runner=UnsandboxedWorkflowRunner(),
     )
     with (
-        mock.patch("workflows.credential_request.workflow", AlwaysPatched()),
+        mock.patch("workflows.patches.workflow", AlwaysPatched()),
         pytest.raises(workflow.NondeterminismError),
     ):
         await replayer.replay_workflow(old)

@@ -20,6 +20,7 @@ from temporalio.worker import Replayer
 
 from tests.histories.make_histories import EXPECTED
 from tests.support.histories import HISTORIES, load
+from tests.support.sandboxed_request import SandboxedRequest
 from workflows.credential_request import CredentialRequestWorkflow
 from workflows.ids import ActivityNames
 from workflows.messages import (
@@ -41,10 +42,13 @@ def test_every_scenario_has_a_history() -> None:
 
 @pytest.mark.parametrize("path", FILES, ids=[p.stem for p in FILES])
 async def test_history_replays(path: Path) -> None:
+    """On the workflow as the worker runs it (unsandboxed), and in Temporal's sandbox, which
+    refuses a non-deterministic call (the clock, randomness, I/O) the code might have made."""
     history = load(path)
-    replayer = Replayer(workflows=[CredentialRequestWorkflow], data_converter=pydantic_data_converter)
-    result = await replayer.replay_workflow(history)
-    assert result.replay_failure is None
+    for defined in (CredentialRequestWorkflow, SandboxedRequest):
+        replayer = Replayer(workflows=[defined], data_converter=pydantic_data_converter)
+        result = await replayer.replay_workflow(history)
+        assert result.replay_failure is None, defined
     last = history.events[-1]
     if last.HasField("workflow_execution_canceled_event_attributes"):  # canceled in Temporal
         assert EXPECTED[path.stem] == "CANCELED"
