@@ -13,6 +13,7 @@ from core.actors import ORGANIZATION, Actor
 from core.kinds import OtpOutcome, UpdateRefusal
 from core.secretbox import SecretCipher
 from core.settings import Settings
+from orchestration.temporal import request_handle
 from services import journey, requests
 from services.context import Context
 from services.errors import Invalid, NotFound, Refused
@@ -71,6 +72,8 @@ async def test_the_subjects_code_and_decision_are_theirs(
     )
     assert decided.request_status == "COMPLETED"
     assert await _records(engine, org.organization_id, audit.DECISION_REJECT) == [f"subject:{subject_id}"]
+    # the workflow ends once the decision's delivery has started (the update answered before)
+    await request_handle(ctx.client(), request_id).result()
     with pytest.raises(Refused) as again:
         await journey.decide(ctx, subject, request_id, subject_id, credential_id, True, "email", "hosted")
     assert again.value.refusal == UpdateRefusal.NOT_ACTIVE
