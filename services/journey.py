@@ -18,11 +18,11 @@ from typing import Any, TypeVar
 from sqlalchemy import Engine
 
 from core.actors import ORGANIZATION, Actor
-from core.kinds import IDENTITY_SOURCES, IdentitySource, SubjectKyc
+from core.kinds import IDENTITY_SOURCES, IdentitySource, RequestStatus, SubjectKyc, UpdateRefusal
 from orchestration import identity
 from orchestration.temporal import request_handle
 from services.context import Context
-from services.errors import Invalid, NotFound
+from services.errors import Invalid, NotFound, Refused
 from services.requests import workflow_update
 from store import journey as journeys
 from store import kyc as kyc_store
@@ -150,11 +150,29 @@ async def decide(
     surface: str,
 ) -> DecisionResult:
     """The subject's decision on one credential; the workflow records it (and issues the mandate
-    when it completes the credential's acceptance)."""
+    when it completes the credential's acceptance). A second submit of the same decision answers
+    as the first, also once the workflow has ended."""
     decision = DecisionInput(
         subject_id=subject_id, credential_id=credential_id, accept=accept, channel=channel, surface=surface
     )
-    return await _update(ctx, request_id, "decide", decision, DecisionResult)
+    try:
+        return await _update(ctx, request_id, "decide", decision, DecisionResult)
+    except Refused as exc:
+        if exc.refusal != UpdateRefusal.NOT_ACTIVE:
+            raise
+        # the workflow had ended: a second submit of the decision that closed it (one that reached
+        # the workflow while it closed) answers as the first, as the workflow answers it while open
+        first = await run_db(
+            ctx.engine, journeys.stored_decision, ctx.engine, request_id, subject_id, credential_id
+        )
+        if first is None or first.accepted != accept:
+            raise
+        return DecisionResult(
+            decision_id=first.decision_id,
+            decided_at=first.decided_at,
+            request_status=RequestStatus(first.request_status),
+            mandate_id=first.mandate_id if accept else None,
+        )
 
 
 async def standing(ctx: Context, request_id: str) -> RequestStatusView:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Engine, update
@@ -213,6 +214,35 @@ def load_journey(engine: Engine, request_id: str, subject_id: str) -> Journey | 
         }
         shown = [_shown(c, actions, described, subject.contact, declared) for c in creds]
         return Journey(req, org, subject, link, shown, decided, challenge)
+
+
+@dataclass(frozen=True)
+class StoredDecision:
+    """A subject's decision on a credential as stored, with what its update answered with."""
+
+    decision_id: str
+    decided_at: datetime
+    accepted: bool
+    mandate_id: str | None  # the credential's mandate, once issued
+    request_status: str
+
+
+def stored_decision(
+    engine: Engine, request_id: str, subject_id: str, credential_id: str
+) -> StoredDecision | None:
+    """The subject's decision on this credential of this request, None when they have none."""
+    with read_session(engine) as session:
+        cred = session.get(Credential, credential_id)
+        req = session.get(CredentialRequest, request_id)
+        if cred is None or req is None or cred.request_id != request_id:
+            return None
+        found = session.exec(
+            select(Decision).where(Decision.credential_id == credential_id, Decision.subject_id == subject_id)
+        ).first()
+        if found is None:
+            return None
+        at = found.decided_at if found.decided_at.tzinfo else found.decided_at.replace(tzinfo=UTC)
+        return StoredDecision(found.id, at, found.accepted, cred.mandate_id, req.status)
 
 
 def mark_sent(engine: Engine, request_id: str) -> None:

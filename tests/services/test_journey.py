@@ -74,7 +74,12 @@ async def test_the_subjects_code_and_decision_are_theirs(
     assert await _records(engine, org.organization_id, audit.DECISION_REJECT) == [f"subject:{subject_id}"]
     # the workflow ends once the decision's delivery has started (the update answered before)
     await request_handle(ctx.client(), request_id).result()
-    with pytest.raises(Refused) as again:
+    # a second submit of the same decision, reaching it only now, answers as the first
+    repeated = await journey.decide(
+        ctx, subject, request_id, subject_id, credential_id, False, "email", "hosted"
+    )
+    assert repeated == decided
+    with pytest.raises(Refused) as again:  # another choice: the request has ended
         await journey.decide(ctx, subject, request_id, subject_id, credential_id, True, "email", "hosted")
     assert again.value.refusal == UpdateRefusal.NOT_ACTIVE
 
