@@ -50,6 +50,11 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def aware_utc(moment: datetime) -> datetime:
+    """A stored time as aware UTC: SQLite returns the UTC it was given without its zone."""
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
 PRIVATE_UMASK = 0o077
 
 

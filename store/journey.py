@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Engine, update
@@ -14,7 +14,7 @@ from sqlmodel import col, select
 from core.kinds import CredentialStatus
 from policy.params import Param, parse_params
 from store import limit_usage
-from store.db import read_session, write_connection
+from store.db import aware_utc, read_session, write_connection
 from store.tables import (
     Action,
     ActionVersion,
@@ -241,7 +241,7 @@ def stored_decision(
         ).first()
         if found is None:
             return None
-        at = found.decided_at if found.decided_at.tzinfo else found.decided_at.replace(tzinfo=UTC)
+        at = aware_utc(found.decided_at)
         return StoredDecision(found.id, at, found.accepted, cred.mandate_id, req.status)
 
 

@@ -6,7 +6,7 @@ shown. Re-exported by ``store.requests``.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sqlalchemy import Engine, update
 from sqlmodel import Session, col
@@ -14,7 +14,7 @@ from sqlmodel import Session, col
 from core.actors import TEMPORAL
 from core.kinds import OPEN_CREDENTIAL_STATUSES, CredentialStatus, RequestStatus
 from store import audit
-from store.db import utcnow, write_session
+from store.db import aware_utc, utcnow, write_session
 from store.tables import Credential, CredentialRequest, Decision, Subject
 
 OPEN_CREDENTIAL_STATES = OPEN_CREDENTIAL_STATUSES
@@ -182,7 +182,7 @@ def repair_closed_workflow(
             "workflowStatus": workflow_status,
             "workflowClosedAt": closed_at.isoformat(),
         }
-        expires_at = req.expires_at if req.expires_at.tzinfo else req.expires_at.replace(tzinfo=UTC)
+        expires_at = aware_utc(req.expires_at)
         if closed_at >= expires_at:
             req.status = RequestStatus.EXPIRED
             _close_open_credentials(session, request_id, CredentialStatus.EXPIRED)

@@ -16,7 +16,7 @@ import hashlib
 import threading
 import weakref
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Engine, func
@@ -25,7 +25,7 @@ from sqlmodel import col, select
 from core.secretbox import SecretCipher
 from core.settings import Settings
 from store import keys
-from store.db import read_session, utcnow
+from store.db import aware_utc, read_session, utcnow
 from store.tables import Credential, StatusList
 from trust import status_list as bsl
 from trust.context import context_url
@@ -70,14 +70,10 @@ def _revocations(engine: Engine, list_id: str) -> tuple[StatusList, list[tuple[i
         return listed, [(int(i), at) for i, at in rows if i is not None and at is not None]
 
 
-def _aware(moment: datetime) -> datetime:
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)  # SQLite returns naive UTC
-
-
 def _build(engine: Engine, cipher: SecretCipher, settings: Settings, list_id: str) -> ServedList:
     listed, revocations = _revocations(engine, list_id)
     encoded = bsl.encode_list(bsl.bitstring((i for i, _ in revocations), listed.length))
-    changed = max([_aware(listed.created_at), *(_aware(at) for _, at in revocations)])
+    changed = max([aware_utc(listed.created_at), *(aware_utc(at) for _, at in revocations)])
     document = bsl.list_credential(
         list_url=settings.status_list_url(list_id),
         issuer_key=keys.service_signing_key(engine, cipher, settings),

@@ -20,7 +20,7 @@ def patch_and_issuance(name: str) -> tuple[list[str], list[str]]:
         elif e["eventType"] == "EVENT_TYPE_MARKER_RECORDED":
             marker = e["markerRecordedEventAttributes"]
             if marker["markerName"] == "core_patch":
-                patches.append(json.loads(_decode(marker["details"]["patch-data"]))["id"])
+                patches.append(json.loads(payload_text(marker["details"]["patch-data"]))["id"])
     return patches, activities
 
 
@@ -29,5 +29,6 @@ def local_activities(name: str) -> list[str]:
     return [run.type for run in activity_runs(load(HISTORIES / f"{name}.json").events) if run.local]
 
 
-def _decode(payloads: dict[str, Any]) -> str:
+def payload_text(payloads: dict[str, Any]) -> str:
+    """The first payload of a recorded history's ``{"payloads": [...]}``, as text."""
     return base64.b64decode(payloads["payloads"][0]["data"]).decode()

@@ -7,7 +7,6 @@ against; publishing a new version changes what new requests pin, never an issued
 
 from __future__ import annotations
 
-import base64
 import json
 from typing import Any
 from unittest import mock
@@ -33,7 +32,7 @@ from store.tables import ActionVersion, Credential
 from tests.support.api_client import SignedClient
 from tests.support.durability import allocated
 from tests.support.histories import HISTORIES, load
-from tests.support.issuance import local_activities, patch_and_issuance
+from tests.support.issuance import local_activities, patch_and_issuance, payload_text
 from tests.support.mandates import accept_all, create_request, issued_mandate
 from tests.support.workflow import activity_runs, decide, subject_uuid
 from trust import credentials as vc
@@ -219,18 +218,14 @@ def test_revision_1_takes_every_patch_without_a_marker() -> None:
     activities and local activities, and neither a patch marker nor a search-attribute upsert
     for one (only the outcome's, once); the replay of both is test_replay's."""
     events = json.loads((HISTORIES / "revision_1.json").read_text())["events"]
-    assert json.loads(_input_of(events[0]))["revision"] == 1
+    started = events[0]["workflowExecutionStartedEventAttributes"]
+    assert json.loads(payload_text(started["input"]))["revision"] == 1
     assert patch_and_issuance("revision_1") == ([], patch_and_issuance("decide_local_writes")[1])
     assert local_activities("revision_1") == local_activities("decide_local_writes")
     upserts = [e for e in events if e["eventType"] == "EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES"]
     assert len(upserts) == 1 and "TemporalChangeVersion" not in json.dumps(upserts)
     old = json.loads((HISTORIES / "decide_local_writes.json").read_text())["events"]
     assert len(old) - len(events) >= 18  # 6 markers, 6 upserts and 2 workflow tasks fewer
-
-
-def _input_of(started: dict[str, Any]) -> str:
-    payload = started["workflowExecutionStartedEventAttributes"]["input"]["payloads"][0]
-    return base64.b64decode(payload["data"]).decode()
 
 
 class AlwaysPatched:
