@@ -13,12 +13,12 @@ policy allows a new run only after a failed one); a successful run answers every
 from __future__ import annotations
 
 from temporalio import workflow
-from temporalio.common import WorkflowIDReusePolicy
-from temporalio.exceptions import ActivityError, ApplicationError, WorkflowAlreadyStartedError
-from temporalio.workflow import ParentClosePolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+
+from workflows.request_events import start_delivery
 
 with workflow.unsafe.imports_passed_through():
-    from workflows.ids import ActivityNames, webhook_search_attributes, webhook_workflow_id
+    from workflows.ids import ActivityNames, webhook_search_attributes
     from workflows.messages import IssueCredentialInput, IssueCredentialResult
     from workflows.options import write_for
     from workflows.retry_messages import (
@@ -30,11 +30,8 @@ with workflow.unsafe.imports_passed_through():
         RetryIssuanceResult,
     )
     from workflows.webhook_messages import (
-        DELIVERY_REVISION,
-        WEBHOOK_WORKFLOW_TYPE,
         CreateCredentialEventInput,
         CreateEventResult,
-        DeliverWebhookInput,
     )
 
 
@@ -75,21 +72,9 @@ class CredentialRetryWorkflow:
             CreateEventResult,
             summary=f"credential event for the retry of {inp.credential_id}",
         )
+        attributes = webhook_search_attributes(inp.organization_id, inp.request_id, "credential")
         for event_id in created.by_endpoint().values():
-            try:
-                await workflow.start_child_workflow(
-                    WEBHOOK_WORKFLOW_TYPE,
-                    DeliverWebhookInput(event_id=event_id, revision=DELIVERY_REVISION),
-                    id=webhook_workflow_id(event_id),
-                    parent_close_policy=ParentClosePolicy.ABANDON,
-                    id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-                    static_summary=f"Webhook event {event_id}",
-                    search_attributes=webhook_search_attributes(
-                        inp.organization_id, inp.request_id, "credential"
-                    ),
-                )
-            except WorkflowAlreadyStartedError:  # its delivery already exists: nothing to add
-                pass
+            await start_delivery(event_id, None, attributes)
         return RetryIssuanceResult(
             credential_id=inp.credential_id, mandate_id=issued.mandate_id, event_id=created.event_id
         )

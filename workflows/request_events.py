@@ -14,7 +14,7 @@ import asyncio
 from datetime import datetime
 
 from temporalio import workflow
-from temporalio.common import WorkflowIDReusePolicy
+from temporalio.common import TypedSearchAttributes, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 from temporalio.workflow import ParentClosePolicy
 
@@ -135,15 +135,21 @@ class RequestEvents:
             if has(self._input.revision, OUTCOME_PATCH)
             else None
         )
-        try:
-            await workflow.start_child_workflow(
-                WEBHOOK_WORKFLOW_TYPE,
-                DeliverWebhookInput(event_id=event_id, after=after, revision=DELIVERY_REVISION),
-                id=webhook_workflow_id(event_id),
-                parent_close_policy=ParentClosePolicy.ABANDON,
-                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
-                static_summary=f"Webhook event {event_id}",
-                search_attributes=attributes,
-            )
-        except WorkflowAlreadyStartedError:  # its delivery already exists: nothing to add
-            pass
+        await start_delivery(event_id, after, attributes)
+
+
+async def start_delivery(event_id: str, after: str | None, attributes: TypedSearchAttributes | None) -> None:
+    """Start the event's delivery workflow as a child that may outlive its parent, once (the
+    request's, and the one of support's retry of an issuance, ``workflows.credential_retry``)."""
+    try:
+        await workflow.start_child_workflow(
+            WEBHOOK_WORKFLOW_TYPE,
+            DeliverWebhookInput(event_id=event_id, after=after, revision=DELIVERY_REVISION),
+            id=webhook_workflow_id(event_id),
+            parent_close_policy=ParentClosePolicy.ABANDON,
+            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,
+            static_summary=f"Webhook event {event_id}",
+            search_attributes=attributes,
+        )
+    except WorkflowAlreadyStartedError:  # its delivery already exists: nothing to add
+        pass
