@@ -16,6 +16,7 @@ waits until the other is no longer pending.
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 
 from temporalio import workflow
@@ -47,13 +48,7 @@ DELIVERY_RETRY = RetryPolicy(
 )
 
 # after a local first attempt (revision 1): the same waits from the second retry on
-LATER_RETRY = RetryPolicy(
-    initial_interval=FIRST_RETRY * BACKOFF,
-    backoff_coefficient=BACKOFF,
-    maximum_interval=MAX_RETRY_INTERVAL,
-    maximum_attempts=0,
-    non_retryable_error_types=["gone"],
-)
+LATER_RETRY = dataclasses.replace(DELIVERY_RETRY, initial_interval=FIRST_RETRY * BACKOFF)
 
 
 class Gone(Exception):
