@@ -21,9 +21,14 @@ from services import requests
 from store import requests as store
 from store import retries
 from store.db import read_session
-from store.tables import CredentialRequest, Decision
+from store.tables import CredentialRequest
 from workflows.ids import ActivityNames
-from workflows.messages import RecordCancellationInput, RecordDecisionInput, RecordExpiryInput
+from workflows.messages import (
+    RecordCancellationInput,
+    RecordDecisionInput,
+    RecordedDecision,
+    RecordExpiryInput,
+)
 from workflows.retry_messages import RestartIdentityRecord, RestartIdentityResult
 
 
@@ -31,16 +36,14 @@ from workflows.retry_messages import RestartIdentityRecord, RestartIdentityResul
 class _Before:
     organization_id: str
     pending: bool  # the request was still PENDING
-    decided: bool  # the decision asked about was already stored
 
 
-def _before(engine: Engine, request_id: str, decision_id: str | None = None) -> _Before | None:
+def _before(engine: Engine, request_id: str) -> _Before | None:
     with read_session(engine) as session:
         req = session.get(CredentialRequest, request_id)
         if req is None:
             return None
-        decided = decision_id is not None and session.get(Decision, decision_id) is not None
-        return _Before(req.organization_id, req.status == RequestStatus.PENDING, decided)
+        return _Before(req.organization_id, req.status == RequestStatus.PENDING)
 
 
 def _closed(before: _Before | None, request_id: str, outcome: str) -> None:
@@ -78,11 +81,16 @@ class RequestActivities:
         _closed(before, inp.request_id, "expired")
 
     @defn(name=ActivityNames.RECORD_DECISION)
-    def record_decision(self, inp: RecordDecisionInput) -> None:
-        before = _before(self._engine, inp.request_id, inp.decision_id)
-        requests.record_decision(self._engine, Actor.subject(inp.subject_id), inp)
-        if before is None or before.decided:
-            return
+    def record_decision(self, inp: RecordDecisionInput) -> RecordedDecision:
+        """The decision written once per subject and credential; the one stored is the answer (an
+        earlier run's, or another submit's that was written first: ADR 24)."""
+        before = _before(self._engine, inp.request_id)
+        stored = requests.record_decision(self._engine, Actor.subject(inp.subject_id), inp)
+        recorded = RecordedDecision(
+            decision_id=stored.decision_id, decided_at=stored.decided_at, accepted=stored.accepted
+        )
+        if before is None or not stored.written:
+            return recorded
         events.decision_recorded(
             organization_id=before.organization_id,
             request_id=inp.request_id,
@@ -95,6 +103,7 @@ class RequestActivities:
         )
         if inp.completes_request:
             _closed(before, inp.request_id, "completed")
+        return recorded
 
     @defn(name=ActivityNames.RESTART_IDENTITY)
     def restart_identity(self, inp: RestartIdentityRecord) -> RestartIdentityResult:

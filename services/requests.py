@@ -436,10 +436,11 @@ def record_expiry(engine: Engine, actor: Actor, request_id: str) -> None:
     store.record_expiry(engine, request_id)
 
 
-def record_decision(engine: Engine, actor: Actor, decision: RecordDecisionInput) -> None:
-    """A subject's decision (the decision id makes it idempotent) with its audit record naming
-    ``actor``: the subject, also when the workflow declines for them after a failed identity check."""
-    store.record_decision(
+def record_decision(engine: Engine, actor: Actor, decision: RecordDecisionInput) -> store.StoredChoice:
+    """A subject's decision with its audit record naming ``actor``: the subject, also when the
+    workflow declines for them after a failed identity check. Stored once per subject and
+    credential: the decision stored is returned (``store.request_records.record_decision``)."""
+    return store.record_decision(
         engine,
         decision.decision_id,
         decision.request_id,

@@ -6,16 +6,29 @@ shown. Re-exported by ``store.requests``.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import Engine, update
-from sqlmodel import Session, col
+from sqlmodel import Session, col, select
 
 from core.actors import TEMPORAL
 from core.kinds import OPEN_CREDENTIAL_STATUSES, CredentialStatus, RequestStatus
 from store import audit
 from store.db import aware_utc, utcnow, write_session
 from store.tables import Credential, CredentialRequest, Decision, Subject
+
+
+@dataclass(frozen=True)
+class StoredChoice:
+    """A subject's decision on a credential as stored: its id, time and choice, and whether this
+    call wrote it."""
+
+    decision_id: str
+    decided_at: datetime
+    accepted: bool
+    written: bool
+
 
 OPEN_CREDENTIAL_STATES = OPEN_CREDENTIAL_STATUSES
 TEMPORAL_ACTOR = str(TEMPORAL)
@@ -88,6 +101,15 @@ def record_expiry(engine: Engine, request_id: str) -> None:
             _close_open_credentials(session, request_id, CredentialStatus.EXPIRED)
 
 
+def _stored_choice(session: Session, credential_id: str, subject_id: str) -> StoredChoice | None:
+    found = session.exec(
+        select(Decision).where(Decision.credential_id == credential_id, Decision.subject_id == subject_id)
+    ).first()
+    return (
+        None if found is None else StoredChoice(found.id, aware_utc(found.decided_at), found.accepted, False)
+    )
+
+
 def record_decision(
     engine: Engine,
     decision_id: str,
@@ -102,14 +124,14 @@ def record_decision(
     reason: str | None = None,
     actor: str | None = None,
     trusted_session_id: str | None = None,
-) -> None:
-    """Store a subject's decision once (the decision id is the idempotency key), with its audit
-    record ("human decision: accept / reject", with the OTP channel and the UI surface; channel
-    ``trusted`` with the session's id when a trusted browser session stood in for the code)."""
+) -> StoredChoice:
+    """Store a subject's decision once per subject and credential, with its audit record (channel
+    ``trusted`` when a trusted browser session stood in for the code); returns the one stored."""
     key = audit.signer(engine)
     with write_session(engine) as session:
-        if session.get(Decision, decision_id) is not None:
-            return
+        stored = _stored_choice(session, credential_id, subject_id)
+        if stored is not None:
+            return stored
         session.add(
             Decision(
                 id=decision_id,
@@ -147,6 +169,7 @@ def record_decision(
                 },
             ),
         )
+    return StoredChoice(decision_id, at, accepted, written=True)
 
 
 def _apply_decision(

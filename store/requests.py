@@ -25,6 +25,7 @@ from store.guards import StoredResponse, find_idempotent, requests_created_since
 # what the workflow and the reconciler record, importable from here as they always were
 from store.request_records import OPEN_CREDENTIAL_STATES as OPEN_CREDENTIAL_STATES
 from store.request_records import TEMPORAL_ACTOR as TEMPORAL_ACTOR
+from store.request_records import StoredChoice as StoredChoice
 from store.request_records import mark_workflow_started as mark_workflow_started
 from store.request_records import mark_workflows_started as mark_workflows_started
 from store.request_records import record_cancellation as record_cancellation

@@ -24,6 +24,7 @@ from workflows.patches import (
     ISSUANCE_PATCH,
     JOURNEY_PATCH,
     LOCAL_DECISION_PATCH,
+    LOCAL_RECORD_REVISION,
     OUTCOME_PATCH,
     TEMPORAL_CANCEL_PATCH,
     WEBHOOK_PATCH,
@@ -50,6 +51,7 @@ with workflow.unsafe.imports_passed_through():
         OpenJourneyResult,
         RecordCancellationInput,
         RecordDecisionInput,
+        RecordedDecision,
         RecordExpiryInput,
         RequestStatusView,
         ResendOtpInput,
@@ -59,7 +61,7 @@ with workflow.unsafe.imports_passed_through():
         VerifySessionInput,
         VerifySessionResult,
     )
-    from workflows.options import write
+    from workflows.options import write, write_for
     from workflows.retry_messages import RestartIdentityInput, RestartIdentityResult
 
 PENDING, COMPLETED, CANCELED, EXPIRED = (
@@ -159,7 +161,7 @@ class CredentialRequestWorkflow:
         background have started (an update may arrive with a delivery's start: it is answered too)."""
         while True:
             await workflow.wait_condition(workflow.all_handlers_finished)
-            await self._events.all_started()
+            await self._events.all_handed_over()
             if workflow.all_handlers_finished():
                 return
 
@@ -264,23 +266,25 @@ class CredentialRequestWorkflow:
         # a trusted browser session stood in for the code: the record says so (histories recorded
         # before sessions existed never have one, so they replay unchanged)
         trusted = self._journey.trusted_session(inp.subject_id)
-        await write(
-            ActivityNames.RECORD_DECISION,
-            RecordDecisionInput(
-                request_id=self._input.request_id,
-                decision_id=decision_id,
-                subject_id=inp.subject_id,
-                credential_id=inp.credential_id,
-                accepted=inp.accept,
-                channel=TRUSTED_CHANNEL if trusted else inp.channel,
-                surface=inp.surface,
-                decided_at=at,
-                completes_request=completes,
-                reason=inp.reason,
-                trusted_session_id=trusted,
-            ),
+        record = RecordDecisionInput(
+            request_id=self._input.request_id,
+            decision_id=decision_id,
+            subject_id=inp.subject_id,
+            credential_id=inp.credential_id,
+            accepted=inp.accept,
+            channel=TRUSTED_CHANNEL if trusted else inp.channel,
+            surface=inp.surface,
+            decided_at=at,
+            completes_request=completes,
+            reason=inp.reason,
+            trusted_session_id=trusted,
         )
         revision = self._input.revision
+        if revision >= LOCAL_RECORD_REVISION:
+            # in this update's own task, answered with the decision stored (ADR 24)
+            inp, decision_id, at = await self._record_locally(inp, record)
+        else:
+            await write(ActivityNames.RECORD_DECISION, record)
         self._recorded.add(key)
         # from here on the decision's id and time are in the history (the record's input), so what
         # follows runs as local activities (histories recorded before replay them as activities)
@@ -292,7 +296,9 @@ class CredentialRequestWorkflow:
         # after issuance, so an acceptance's event carries the mandate; histories recorded before
         # webhooks existed replay without it
         if has(revision, WEBHOOK_PATCH):
-            await self._emit_credential_event(inp, decision_id, at, local)
+            # a subject's identity event is delivered before their credential events (CONTRACT 7)
+            after = self._journey.identity_events(inp.subject_id)
+            await self._events.emit_credential(inp, decision_id, at, local, after)
         if completes:
             self._set_status(COMPLETED)
         return DecisionResult(
@@ -301,6 +307,24 @@ class CredentialRequestWorkflow:
             mandate_id=mandate_id,
             request_status=COMPLETED if completes else PENDING,
         )
+
+    async def _record_locally(
+        self, inp: DecisionInput, record: RecordDecisionInput
+    ) -> tuple[DecisionInput, str, datetime]:
+        """Revision 2: the record as a local activity in the update's task, which answers with the
+        subject's decision as stored; the workflow takes that one (its id, time and choice). A task
+        run again (a worker died mid-task) stores nothing new: its clock may differ from the first
+        run's, and a decision stored by an update that Temporal lost is the one that counts."""
+        stored = await write_for(
+            ActivityNames.RECORD_DECISION,
+            record,
+            RecordedDecision,
+            summary=f"decision of {inp.subject_id} on {inp.credential_id}",
+            local=True,
+        )
+        key = (inp.subject_id, inp.credential_id)
+        self._decisions[key] = self._decisions[key].model_copy(update=stored.model_dump())  # same fields
+        return inp.model_copy(update={"accept": stored.accepted}), stored.decision_id, stored.decided_at
 
     @decide.validator
     def _validate_decide(self, inp: DecisionInput) -> None:
@@ -331,19 +355,6 @@ class CredentialRequestWorkflow:
             )
         if identity == IdentityStep.FAILED:
             raise ApplicationError("The subject's identity check failed", type=UpdateRefusal.IDENTITY_FAILED)
-
-    async def _emit_credential_event(
-        self, inp: DecisionInput, decision_id: str, at: datetime, local: bool
-    ) -> None:
-        """A ``credential`` event for this decision, then its delivery (``workflows.request_events``)."""
-        events = await self._events.create_credential(inp, decision_id, at, local)
-        # a subject's identity event is delivered before their credential events (CONTRACT 7);
-        # from revision 1 the update answers without waiting for the deliveries' starts
-        after = self._journey.identity_events(inp.subject_id)
-        if self._input.revision >= 1:
-            self._events.deliver_in_background(events, "credential", after)
-        else:
-            await self._events.deliver(events, "credential", after=after)
 
     # --- the subject's journey (workflows.journey) ------------------------------------------
 

@@ -30,8 +30,10 @@ with workflow.unsafe.imports_passed_through():
         RetryIssuanceResult,
     )
     from workflows.webhook_messages import (
+        DELIVERY_REVISION,
         CreateCredentialEventInput,
         CreateEventResult,
+        DeliverWebhookInput,
     )
 
 
@@ -74,7 +76,9 @@ class CredentialRetryWorkflow:
         )
         attributes = webhook_search_attributes(inp.organization_id, inp.request_id, "credential")
         for event_id in created.by_endpoint().values():
-            await start_delivery(event_id, None, attributes)
+            await start_delivery(
+                DeliverWebhookInput(event_id=event_id, revision=DELIVERY_REVISION), attributes
+            )
         return RetryIssuanceResult(
             credential_id=inp.credential_id, mandate_id=issued.mandate_id, event_id=created.event_id
         )

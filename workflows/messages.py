@@ -133,6 +133,15 @@ class RecordDecisionInput(BaseModel):
     trusted_session_id: str | None = None
 
 
+class RecordedDecision(BaseModel):
+    """The subject's decision on the credential as the database holds it, which the decision's
+    record answers (revision 2: the workflow answers with it, ADR 24)."""
+
+    decision_id: str
+    decided_at: datetime
+    accepted: bool
+
+
 class IssueCredentialInput(BaseModel):
     request_id: str
     credential_id: str

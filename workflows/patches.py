@@ -42,8 +42,12 @@ IN_REVISION_1 = frozenset(
         LOCAL_DECISION_PATCH,
     }
 )
+# revision 2 (2026-11-28, ADR 24): a decision's record is a local activity in its update's task,
+# answered with the decision stored, and each credential event's first attempt is an activity of
+# the request's workflow (its delivery workflow starts only for the retries)
+LOCAL_RECORD_REVISION = 2
 # the revision new requests start on (orchestration.temporal.workflow_input)
-CURRENT_REVISION = 1
+CURRENT_REVISION = 2
 
 
 def has(revision: int, patch_id: str) -> bool:

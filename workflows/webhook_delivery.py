@@ -5,10 +5,12 @@ the retries are the activity's RetryPolicy (first after 5 s, doubling, capped at
 (its schedule-to-close timeout), so they survive restarts of every process. A 410 Gone is a
 non-retryable failure. From revision 1 (``DeliverWebhookInput.revision``, ADR 23) the first attempt
 is a local activity in the workflow's first task, and only when it fails do the retries follow as
-the activity, 5 s later, on the same schedule. When the attempts run out the event is recorded
-``failed`` and the workflow fails too: ``mandatum webhook retry`` starts the id again, which the id
-reuse policy ALLOW_DUPLICATE_FAILED_ONLY permits for a failed delivery and refuses for a delivered
-one.
+the activity, 5 s later, on the same schedule. A request's ``credential`` event is first tried by
+the request's workflow itself (ADR 24): this workflow starts only when that attempt failed
+(``first_attempt``), and goes on with the retries, 5 s after it began. When the attempts run out
+the event is recorded ``failed`` and the workflow fails too: ``mandatum webhook retry`` starts the
+id again, which the id reuse policy ALLOW_DUPLICATE_FAILED_ONLY permits for a failed delivery and
+refuses for a delivered one.
 
 An event that must follow another (a subject's ``credential`` after their ``identity``) first
 waits until the other is no longer pending.
@@ -32,6 +34,7 @@ with workflow.unsafe.imports_passed_through():
         DELIVERY_WINDOW,
         FIRST_RETRY,
         MAX_RETRY_INTERVAL,
+        PARENT_GONE,
         WEBHOOK_WORKFLOW_TYPE,
         DeliverWebhookInput,
         DeliveryResult,
@@ -79,13 +82,18 @@ class WebhookDeliveryWorkflow:
         window = DELIVERY_WINDOW
         policy = DELIVERY_RETRY
         try:
+            if inp.first_attempt == PARENT_GONE:
+                raise Gone()
             if inp.revision >= 1:
-                began = workflow.now()
-                delivered = await self._first_attempt(inp)
-                if delivered is not None:
-                    return delivered
+                began = inp.first_attempt_at or workflow.now()
+                if inp.first_attempt is None:
+                    delivered = await self._first_attempt(inp)
+                    if delivered is not None:
+                        return delivered
                 # the retries as an activity, on the schedule they would have had after attempt 1
-                await workflow.sleep(FIRST_RETRY, summary=f"retry {inp.event_id}")
+                wait = began + FIRST_RETRY - workflow.now()
+                if wait > timedelta(0):
+                    await workflow.sleep(wait, summary=f"retry {inp.event_id}")
                 inp = inp.model_copy(update={"attempts_before": 1})
                 window = DELIVERY_WINDOW - (workflow.now() - began)
                 policy = LATER_RETRY

@@ -27,6 +27,11 @@ def retry_delay(attempt: int) -> timedelta:
     return min(timedelta(seconds=seconds), MAX_RETRY_INTERVAL)
 
 
+# DeliverWebhookInput.first_attempt: how the request workflow's own first attempt failed (ADR 24)
+PARENT_FAILED = "failed"
+PARENT_GONE = "gone"
+
+
 class DeliverWebhookInput(BaseModel):
     event_id: str
     # an event that must be delivered (or given up) first: a subject's ``identity`` event before
@@ -37,6 +42,10 @@ class DeliverWebhookInput(BaseModel):
     revision: int = 0
     # attempts made before this activity's first (the local one), for the attempts' numbers
     attempts_before: int = 0
+    # the first attempt was the request workflow's own (ADR 24) and failed: "failed", or "gone"
+    # for a 410; then it began at ``first_attempt_at`` and the delivery goes on with the retries
+    first_attempt: str | None = None
+    first_attempt_at: datetime | None = None
 
 
 # the revision every delivery starts on now (DeliverWebhookInput.revision)

@@ -23,7 +23,9 @@ a subject whose code goes to a secondary contact (issue 36: the link alone, ``op
 (the ``decision-writes-local`` patch: markers instead of activity events); ``trusted_session`` a
 trusted browser session standing in for the code (``verify_session``, issue 36); ``revision_1``
 the path of ``decide_local_writes`` on a request started on revision 1 (ADR 23: no patch markers,
-the deliveries' starts after the updates' answers).
+the deliveries' starts after the updates' answers); ``revision_2`` the same path on revision 2
+(ADR 24: each decision's record a local activity in its update's task, and each event's first
+attempt an activity of the request's workflow, with no delivery workflow when it answers).
 
 No secrets go in: the workflow input carries opaque ids only (no contact, no key material), the
 canceler is a made-up key id, and worker identities (process id and host name, also in sticky
@@ -92,6 +94,7 @@ EXPECTED = {
     "secondary_contact": "COMPLETED",
     "trusted_session": "COMPLETED",
     "revision_1": "COMPLETED",
+    "revision_2": "COMPLETED",
 }
 # where the scenarios' worker writes its messages, and the keys of its codes (set in main)
 JOURNEY: dict[str, Any] = {}
@@ -394,6 +397,7 @@ SCENARIOS: dict[str, Scenario] = {
     "secondary_contact": secondary_contact,
     "trusted_session": trusted_session,
     "revision_1": decide_local_writes,
+    "revision_2": decide_local_writes,
 }
 
 

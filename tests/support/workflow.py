@@ -38,6 +38,7 @@ from cli.stack import BIN, dynamic_config_args
 from core.otp import JourneySecrets
 from core.secretbox import SecretCipher
 from core.settings import Settings
+from orchestration.temporal import start_workflow_for, workflow_input
 from store import request_queries as queries
 from store import requests as store
 from tests.support.api_client import SignedClient, policy_request
@@ -51,6 +52,7 @@ from workflows.messages import (
     DecisionInput,
     DecisionResult,
     RecordDecisionInput,
+    RecordedDecision,
     RecordExpiryInput,
     RequestStatusView,
 )
@@ -93,6 +95,14 @@ def insert_request(
     result = store.create_request(engine, org_id, new, expiry, 10_000, None, None)
     assert isinstance(result, store.RequestBundle)
     return result
+
+
+async def start_on_revision(temporal: Client, queue: str, bundle: store.RequestBundle, revision: int) -> None:
+    """Start the request's workflow as a request started on ``revision`` of the workflow code
+    (ADR 23, 24) would run: the scenarios of the code that requests started earlier still run."""
+    await start_workflow_for(
+        temporal, queue, workflow_input(bundle).model_copy(update={"revision": revision})
+    )
 
 
 def db_request(engine: Engine, org_id: str, request_id: str) -> store.RequestBundle:
@@ -218,9 +228,9 @@ class GatedActivities(RequestActivities):
         super().record_expiry(inp)
 
     @activity.defn(name=ActivityNames.RECORD_DECISION)
-    def record_decision(self, inp: RecordDecisionInput) -> None:
+    def record_decision(self, inp: RecordDecisionInput) -> RecordedDecision:
         self.decision.pass_through()
-        super().record_decision(inp)
+        return super().record_decision(inp)
 
 
 @pytest.fixture(scope="module")

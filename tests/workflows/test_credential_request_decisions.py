@@ -12,8 +12,11 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime
 from typing import Any
 
+import pytest
 from sqlalchemy import Engine
 from temporalio.client import Client, WorkflowExecutionStatus, WorkflowUpdateFailedError
+from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError
 
 from core.settings import Settings
 from orchestration.temporal import request_handle, start_request_workflow
@@ -30,6 +33,7 @@ from tests.support.workflow import (
     parse_time,
     refused,
     result_of,
+    start_on_revision,
     status_of,
     subject_uuid,
 )
@@ -43,6 +47,7 @@ from workflows.ids import (
 )
 from workflows.messages import (
     CredentialRequestResult,
+    DecisionResult,
 )
 
 DECISION_ID = re.compile(
@@ -337,30 +342,50 @@ async def test_cancel_while_a_completing_decision_is_recorded(
     assert stored.request.status == "COMPLETED" and stored.request.canceled_at is None
 
 
+@pytest.mark.parametrize("revision", [1, 2])
 async def test_a_resubmit_while_the_closing_decision_is_recorded_answers_as_the_first(
     temporal: Client,
     engine: Engine,
     org: Credentials,
     gated: tuple[str, GatedActivities],
+    revision: int,
 ) -> None:
     """The subject's form got a 503 while the decision that closes the request was being written
     (a worker crash); their second submit of the same choice waits for that write and answers as
-    the first does, never "no longer open". Another choice is still refused."""
+    the first does, never "no longer open". Another choice is refused. On revision 1 the write is
+    an activity, and the workflow refuses the other choice while it runs; on revision 2 it runs in
+    the update's own task (ADR 24), so both submits wait for it."""
     queue, acts = gated
     bundle = insert_request(engine, org.organization_id)
-    assert await start_request_workflow(temporal, queue, bundle)
+    await start_on_revision(temporal, queue, bundle, revision)
     handle = request_handle(temporal, bundle.request.id)
     subject, credential = bundle.subjects[0][1].id, bundle.credentials[0].id
     first = asyncio.create_task(decide(handle, subject, credential, accept=True))
     await acts.decision.wait_entered()
 
-    assert (await refused(decide(handle, subject, credential, accept=False))).type == "already_decided"
+    other = asyncio.create_task(refused(decide(handle, subject, credential, accept=False)))
+    if revision == 1:
+        assert (await other).type == "already_decided"
     second = asyncio.create_task(decide(handle, subject, credential, accept=True))
     await asyncio.sleep(0.5)
     assert not second.done()  # it waits for the first's write, which the gate holds
+    assert revision == 1 or not other.done()
     acts.decision.release.set()
 
-    answers = [await first, await second]
+    answers = [await first]
+    if revision == 1:
+        assert (await other).type == "already_decided"
+        answers.append(await second)
+    else:
+        # they reach the workflow after the write, in the task that closes it or after it: each
+        # is answered (as the first; refused as decided) or aborted with the closing workflow,
+        # which services.journey.decide answers from the database (tests/services/test_journey.py)
+        resubmit, changed = await asyncio.gather(second, other, return_exceptions=True)
+        assert _aborted(changed) or (
+            isinstance(changed, ApplicationError) and changed.type == "already_decided"
+        )
+        assert isinstance(resubmit, DecisionResult) or _aborted(resubmit)
+        answers.append(resubmit if isinstance(resubmit, DecisionResult) else answers[0])
     assert answers[0] == answers[1]
     assert answers[0].request_status == "COMPLETED" and answers[0].mandate_id is not None
     assert DECISION_ID.match(answers[0].decision_id)
@@ -368,3 +393,8 @@ async def test_a_resubmit_while_the_closing_decision_is_recorded_answers_as_the_
     stored = db_request(engine, org.organization_id, bundle.request.id)
     assert [d.id for d, _ in stored.decisions[credential]] == [answers[0].decision_id]
     assert [c.mandate_id for c in stored.credentials] == [answers[0].mandate_id]
+
+
+def _aborted(outcome: object) -> bool:
+    closed = ("aborted by closing workflow", "workflow execution already completed")
+    return isinstance(outcome, RPCError) and any(phrase in str(outcome) for phrase in closed)

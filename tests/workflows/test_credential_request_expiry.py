@@ -39,6 +39,7 @@ from tests.support.workflow import (
     parse_time,
     refused,
     result_of,
+    start_on_revision,
 )
 from workflows.ids import (
     SA_INTERNAL_ID,
@@ -288,7 +289,9 @@ async def test_expiry_waits_for_a_decision_in_flight(
         bundle = insert_request(
             engine, org.organization_id, contacts=("ana@example.com", "bea@example.com"), expiry=expiry
         )
-        assert await start_request_workflow(temporal, queue, bundle)
+        # revision 1: the decision's write is an activity, during which the timer fires; from
+        # revision 2 it runs in the update's task (ADR 24), which the timer's firing waits for
+        await start_on_revision(temporal, queue, bundle, 1)
         handle = request_handle(temporal, bundle.request.id)
         ana, credential = bundle.subjects[0][1].id, bundle.credentials[0].id
         decision = asyncio.create_task(decide(handle, ana, credential, accept=False))

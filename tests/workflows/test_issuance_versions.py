@@ -158,12 +158,16 @@ async def test_a_rejection_issues_nothing(api: SignedClient, temporal: Client, e
         row.status_list_index,
     ) == ("REJECTED", None, None, None, None, None, None)
     assert allocated(engine) == before
+    await handle.result()  # the workflow ends once its deliveries' first attempts have answered
     runs = activity_runs((await handle.fetch_history()).events)
     scheduled = [r.type for r in runs]
     # each subject is sent a code and confirms it (the "subject-journey" patch); each decision is
-    # written, then its webhook event made (the "webhook-events" patch), as a local activity (the
-    # "decision-writes-local" patch); nothing is issued
-    assert {r.type for r in runs if r.local} == {ActivityNames.CREATE_CREDENTIAL_EVENT}
+    # written, then its webhook event made (the "webhook-events" patch), as local activities (the
+    # "decision-writes-local" patch, and revision 2 for the write); nothing is issued
+    assert {r.type for r in runs if r.local} == {
+        ActivityNames.RECORD_DECISION,
+        ActivityNames.CREATE_CREDENTIAL_EVENT,
+    }
     journey = (ActivityNames.SEND_OTP, ActivityNames.CHECK_OTP)
     assert (
         sorted(n for n in scheduled if n in journey)
@@ -172,6 +176,7 @@ async def test_a_rejection_issues_nothing(api: SignedClient, temporal: Client, e
     assert [n for n in scheduled if n not in journey] == [
         ActivityNames.RECORD_DECISION,
         ActivityNames.CREATE_CREDENTIAL_EVENT,
+        ActivityNames.DELIVER_WEBHOOK,  # revision 2: the event's first attempt (ADR 24)
     ] * 2
 
 
@@ -209,8 +214,8 @@ def test_the_histories_cover_both_sides_of_the_local_writes_patch() -> None:
 
 # histories recorded after the local-writes patch, which run it as decide_local_writes does
 RECORDED_WITH_LOCAL_WRITES = ("secondary_contact", "trusted_session")
-# histories of requests started on revision 1 (workflows/patches.py, ADR 23)
-RECORDED_ON_REVISION_1 = ("revision_1",)
+# histories of requests started on revision 1 or later (workflows/patches.py, ADR 23, 24)
+RECORDED_ON_REVISION_1 = ("revision_1", "revision_2")
 
 
 def test_revision_1_takes_every_patch_without_a_marker() -> None:
@@ -226,6 +231,26 @@ def test_revision_1_takes_every_patch_without_a_marker() -> None:
     assert len(upserts) == 1 and "TemporalChangeVersion" not in json.dumps(upserts)
     old = json.loads((HISTORIES / "decide_local_writes.json").read_text())["events"]
     assert len(old) - len(events) >= 18  # 6 markers, 6 upserts and 2 workflow tasks fewer
+
+
+def test_revision_2_records_in_the_update_and_delivers_without_a_child() -> None:
+    """The same path on revision 2 (ADR 24): each of the four decisions' records is a local
+    activity instead of an activity, each of their events' first attempt an activity of the
+    request's workflow, no delivery workflow starts (every attempt answered), and the history is
+    shorter than on revision 1."""
+    events = json.loads((HISTORIES / "revision_2.json").read_text())["events"]
+    started = events[0]["workflowExecutionStartedEventAttributes"]
+    assert json.loads(payload_text(started["input"]))["revision"] == 2
+    journey = ["send_otp", "send_otp", "check_otp", "check_otp"]
+    assert patch_and_issuance("revision_1") == ([], journey + [ActivityNames.RECORD_DECISION] * 4)
+    assert patch_and_issuance("revision_2") == ([], journey + [ActivityNames.DELIVER_WEBHOOK] * 4)
+    record, event = ActivityNames.RECORD_DECISION, ActivityNames.CREATE_CREDENTIAL_EVENT
+    issue = ActivityNames.ISSUE_CREDENTIAL
+    assert local_activities("revision_2") == [record, event, record, issue, event] + [record, event] * 2
+    kinds = [e["eventType"] for e in events]
+    assert "EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED" not in kinds
+    old = json.loads((HISTORIES / "revision_1.json").read_text())["events"]
+    assert (len(old), len(events)) == (111, 92)
 
 
 class AlwaysPatched:

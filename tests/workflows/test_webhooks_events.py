@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 from datetime import datetime
 
+import pytest
 from sqlalchemy import Engine
 from temporalio.client import Client
+from temporalio.service import RPCError
 
 from activities.webhooks import WebhookActivities
 from core.secretbox import SecretCipher
@@ -17,7 +19,7 @@ from tests.support.api_client import Credentials
 from tests.support.issuance import patch_and_issuance
 from tests.support.webhook_receiver import receiving
 from tests.support.webhooks import configure, events_of_request, wait_for
-from tests.support.workflow import decide, insert_request, result_of
+from tests.support.workflow import activity_runs, decide, insert_request, result_of
 from trust.did import web_service_did, web_subject_did
 from wire import versioning
 from wire.webhook_payloads import api_version_of
@@ -61,10 +63,12 @@ async def test_an_acceptance_and_a_rejection_each_send_one_credential_event(
         assert delivery.event == event.payload and delivery.webhook_id == event.id
         assert (event.state, event.attempts, event.event_type) == ("delivered", 1, "credential")
         assert event.fact_key.startswith("credential:urn:via:decision:")
-        # its delivery workflow is the child webhook:<eventId>
-        assert (await temporal.get_workflow_handle(webhook_workflow_id(event.id)).result())[
-            "state"
-        ] == "delivered"
+        # delivered by the request workflow's own first attempt (ADR 24): no delivery workflow
+        history = await request_handle(temporal, str(event.request_id)).fetch_history()
+        attempts = [r for r in activity_runs(history.events) if r.type == ActivityNames.DELIVER_WEBHOOK]
+        assert [r.local for r in attempts] == [False]
+        with pytest.raises(RPCError, match="not found"):
+            await temporal.get_workflow_handle(webhook_workflow_id(event.id)).describe()
 
     sent = accept_event.payload
     assert list(sent)[:8] == [
