@@ -18,13 +18,16 @@ from temporalio.worker import Replayer
 
 from core.secretbox import SecretCipher
 from core.settings import Settings
+from orchestration.temporal import request_handle, start_request_workflow
 from store import webhooks as store
 from tests.conftest import MASTER_KEY
 from tests.support.api_client import Credentials
 from tests.support.cli import run_cli
 from tests.support.sandboxed_delivery import SandboxedDelivery
 from tests.support.webhook_receiver import ENCRYPTION_SECRET, SALT, SIGNATURE_SECRET, receiving
-from tests.support.webhooks import LOCAL, configure, create_test_event, deliver
+from tests.support.webhooks import LOCAL, configure, create_test_event, deliver, events_of_request
+from tests.support.workflow import decide, insert_request, result_of
+from workflows.ids import webhook_workflow_id
 from workflows.webhook_delivery import WebhookDeliveryWorkflow
 from workflows.webhook_messages import DeliveryResult
 
@@ -226,3 +229,65 @@ async def test_the_webhook_command(
     ]
     again = _cli(settings, temporal, "retry", event_id)
     assert again.returncode == 1 and "only a failed one is retried" in again.stderr
+
+
+async def _decided_with(temporal: Client, settings: Settings, engine: Engine, org_id: str) -> tuple[str, str]:
+    """A request decided (accepted): its id, and its ``credential`` event's id once made."""
+    bundle = insert_request(engine, org_id)
+    assert await start_request_workflow(temporal, settings.task_queue, bundle)
+    handle = request_handle(temporal, bundle.request.id)
+    await decide(handle, bundle.subjects[0][1].id, bundle.credentials[0].id)
+    assert (await result_of(handle)).status == "COMPLETED"  # it ends once its first attempt answered
+    [event] = events_of_request(engine, org_id, bundle.request.id)
+    return bundle.request.id, event.id
+
+
+async def test_a_failed_first_attempt_in_the_request_goes_on_in_the_delivery_workflow(
+    temporal: Client,
+    worker: None,
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
+    org: Credentials,
+    db_url: str,
+) -> None:
+    """Revision 2 (ADR 24): the request's workflow makes the first attempt; a 500 starts the
+    event's delivery workflow, which retries 5 s after that attempt began, numbering on."""
+    _real_time_on_sqlite_only(db_url)
+    with receiving(lambda n: 500 if n == 1 else 200) as receiver:
+        configure(engine, cipher, org.organization_id, receiver)
+        _, event_id = await _decided_with(temporal, settings, engine, org.organization_id)
+        handle = temporal.get_workflow_handle(webhook_workflow_id(event_id))
+        result = DeliveryResult.model_validate(await asyncio.wait_for(handle.result(), 30))
+        got = list(receiver.deliveries)
+    assert (result.state, result.status_code) == ("delivered", 200)
+    assert [d.webhook_id for d in got] == [event_id] * 2 and all(d.signature_ok for d in got)
+    assert 4 <= got[1].received_at - got[0].received_at <= 9  # the first retry's 5 s
+    started = (await handle.fetch_history()).events[0].workflow_execution_started_event_attributes
+    told = json.loads(started.input.payloads[0].data)
+    assert (told["first_attempt"], told["attempts_before"]) == ("failed", 0)
+    assert [(a.number, a.status_code) for a in store.attempts_of(engine, event_id)] == [(1, 500), (2, 200)]
+    stored = store.get_event(engine, event_id)
+    assert (stored.state, stored.attempts, stored.last_status) == ("delivered", 2, 200)
+    await replays_alike(handle)
+
+
+async def test_a_410_to_the_requests_first_attempt_fails_the_delivery_at_once(
+    temporal: Client,
+    worker: None,
+    engine: Engine,
+    cipher: SecretCipher,
+    settings: Settings,
+    org: Credentials,
+) -> None:
+    with receiving(lambda n: 410) as receiver:
+        configure(engine, cipher, org.organization_id, receiver)
+        _, event_id = await _decided_with(temporal, settings, engine, org.organization_id)
+        handle = temporal.get_workflow_handle(webhook_workflow_id(event_id))
+        with pytest.raises(WorkflowFailureError):
+            await asyncio.wait_for(handle.result(), 30)
+        assert receiver.count() == 1  # the delivery workflow made no attempt of its own
+    stored = store.get_event(engine, event_id)
+    assert (stored.state, stored.attempts, stored.last_status) == ("failed", 1, 410)
+    assert stored.last_error is not None and "410" in stored.last_error
+    await replays_alike(handle)
