@@ -15,6 +15,7 @@ from core.kinds import CredentialStatus
 from policy.params import Param, parse_params
 from store import limit_usage
 from store.db import aware_utc, read_session, write_connection
+from store.request_records import decision_of
 from store.tables import (
     Action,
     ActionVersion,
@@ -236,9 +237,7 @@ def stored_decision(
         req = session.get(CredentialRequest, request_id)
         if cred is None or req is None or cred.request_id != request_id:
             return None
-        found = session.exec(
-            select(Decision).where(Decision.credential_id == credential_id, Decision.subject_id == subject_id)
-        ).first()
+        found = decision_of(session, credential_id, subject_id)
         if found is None:
             return None
         at = aware_utc(found.decided_at)

@@ -101,13 +101,11 @@ def record_expiry(engine: Engine, request_id: str) -> None:
             _close_open_credentials(session, request_id, CredentialStatus.EXPIRED)
 
 
-def _stored_choice(session: Session, credential_id: str, subject_id: str) -> StoredChoice | None:
-    found = session.exec(
+def decision_of(session: Session, credential_id: str, subject_id: str) -> Decision | None:
+    """The subject's decision on the credential (at most one: ``uq_decision_once``), None when none."""
+    return session.exec(
         select(Decision).where(Decision.credential_id == credential_id, Decision.subject_id == subject_id)
     ).first()
-    return (
-        None if found is None else StoredChoice(found.id, aware_utc(found.decided_at), found.accepted, False)
-    )
 
 
 def record_decision(
@@ -129,9 +127,9 @@ def record_decision(
     ``trusted`` when a trusted browser session stood in for the code); returns the one stored."""
     key = audit.signer(engine)
     with write_session(engine) as session:
-        stored = _stored_choice(session, credential_id, subject_id)
-        if stored is not None:
-            return stored
+        found = decision_of(session, credential_id, subject_id)
+        if found is not None:
+            return StoredChoice(found.id, aware_utc(found.decided_at), found.accepted, written=False)
         session.add(
             Decision(
                 id=decision_id,
