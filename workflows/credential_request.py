@@ -157,8 +157,9 @@ class CredentialRequestWorkflow:
                 await sending
 
     async def _finish_handlers(self) -> None:
-        """Until the updates under way have answered and the deliveries they started in the
-        background have started (an update may arrive with a delivery's start: it is answered too)."""
+        """Until the updates under way have answered and the deliveries they handed to the
+        background have started, or made their first attempt (revision 2) (an update may arrive
+        meanwhile: it is answered too)."""
         while True:
             await workflow.wait_condition(workflow.all_handlers_finished)
             await self._events.all_handed_over()

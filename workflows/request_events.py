@@ -16,11 +16,12 @@ from datetime import datetime
 from typing import Any
 
 from temporalio import workflow
-from temporalio.common import RetryPolicy, TypedSearchAttributes, WorkflowIDReusePolicy
-from temporalio.exceptions import ActivityError, ApplicationError, WorkflowAlreadyStartedError
+from temporalio.common import TypedSearchAttributes, WorkflowIDReusePolicy
+from temporalio.exceptions import ActivityError, WorkflowAlreadyStartedError
 from temporalio.workflow import ParentClosePolicy
 
 from workflows.patches import LOCAL_RECORD_REVISION, OUTCOME_PATCH, has
+from workflows.webhook_delivery import ONE_ATTEMPT, is_gone
 
 with workflow.unsafe.imports_passed_through():
     from workflows.ids import ActivityNames, webhook_search_attributes, webhook_workflow_id
@@ -179,16 +180,13 @@ class RequestEvents:
                 result_type=DeliveryResult,
                 start_to_close_timeout=ATTEMPT_TIMEOUT,
                 schedule_to_close_timeout=DELIVERY_WINDOW,  # the activity reports the next attempt
-                retry_policy=RetryPolicy(maximum_attempts=1),
+                retry_policy=ONE_ATTEMPT,
                 summary=f"deliver {event_id}",
             )
             return
         except ActivityError as exc:
-            cause = exc.cause
-            gone = isinstance(cause, ApplicationError) and cause.type == "gone"
-        await self.deliver_one(
-            event_id, event_type, None, first_attempt=PARENT_GONE if gone else PARENT_FAILED, began=began
-        )
+            failed = PARENT_GONE if is_gone(exc) else PARENT_FAILED
+        await self.deliver_one(event_id, event_type, None, first_attempt=failed, began=began)
 
     async def deliver_one(
         self,

@@ -52,10 +52,19 @@ DELIVERY_RETRY = RetryPolicy(
 
 # after a local first attempt (revision 1): the same waits from the second retry on
 LATER_RETRY = dataclasses.replace(DELIVERY_RETRY, initial_interval=FIRST_RETRY * BACKOFF)
+# a first attempt made on its own (this workflow's local one, or the request workflow's, ADR 24)
+ONE_ATTEMPT = RetryPolicy(maximum_attempts=1)
 
 
 class Gone(Exception):
     """The receiver answered 410 to the first attempt: no retry."""
+
+
+def is_gone(exc: BaseException) -> bool:
+    """The attempt failed with the receiver's 410 (an activity's failure, or a local activity's
+    error as it was raised)."""
+    cause = exc.cause if isinstance(exc, ActivityError) else exc
+    return isinstance(cause, ApplicationError) and cause.type == "gone"
 
 
 def _reason(exc: ActivityError) -> str:
@@ -64,7 +73,7 @@ def _reason(exc: ActivityError) -> str:
     # attempt's error as the cause
     if isinstance(cause, TimeoutError) or exc.retry_state == RetryState.TIMEOUT:
         return "no 2xx answer within the delivery window (3 days)"
-    if isinstance(cause, ApplicationError) and cause.type == "gone":
+    if is_gone(exc):
         return GONE
     return cause.message if isinstance(cause, ApplicationError) else str(cause or exc)
 
@@ -132,12 +141,11 @@ class WebhookDeliveryWorkflow:
                 result_type=DeliveryResult,
                 start_to_close_timeout=ATTEMPT_TIMEOUT,
                 schedule_to_close_timeout=DELIVERY_WINDOW,  # the activity reports the next attempt
-                retry_policy=RetryPolicy(maximum_attempts=1),
+                retry_policy=ONE_ATTEMPT,
                 summary=f"deliver {inp.event_id}",
             )
         except (ActivityError, ApplicationError, TimeoutError) as exc:
-            cause = exc.cause if isinstance(exc, ActivityError) else exc
-            if isinstance(cause, ApplicationError) and cause.type == "gone":
+            if is_gone(exc):
                 raise Gone() from exc
             return None
         return result
