@@ -105,6 +105,18 @@ async def test_500s_then_200_is_delivered_once_with_one_webhook_id(
     await replays_alike(handle)
 
 
+async def _decided_with(temporal: Client, settings: Settings, engine: Engine, org_id: str) -> tuple[str, str]:
+    """A request decided (accepted): its id, and its ``credential`` event's id once made."""
+    bundle = insert_request(engine, org_id)
+    assert await start_request_workflow(temporal, settings.task_queue, bundle)
+    handle = request_handle(temporal, bundle.request.id)
+    await decide(handle, bundle.subjects[0][1].id, bundle.credentials[0].id)
+    assert (await result_of(handle)).status == "COMPLETED"  # it ends once its first attempt answered
+    [event] = events_of_request(engine, org_id, bundle.request.id)
+    return bundle.request.id, event.id
+
+
+@pytest.mark.parametrize("first", ["delivery", "request"])
 async def test_410_stops_at_once(
     temporal: Client,
     worker: None,
@@ -112,16 +124,24 @@ async def test_410_stops_at_once(
     cipher: SecretCipher,
     settings: Settings,
     org: Credentials,
+    first: str,
 ) -> None:
+    """One POST, by the delivery workflow, or by the request's workflow (a decision's event on
+    revision 2, ADR 24), after which the delivery workflow fails at once without one of its own."""
     with receiving(lambda n: 410) as receiver:
         configure(engine, cipher, org.organization_id, receiver)
-        event = create_test_event(engine, settings, org.organization_id)
-        handle = await deliver(temporal, settings.task_queue, event)
+        if first == "delivery":
+            event = create_test_event(engine, settings, org.organization_id)
+            handle = await deliver(temporal, settings.task_queue, event)
+            event_id = event.id
+        else:
+            _, event_id = await _decided_with(temporal, settings, engine, org.organization_id)
+            handle = temporal.get_workflow_handle(webhook_workflow_id(event_id))
         with pytest.raises(WorkflowFailureError):
             await asyncio.wait_for(handle.result(), 30)
         # the delivery workflow has ended: no attempt can follow the first one
         assert receiver.count() == 1
-    stored = store.get_event(engine, event.id)
+    stored = store.get_event(engine, event_id)
     assert (stored.state, stored.attempts, stored.last_status) == ("failed", 1, 410)
     assert stored.last_error is not None and "410" in stored.last_error
     assert stored.next_attempt_at is None and stored.delivered_at is None
@@ -231,17 +251,6 @@ async def test_the_webhook_command(
     assert again.returncode == 1 and "only a failed one is retried" in again.stderr
 
 
-async def _decided_with(temporal: Client, settings: Settings, engine: Engine, org_id: str) -> tuple[str, str]:
-    """A request decided (accepted): its id, and its ``credential`` event's id once made."""
-    bundle = insert_request(engine, org_id)
-    assert await start_request_workflow(temporal, settings.task_queue, bundle)
-    handle = request_handle(temporal, bundle.request.id)
-    await decide(handle, bundle.subjects[0][1].id, bundle.credentials[0].id)
-    assert (await result_of(handle)).status == "COMPLETED"  # it ends once its first attempt answered
-    [event] = events_of_request(engine, org_id, bundle.request.id)
-    return bundle.request.id, event.id
-
-
 async def test_a_failed_first_attempt_in_the_request_goes_on_in_the_delivery_workflow(
     temporal: Client,
     worker: None,
@@ -269,25 +278,4 @@ async def test_a_failed_first_attempt_in_the_request_goes_on_in_the_delivery_wor
     assert [(a.number, a.status_code) for a in store.attempts_of(engine, event_id)] == [(1, 500), (2, 200)]
     stored = store.get_event(engine, event_id)
     assert (stored.state, stored.attempts, stored.last_status) == ("delivered", 2, 200)
-    await replays_alike(handle)
-
-
-async def test_a_410_to_the_requests_first_attempt_fails_the_delivery_at_once(
-    temporal: Client,
-    worker: None,
-    engine: Engine,
-    cipher: SecretCipher,
-    settings: Settings,
-    org: Credentials,
-) -> None:
-    with receiving(lambda n: 410) as receiver:
-        configure(engine, cipher, org.organization_id, receiver)
-        _, event_id = await _decided_with(temporal, settings, engine, org.organization_id)
-        handle = temporal.get_workflow_handle(webhook_workflow_id(event_id))
-        with pytest.raises(WorkflowFailureError):
-            await asyncio.wait_for(handle.result(), 30)
-        assert receiver.count() == 1  # the delivery workflow made no attempt of its own
-    stored = store.get_event(engine, event_id)
-    assert (stored.state, stored.attempts, stored.last_status) == ("failed", 1, 410)
-    assert stored.last_error is not None and "410" in stored.last_error
     await replays_alike(handle)
