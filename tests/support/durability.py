@@ -11,7 +11,7 @@ import secrets
 import subprocess
 import sys
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,6 @@ from temporalio.api.activity.v1 import ActivityOptions
 from temporalio.api.common.v1 import WorkflowExecution
 from temporalio.api.workflowservice.v1 import ResetStickyTaskQueueRequest, UpdateActivityOptionsRequest
 from temporalio.client import Client, WorkflowHandle
-from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 
 from cli.devstack import publish_example_action
@@ -35,6 +34,7 @@ from store import audit, orgs
 from store.db import make_engine, migrate, read_session
 from store.tables import StatusList
 from tests.support.api_client import Credentials
+from tests.support.workflow import asked_again
 from workflows.ids import (
     ActivityNames,
 )
@@ -193,14 +193,14 @@ async def retry_now(
     """
     ns, execution = stack.client.namespace, WorkflowExecution(workflow_id=handle.id)
     service = stack.client.workflow_service
-    await _asked_again(
+    await asked_again(
         lambda: service.reset_sticky_task_queue(
             ResetStickyTaskQueueRequest(namespace=ns, execution=execution)
         )
     )
     if activity_type is None:
         return
-    await _asked_again(
+    await asked_again(
         lambda: service.update_activity_options(
             UpdateActivityOptionsRequest(
                 namespace=ns,
@@ -211,20 +211,3 @@ async def retry_now(
             )
         )
     )
-
-
-_TRANSIENT = (RPCStatusCode.CANCELLED, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.UNAVAILABLE)
-
-
-async def _asked_again(call: Callable[[], Awaitable[Any]], attempts: int = 5) -> Any:
-    """An idempotent call to the server, asked again (at most ``attempts`` times) while it answers
-    that it gave up on it: a fresh-clone CI run on the loaded 2-core machine once had the dev
-    server cancel ``ResetStickyTaskQueue`` ("operation was canceled") after a worker was killed."""
-    for attempt in range(attempts):
-        try:
-            return await call()
-        except RPCError as err:
-            if err.status not in _TRANSIENT or attempt == attempts - 1:
-                raise
-            await asyncio.sleep(0.5)
-    return None

@@ -18,6 +18,7 @@ that stopped hearing from a host would do.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import Awaitable, Callable
 
@@ -34,6 +35,7 @@ from tests.support.live_stack import free_port
 from tests.support.netns import Hosts
 from tests.support.relay import Relay
 from tests.support.scaled_stack import DEADLINE, Process, Router, ScaledStack, Stamps
+from tests.support.workflow import asked_again
 
 
 class Network:
@@ -204,11 +206,11 @@ async def polls_since(client: Client, queue: str, pid: int, since: float) -> boo
     """The worker of process ``pid`` has polled ``queue`` for a task since ``since`` (epoch
     seconds), as Temporal's pollers of the queue tell."""
     for kind in (TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW, TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY):
-        described = await client.workflow_service.describe_task_queue(
-            DescribeTaskQueueRequest(
-                namespace=client.namespace, task_queue=TaskQueue(name=queue), task_queue_type=kind
-            )
+        request = DescribeTaskQueueRequest(
+            namespace=client.namespace, task_queue=TaskQueue(name=queue), task_queue_type=kind
         )
+        ask = functools.partial(client.workflow_service.describe_task_queue, request)
+        described = await asked_again(ask)
         for poller in described.pollers:
             seen = poller.last_access_time.seconds + poller.last_access_time.nanos / 1e9
             if poller.identity.startswith(f"{pid}@") and seen >= since:

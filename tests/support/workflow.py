@@ -10,7 +10,7 @@ import contextlib
 import json
 import threading
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -27,6 +27,7 @@ from temporalio.api.history.v1 import HistoryEvent
 from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.contrib.pydantic import pydantic_data_converter
 from temporalio.exceptions import ApplicationError
+from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
@@ -58,6 +59,24 @@ from workflows.messages import (
 )
 
 UPDATE_TIMEOUT = 20
+
+# what the dev server answers when it gave up on a call (it does so on a loaded 2-core machine)
+TRANSIENT = (RPCStatusCode.CANCELLED, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.UNAVAILABLE)
+
+
+async def asked_again(call: Callable[[], Awaitable[Any]], attempts: int = 5) -> Any:
+    """An idempotent call to the server, asked again (at most ``attempts`` times) while it answers
+    that it gave up on it: fresh-clone CI runs on the loaded 2-core machine have had the dev server
+    cancel ``ResetStickyTaskQueue`` after a worker was killed and ``DescribeTaskQueue`` after a
+    host's link came back ("operation was canceled")."""
+    for attempt in range(attempts):
+        try:
+            return await call()
+        except RPCError as err:
+            if err.status not in TRANSIENT or attempt == attempts - 1:
+                raise
+            await asyncio.sleep(0.5)
+    return None
 
 
 async def start_dev_server(port: int | None = None) -> WorkflowEnvironment:
