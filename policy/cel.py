@@ -11,6 +11,7 @@ Two deliberate departures from cel-python's defaults, both toward the CEL specif
 
 from __future__ import annotations
 
+import collections.abc
 import operator
 import re
 import threading
@@ -33,16 +34,25 @@ class _ErasedGeneric:
     """Stands for ``typing.Union`` and friends where cel-python only subscripts them at run time
     inside ``cast(...)``: ``cast`` ignores its type, but building ``Union[Result, NameContainer]``
     hashes every member of the big ``Result`` union on each variable lookup, about a third of a
-    rule's evaluation. Erased in ``celpy.evaluation``'s namespace only: its module-level aliases
-    and annotations were built at import, before this, and nothing else there uses these names
-    (checked for the pinned 0.5 series by ``tests/policy/test_cel.py``)."""
+    rule's evaluation (and ``Iterable[Result]`` in each ``in``, 30 µs). Erased in
+    ``celpy.evaluation``'s namespace only: its module-level aliases and annotations were built at
+    import, before this, and nothing else there uses these names (checked for the pinned 0.5
+    series by ``tests/policy/test_cel.py``)."""
 
     def __getitem__(self, _: object) -> type:
         return object
 
 
-for _name in ("Union", "Tuple", "List", "Dict"):
+for _name in ("Union", "Tuple", "List", "Dict", "Iterable"):
     setattr(celpy.evaluation, _name, _ErasedGeneric())
+
+# ``typing.Sequence`` and ``typing.Mapping``, which cel-python checks values against with
+# ``isinstance`` on each evaluation (an activation's functions, a map's items: some 14 checks per
+# two-operand rule), replaced by the ``collections.abc`` classes they stand for: the same answers
+# (and the same subscripts in a ``cast``), without typing's ``__instancecheck__`` around them.
+for _module in (celpy.evaluation, celtypes):
+    for _name in ("Sequence", "Mapping"):
+        setattr(_module, _name, getattr(collections.abc, _name))
 
 
 class _MeteredEvaluator(celpy.evaluation.Evaluator):
@@ -191,7 +201,10 @@ def _without_pass_through(tree: lark.Tree, parent: str = "") -> lark.Tree:
     ):
         node = node.children[0]
     children = [_without_pass_through(c, node.data) if isinstance(c, lark.Tree) else c for c in node.children]
-    return lark.Tree(node.data, children, node.meta) if node.children else node
+    # the grammar rule's name as a plain str: lark's parser makes it a Token, whose __eq__ is Python's, and
+    # the evaluator compares it (a chain of ``child.data == "..."``) and looks it up as a method
+    # name (getattr) at every node: some 70 Python calls per two-operand rule
+    return lark.Tree(str(node.data), children, node.meta)
 
 
 # Parse trees deeper than this run as parsed: how deep a rule may nest before it is refused ("nested
@@ -278,6 +291,10 @@ def _class_name(text: str) -> str:
     return short
 
 
+# the operator as cel-python names it: Token('RULE', 'relation_gt') in a parsed tree, a str in a program
+_NO_OVERLOAD = re.compile(r"found no matching overload for (?:Token\('RULE', )?'(\w+)'")
+
+
 def describe_eval_error(exc: BaseException) -> str:
     """A short reason for a failed evaluation (no activation dumps, no internal class paths)."""
     if isinstance(exc, RecursionError):
@@ -289,7 +306,7 @@ def describe_eval_error(exc: BaseException) -> str:
         return f"no value for field '{found.group(1)}'"
     if (found := re.match(r"undeclared reference to '([^']*)'", message)) is not None:
         return f"undeclared reference to '{found.group(1)}'"
-    if (found := re.match(r"found no matching overload for Token\('RULE', '(\w+)'\)", message)) is not None:
+    if (found := _NO_OVERLOAD.match(message)) is not None:
         operands = [_class_name(c) for c in re.findall(r"<class '([\w.]+)'>", message)]
         op = _OPERATORS.get(found.group(1), found.group(1))
         return f"no matching overload for '{op}' applied to ({', '.join(operands)})"

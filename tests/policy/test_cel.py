@@ -1,9 +1,12 @@
-"""The one change policy.cel makes to cel-python's runtime: the generic aliases it subscripts only
-inside ``cast(...)`` are erased (a third of a rule's evaluation was hashing ``Union`` members)."""
+"""What policy.cel changes in cel-python's runtime: the generic aliases it subscripts only inside
+``cast(...)`` are erased (a third of a rule's evaluation was hashing ``Union`` members), the typing
+ABCs it checks with ``isinstance`` are collections.abc's, and programs run a tree without the
+pass-through levels whose node names are plain strings."""
 
 from __future__ import annotations
 
 import ast
+import collections.abc
 import inspect
 from datetime import UTC, datetime
 from typing import Any
@@ -11,10 +14,11 @@ from typing import Any
 import celpy
 import celpy.evaluation
 import lark
+from celpy import celtypes
 
 from policy import cel
 
-ERASED = {"Union", "Tuple", "List", "Dict"}
+ERASED = {"Union", "Tuple", "List", "Dict", "Iterable"}
 NOW = datetime(2026, 11, 25, 12, 0, tzinfo=UTC)
 
 
@@ -91,6 +95,16 @@ def test_they_are_erased_and_rules_still_decide() -> None:
     assert program.evaluate(activation) is not None and bool(program.evaluate(activation)) is True
     activation["executionParams"] = celpy.json_to_cel({"amount": 5})
     assert bool(program.evaluate(activation)) is False
+
+
+def test_the_typing_abcs_are_collections_abc_and_maps_still_build() -> None:
+    for module in (celpy.evaluation, celtypes):
+        assert module.Sequence is collections.abc.Sequence and module.Mapping is collections.abc.Mapping
+    # a MapType from a mapping and from pairs, an activation from a mapping of functions
+    assert celtypes.MapType({"a": 1}) == celtypes.MapType([("a", 1)])
+    size = celpy.evaluation.function_size
+    assert celpy.evaluation.Activation(functions={"f": size}).functions["f"] is size
+    assert celpy.evaluation.Activation(functions=[size]).functions[size.__name__] is size
 
 
 # --- the pass-through levels left out of a program ------------------------------------------------
@@ -174,6 +188,7 @@ def test_a_program_without_pass_through_levels_answers_as_the_parsed_tree() -> N
         as_parsed = cel.ENV.program(tree, functions=cel.FUNCTIONS)
         collapsed = cel.program(tree)
         assert _nodes(cel._without_pass_through(tree)) < _nodes(tree)
+        assert {type(node.data) for node in cel.runnable_tree(tree).iter_subtrees()} == {str}
         for activation in activations:
             expected = _outcome(as_parsed, activation)
             assert _outcome(collapsed, activation) == expected, expression
