@@ -21,6 +21,13 @@ whose hex starts with a digit and an ``e``), which a check for a digit followed 
 sent to the slow path nearly every time. Text inside a string that does match (``"x:1.5,"``)
 costs only the slow path, never a wrong result. Tests run both paths over the vectors and over
 thousands of generated values, and check that the documents we sign take the fast one.
+
+That expression looks at every ``:``, ``,`` and ``[``, and took as long as the encoding itself
+(21 µs for a 2.5 KB presentation). Most texts are cleared before it by searches that run at C
+speed (``_may_hold_float_or_long``, 7 µs): with every digit written as ``0``, a float as Python
+writes it holds a fraction or a signed exponent (``.0``, ``e+0`` or ``e-0``, more zeros) followed
+by ``,``, ``}`` or ``]``; a long integer sixteen zeros in a row. A text with none of them holds no
+float and no long integer; one with any of them is looked at by the expression, as before.
 """
 
 from __future__ import annotations
@@ -48,6 +55,18 @@ _FLOAT_OR_LONG = re.compile(
 )
 _FIRST_FLOAT_OR_LONG = re.compile(r"-?(?:[0-9]++[.eE]|[0-9]{16})")
 _OUTSIDE_BMP = re.compile(rb"[\xf0-\xf4]")
+# the pre-check's view of the UTF-8 text: each digit a 0; a fraction where the encoder puts one
+_AS_ZEROS = bytes.maketrans(b"123456789", b"000000000")
+_FRACTION = re.compile(rb"\.0++(?:e[-+]0++)?+[,}\]]")
+_EXPONENT = re.compile(rb"e[-+]0++[,}\]]")  # a UUID's "…e-4f5a" is no exponent: no ``,}]`` after it
+
+
+def _may_hold_float_or_long(data: bytes) -> bool:
+    """False only when the compact encoder's ``data`` holds no float and no integer of 16 digits
+    or more (module docstring): Python writes every float with a fraction (``1.5``, ``1.5e-07``)
+    or a signed exponent (``1e+16``)."""
+    zeros = data.translate(_AS_ZEROS)
+    return b"0" * 16 in zeros or _FRACTION.search(zeros) is not None or _EXPONENT.search(zeros) is not None
 
 
 def canonicalize_reference(value: Any) -> bytes:
@@ -64,12 +83,12 @@ def canonicalize(value: Any) -> bytes:
         text = _dumps(value)
     except (TypeError, ValueError, RecursionError):  # a set, a NaN...: the reference decides
         return canonicalize_reference(value)
-    if _FLOAT_OR_LONG.search(text) or _FIRST_FLOAT_OR_LONG.match(text):
-        return canonicalize_reference(value)
     try:
         data = text.encode("utf-8")
     except UnicodeEncodeError as exc:  # a lone surrogate in a string
         raise CanonicalizationError(str(exc)) from exc
+    if _FIRST_FLOAT_OR_LONG.match(text) or (_may_hold_float_or_long(data) and _FLOAT_OR_LONG.search(text)):
+        return canonicalize_reference(value)
     if not data.isascii() and _OUTSIDE_BMP.search(data):
         return canonicalize_reference(value)
     return data

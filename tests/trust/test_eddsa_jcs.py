@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.support.vectors import load_vector, vector_names, vector_path
+from trust import jcs
 from trust.did import Resolver, did_document, key_id
 from trust.eddsa_jcs import (
     ASSERTION_METHOD,
@@ -108,6 +109,38 @@ def test_signed_documents_take_the_fast_path(monkeypatch: pytest.MonkeyPatch) ->
     for number in (1.5, 1e21, 10**15, -(10**15)):  # a float, or 16 digits: the reference decides
         assert canonicalize({**document, "n": number}) == canonicalize_reference({**document, "n": number})
     assert len(calls) == 4
+
+
+@pytest.mark.parametrize(
+    "number", [1.5, -0.25, 1.0, 1e16, 1e21, -1e-05, 5e-324, 1.5e-07, 2.5e300, 10**15, -(10**20)]
+)
+@pytest.mark.parametrize("place", ["object", "last", "array", "array end", "nested"])
+def test_the_pre_check_sees_every_float_and_long_integer(number: float | int, place: str) -> None:
+    """Wherever the encoder writes a float (a fraction or a signed exponent, as Python writes it) or
+    an integer of 16 digits, the pre-check passes the text on to the exact expression."""
+    value = {
+        "object": {"n": number, "t": "06:58:51.123Z"},
+        "last": {"a": "x:1.5", "z": number},
+        "array": {"a": [number, 1]},
+        "array end": {"a": [1, number]},
+        "nested": {"a": [{"b": {"c": number}}]},
+    }[place]
+    data = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+    assert jcs._may_hold_float_or_long(data)
+    try:
+        expected = canonicalize_reference(value)
+    except CanonicalizationError:  # beyond 2^53: refused by both
+        with pytest.raises(CanonicalizationError):
+            canonicalize(value)
+    else:
+        assert canonicalize(value) == expected
+
+
+def test_the_pre_check_clears_text_that_only_looks_like_numbers() -> None:
+    data = canonicalize(
+        {"at": "2026-11-25T06:58:51.123456Z", "id": "urn:uuid:6e0f1c3e-4d2e", "n": [41, -2, 10**15 - 1]}
+    )
+    assert not jcs._may_hold_float_or_long(data)
 
 
 @pytest.mark.parametrize("value", [{"x": float("nan")}, {"x": "\ud800"}, {"x": {1, 2}}, {"big": 2**60}])
