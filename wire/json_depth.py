@@ -7,6 +7,11 @@ The depth of a value is the number of arrays and objects around its innermost pa
 too-deep texts: strings are blanked out, every other byte except brackets dropped, then innermost
 ``[]`` pairs removed ``limit`` times; a well-formed text within the limit leaves nothing. Only a
 text that leaves something is walked bracket by bracket (it is too deep, or not JSON at all).
+
+A text without a backslash has no escaped quote, so its strings are what lies between its quotes
+taken in pairs: ``split`` finds them (10 µs for a 2.7 KB verification body) where the regular
+expression, needed only for texts with escapes, took 45 µs. After an unpaired last quote comes a
+string the parser never ends: nothing in it is parsed as JSON, and it is dropped here too.
 """
 
 from __future__ import annotations
@@ -20,9 +25,16 @@ BRACKETS_ONLY = bytes.maketrans(b"{}", b"[]")
 NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 
 
+def without_strings(body: bytes) -> bytes:
+    """``body`` without its JSON strings (quotes included)."""
+    if b"\\" in body:  # an escape may hide a quote: the expression reads escapes
+        return STRING_RE.sub(b"", body)
+    return b"".join(body.split(b'"')[::2])
+
+
 def json_depth_exceeds(body: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
     """True when the JSON text ``body`` nests arrays and objects more than ``limit`` deep."""
-    brackets = STRING_RE.sub(b"", body).translate(BRACKETS_ONLY, NOT_BRACKETS)
+    brackets = without_strings(body).translate(BRACKETS_ONLY, NOT_BRACKETS)
     rest = brackets
     for _ in range(limit):
         if not rest:
