@@ -42,7 +42,7 @@ from store.audit_types import *  # noqa: F403 (the record types: callers name th
 from store.audit_types import RECORD_TYPES
 from store.db import upsert_insert, utcnow
 from store.keys import service_key
-from store.prepared import Prepared
+from store.prepared import Encoded, Prepared
 from store.tables import AuditHead, AuditRecord
 from trust.eddsa_jcs import ProofError, create_proof, verify_document
 from trust.jcs import CanonicalizationError, canonical_object, canonicalize
@@ -273,7 +273,8 @@ class Chains:
         record.seq = seq + 1
         record.proof, canonical = _signed(record, key, drafted.members)
         record.hash = hashlib.sha256(canonical).hexdigest()
-        self._rows.append(vars(record))
+        # its data stored as the JCS text it was signed over, not encoded a second time
+        self._rows.append({**vars(record), "data": Encoded(drafted.members["data"].decode())})
         self._heads[record.organization_id] = (record.seq, record.hash)
         self._moved.add(record.organization_id)
         AUDIT_APPEND.observe(time.perf_counter() - began)

@@ -17,6 +17,9 @@ DBAPI connection of a SQLAlchemy ``Connection``, so inside that connection's tra
 write lock and ``BEGIN IMMEDIATE`` of ``store.db.write_connection`` included), or on a pooled
 DBAPI connection of its own (``read_one``).
 
+A JSON column's value may be given already encoded (``Encoded``, JSON text such as the JCS bytes
+an audit record's data was signed over): it is stored as it is instead of encoded again.
+
 What it refuses at compile time, rather than run differently from Core: a statement whose
 parameters SQLAlchemy would fill from Python-side column defaults (every value must be given), an
 expanding ``IN`` parameter, and a paramstyle other than ``qmark`` and ``pyformat``. Errors are
@@ -35,11 +38,24 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import JSON, Connection, Engine
 from sqlalchemy.engine.interfaces import Dialect
 from sqlalchemy.sql.elements import ClauseElement
 
 _MISSING = object()
+
+
+class Encoded(str):
+    """A JSON column's value as JSON text already, stored as it is (see the module docstring)."""
+
+
+def _or_encoded(process: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """A JSON column's bind processor that passes an ``Encoded`` value through unchanged."""
+
+    def bind(value: Any) -> Any:
+        return str(value) if type(value) is Encoded else process(value)
+
+    return bind
 
 
 @dataclass(frozen=True)
@@ -68,7 +84,10 @@ class _Compiled:
             if bind.expanding:
                 raise ValueError(f"parameter {name!r} expands (IN): not supported by store.prepared")
             default = _MISSING if bind.required else bind.effective_value  # a value built in
-            params.append(_Param(name, bind.key, default, processors.get(name)))
+            process = processors.get(name)
+            if process is not None and isinstance(bind.type, JSON):
+                process = _or_encoded(process)
+            params.append(_Param(name, bind.key, default, process))
         self.params = tuple(params)
         columns = getattr(compiled, "_result_columns", None) or []
         self.row: Any = None

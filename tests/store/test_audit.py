@@ -24,6 +24,7 @@ from tests.conftest import MASTER_KEY, new_org
 from tests.support.api_client import Credentials
 from tests.support.audit import chain, new_request, tamper
 from tests.support.cli import run_cli
+from trust.jcs import canonicalize
 
 WRITERS = 20
 
@@ -272,3 +273,18 @@ def test_the_chain_head_is_one_row_per_organization(
             text("SELECT seq FROM audit_head WHERE organization_id = :o"), {"o": org.organization_id}
         ).all()
     assert [h.seq for h in heads] == [2]
+
+
+def test_a_records_data_is_stored_as_the_jcs_text_it_was_signed_over(
+    engine: Engine, cipher: SecretCipher, settings: Settings
+) -> None:
+    """Encoded once (``store.prepared.Encoded``): the stored text is the canonical form, keys sorted
+    and compact, and it reads back as the data given."""
+    org = new_org(engine, cipher, settings)
+    [record] = _entries(engine, org.organization_id, 1)
+    with engine.connect() as conn:
+        stored = conn.execute(
+            text("SELECT CAST(data AS TEXT) FROM audit_record WHERE id = :id"), {"id": record.id}
+        ).scalar_one()
+    assert stored == '{"n":0,"reason":"credential_not_found"}' == canonicalize(record.data).decode()
+    assert record.data == {"reason": "credential_not_found", "n": 0}

@@ -12,7 +12,7 @@ from sqlalchemy import Column, Engine, Integer, MetaData, String, Table, bindpar
 from sqlalchemy.dialects import postgresql, sqlite
 
 from store.db import make_engine, read_session, write_connection
-from store.prepared import Prepared, pipeline
+from store.prepared import Encoded, Prepared, pipeline
 from store.tables import IdempotencyRecord
 
 _T = IdempotencyRecord.__table__  # type: ignore[attr-defined]
@@ -48,6 +48,28 @@ def test_a_prepared_insert_writes_what_the_orm_reads_back(engine: Engine) -> Non
     assert row.response == values["response"]
     assert row.created_at == values["created_at"]
     assert row.status_code == 201
+
+
+def test_an_encoded_json_value_is_stored_as_given(engine: Engine) -> None:
+    """A JSON column's ``Encoded`` text is stored as it is (not encoded again, so not as a JSON
+    string either) and reads back as the value it encodes; a plain ``str`` is still a JSON string."""
+    org = uuid.uuid4().hex[:24]
+    text = '{"data":{"n":[1,2.5,null],"name":"Zoë ✓"},"ok":true}'
+    with write_connection(engine) as conn:
+        INSERT.run(conn, {**_values(org), "response": Encoded(text)})
+        INSERT.run(conn, {**_values(org), "key": "k-2", "response": text})
+    with engine.connect() as conn:
+        raw = conn.execute(
+            select(_T.c.response.cast(String)).where(_T.c.organization_id == org).order_by(_T.c.key)
+        ).scalars()
+        assert raw.first() == text
+    with read_session(engine) as session:
+        encoded, plain = (session.get(IdempotencyRecord, (org, key)) for key in ("k-1", "k-2"))
+    assert encoded is not None and encoded.response == {
+        "data": {"n": [1, 2.5, None], "name": "Zoë ✓"},
+        "ok": True,
+    }
+    assert plain is not None and plain.response == text
 
 
 def test_a_prepared_select_reads_what_core_reads(engine: Engine) -> None:
