@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from functools import partial
 
 import pytest
 from sqlalchemy import create_engine
 from sqlalchemy.exc import OperationalError
+from temporalio.service import RPCError, RPCStatusCode
 
 from orchestration import health
 from orchestration.health import NotReady, check_all, in_own_thread, short_reason
@@ -82,3 +84,41 @@ async def test_each_check_is_bounded_and_hung_ones_start_no_more_threads() -> No
 
 def _readiness_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == "mandatum-readiness" and t.is_alive()]
+
+
+class _Frontend:
+    """A client whose health check answers from ``answers`` in turn (an error is raised)."""
+
+    def __init__(self, *answers: bool | RPCError) -> None:
+        self.answers, self.calls = list(answers), 0
+        self.service_client = self
+
+    async def check_health(self, **_: object) -> bool:  # the timeout, which the probe also bounds
+        self.calls += 1
+        answer = self.answers.pop(0)
+        if isinstance(answer, RPCError):
+            raise answer
+        return answer
+
+
+def _rpc(status: RPCStatusCode) -> RPCError:
+    return RPCError("operation was canceled", status, b"")
+
+
+@pytest.mark.parametrize(
+    ("answers", "outcome", "calls"),
+    [
+        ((True,), "ok", 1),
+        ((_rpc(RPCStatusCode.CANCELLED), True), "ok", 2),  # one dropped call: asked again
+        ((_rpc(RPCStatusCode.CANCELLED), _rpc(RPCStatusCode.CANCELLED)), "unreachable: RPCError", 2),
+        ((_rpc(RPCStatusCode.UNAVAILABLE),), "unreachable: RPCError", 1),  # down: said at once
+        ((False,), "not serving", 1),
+    ],
+)
+async def test_a_temporal_call_the_server_dropped_is_asked_once_more(
+    answers: tuple[bool | RPCError, ...], outcome: str, calls: int
+) -> None:
+    frontend = _Frontend(*answers)
+    readiness = await check_all({"temporal": partial(health.temporal_serving, frontend)})  # type: ignore[arg-type]
+    assert readiness.checks["temporal"].startswith(outcome), readiness.checks
+    assert frontend.calls == calls
