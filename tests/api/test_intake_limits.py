@@ -16,17 +16,9 @@ from adapters.delivery import Outbox
 from store.tables import CredentialRequest
 from tests.support.api_client import SignedClient, assert_error_shape, policy_request
 from tests.support.journey_messages import TEST_OUTBOX
+from tests.support.json_depth import depth
 
 pytestmark = pytest.mark.usefixtures("worker", "no_server_errors")
-
-
-def depth(value: Any) -> int:
-    """Arrays and objects around the innermost part of ``value`` (the value itself counts)."""
-    if isinstance(value, dict):
-        return 1 + max((depth(v) for v in value.values()), default=0)
-    if isinstance(value, list):
-        return 1 + max((depth(v) for v in value), default=0)
-    return 0
 
 
 def document_body(contact: str, fields: list[dict[str, Any]]) -> dict[str, Any]:

@@ -9,17 +9,10 @@ from typing import Any
 
 import pytest
 
+from tests.support.json_depth import depth
 from wire.json_depth import STRING_RE, json_depth_exceeds, without_strings
 
 PIECES = ["[", "]", "{", "}", '"', "\\", "a", "é", "\\u005b", " ", ":", ","]
-
-
-def depth(value: Any) -> int:
-    if isinstance(value, dict):
-        return 1 + max((depth(v) for v in value.values()), default=0)
-    if isinstance(value, list):
-        return 1 + max((depth(v) for v in value), default=0)
-    return 0
 
 
 def text(rng: random.Random) -> str:
