@@ -136,6 +136,8 @@ async def test_the_dashboard_fits_a_phone(live: LiveStack, phone_page: Page, axe
     await page.get_by_label("New password").fill(PASSWORD)
     await page.get_by_label("The same password again").fill(PASSWORD)
     await page.get_by_role("button", name="Save the password").click()
+    # the login page has loaded before it is measured (mid-navigation there is no document)
+    await expect(page.get_by_role("status")).to_contain_text("Your password is set")
     await fits(page)
     await page.get_by_label("E-mail").fill(email)
     await page.get_by_label("Password", exact=True).fill(PASSWORD + "x")

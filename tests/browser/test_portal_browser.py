@@ -106,6 +106,7 @@ async def test_a_person_signs_in_reads_and_revokes_a_mandate(
     await shot(phone, "portal-list-phone")
     await phone.get_by_role("link", name="Details of Book travel").click()
     await phone.get_by_role("link", name="Revoke this mandate").click()
+    await expect(phone.get_by_role("button", name="Yes, revoke it")).to_be_visible()
     await fits(phone)
     await shot(phone, "portal-revoke-phone")
     await phone.get_by_role("link", name="No, keep it").click()
