@@ -238,6 +238,26 @@ def _verify_key(public_key: bytes) -> VerifyKey:
     return found
 
 
+# Signatures found valid, each as its public key, signed bytes and signature: a mandate's VC
+# comes back inside every VP made of it, and its Ed25519 check, a pure function of those three, is
+# then not run again (over a tenth of a verification's instructions went to two Ed25519 checks).
+# Only successes are kept; bounded, emptied when full (the mandates in use come back at once).
+_VERIFIED: set[tuple[bytes, bytes, bytes]] = set()
+VERIFIED_MAX = 4096
+
+
+def _signature_verified(public_key: bytes, message: bytes, signature: bytes) -> None:
+    """Return when ``signature`` is ``public_key``'s Ed25519 signature of ``message``; raise
+    BadSignatureError (or ValueError for a malformed key) otherwise."""
+    seen = (public_key, message, signature)
+    if seen in _VERIFIED:
+        return
+    _verify_key(public_key).verify(message, signature)
+    if len(_VERIFIED) >= VERIFIED_MAX:
+        _VERIFIED.clear()
+    _VERIFIED.add(seen)
+
+
 def verify_proof(
     document: Mapping[str, Any],
     proof: Mapping[str, Any],
@@ -277,7 +297,7 @@ def verify_proof(
     except UnknownVerificationMethod as exc:
         raise UnknownSigner(str(exc)) from exc
     try:
-        _verify_key(public_key).verify(hash_data(document, config), signature)
+        _signature_verified(public_key, hash_data(document, config), signature)
     except (BadSignatureError, ValueError) as exc:
         raise InvalidSignature("the signature does not match the document and proof") from exc
 
