@@ -128,6 +128,7 @@ def child_env(settings: Settings) -> dict[str, str]:
             "MANDATUM_VAR_DIR": str(settings.var_dir),
             "MANDATUM_TEMPORAL_ADDRESS": settings.temporal_address,
             "MANDATUM_TEMPORAL_NAMESPACE": settings.temporal_namespace,
+            "MANDATUM_TEMPORAL_GRPC_COMPRESSION": settings.temporal_grpc_compression,
             "MANDATUM_TASK_QUEUE": settings.task_queue,
             "MANDATUM_API_HOST": settings.api_host,
             "MANDATUM_API_PORT": str(settings.api_port),

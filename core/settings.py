@@ -65,6 +65,10 @@ class Settings(BaseSettings):
         default=None, ge=1, le=65535, description="port of the worker's health endpoint; unset: none"
     )
     temporal_namespace: str = "default"
+    temporal_grpc_compression: Literal["none", "gzip"] = Field(
+        default="none",
+        description="gRPC compression to Temporal: none (same host or network) or gzip (a distant cluster)",
+    )
     task_queue: str = "mandatum"
     public_url: str = Field(
         default="",
