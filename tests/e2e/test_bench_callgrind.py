@@ -8,6 +8,7 @@ from __future__ import annotations
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -92,7 +93,7 @@ def test_the_report_gives_each_kind_its_mean_and_the_ratio() -> None:
     ],
 )
 def test_a_count_under_one_is_refused(
-    module: object, options: list[str], capsys: pytest.CaptureFixture[str]
+    module: ModuleType, options: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     parse = module.parse_args
     for option in options:
