@@ -10,6 +10,7 @@ dump and reads its total. Every thread of the process is counted; the kernel's w
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import re
 import shutil
@@ -19,13 +20,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench.intake import BenchMain, run_in_temp_dir
 from cli.stack import Child, Stack
 
 TOTALS = re.compile(r"^totals:\s+(\d+)\s*$", re.MULTILINE)
 
 
-def available() -> bool:
-    return shutil.which("valgrind") is not None and shutil.which("callgrind_control") is not None
+def run(args: argparse.Namespace, bench_main: BenchMain, name: str) -> None:
+    """``bench_main(args, temp dir, "")``: the benchmark on SQLite in a temporary directory, or an
+    exit naming what is missing."""
+    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+        raise SystemExit(f"{name} needs valgrind (Debian's valgrind package)")
+    args.postgres = None  # SQLite in the temp dir, as the wall-clock benchmarks' default
+    run_in_temp_dir(args, bench_main, "")
 
 
 def callgrind_prefix(out: Path) -> list[str]:

@@ -25,6 +25,15 @@ from typing import Any
 KINDS = ("GET /me (signed)", "POST /credential/verify")
 
 
+def run_as_file(file: str) -> None:
+    """Set up the import path for a benchmark of this directory run as a file, the code it
+    measures another tree's (``PYTHONPATH``): not ``bench/`` first on the path (its ``trust.py`` is
+    no trust package), this tree's root last, and ``bench`` pinned to this directory."""
+    sys.path.pop(0)
+    sys.path.append(str(Path(file).resolve().parents[1]))
+    pin_bench_package(Path(file).resolve().parent)
+
+
 def pin_bench_package(here: Path) -> None:
     """``bench`` is this file's package (``here``), whatever tree ``PYTHONPATH`` names for the rest:
     the other tree's ``bench`` may lack what this one imports (``bench.callgrind``)."""
@@ -118,19 +127,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = parse_args(argv)
-    from bench.callgrind import available
-    from bench.intake import run_in_temp_dir
+    from bench import callgrind
 
-    if not available():
-        raise SystemExit("bench.verify_instructions needs valgrind (Debian's valgrind package)")
-    args.postgres = None  # SQLite in the temp dir, as bench.verify's default
-    run_in_temp_dir(args, main_async, "")
+    callgrind.run(parse_args(argv), main_async, "bench.verify_instructions")
 
 
 if __name__ == "__main__":
-    if __package__ in (None, ""):  # run as a file, the code measured another tree's (PYTHONPATH)
-        sys.path.pop(0)  # not bench/ first on the path (its trust.py is no trust package)
-        sys.path.append(str(Path(__file__).resolve().parents[1]))
-        pin_bench_package(Path(__file__).parent)
+    if __package__ in (None, ""):
+        run_as_file(__file__)
     main()

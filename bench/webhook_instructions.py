@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -95,23 +94,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = parse_args(argv)
-    from bench.callgrind import available
-    from bench.intake import run_in_temp_dir
+    from bench import callgrind
 
-    if not available():
-        raise SystemExit("bench.webhook_instructions needs valgrind (Debian's valgrind package)")
-    args.postgres = None  # SQLite in the temp dir, as bench.webhook's default
-    run_in_temp_dir(args, main_async, "")
+    callgrind.run(parse_args(argv), main_async, "bench.webhook_instructions")
 
 
 if __name__ == "__main__":
-    if __package__ in (None, ""):  # run as a file, the code measured another tree's (PYTHONPATH)
-        sys.path.pop(0)  # not bench/ first on the path (its trust.py is no trust package)
-        sys.path.append(str(Path(__file__).resolve().parents[1]))
-        sys.path.insert(0, str(Path(__file__).resolve().parent))  # verify_instructions, then out
-        from verify_instructions import pin_bench_package
+    if __package__ in (None, ""):  # bench/ is first on the path: its verify_instructions sets it up
+        from verify_instructions import run_as_file
 
-        sys.path.pop(0)
-        pin_bench_package(Path(__file__).parent)
+        run_as_file(__file__)
     main()
