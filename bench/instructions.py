@@ -139,8 +139,8 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    if __package__ in (None, ""):  # run as a file: not bench/ first on the path (its trust.py is
-        # no trust package), the tree's root last (after PYTHONPATH's, which may be another tree)
-        sys.path.pop(0)
-        sys.path.append(str(Path(__file__).resolve().parents[1]))
+    if __package__ in (None, ""):  # bench/ is first on the path: file_mode sets the rest up
+        from file_mode import run_as_file
+
+        run_as_file(__file__)
     main()

@@ -17,32 +17,10 @@ mean nothing. Before and after a change, run it from each tree
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import sys
 from pathlib import Path
 from typing import Any
 
 KINDS = ("GET /me (signed)", "POST /credential/verify")
-
-
-def run_as_file(file: str) -> None:
-    """Set up the import path for a benchmark of this directory run as a file, the code it
-    measures another tree's (``PYTHONPATH``): not ``bench/`` first on the path (its ``trust.py`` is
-    no trust package), this tree's root last, and ``bench`` pinned to this directory."""
-    sys.path.pop(0)
-    sys.path.append(str(Path(file).resolve().parents[1]))
-    pin_bench_package(Path(file).resolve().parent)
-
-
-def pin_bench_package(here: Path) -> None:
-    """``bench`` is this file's package (``here``), whatever tree ``PYTHONPATH`` names for the rest:
-    the other tree's ``bench`` may lack what this one imports (``bench.callgrind``)."""
-    spec = importlib.util.spec_from_file_location(
-        "bench", here / "__init__.py", submodule_search_locations=[str(here)]
-    )
-    assert spec is not None and spec.loader is not None
-    sys.modules["bench"] = package = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(package)
 
 
 def report(counts: dict[str, list[float]]) -> list[str]:
@@ -133,6 +111,8 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    if __package__ in (None, ""):
+    if __package__ in (None, ""):  # bench/ is first on the path: file_mode sets the rest up
+        from file_mode import run_as_file
+
         run_as_file(__file__)
     main()

@@ -100,8 +100,8 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    if __package__ in (None, ""):  # bench/ is first on the path: its verify_instructions sets it up
-        from verify_instructions import run_as_file
+    if __package__ in (None, ""):  # bench/ is first on the path: file_mode sets the rest up
+        from file_mode import run_as_file
 
         run_as_file(__file__)
     main()

@@ -108,7 +108,7 @@ def test_run_as_files_against_another_tree_their_bench_is_their_own(tmp_path: Pa
     other = tmp_path / "other"
     (other / "bench").mkdir(parents=True)
     (other / "bench" / "__init__.py").write_text("OTHER = True\n")
-    for name in ("verify_instructions.py", "webhook_instructions.py"):
+    for name in ("instructions.py", "verify_instructions.py", "webhook_instructions.py"):
         done = subprocess.run(
             [sys.executable, str(BENCH / name), "--help"],
             env={"PYTHONPATH": str(other), "PATH": "/usr/bin:/bin"},
@@ -121,7 +121,7 @@ def test_run_as_files_against_another_tree_their_bench_is_their_own(tmp_path: Pa
     # and the package pinned is this checkout's, with its callgrind module
     check = (
         f"import sys; sys.path.insert(0, {str(BENCH)!r});"
-        "from verify_instructions import pin_bench_package; sys.path.pop(0);"
+        "from file_mode import pin_bench_package; sys.path.pop(0);"
         f"from pathlib import Path; pin_bench_package(Path({str(BENCH)!r}));"
         "import bench, bench.callgrind; print(hasattr(bench, 'OTHER'), bench.callgrind.__file__)"
     )
