@@ -250,10 +250,16 @@ HookedBench = Callable[[Stack, setup.Caller, Receiver, float], Coroutine[Any, An
 
 
 async def on_hooked_stack(
-    kind: str, var_dir: Path, database_url: str, api_workers: int, bench: HookedBench
+    kind: str,
+    var_dir: Path,
+    database_url: str,
+    api_workers: int,
+    bench: HookedBench,
+    make_stack: Callable[[Settings], Stack] | None = None,
 ) -> int:
     """``bench(stack, organization, receiver, load average before)`` on a fresh stack whose one
-    organization sends its webhook to ``receiver``; the result written as ``kind``'s."""
+    organization sends its webhook to ``receiver``; the result written as ``kind``'s. The stack is
+    ``make_stack(settings)`` when given (``bench.webhook_instructions``: its worker under callgrind)."""
     # the stack's processes inherit it: the receiver is http on 127.0.0.1 (adapters.egress allows it
     # outside production unless this says false; say so whatever the caller's environment says)
     os.environ["MANDATUM_WEBHOOK_ALLOW_LOOPBACK"] = "true"
@@ -263,7 +269,7 @@ async def on_hooked_stack(
     keys = WebhookSecrets.generate()
     async with Receiver(keys) as receiver:
         configure_webhook(settings, caller.organization_id, receiver.url, keys)
-        stack = Stack(settings, echo=False, api_workers=api_workers)
+        stack = make_stack(settings) if make_stack else Stack(settings, echo=False, api_workers=api_workers)
         return await run_on_stack(
             stack, kind, lambda load_before: bench(stack, caller, receiver, load_before)
         )

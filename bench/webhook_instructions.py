@@ -17,7 +17,6 @@ Before and after a change, run it from each tree
 from __future__ import annotations
 
 import argparse
-import os
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -56,24 +55,19 @@ async def _run(stack: Any, args: argparse.Namespace, caller: Any, receiver: Any)
 
 
 async def main_async(args: argparse.Namespace, var_dir: Path, database_url: str) -> int:
-    from bench import verify_setup as setup
     from bench.callgrind import CountedStack
-    from bench.intake import local_stack_settings, run_on_stack
-    from bench.webhook import configure_webhook
-    from bench.webhook_receiver import Receiver, WebhookSecrets
-    from store.db import migrate
+    from bench.webhook import on_hooked_stack
 
-    os.environ["MANDATUM_WEBHOOK_ALLOW_LOOPBACK"] = "true"  # the receiver is http on 127.0.0.1
-    settings = local_stack_settings(var_dir, database_url)
-    migrate(settings.sqlalchemy_url)
-    caller = setup.create_organization(settings, "Webhook instructions benchmark")
-    keys = WebhookSecrets.generate()
-    async with Receiver(keys) as receiver:
-        configure_webhook(settings, caller.organization_id, receiver.url, keys)
-        stack = CountedStack(settings, echo=False, counted="worker", callgrind_out=var_dir / "callgrind.out")
-        return await run_on_stack(
-            stack, "webhook-instructions", lambda _: _run(stack, args, caller, receiver)
-        )
+    return await on_hooked_stack(
+        "webhook-instructions",
+        var_dir,
+        database_url,
+        1,
+        lambda stack, caller, receiver, _: _run(stack, args, caller, receiver),
+        lambda settings: CountedStack(
+            settings, echo=False, counted="worker", callgrind_out=var_dir / "callgrind.out"
+        ),
+    )
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
