@@ -36,14 +36,16 @@ def report(counts: dict[str, list[float]]) -> list[str]:
     return lines
 
 
-async def _counted(stack: Any, load: Any, requests: list[bytes], label: str, tag: str) -> float:
-    """Instructions per call of one round of ``requests``; every call must be answered 200 (a
-    verification: allowed)."""
+async def _counted(
+    stack: Any, load: Any, requests: list[bytes], label: str, tag: str, verifications: bool
+) -> float:
+    """Instructions per call of one round of ``requests``; every call must be answered 200, and
+    ``verifications`` allowed."""
     from bench.callgrind import instructions
     from bench.verify_setup import not_allowed
 
     total, (out, _) = await instructions(stack, tag, lambda: load.run(requests, label=label))
-    failed = not_allowed(out)[0] if "verify" in label else sum(s != 200 for s in out.statuses.values())
+    failed = not_allowed(out)[0] if verifications else sum(s != 200 for s in out.statuses.values())
     if failed or len(out.statuses) != len(requests):
         raise RuntimeError(f"{label}: {failed} of {len(requests)} calls failed or were not allowed")
     return total / len(requests)
@@ -62,9 +64,9 @@ async def _run(stack: Any, args: argparse.Namespace, caller: Any, tmp: Path) -> 
     counts: dict[str, list[float]] = {kind: [] for kind in KINDS}
     for r in range(args.rounds):
         me = me_all[warm + r * n :][:n]
-        counts[KINDS[0]].append(await _counted(stack, load, me, f"round {r + 1}: GET /me", f"me-{r}"))
+        counts[KINDS[0]].append(await _counted(stack, load, me, f"round {r + 1}: GET /me", f"me-{r}", False))
         counts[KINDS[1]].append(
-            await _counted(stack, load, slices[r], f"round {r + 1}: verify", f"verify-{r}")
+            await _counted(stack, load, slices[r], f"round {r + 1}: verify", f"verify-{r}", True)
         )
     for line in report(counts):
         print(line)
