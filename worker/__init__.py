@@ -28,6 +28,7 @@ from temporalio.client import Client
 from temporalio.runtime import PrometheusConfig, Runtime, TelemetryConfig
 from temporalio.worker import Worker
 
+from activities.decisions import DecisionActivities
 from activities.journey import JourneyActivities
 from activities.mandates import MandateActivities
 from activities.requests import RequestActivities
@@ -57,10 +58,14 @@ WORKFLOWS = [CredentialRequestWorkflow, WebhookDeliveryWorkflow, CredentialRetry
 def worker_activities(engine: Engine, settings: Settings) -> list[Callable[..., Any]]:
     """Every activity the worker runs, bound to its dependencies."""
     cipher = SecretCipher(settings.master_key_bytes())
+    requests = RequestActivities(engine)
+    mandates = MandateActivities(engine, cipher, settings)
+    webhooks = WebhookActivities(engine, cipher, settings)
     return [
-        *RequestActivities(engine).all(),
-        *MandateActivities(engine, cipher, settings).all(),
-        *WebhookActivities(engine, cipher, settings).all(),
+        *requests.all(),
+        *mandates.all(),
+        *webhooks.all(),
+        *DecisionActivities(requests, mandates, webhooks).all(),
         *JourneyActivities(engine, settings, JourneySecrets(settings.master_key_bytes()), cipher).all(),
     ]
 

@@ -17,17 +17,13 @@ from typing import Any
 from temporalio import workflow
 from temporalio.exceptions import ApplicationError
 
-from workflows.issuance import Issuance
+from workflows.decision_writes import DecisionWrites
 from workflows.journey import SubjectJourney
 from workflows.outcome import outcome_of, search_attributes_for
 from workflows.patches import (
-    ISSUANCE_PATCH,
     JOURNEY_PATCH,
-    LOCAL_DECISION_PATCH,
-    LOCAL_RECORD_REVISION,
     OUTCOME_PATCH,
     TEMPORAL_CANCEL_PATCH,
-    WEBHOOK_PATCH,
     has,
 )
 from workflows.request_events import RequestEvents
@@ -51,7 +47,6 @@ with workflow.unsafe.imports_passed_through():
         OpenJourneyResult,
         RecordCancellationInput,
         RecordDecisionInput,
-        RecordedDecision,
         RecordExpiryInput,
         RequestStatusView,
         ResendOtpInput,
@@ -61,7 +56,7 @@ with workflow.unsafe.imports_passed_through():
         VerifySessionInput,
         VerifySessionResult,
     )
-    from workflows.options import write, write_for
+    from workflows.options import write
     from workflows.retry_messages import RestartIdentityInput, RestartIdentityResult
 
 PENDING, COMPLETED, CANCELED, EXPIRED = (
@@ -93,14 +88,14 @@ class CredentialRequestWorkflow:
         self._outcome: RequestStatus | None = None
         self._canceled_at: datetime | None = None
         self._decisions: dict[tuple[str, str], DecisionView] = {}
-        self._recorded: set[tuple[str, str]] = set()  # decisions whose write has landed
         # each decision's answer once its update finished (None: it failed), for a second submit
         self._answers: dict[tuple[str, str], DecisionResult | None] = {}
-        self._issuance = Issuance(inp, self._recorded)
         self._events = RequestEvents(inp)
         # the subject's journey: codes sent (count, last time), subjects who confirmed theirs,
         # identity checks. Histories recorded before the journey existed replay without it.
         self._journey = SubjectJourney(inp, self._events, has(inp.revision, JOURNEY_PATCH))
+        # their record, issuance and event; the set holds the decisions whose record has landed
+        self._writes = DecisionWrites(inp, self._decisions, set(), self._events, self._journey)
         # a cancel requested through Temporal (UI, CLI) is recorded like the API's cancel; histories
         # recorded before that replay without it
         self._temporal_cancel = has(inp.revision, TEMPORAL_CANCEL_PATCH)
@@ -280,52 +275,15 @@ class CredentialRequestWorkflow:
             reason=inp.reason,
             trusted_session_id=trusted,
         )
-        revision = self._input.revision
-        if revision >= LOCAL_RECORD_REVISION:
-            # in this update's own task, answered with the decision stored (ADR 24)
-            inp, decision_id, at = await self._record_locally(inp, record)
-        else:
-            await write(ActivityNames.RECORD_DECISION, record)
-        self._recorded.add(key)
-        # from here on the decision's id and time are in the history (the record's input), so what
-        # follows runs as local activities (histories recorded before replay them as activities)
-        local = has(revision, LOCAL_DECISION_PATCH)
-        mandate_id = None
-        # histories recorded before issuance existed replay without the activity
-        if inp.accept and self._accepted_by_all(inp.credential_id) and has(revision, ISSUANCE_PATCH):
-            mandate_id = await self._issuance.issue_once(inp.credential_id, local)
-        # after issuance, so an acceptance's event carries the mandate; histories recorded before
-        # webhooks existed replay without it
-        if has(revision, WEBHOOK_PATCH):
-            # a subject's identity event is delivered before their credential events (CONTRACT 7)
-            after = self._journey.identity_events(inp.subject_id)
-            await self._events.emit_credential(inp, decision_id, at, local, after)
+        written = await self._writes.write(inp, record)
         if completes:
             self._set_status(COMPLETED)
         return DecisionResult(
-            decision_id=decision_id,
-            decided_at=at,
-            mandate_id=mandate_id,
+            decision_id=written.decision_id,
+            decided_at=written.decided_at,
+            mandate_id=written.mandate_id,
             request_status=COMPLETED if completes else PENDING,
         )
-
-    async def _record_locally(
-        self, inp: DecisionInput, record: RecordDecisionInput
-    ) -> tuple[DecisionInput, str, datetime]:
-        """Revision 2: the record as a local activity in the update's task, which answers with the
-        subject's decision as stored; the workflow takes that one (its id, time and choice). A task
-        run again (a worker died mid-task) stores nothing new: its clock may differ from the first
-        run's, and a decision stored by an update that Temporal lost is the one that counts."""
-        stored = await write_for(
-            ActivityNames.RECORD_DECISION,
-            record,
-            RecordedDecision,
-            summary=f"decision of {inp.subject_id} on {inp.credential_id}",
-            local=True,
-        )
-        key = (inp.subject_id, inp.credential_id)
-        self._decisions[key] = self._decisions[key].model_copy(update=stored.model_dump())  # same fields
-        return inp.model_copy(update={"accept": stored.accepted}), stored.decision_id, stored.decided_at
 
     @decide.validator
     def _validate_decide(self, inp: DecisionInput) -> None:
@@ -470,13 +428,6 @@ class CredentialRequestWorkflow:
             otp_passed=self._journey.confirmed(),
             identity=self._journey.identity_results(),
             subjects=self._journey.progress(),
-        )
-
-    def _accepted_by_all(self, credential_id: str) -> bool:
-        """Every subject of the request accepted ``credential_id`` (CONTRACT 9: it becomes ACTIVE)."""
-        return all(
-            (found := self._decisions.get((subject, credential_id))) is not None and found.accepted
-            for subject in self._input.subject_ids
         )
 
     def _all_decided(self) -> bool:

@@ -83,6 +83,8 @@ class ActivityNames:
     RECORD_EXPIRY = "record_request_expiry"
     RECORD_DECISION = "record_subject_decision"
     ISSUE_CREDENTIAL = "issue_credential"
+    # revision 3: the record, the issuance and the event of a decision in one (ADR 27)
+    WRITE_DECISION = "write_subject_decision"
     CREATE_CREDENTIAL_EVENT = "create_credential_event"
     DELIVER_WEBHOOK = "deliver_webhook"
     RECORD_WEBHOOK_FAILURE = "record_webhook_failure"

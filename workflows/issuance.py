@@ -33,6 +33,18 @@ class Issuance:
         self._issuing: set[str] = set()
         self._issued: dict[str, str | None] = {}
 
+    def under_way(self, credential_id: str) -> bool:
+        """The credential's issuance has begun (it may be done)."""
+        return credential_id in self._issuing
+
+    def begin(self, credential_id: str) -> None:
+        """An issuance made elsewhere (revision 3's one write) has begun: an acceptor arriving
+        meanwhile waits for ``settle``."""
+        self._issuing.add(credential_id)
+
+    def settle(self, credential_id: str, mandate_id: str | None) -> None:
+        self._issued[credential_id] = mandate_id
+
     async def issue_once(self, credential_id: str, local: bool) -> str | None:
         """Issue a credential every subject accepted, once. The issuance activity reads the
         decisions from the database, so it waits until the other acceptances of the credential,

@@ -19,6 +19,7 @@ from core.kinds import (
     SubjectKyc,
     Surface,
 )
+from workflows.webhook_messages import CreateEventResult
 
 
 class CredentialRequestInput(BaseModel):
@@ -142,6 +143,16 @@ class RecordedDecision(BaseModel):
     accepted: bool
 
 
+class WriteDecisionInput(BaseModel):
+    """Revision 3 (ADR 27): a decision's record, its credential's issuance, and its ``credential``
+    event, in one local activity. ``issue_if_accepted``: every other subject's acceptance of the
+    credential is written, so the credential is issued if the decision stored is an acceptance."""
+
+    record: RecordDecisionInput
+    organization_id: str
+    issue_if_accepted: bool = False
+
+
 class IssueCredentialInput(BaseModel):
     request_id: str
     credential_id: str
@@ -155,6 +166,20 @@ class IssueCredentialResult(BaseModel):
     credential_id: str
     mandate_id: str
     newly_issued: bool = True
+
+
+class DecisionWritten(BaseModel):
+    """What ``WriteDecisionInput``'s activity wrote: the decision as stored, the issuance when it
+    issued (None: not issued, or ``issuance_failed``: the credential is FAILED), the events."""
+
+    decision: RecordedDecision
+    issued: IssueCredentialResult | None = None
+    issuance_failed: bool = False
+    events: CreateEventResult
+
+    @property
+    def mandate_id(self) -> str | None:
+        return self.issued.mandate_id if self.issued is not None else None
 
 
 # --- the subject's journey: codes -------------------------------------------------------------

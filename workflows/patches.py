@@ -46,8 +46,11 @@ IN_REVISION_1 = frozenset(
 # answered with the decision stored, and each credential event's first attempt is an activity of
 # the request's workflow (its delivery workflow starts only for the retries)
 LOCAL_RECORD_REVISION = 2
+# revision 3 (2026-11-28, ADR 27): a decision's record, issuance and credential event in one local
+# activity (workflows.decision_writes)
+ONE_WRITE_REVISION = 3
 # the revision new requests start on (orchestration.temporal.workflow_input)
-CURRENT_REVISION = 2
+CURRENT_REVISION = 3
 
 
 def has(revision: int, patch_id: str) -> bool:

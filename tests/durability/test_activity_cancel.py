@@ -43,8 +43,9 @@ def test_every_activity_of_the_worker_finishes_its_work_before_a_cancel(
     engine: Engine, settings: Settings
 ) -> None:
     defined = [activity._Definition.must_from_callable(fn) for fn in worker_activities(engine, settings)]
-    # with send_link, check_trusted_session; reopen_failed_credential, restart_identity_check (issue 32)
-    assert len({d.name for d in defined}) == len(defined) == 17
+    # with send_link, check_trusted_session; reopen_failed_credential, restart_identity_check (issue 32);
+    # write_subject_decision (revision 3)
+    assert len({d.name for d in defined}) == len(defined) == 18
     assert [d.name for d in defined if not d.no_thread_cancel_exception] == []
 
 

@@ -61,6 +61,7 @@ from workflows.ids import SA_STATUS, ActivityNames
 from workflows.messages import (
     DecisionInput,
     DecisionResult,
+    DecisionWritten,
     IssueCredentialResult,
     RecordDecisionInput,
     RecordedDecision,
@@ -187,12 +188,23 @@ async def restart_and_finish(
 
 
 async def issuance_attempts(handle: WorkflowHandle[Any, Any]) -> list[tuple[int, bool, bool]]:
-    """(attempt, local, newly_issued) of every completed issuance in the workflow's history."""
-    return [
-        (run.attempt, run.local, IssueCredentialResult.model_validate_json(run.result.data).newly_issued)
-        for run in activity_runs((await handle.fetch_history()).events)
-        if run.type == ActivityNames.ISSUE_CREDENTIAL and run.result is not None
-    ]
+    """(attempt, local, newly_issued) of every completed issuance in the workflow's history: an
+    issuance's own activity (revision 2), or a decision's one write that issued (revision 3)."""
+    attempts = []
+    for run in activity_runs((await handle.fetch_history()).events):
+        if run.result is None:
+            continue
+        if run.type == ActivityNames.ISSUE_CREDENTIAL:
+            issued = IssueCredentialResult.model_validate_json(run.result.data)
+        elif run.type == ActivityNames.WRITE_DECISION:
+            written = DecisionWritten.model_validate_json(run.result.data)
+            if written.issued is None:
+                continue
+            issued = written.issued
+        else:
+            continue
+        attempts.append((run.attempt, run.local, issued.newly_issued))
+    return attempts
 
 
 @pytest.mark.parametrize("crash_at", CRASH_POINTS)

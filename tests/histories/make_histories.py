@@ -25,7 +25,9 @@ trusted browser session standing in for the code (``verify_session``, issue 36);
 the path of ``decide_local_writes`` on a request started on revision 1 (ADR 23: no patch markers,
 the deliveries' starts after the updates' answers); ``revision_2`` the same path on revision 2
 (ADR 24: each decision's record a local activity in its update's task, and each event's first
-attempt an activity of the request's workflow, with no delivery workflow when it answers).
+attempt an activity of the request's workflow, with no delivery workflow when it answers);
+``revision_3`` the same path on revision 3 (ADR 27: each decision's record, issuance and event in
+one local activity).
 
 No secrets go in: the workflow input carries opaque ids only (no contact, no key material), the
 canceler is a made-up key id, and worker identities (process id and host name, also in sticky
@@ -95,6 +97,7 @@ EXPECTED = {
     "trusted_session": "COMPLETED",
     "revision_1": "COMPLETED",
     "revision_2": "COMPLETED",
+    "revision_3": "COMPLETED",
 }
 # where the scenarios' worker writes its messages, and the keys of its codes (set in main)
 JOURNEY: dict[str, Any] = {}
@@ -398,6 +401,7 @@ SCENARIOS: dict[str, Scenario] = {
     "trusted_session": trusted_session,
     "revision_1": decide_local_writes,
     "revision_2": decide_local_writes,
+    "revision_3": decide_local_writes,
 }
 
 

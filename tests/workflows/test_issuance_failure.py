@@ -8,6 +8,7 @@ and the workflow completes.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -90,12 +91,17 @@ async def test_a_credential_jcs_cannot_hold_fails_once_and_the_workflow_complete
     assert event.payload["decision"]["action"] == "accept"
     listed = (await api.get(f"/request/{request_id}")).json()["credentials"]
     assert [c["status"] for c in listed] == ["FAILED"]
-    # one attempt, failed for good: no retries (a local activity, as a decision's writes are)
-    issuance = [r for r in activity_runs((await handle.fetch_history()).events) if r.type == ISSUE]
-    assert [(r.attempt, r.local, r.result) for r in issuance] == [(1, True, None)]
-    [failure] = [r.failure for r in issuance]
-    assert failure is not None and failure.application_failure_info.type == "issuance_failed"
-    assert failure.application_failure_info.non_retryable
+    # one attempt, failed for good: no retries. On revision 3 the issuance is a step of the
+    # decision's one write (a local activity), which answers that it failed
+    runs = activity_runs((await handle.fetch_history()).events)
+    assert [r.type for r in runs if r.type in (ISSUE, ActivityNames.WRITE_DECISION)] == [
+        ActivityNames.WRITE_DECISION
+    ]
+    [write] = [r for r in runs if r.type == ActivityNames.WRITE_DECISION]
+    assert (write.attempt, write.local, write.failure) == (1, True, None)
+    assert write.result is not None
+    assert json.loads(write.result.data)["issuance_failed"] is True
+    assert json.loads(write.result.data)["issued"] is None
     assert (await handle.describe()).typed_search_attributes.get(SA_STATUS) == "COMPLETED"
 
 

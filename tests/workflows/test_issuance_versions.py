@@ -36,8 +36,10 @@ from tests.support.issuance import local_activities, patch_and_issuance, payload
 from tests.support.mandates import accept_all, create_request, issued_mandate
 from tests.support.workflow import activity_runs, decide, subject_uuid
 from trust import credentials as vc
-from workflows.credential_request import ISSUANCE_PATCH, LOCAL_DECISION_PATCH, CredentialRequestWorkflow
+from workflows.credential_request import CredentialRequestWorkflow
 from workflows.ids import ActivityNames
+from workflows.messages import DecisionWritten
+from workflows.patches import ISSUANCE_PATCH, LOCAL_DECISION_PATCH
 
 issuing = pytest.mark.usefixtures("worker", "no_server_errors")
 
@@ -161,21 +163,17 @@ async def test_a_rejection_issues_nothing(api: SignedClient, temporal: Client, e
     await handle.result()  # the workflow ends once its deliveries' first attempts have answered
     runs = activity_runs((await handle.fetch_history()).events)
     scheduled = [r.type for r in runs]
-    # each subject is sent a code and confirms it (the "subject-journey" patch); each decision is
-    # written, then its webhook event made (the "webhook-events" patch), as local activities (the
-    # "decision-writes-local" patch, and revision 2 for the write); nothing is issued
-    assert {r.type for r in runs if r.local} == {
-        ActivityNames.RECORD_DECISION,
-        ActivityNames.CREATE_CREDENTIAL_EVENT,
-    }
+    # each subject is sent a code and confirms it (the "subject-journey" patch); each decision's
+    # record and webhook event are one local activity (revision 3); nothing is issued
+    assert {r.type for r in runs if r.local} == {ActivityNames.WRITE_DECISION}
+    assert [json.loads(r.result.data)["issued"] for r in runs if r.local and r.result] == [None, None]
     journey = (ActivityNames.SEND_OTP, ActivityNames.CHECK_OTP)
     assert (
         sorted(n for n in scheduled if n in journey)
         == [ActivityNames.CHECK_OTP] * 2 + [ActivityNames.SEND_OTP] * 2
     )
     assert [n for n in scheduled if n not in journey] == [
-        ActivityNames.RECORD_DECISION,
-        ActivityNames.CREATE_CREDENTIAL_EVENT,
+        ActivityNames.WRITE_DECISION,
         ActivityNames.DELIVER_WEBHOOK,  # revision 2: the event's first attempt (ADR 24)
     ] * 2
 
@@ -215,7 +213,7 @@ def test_the_histories_cover_both_sides_of_the_local_writes_patch() -> None:
 # histories recorded after the local-writes patch, which run it as decide_local_writes does
 RECORDED_WITH_LOCAL_WRITES = ("secondary_contact", "trusted_session")
 # histories of requests started on revision 1 or later (workflows/patches.py, ADR 23, 24)
-RECORDED_ON_REVISION_1 = ("revision_1", "revision_2")
+RECORDED_ON_REVISION_1 = ("revision_1", "revision_2", "revision_3")
 
 
 def test_revision_1_takes_every_patch_without_a_marker() -> None:
@@ -251,6 +249,38 @@ def test_revision_2_records_in_the_update_and_delivers_without_a_child() -> None
     assert "EVENT_TYPE_START_CHILD_WORKFLOW_EXECUTION_INITIATED" not in kinds
     old = json.loads((HISTORIES / "revision_1.json").read_text())["events"]
     assert (len(old), len(events)) == (111, 92)
+
+
+def test_revision_3_writes_each_decision_in_one_local_activity() -> None:
+    """The same path on revision 3 (ADR 27): each decision's record, issuance and event are one
+    local activity; the second acceptance of the first credential, made after the first was
+    written, is the one that issued; the history is shorter than on revision 2."""
+    events = json.loads((HISTORIES / "revision_3.json").read_text())["events"]
+    started = events[0]["workflowExecutionStartedEventAttributes"]
+    assert json.loads(payload_text(started["input"]))["revision"] == 3
+    journey = ["send_otp", "send_otp", "check_otp", "check_otp"]
+    assert patch_and_issuance("revision_3") == ([], journey + [ActivityNames.DELIVER_WEBHOOK] * 4)
+    assert local_activities("revision_3") == [ActivityNames.WRITE_DECISION] * 4
+    writes = [
+        DecisionWritten.model_validate_json(run.result.data)
+        for run in activity_runs(load(HISTORIES / "revision_3.json").events)
+        if run.local and run.result is not None
+    ]
+    assert [(w.decision.accepted, w.issued is not None, w.issuance_failed) for w in writes] == [
+        (True, False, False),
+        (True, True, False),
+        (False, False, False),
+        (True, False, False),
+    ]
+    assert writes[1].issued is not None and writes[1].issued.newly_issued
+    old = json.loads((HISTORIES / "revision_2.json").read_text())["events"]
+
+    def markers(history: list[dict[str, Any]]) -> int:
+        return sum(e["eventType"] == "EVENT_TYPE_MARKER_RECORDED" for e in history)
+
+    # a marker per decision instead of two or three; the workflow tasks vary with timing (14 in both)
+    assert (markers(old), markers(events)) == (9, 4)
+    assert (len(old), len(events)) == (92, 87)
 
 
 class AlwaysPatched:

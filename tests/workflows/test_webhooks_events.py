@@ -23,8 +23,8 @@ from tests.support.workflow import activity_runs, decide, insert_request, result
 from trust.did import web_service_did, web_subject_did
 from wire import versioning
 from wire.webhook_payloads import api_version_of
-from workflows.credential_request import ISSUANCE_PATCH, WEBHOOK_PATCH
 from workflows.ids import ActivityNames, webhook_workflow_id
+from workflows.patches import ISSUANCE_PATCH, WEBHOOK_PATCH
 from workflows.webhook_messages import CreateCredentialEventInput
 
 
