@@ -25,6 +25,7 @@ from workflows.patches import (
     OUTCOME_PATCH,
     TEMPORAL_CANCEL_PATCH,
     has,
+    refuse_unknown_revision,
 )
 from workflows.request_events import RequestEvents
 
@@ -102,6 +103,8 @@ class CredentialRequestWorkflow:
 
     @workflow.run
     async def run(self, inp: CredentialRequestInput) -> CredentialRequestResult:
+        # fails this activation, whatever the handlers of updates that came with it began
+        refuse_unknown_revision(inp)
         # every subject is sent a code while the request waits, so a cancel or the expiry is never
         # held up by a slow mail server; a request that closes sends no more codes
         sending = (

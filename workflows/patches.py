@@ -18,6 +18,9 @@ from __future__ import annotations
 
 from temporalio import workflow
 
+with workflow.unsafe.imports_passed_through():
+    from workflows.messages import CredentialRequestInput
+
 ISSUANCE_PATCH = "issue-on-acceptance"
 WEBHOOK_PATCH = "webhook-events"
 JOURNEY_PATCH = "subject-journey"
@@ -59,3 +62,20 @@ def has(revision: int, patch_id: str) -> bool:
     if revision >= 1 and patch_id in IN_REVISION_1:
         return True
     return workflow.patched(patch_id)
+
+
+class UnknownRevision(RuntimeError):
+    """A request started by newer code than this worker's. Not an ``ApplicationError``: it fails
+    the workflow task, not the workflow, and Temporal retries the task until a worker that knows
+    the revision takes it."""
+
+
+def refuse_unknown_revision(inp: CredentialRequestInput) -> None:
+    """Upgrade the workers before the API (docs/operations.md): a worker that ran a request of a
+    revision it does not know would record its own older path under that revision, which the newer
+    code could not replay."""
+    if inp.revision > CURRENT_REVISION:
+        raise UnknownRevision(
+            f"request {inp.request_id} was started on workflow revision {inp.revision}; "
+            f"this worker knows revisions up to {CURRENT_REVISION}: upgrade it"
+        )
