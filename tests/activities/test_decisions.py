@@ -38,6 +38,21 @@ def writer(engine: Engine, cipher: SecretCipher, settings: Settings) -> Decision
     )
 
 
+Args = tuple[DecisionActivities, str, str, str, str]
+
+
+def one_subject(engine: Engine, cipher: SecretCipher, settings: Settings, org: Credentials) -> Args:
+    """A new request of one subject and one credential: what ``write`` takes first."""
+    bundle = insert_request(engine, org.organization_id)
+    return (
+        writer(engine, cipher, settings),
+        org.organization_id,
+        bundle.request.id,
+        bundle.subjects[0][1].id,
+        bundle.credentials[0].id,
+    )
+
+
 def write(
     acts: DecisionActivities,
     org_id: str,
@@ -85,10 +100,8 @@ def credential_row(engine: Engine, credential_id: str) -> Credential:
 async def test_an_acceptance_is_recorded_issued_and_reported_once_however_often_it_runs(
     engine: Engine, cipher: SecretCipher, settings: Settings, org: Credentials
 ) -> None:
-    bundle = insert_request(engine, org.organization_id)
-    request_id, subject, credential = bundle.request.id, bundle.subjects[0][1].id, bundle.credentials[0].id
-    acts = writer(engine, cipher, settings)
-    args = (acts, org.organization_id, request_id, subject, credential)
+    args = one_subject(engine, cipher, settings, org)
+    _, _, request_id, _, credential = args
     first_id = f"urn:via:decision:{uuid.uuid4()}"
 
     first = write(*args, decision_id=first_id, accepted=True, issue=True)
@@ -124,10 +137,8 @@ async def test_an_acceptance_is_recorded_issued_and_reported_once_however_often_
 async def test_a_stored_rejection_issues_nothing_whatever_a_later_run_says(
     engine: Engine, cipher: SecretCipher, settings: Settings, org: Credentials
 ) -> None:
-    bundle = insert_request(engine, org.organization_id)
-    request_id, subject, credential = bundle.request.id, bundle.subjects[0][1].id, bundle.credentials[0].id
-    acts = writer(engine, cipher, settings)
-    args = (acts, org.organization_id, request_id, subject, credential)
+    args = one_subject(engine, cipher, settings, org)
+    _, _, request_id, _, credential = args
     first_id = f"urn:via:decision:{uuid.uuid4()}"
 
     first = write(*args, decision_id=first_id, accepted=False, issue=True)
