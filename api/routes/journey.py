@@ -356,8 +356,7 @@ async def decide(
             status_code=303,
             headers={"Referrer-Policy": "no-referrer", "Cache-Control": "no-store"},
         )
-    events = await journey.decision_events(ctx, decided)
-    return done_page(page, await frame_messages(page, [e.payload for e in events]))
+    return done_page(page, await frame_messages(page, ctx, decided))
 
 
 def _choices(page: Page, form: Mapping[str, Any]) -> dict[str, bool] | None:

@@ -160,12 +160,13 @@ async def with_session(
     return page
 
 
-async def frame_messages(page: Page, payloads: list[dict[str, Any]]) -> list[dict[str, Any]]:
+async def frame_messages(page: Page, ctx: ContextDep, decision_ids: list[str]) -> list[dict[str, Any]]:
     """What the iframe's last page posts to the parent for the decisions' ``credential`` events:
     each encrypted whole to the request's registered key (``iframe.pubKey``), else cut down to what
-    identifies it (``for_the_browser``); nothing outside the iframe."""
+    identifies it (``for_the_browser``); nothing outside the iframe, where the events are not read."""
     if page.surface != IFRAME or not page.parent:
         return []
+    payloads = [e.payload for e in await journey.decision_events(ctx, decision_ids)]
     key = page.journey.request.iframe_pub_key
     if key:
         return await journey.encrypted_messages(key, payloads)

@@ -20,6 +20,7 @@ from sqlmodel import select as sql_select
 from temporalio.client import Client
 
 from adapters.delivery import Outbox
+from services import journey as journey_service
 from store import orgs
 from store.db import read_session, write_session
 from store.tables import CredentialRequest, WebhookEvent
@@ -192,10 +193,21 @@ async def test_the_frame_gets_the_webhook_event_whole_and_only_encrypted(
 
 
 async def test_the_hosted_page_posts_nothing_even_with_a_key(
-    api: SignedClient, http: httpx.AsyncClient, engine: Engine
+    api: SignedClient, http: httpx.AsyncClient, engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    read: list[list[str]] = []
+    real = journey_service.decision_events
+
+    async def reading(ctx: Any, decision_ids: list[str]) -> Any:
+        read.append(decision_ids)
+        return await real(ctx, decision_ids)
+
+    monkeypatch.setattr(journey_service, "decision_events", reading)
     _, pages = await decide_in_the_frame(api, http, engine, surface="hosted", iframe={"pubKey": P256})
     assert all(posted(p.text) == [] and "postMessage" not in p.text for p in pages)
+    assert read == []  # outside the iframe the decisions' events are not even read
+    await decide_in_the_frame(api, http, engine, iframe={"pubKey": P256})
+    assert len(read) == 1 and len(read[0]) == 1  # in the frame: the one decision's event
 
 
 async def test_a_stored_key_that_no_longer_passes_posts_nothing_readable(
