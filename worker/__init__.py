@@ -21,6 +21,7 @@ import logging
 import signal
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import Engine
@@ -55,19 +56,36 @@ log = logging.getLogger("mandatum.worker")
 WORKFLOWS = [CredentialRequestWorkflow, WebhookDeliveryWorkflow, CredentialRetryWorkflow]
 
 
+@dataclass(frozen=True)
+class ActivityGroups:
+    """The worker's activities by the instance that holds them. ``all`` adds revision 3's decision
+    writes (``activities.decisions``), made of the first three groups' activities, so a group that
+    stands in for one (a test's, holding or failing a step) is called there too."""
+
+    requests: RequestActivities
+    mandates: MandateActivities
+    webhooks: WebhookActivities
+    journey: JourneyActivities
+
+    @classmethod
+    def of(cls, engine: Engine, settings: Settings) -> ActivityGroups:
+        cipher = SecretCipher(settings.master_key_bytes())
+        return cls(
+            RequestActivities(engine),
+            MandateActivities(engine, cipher, settings),
+            WebhookActivities(engine, cipher, settings),
+            JourneyActivities(engine, settings, JourneySecrets(settings.master_key_bytes()), cipher),
+        )
+
+    def all(self) -> list[Callable[..., Any]]:
+        decisions = DecisionActivities(self.requests, self.mandates, self.webhooks)
+        groups = (self.requests, self.mandates, self.webhooks, decisions, self.journey)
+        return [fn for group in groups for fn in group.all()]
+
+
 def worker_activities(engine: Engine, settings: Settings) -> list[Callable[..., Any]]:
     """Every activity the worker runs, bound to its dependencies."""
-    cipher = SecretCipher(settings.master_key_bytes())
-    requests = RequestActivities(engine)
-    mandates = MandateActivities(engine, cipher, settings)
-    webhooks = WebhookActivities(engine, cipher, settings)
-    return [
-        *requests.all(),
-        *mandates.all(),
-        *webhooks.all(),
-        *DecisionActivities(requests, mandates, webhooks).all(),
-        *JourneyActivities(engine, settings, JourneySecrets(settings.master_key_bytes()), cipher).all(),
-    ]
+    return ActivityGroups.of(engine, settings).all()
 
 
 def build_worker(

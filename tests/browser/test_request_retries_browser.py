@@ -28,7 +28,7 @@ async def test_a_support_member_issues_a_failed_credential_again(
 ) -> None:
     org = live.new_org()
     queue = fresh_queue()  # the request's own workflow, on a worker with the test outbox
-    async with running_worker(live.temporal, queue, activities_with(live.engine, cipher, settings)):
+    async with running_worker(live.temporal, queue, activities_with(live.engine, settings)):
         request_id, cred = await failed_credential(live.temporal, queue, live.engine, org.organization_id)
     page = browser_page
     email = f"retry-support-{org.organization_id}@example.com"

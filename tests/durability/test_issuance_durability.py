@@ -334,7 +334,7 @@ async def test_two_subjects_accepting_at_once_issue_one_credential(
     (_, ana), (_, bea) = bundle.subjects
     cred = bundle.credentials[0].id
     queue, acts = fresh_queue(), HoldingOneDecision(engine, ana.id)
-    async with running_worker(temporal, queue, activities_with(engine, cipher, settings, acts)):
+    async with running_worker(temporal, queue, activities_with(engine, settings, acts)):
         await start_on_revision(temporal, queue, bundle, revision)
         handle = request_handle(temporal, bundle.request.id)
         first = asyncio.create_task(decide(handle, ana.id, cred))

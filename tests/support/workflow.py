@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import threading
 import uuid
@@ -31,11 +32,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from temporalio.testing import WorkflowEnvironment
 from temporalio.worker import Worker
 
-from activities.decisions import DecisionActivities
-from activities.journey import JourneyActivities
-from activities.mandates import MandateActivities
 from activities.requests import RequestActivities
-from activities.webhooks import WebhookActivities
 from cli.stack import BIN, dynamic_config_args
 from core.otp import JourneySecrets
 from core.secretbox import SecretCipher
@@ -45,7 +42,7 @@ from store import request_queries as queries
 from store import requests as store
 from tests.support.api_client import SignedClient, policy_request
 from tests.support.journey_messages import TEST_OUTBOX, pass_otp
-from worker import WORKFLOWS, build_worker
+from worker import WORKFLOWS, ActivityGroups, build_worker
 from workflows.ids import SEARCH_ATTRIBUTE_KEYS, ActivityNames
 from workflows.messages import (
     CancelInput,
@@ -285,23 +282,17 @@ async def get(api: SignedClient, request_id: str) -> dict[str, Any]:
     return dict(resp.json())
 
 
-def activities_with(
-    engine: Engine, cipher: SecretCipher, settings: Settings, *replacing: Any
-) -> list[Callable[..., Any]]:
-    """The worker's activities (``worker.worker_activities``), each group of them (requests,
-    mandates, webhooks, the journey) taken from the instance in ``replacing`` of a subclass of its
-    class when there is one: a test's activities that hold or fail one step."""
-    real: list[Any] = [
-        RequestActivities(engine),
-        MandateActivities(engine, cipher, settings),
-        WebhookActivities(engine, cipher, settings),
-        JourneyActivities(engine, settings, JourneySecrets(settings.master_key_bytes())),
-    ]
-    groups = [next((r for r in replacing if isinstance(r, type(group))), group) for group in real]
-    requests, mandates, webhooks = groups[:3]
-    # revision 3's one write calls the three groups' activities: a replaced step is held there too
-    groups.append(DecisionActivities(requests, mandates, webhooks))
-    return [fn for group in groups for fn in group.all()]
+def activities_with(engine: Engine, settings: Settings, *replacing: Any) -> list[Callable[..., Any]]:
+    """The worker's activities (``worker.ActivityGroups``), each group of them (requests, mandates,
+    webhooks, the journey) taken from the instance in ``replacing`` of a subclass of its class when
+    there is one: a test's activities that hold or fail one step."""
+    groups = ActivityGroups.of(engine, settings)
+    for field in dataclasses.fields(groups):
+        real = getattr(groups, field.name)
+        stand_in = next((r for r in replacing if isinstance(r, type(real))), None)
+        if stand_in is not None:
+            groups = dataclasses.replace(groups, **{field.name: stand_in})
+    return groups.all()
 
 
 @contextlib.asynccontextmanager
@@ -327,7 +318,7 @@ async def gated(
 ) -> AsyncIterator[tuple[str, GatedActivities]]:
     queue = fresh_queue()
     acts = GatedActivities(engine)
-    async with running_worker(temporal, queue, activities_with(engine, cipher, settings, acts), executor):
+    async with running_worker(temporal, queue, activities_with(engine, settings, acts), executor):
         try:
             yield queue, acts
         finally:

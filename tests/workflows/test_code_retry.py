@@ -70,7 +70,7 @@ async def scene(
     queue = fresh_queue()
     acts = BrokenChannel(engine, settings, JourneySecrets(settings.master_key_bytes()))
     acts.broken = True
-    async with running_worker(temporal, queue, activities_with(engine, cipher, settings, acts)):
+    async with running_worker(temporal, queue, activities_with(engine, settings, acts)):
         bundle = insert_request(engine, org.organization_id)
         assert await start_request_workflow(temporal, queue, bundle)
         ctx = Context(settings, engine, cipher, temporal=temporal)

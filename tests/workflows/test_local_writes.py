@@ -69,7 +69,7 @@ async def test_a_failing_local_write_retries_on_a_timer_and_frees_the_workflow(
     bundle = insert_request(engine, org.organization_id, contacts=("ana@example.com", "bea@example.com"))
     ana, cred = bundle.subjects[0][1], bundle.credentials[0].id
     events, queue = FailingEvents(engine, cipher, settings), fresh_queue()
-    async with running_worker(temporal, queue, activities_with(engine, cipher, settings, events)):
+    async with running_worker(temporal, queue, activities_with(engine, settings, events)):
         assert await start_request_workflow(temporal, queue, bundle)
         handle = request_handle(temporal, bundle.request.id)
         before = timers((await handle.fetch_history()).events)  # the expiry's
@@ -125,7 +125,7 @@ async def test_a_local_activity_that_fails_for_good_fails_the_update_as_an_activ
     ana, cred = bundle.subjects[0][1], bundle.credentials[0].id
     queue = fresh_queue()
     refusing = RefusedIssuance(engine, cipher, settings)
-    async with running_worker(temporal, queue, activities_with(engine, cipher, settings, refusing)):
+    async with running_worker(temporal, queue, activities_with(engine, settings, refusing)):
         assert await start_request_workflow(temporal, queue, bundle)
         handle = request_handle(temporal, bundle.request.id)
         await pass_otp(handle, ana.id)

@@ -190,7 +190,7 @@ async def held_sends(
 ) -> AsyncIterator[tuple[str, HeldSends]]:
     queue = fresh_queue()
     journey = HeldSends(engine, settings)
-    async with running_worker(temporal, queue, activities_with(engine, cipher, settings, journey)):
+    async with running_worker(temporal, queue, activities_with(engine, settings, journey)):
         try:
             yield queue, journey
         finally:

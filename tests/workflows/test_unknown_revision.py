@@ -42,7 +42,7 @@ async def test_a_request_of_a_newer_revision_waits_for_a_worker_that_knows_it(
     bundle = insert_request(engine, org.organization_id)
     queue = fresh_queue()
     handle = request_handle(temporal, bundle.request.id)
-    async with running_worker(temporal, queue, activities_with(engine, cipher, settings)):
+    async with running_worker(temporal, queue, activities_with(engine, settings)):
         await start_on_revision(temporal, queue, bundle, CURRENT_REVISION + 1)
         deadline = asyncio.get_running_loop().time() + 30
         while not (failures := task_failures((await handle.fetch_history()).events)):
