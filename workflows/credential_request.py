@@ -95,8 +95,8 @@ class CredentialRequestWorkflow:
         # the subject's journey: codes sent (count, last time), subjects who confirmed theirs,
         # identity checks. Histories recorded before the journey existed replay without it.
         self._journey = SubjectJourney(inp, self._events, has(inp.revision, JOURNEY_PATCH))
-        # their record, issuance and event; the set holds the decisions whose record has landed
-        self._writes = DecisionWrites(inp, self._decisions, set(), self._events, self._journey)
+        # their record, issuance and event
+        self._writes = DecisionWrites(inp, self._decisions, self._events, self._journey)
         # a cancel requested through Temporal (UI, CLI) is recorded like the API's cancel; histories
         # recorded before that replay without it
         self._temporal_cancel = has(inp.revision, TEMPORAL_CANCEL_PATCH)

@@ -54,20 +54,20 @@ class Written:
 
 
 class DecisionWrites:
-    """The writes of one request's decisions. ``decisions`` and ``recorded`` are the workflow's own:
-    every decision made, and those whose record has landed."""
+    """The writes of one request's decisions. ``decisions`` is the workflow's own, every decision
+    made; ``_recorded`` holds those whose record has landed."""
 
     def __init__(
         self,
         inp: CredentialRequestInput,
         decisions: dict[tuple[str, str], DecisionView],
-        recorded: set[tuple[str, str]],
         events: RequestEvents,
         journey: SubjectJourney,
     ) -> None:
         self._input = inp
-        self._decisions, self._recorded = decisions, recorded
-        self._issuance = Issuance(inp, recorded)
+        self._decisions = decisions
+        self._recorded: set[tuple[str, str]] = set()
+        self._issuance = Issuance(inp, self._recorded)
         self._events, self._journey = events, journey
 
     async def write(self, inp: DecisionInput, record: RecordDecisionInput) -> Written:
@@ -81,13 +81,13 @@ class DecisionWrites:
         else:
             await write(ActivityNames.RECORD_DECISION, record)
             decision_id, at = record.decision_id, record.decided_at
-        self._recorded.add((inp.subject_id, inp.credential_id))
+            self._recorded.add((inp.subject_id, inp.credential_id))
         # from here on the decision's id and time are in the history (the record's input), so what
         # follows runs as local activities (histories recorded before replay them as activities)
         local = has(revision, LOCAL_DECISION_PATCH)
         mandate_id = None
         # histories recorded before issuance existed replay without the activity
-        if inp.accept and self.accepted_by_all(inp.credential_id) and has(revision, ISSUANCE_PATCH):
+        if inp.accept and self._accepted_by_all(inp.credential_id) and has(revision, ISSUANCE_PATCH):
             mandate_id = await self._issuance.issue_once(inp.credential_id, local)
         # after issuance, so an acceptance's event carries the mandate; histories recorded before
         # webhooks existed replay without it
@@ -97,7 +97,7 @@ class DecisionWrites:
             await self._events.emit_credential(inp, decision_id, at, local, after)
         return Written(decision_id, at, mandate_id)
 
-    def accepted_by_all(self, credential_id: str) -> bool:
+    def _accepted_by_all(self, credential_id: str) -> bool:
         """Every subject of the request accepted ``credential_id`` (CONTRACT 9: it becomes ACTIVE)."""
         return all(
             (found := self._decisions.get((subject, credential_id))) is not None and found.accepted
