@@ -13,6 +13,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+import httpx
 import pytest
 from fastapi import FastAPI
 from sqlalchemy import Engine
@@ -301,7 +302,17 @@ async def test_reloading_after_a_new_key_makes_no_second_key(
         made = [r for r in _key_records(engine, org) if r.type == "API_KEY_CREATED"]
         assert len(made) == before + 1
         # the sealed cookie replayed by another member of the organization: shown to nobody else
-        stolen = await other.get("/dashboard/keys", cookies={"mandatum_issued_key": sealed})
+        stolen = await _with_issued_cookie(other, sealed)
         assert secret not in stolen.text and "shown once" not in stolen.text
-        forged = await browser.get("/dashboard/keys", cookies={"mandatum_issued_key": "A" * 80})
+        forged = await _with_issued_cookie(browser, "A" * 80)
         assert forged.status_code == 200 and "shown once" not in forged.text
+
+
+async def _with_issued_cookie(client: httpx.AsyncClient, value: str) -> httpx.Response:
+    """``GET /dashboard/keys`` carrying ``value`` as the sealed key cookie beside the client's own
+    (in its jar for this one request: httpx deprecates per-request cookies)."""
+    client.cookies.set("mandatum_issued_key", value, path="/dashboard/keys")
+    try:
+        return await client.get("/dashboard/keys")
+    finally:
+        client.cookies.delete("mandatum_issued_key", path="/dashboard/keys")
