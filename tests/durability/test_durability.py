@@ -27,7 +27,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from orchestration.temporal import reconcile_once, request_handle
 from store import request_queries as queries
 from store import requests as store
-from tests.support.api_client import Credentials, SignedClient, policy_request
+from tests.support.api_client import LIVE_LIMITS, Credentials, SignedClient, policy_request
 from tests.support.durability import MASTER_KEY, ROOT, Stack, WorkerProcess
 from tests.support.workflow import cancel, db_request, insert_request, result_of, status_of
 from worker import build_worker
@@ -91,7 +91,7 @@ class ApiProcess:
 
     async def wait_ready(self) -> None:
         deadline = time.monotonic() + 30
-        async with httpx.AsyncClient(base_url=self.base_url) as client:
+        async with httpx.AsyncClient(base_url=self.base_url, limits=LIVE_LIMITS) as client:
             while time.monotonic() < deadline:
                 assert self.proc.poll() is None, f"the API exited at start:\n{self.output()}"
                 try:
@@ -124,7 +124,7 @@ async def post_until_the_api_dies(stack: Stack, crash_at: str, body: dict[str, A
     api = ApiProcess(stack, crash_at)
     try:
         await api.wait_ready()
-        async with httpx.AsyncClient(base_url=api.base_url, timeout=20) as http:
+        async with httpx.AsyncClient(base_url=api.base_url, timeout=20, limits=LIVE_LIMITS) as http:
             with pytest.raises(httpx.TransportError):  # the connection drops: no answer at all
                 await SignedClient(http, stack.org).post("/request", body)
         assert await api.exit_code() == 137, api.output()
@@ -236,7 +236,7 @@ async def test_api_without_crash_point_starts_and_marks(stack: Stack) -> None:
     api = ApiProcess(stack, None)
     try:
         await api.wait_ready()
-        async with httpx.AsyncClient(base_url=api.base_url, timeout=20) as http:
+        async with httpx.AsyncClient(base_url=api.base_url, timeout=20, limits=LIVE_LIMITS) as http:
             resp = await SignedClient(http, stack.org).post("/request", policy_request())
         assert resp.status_code == 201, resp.text + api.output()
     finally:

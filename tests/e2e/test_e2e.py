@@ -26,7 +26,13 @@ from temporalio.client import Client, WorkflowExecutionStatus
 
 from core.settings import Settings
 from orchestration.temporal import build_client
-from tests.support.api_client import Credentials, SignedClient, assert_error_shape, policy_request
+from tests.support.api_client import (
+    LIVE_LIMITS,
+    Credentials,
+    SignedClient,
+    assert_error_shape,
+    policy_request,
+)
 from workflows.ids import SA_ORGANIZATION, SA_STATUS, request_workflow_id
 from workflows.messages import RequestStatusView
 
@@ -231,7 +237,7 @@ async def test_make_run_end_to_end(devstack: Devstack) -> None:
         org_id, "", printed(r"API key\s+(\S+)$", first), printed(r"signature secret\s+(\S+)$", first), ""
     )
 
-    async with httpx.AsyncClient(base_url=devstack.api_url, timeout=30) as http:
+    async with httpx.AsyncClient(base_url=devstack.api_url, timeout=30, limits=LIVE_LIMITS) as http:
         api = SignedClient(http, creds)
         created = await api.post("/request", policy_request(internalId="e2e-1"))
         assert created.status_code == 201, created.text
@@ -298,7 +304,7 @@ async def test_make_run_end_to_end(devstack: Devstack) -> None:
     assert creds.api_key not in second and creds.secret not in second and link not in second
     assert f"Development organization {org_id}" in second
 
-    async with httpx.AsyncClient(base_url=devstack.api_url, timeout=30) as http:
+    async with httpx.AsyncClient(base_url=devstack.api_url, timeout=30, limits=LIVE_LIMITS) as http:
         api = SignedClient(http, creds)
         listed = await api.get("/request")
         assert listed.status_code == 200, listed.text

@@ -37,7 +37,7 @@ from store.tables import Credential, Verification
 from tests.conftest import PG_ADMIN_URL, PG_AVAILABLE, _postgres_database, new_org
 from tests.scale.conftest import MASTER_KEY, PUBLIC_URL
 from tests.scale.invariants import assert_audit_chains_verify
-from tests.support.api_client import Credentials, SignedClient, policy_request
+from tests.support.api_client import LIVE_LIMITS, Credentials, SignedClient, policy_request
 from tests.support.audit import chain
 from tests.support.journey_messages import journey_secrets
 from tests.support.mandates import create_request
@@ -123,7 +123,7 @@ class Apis:
 
     def __init__(self, shape: Shape, org: Credentials) -> None:
         urls = [shape.stack.api_url(name) for name in ("api-a", "api-b")]
-        self.http = [httpx.AsyncClient(base_url=url, timeout=120) for url in urls]
+        self.http = [httpx.AsyncClient(base_url=url, timeout=120, limits=LIVE_LIMITS) for url in urls]
         self.signed = [SignedClient(http, org) for http in self.http]
         self.stamps = Stamps()
 

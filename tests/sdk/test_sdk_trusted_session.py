@@ -24,6 +24,7 @@ from sqlmodel import select
 from cli.devstack import EXAMPLE_ACTION_ID
 from store.db import read_session
 from store.tables import CredentialRequest, Decision, TrustedSession
+from tests.support.api_client import LIVE_LIMITS
 from tests.support.journey_messages import SESSION_RE
 from tests.support.live_stack import LiveStack
 from tests.support.sdk import RELEASE_120, Sdk, SdkClient, message_to, new_contact, new_org, only
@@ -74,7 +75,7 @@ async def test_the_release_opens_a_session_and_the_next_request_skips_the_code(
         row = session.get(CredentialRequest, first.id)
     assert row is not None and row.trusted_session_seconds == 7200
 
-    async with httpx.AsyncClient(base_url=live.url, timeout=30) as browser:
+    async with httpx.AsyncClient(base_url=live.url, timeout=30, limits=LIVE_LIMITS) as browser:
         message = await message_to(live, contact)
         page = await browser.post(f"{message.link}/otp", data={"code": message.code})
         assert page.status_code == 200 and "This browser is remembered for 2 h" in page.text, page.text

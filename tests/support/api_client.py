@@ -13,6 +13,12 @@ from typing import Any
 
 import httpx
 
+# For a client of a real server (uvicorn on a port): idle connections dropped after 2 s. uvicorn
+# closes them after 5 s (its timeout_keep_alive) and httpx keeps them 5 s too, so a request sent
+# on a connection the server is closing at that moment fails with a ReadError (seen under load in
+# tests/scale/test_limits_two_processes.py, between its presentations and its verifications).
+LIVE_LIMITS = httpx.Limits(keepalive_expiry=2.0)
+
 # the example action every test organization has published (cli.devstack.publish_example_action)
 ACTION_ID = "urn:via:action:0b1e4c1a-7f1d-4a7e-9a55-1f2b3c4d5e6f"
 

@@ -27,7 +27,7 @@ from temporalio.client import Client
 from api.app import create_app
 from core.secretbox import SecretCipher
 from core.settings import Environment, Settings
-from tests.support.api_client import Credentials, SignedClient
+from tests.support.api_client import LIVE_LIMITS, Credentials, SignedClient
 from tests.support.smtp_server import SmtpServer
 from worker import build_worker
 
@@ -140,11 +140,7 @@ async def live(
                     serving.result()
                 await asyncio.sleep(0.02)
             try:
-                # idle connections dropped after 2 s: uvicorn closes them after 5 s (its
-                # timeout_keep_alive), httpx's default is also 5 s, and a request sent on a
-                # connection the server is closing at that moment fails with a ReadError
-                limits = httpx.Limits(keepalive_expiry=2.0)
-                async with httpx.AsyncClient(base_url=url, timeout=30, limits=limits) as client:
+                async with httpx.AsyncClient(base_url=url, timeout=30, limits=LIVE_LIMITS) as client:
                     yield LiveStack(url, stack_settings, engine, temporal, smtp_server, sms, client)
             finally:
                 server.should_exit = True

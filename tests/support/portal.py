@@ -21,6 +21,7 @@ from store import actions
 from store import requests as store
 from store.db import utcnow
 from store.tables import PortalSession
+from tests.support.api_client import LIVE_LIMITS
 from tests.support.audit import Issued
 from tests.support.journey_messages import TEST_OUTBOX, code_in
 from tests.support.live_stack import LiveStack
@@ -132,7 +133,9 @@ async def revoke_in_portal(live: LiveStack, contact: str) -> str:
     """On the live stack, as a browser would: ``contact`` signs in to the portal with the code from
     the mailbox and revokes their only mandate after the confirmation; its credential id."""
     headers = {"Sec-Fetch-Site": "same-origin"}
-    async with httpx.AsyncClient(base_url=live.url, headers=headers, timeout=30) as browser:
+    async with httpx.AsyncClient(
+        base_url=live.url, headers=headers, timeout=30, limits=LIVE_LIMITS
+    ) as browser:
         before = len(live.smtp.received_for(contact))
         asked = await browser.post(
             "/portal/code-request", data={"csrf": _csrf(await browser.get("/portal")), "contact": contact}

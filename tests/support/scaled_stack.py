@@ -34,7 +34,7 @@ from temporalio.service import RPCError, RPCStatusCode
 
 from cli.stack import Child, Stack, api_command, worker_command
 from core.settings import Settings
-from tests.support.api_client import Credentials, SignedClient
+from tests.support.api_client import LIVE_LIMITS, Credentials, SignedClient
 from tests.support.live_stack import free_port
 
 DEADLINE = 60.0  # the longest any one call may take to get an answer, retries included
@@ -116,7 +116,7 @@ class Router:
     next live API) until ``DEADLINE``."""
 
     def __init__(self, urls: list[str]) -> None:
-        self.clients = [httpx.AsyncClient(base_url=url, timeout=30) for url in urls]
+        self.clients = [httpx.AsyncClient(base_url=url, timeout=30, limits=LIVE_LIMITS) for url in urls]
         self.down: set[int] = set()
         self.stamps = Stamps()
 
