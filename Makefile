@@ -75,7 +75,7 @@ browser:
 # The suite on every core (pytest-xdist): each worker process has its own Temporal servers,
 # databases, var dirs and ports; a module's tests stay on one worker (its module fixtures once).
 # Half again as many workers as cores: about a third of the suite's time is spent waiting (Temporal
-# timers, child processes, the browser), and a third worker fills it (2 cores: 4 min -> 3.5 min).
+# timers, child processes, the browser), and a third worker fills part of it.
 PYTEST_WORKERS ?= $(shell $(PYTHON) -c 'import os; n = os.cpu_count() or 1; print(n + (n + 1) // 2)')
 # Coverage of the app's packages ([tool.coverage.*] in pyproject.toml): the modules not fully covered
 # and the total are printed, and the run fails when the total is under the floor.
