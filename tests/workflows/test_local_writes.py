@@ -8,12 +8,13 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Iterable
+from typing import Any
 
 import pytest
 from sqlalchemy import Engine
 from temporalio import activity
 from temporalio.api.history.v1 import HistoryEvent
-from temporalio.client import Client, WorkflowUpdateFailedError
+from temporalio.client import Client, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.exceptions import ActivityError, ApplicationError
 
 from activities.mandates import MandateActivities
@@ -63,6 +64,16 @@ def timers(events: Iterable[HistoryEvent]) -> int:
     return sum(1 for e in events if e.HasField("timer_started_event_attributes"))
 
 
+async def _delivery_attempted(handle: WorkflowHandle[Any, Any]) -> None:
+    """Until the history holds the end of a ``deliver_webhook`` attempt."""
+    deadline = asyncio.get_running_loop().time() + UPDATE_TIMEOUT
+    while not any(
+        r.type == ActivityNames.DELIVER_WEBHOOK for r in activity_runs((await handle.fetch_history()).events)
+    ):
+        assert asyncio.get_running_loop().time() < deadline, "the event's first POST never ended"
+        await asyncio.sleep(0.05)
+
+
 async def test_a_failing_local_write_retries_on_a_timer_and_frees_the_workflow(
     temporal: Client, engine: Engine, settings: Settings, cipher: SecretCipher, org: Credentials
 ) -> None:
@@ -88,6 +99,9 @@ async def test_a_failing_local_write_retries_on_a_timer_and_frees_the_workflow(
         finally:
             events.healed.set()
         decided = await rejection
+        # the event's first POST, an activity of the request's workflow, ends before the worker
+        # stops: stopped under it, the worker gets the server's cancel for a task it no longer has
+        await _delivery_attempted(handle)
     assert decided.request_status == "PENDING"
     runs = [
         r
