@@ -62,6 +62,14 @@ UPDATE_TIMEOUT = 20
 TRANSIENT = (RPCStatusCode.CANCELLED, RPCStatusCode.DEADLINE_EXCEEDED, RPCStatusCode.UNAVAILABLE)
 
 
+async def until(what: str, condition: Callable[[], Awaitable[bool]], seconds: float) -> None:
+    """Poll ``condition`` every 50 ms until true; AssertionError naming ``what`` after ``seconds``."""
+    deadline = asyncio.get_running_loop().time() + seconds
+    while not await condition():
+        assert asyncio.get_running_loop().time() < deadline, f"{what}: not within {seconds:.0f}s"
+        await asyncio.sleep(0.05)
+
+
 async def asked_again(call: Callable[[], Awaitable[Any]], attempts: int = 5) -> Any:
     """An idempotent call to the server, asked again (at most ``attempts`` times) while it answers
     that it gave up on it: fresh-clone CI runs on the loaded 2-core machine have had the dev server

@@ -37,6 +37,7 @@ from tests.support.workflow import (
     insert_request,
     refused,
     running_worker,
+    until,
 )
 from workflows.ids import ActivityNames
 from workflows.messages import DecisionInput, DecisionResult, IssueCredentialInput, IssueCredentialResult
@@ -64,14 +65,10 @@ def timers(events: Iterable[HistoryEvent]) -> int:
     return sum(1 for e in events if e.HasField("timer_started_event_attributes"))
 
 
-async def _delivery_attempted(handle: WorkflowHandle[Any, Any]) -> None:
-    """Until the history holds the end of a ``deliver_webhook`` attempt."""
-    deadline = asyncio.get_running_loop().time() + UPDATE_TIMEOUT
-    while not any(
-        r.type == ActivityNames.DELIVER_WEBHOOK for r in activity_runs((await handle.fetch_history()).events)
-    ):
-        assert asyncio.get_running_loop().time() < deadline, "the event's first POST never ended"
-        await asyncio.sleep(0.05)
+async def _delivery_attempted(handle: WorkflowHandle[Any, Any]) -> bool:
+    """Whether the history holds the end of a ``deliver_webhook`` attempt."""
+    runs = activity_runs((await handle.fetch_history()).events)
+    return any(r.type == ActivityNames.DELIVER_WEBHOOK for r in runs)
 
 
 async def test_a_failing_local_write_retries_on_a_timer_and_frees_the_workflow(
@@ -101,7 +98,7 @@ async def test_a_failing_local_write_retries_on_a_timer_and_frees_the_workflow(
         decided = await rejection
         # the event's first POST, an activity of the request's workflow, ends before the worker
         # stops: stopped under it, the worker gets the server's cancel for a task it no longer has
-        await _delivery_attempted(handle)
+        await until("the event's first POST ended", lambda: _delivery_attempted(handle), UPDATE_TIMEOUT)
     assert decided.request_status == "PENDING"
     runs = [
         r
