@@ -51,11 +51,10 @@ from tests.support.scaled_hosts import (
     Network,
     blocks_others,
     polls_since,
+    until,
 )
-from tests.support.scaled_stack import DEADLINE
 from tests.support.webhook_receiver import receiving
 from tests.support.webhooks import configure
-from tests.support.workflow import until
 
 pytestmark = pytest.mark.e2e
 
@@ -117,10 +116,10 @@ async def cut_and_restore(scene: Scene, stack: HostedStack, engine: Engine) -> f
         # b, cut off in the middle of a transaction, may hold a row lock api-a's calls wait for
         return router.links[0].answered - at_cut >= SURVIVOR_ANSWERS or blocks_others(engine, b)
 
-    await until("api-a served while b was cut off", served_or_blocked, DEADLINE)
+    await until("api-a served while b was cut off", served_or_blocked)
     hosts.restore("b")
     restored_at = time.time()
-    await until("api-b and worker-b ready again", lambda: both_ready(stack, "api-b", "worker-b"), DEADLINE)
+    await until("api-b and worker-b ready again", lambda: both_ready(stack, "api-b", "worker-b"))
     router.restore(1)
     return restored_at
 
@@ -140,7 +139,7 @@ async def assert_b_serves_again(
     got = await router.signed(flow.org, "GET", f"/request/{flow.request['id']}")(router.clients[1])
     assert got.status_code == 200, got.text
     queue = stack.settings.task_queue
-    await until("worker-b polls again", lambda: polls_since(client, queue, worker.pid, since), DEADLINE)
+    await until("worker-b polls again", lambda: polls_since(client, queue, worker.pid, since))
 
 
 async def test_one_of_two_hosts_cut_off_mid_run_and_back(

@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import time
+from collections.abc import Awaitable, Callable
 
 import httpx
 from sqlalchemy import Engine, make_url, text
@@ -32,7 +34,7 @@ from core.settings import Settings
 from tests.support.live_stack import free_port
 from tests.support.netns import Hosts
 from tests.support.relay import Relay
-from tests.support.scaled_stack import Process, Router, ScaledStack, Stamps
+from tests.support.scaled_stack import DEADLINE, Process, Router, ScaledStack, Stamps
 from tests.support.workflow import asked_again
 
 
@@ -214,3 +216,11 @@ async def polls_since(client: Client, queue: str, pid: int, since: float) -> boo
             if poller.identity.startswith(f"{pid}@") and seen >= since:
                 return True
     return False
+
+
+async def until(what: str, condition: Callable[[], Awaitable[bool]], seconds: float = DEADLINE) -> None:
+    """Poll ``condition`` until true; AssertionError naming ``what`` after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while not await condition():
+        assert time.monotonic() < deadline, f"{what}: not within {seconds:.0f}s"
+        await asyncio.sleep(0.05)
