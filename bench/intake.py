@@ -22,7 +22,6 @@ import os
 import platform
 import secrets
 import signal
-import socket
 import sys
 import tempfile
 import time
@@ -50,17 +49,12 @@ from orchestration.temporal import start_workflow_for
 from store import orgs
 from store.db import make_engine, migrate, read_session
 from store.tables import CredentialRequest
+from tests.support.ports import free_port
 from workflows.ids import request_workflow_id
 from workflows.messages import CredentialRequestInput
 
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 PG_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/postgres"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def temporal_starts(stack: Stack, org_id: str) -> Callable[[int], Awaitable[bool]]:

@@ -1,11 +1,13 @@
 """The suite's own structure: test modules import helpers from tests/support (or fixtures from a
-conftest), never from another test module."""
+conftest), never from another test module; and the helpers every stack relies on."""
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 from tests.support.imports import imported_modules
+from tests.support.ports import free_port
 
 TESTS = Path(__file__).resolve().parent
 while TESTS.name != "tests":  # this module may sit in a layer directory
@@ -39,3 +41,13 @@ def test_the_check_sees_an_import_of_a_test_module(tmp_path: Path) -> None:
         "tests.workflows.test_workflow",
         "tests.test_cli",
     }
+
+
+def test_free_ports_are_never_handed_out_twice() -> None:
+    # Taken one after another, bound and closed, the kernel's ephemeral ports repeat a few times
+    # in 500 draws; a stack given the same port twice fails to start (seen in CI: the API's port
+    # was also Temporal's metrics port).
+    ports = [free_port() for _ in range(500)]
+    assert len(set(ports)) == len(ports)
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", ports[-1]))  # free when handed out

@@ -24,7 +24,7 @@ from store.db import migrate
 from tests.conftest import MASTER_KEY
 from tests.support.api_client import SignedClient
 from tests.support.cli import run_cli
-from tests.support.live_stack import free_port
+from tests.support.ports import free_port
 
 PROJECT = Path(__file__).resolve().parents[2]
 

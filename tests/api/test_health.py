@@ -22,7 +22,7 @@ from orchestration import health
 from orchestration.temporal import build_client
 from store.db import alembic_config, migrate
 from tests.conftest import MASTER_KEY, _postgres_database
-from tests.support.live_stack import free_port
+from tests.support.ports import free_port
 from tests.support.workflow import start_dev_server
 
 EVERYTHING_OK = {"status": "ready", "checks": {"database": "ok", "temporal": "ok", "migrations": "ok"}}

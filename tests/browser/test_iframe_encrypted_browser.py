@@ -21,8 +21,9 @@ from store.tables import WebhookEvent
 from tests.support.api_client import policy_request
 from tests.support.frame_keys import new_key_pair
 from tests.support.journey_messages import code_in
-from tests.support.live_stack import LiveStack, free_port
+from tests.support.live_stack import LiveStack
 from tests.support.parent_site import parent_site
+from tests.support.ports import free_port
 from tests.support.smtp_server import text_of
 
 RECEIVER = (Path(__file__).parents[2] / "docs" / "frame-decrypt.js").read_text()

@@ -22,8 +22,9 @@ from store.tables import AuditRecord, Decision, WebhookEvent
 from tests.support.api_client import policy_request
 from tests.support.journey_fixtures import CHROMIUM
 from tests.support.journey_messages import LINK_RE, code_in
-from tests.support.live_stack import LiveStack, free_port
+from tests.support.live_stack import LiveStack
 from tests.support.parent_site import parent_site
+from tests.support.ports import free_port
 from tests.support.smtp_server import text_of
 
 

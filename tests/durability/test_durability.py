@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -29,17 +28,12 @@ from store import request_queries as queries
 from store import requests as store
 from tests.support.api_client import LIVE_LIMITS, Credentials, SignedClient, policy_request
 from tests.support.durability import MASTER_KEY, ROOT, Stack, WorkerProcess
+from tests.support.ports import free_port
 from tests.support.workflow import cancel, db_request, insert_request, result_of, status_of
 from worker import build_worker
 from workflows.ids import SA_INTERNAL_ID, SA_ORGANIZATION, SA_SECURITY_LEVEL, SA_STATUS, request_workflow_id
 
 NO_GRACE = timedelta(0)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")

@@ -29,7 +29,7 @@ from tests.conftest import new_org
 from tests.support.api_client import SignedClient, assert_error_shape, policy_request
 from tests.support.audit import issued_mandate
 from tests.support.journey_messages import journey_secrets
-from tests.support.live_stack import free_port
+from tests.support.ports import free_port
 from tests.support.workflow import start_dev_server
 
 BUSY = i18n.text(i18n.DEFAULT_LANGUAGE, "unavailable")

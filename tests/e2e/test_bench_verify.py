@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 import pytest_asyncio
@@ -19,6 +18,7 @@ from bench import verify_load as load
 from bench import verify_setup as setup
 from core.settings import Settings
 from tests.support.api_client import Credentials
+from tests.support.ports import free_port
 from wire import versioning
 
 OK_BODY = b'{"decision":"allow"}'
@@ -157,15 +157,9 @@ def test_answers_are_read_after_the_run() -> None:
     assert found == [vp] and problems == {"404 no such mandate": 1}
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 async def test_load_generator_against_the_real_app(settings: Settings, org: Credentials) -> None:
     """Signed GET /me as the benchmark sends it, through uvicorn and the signature middleware."""
-    port = _free_port()
+    port = free_port()
     config = uvicorn.Config(
         create_app(settings),
         host="127.0.0.1",

@@ -33,6 +33,7 @@ from tests.support.api_client import (
     assert_error_shape,
     policy_request,
 )
+from tests.support.ports import free_port
 from workflows.ids import SA_ORGANIZATION, SA_STATUS, request_workflow_id
 from workflows.messages import RequestStatusView
 
@@ -42,12 +43,6 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 BANNER_END = "Press Ctrl-C to stop."
 START_TIMEOUT = 120.0  # a cold start on a 2-core CI machine; the devstack itself waits up to 90 s
 STOP_TIMEOUT = 30.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def listening(port: int) -> bool:

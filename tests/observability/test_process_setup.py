@@ -11,7 +11,7 @@ from cli.devstack import DEV_METRICS_PORTS, banner, with_dev_metrics
 from cli.stack import child_env, stack_addresses, temporal_command
 from core.observe import metrics
 from core.settings import Environment, Settings
-from tests.support.live_stack import free_port
+from tests.support.ports import free_port
 from worker import temporal_runtime
 
 

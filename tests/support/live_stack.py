@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import uuid
 from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
@@ -28,6 +27,7 @@ from api.app import create_app
 from core.secretbox import SecretCipher
 from core.settings import Environment, Settings
 from tests.support.api_client import LIVE_LIMITS, Credentials, SignedClient
+from tests.support.ports import free_port
 from tests.support.smtp_server import SmtpServer
 from worker import build_worker
 
@@ -68,12 +68,6 @@ class SmsProvider:
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass

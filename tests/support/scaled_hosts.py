@@ -31,8 +31,8 @@ from temporalio.client import Client
 
 from cli.stack import api_command, worker_command
 from core.settings import Settings
-from tests.support.live_stack import free_port
 from tests.support.netns import Hosts
+from tests.support.ports import free_port
 from tests.support.relay import Relay
 from tests.support.scaled_stack import DEADLINE, Process, Router, ScaledStack, Stamps
 from tests.support.workflow import asked_again

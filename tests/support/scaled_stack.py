@@ -35,7 +35,7 @@ from temporalio.service import RPCError, RPCStatusCode
 from cli.stack import Child, Stack, api_command, worker_command
 from core.settings import Settings
 from tests.support.api_client import LIVE_LIMITS, Credentials, SignedClient
-from tests.support.live_stack import free_port
+from tests.support.ports import free_port
 
 DEADLINE = 60.0  # the longest any one call may take to get an answer, retries included
 

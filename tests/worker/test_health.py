@@ -25,7 +25,7 @@ import worker
 from cli.stack import StartupError, check_ports_free, child_env, stack_addresses, worker_health_url
 from core.settings import Settings
 from orchestration.temporal import build_client, connect_with_backoff
-from tests.support.live_stack import free_port
+from tests.support.ports import free_port
 from tests.support.workflow import start_dev_server
 from worker import build_worker
 from worker.health import HealthServer, WorkerHealth
