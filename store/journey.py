@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, update
+from sqlalchemy import Engine, and_, bindparam, update
+from sqlalchemy import select as sa_select
 from sqlmodel import col, select
 
 from core.kinds import CredentialStatus
@@ -162,49 +163,77 @@ def _shown(
     )
 
 
+# load_journey's statements, built once: a subject's page and decision read them on every call,
+# and building a statement costs SQLAlchemy more than SQLite's answer to it
+_HEAD = (
+    sa_select(CredentialRequest, RequestSubject, Organization, Subject, OtpChallenge)
+    .join(
+        RequestSubject,
+        and_(
+            col(RequestSubject.request_id) == CredentialRequest.id,
+            col(RequestSubject.subject_id) == bindparam("subject"),
+        ),
+    )
+    .join(Organization, col(Organization.id) == CredentialRequest.organization_id)
+    .join(Subject, col(Subject.id) == RequestSubject.subject_id)
+    .outerjoin(
+        OtpChallenge,
+        and_(
+            col(OtpChallenge.request_id) == CredentialRequest.id,
+            col(OtpChallenge.subject_id) == RequestSubject.subject_id,
+        ),
+    )
+    .where(col(CredentialRequest.id) == bindparam("request"))
+)
+_CREDENTIALS = (
+    select(Credential).where(Credential.request_id == bindparam("request")).order_by(col(Credential.position))
+)
+_ACTIONS = select(Action).where(
+    Action.organization_id == bindparam("organization"), col(Action.id).in_(bindparam("ids", expanding=True))
+)
+_DECISIONS = select(Decision).where(
+    Decision.subject_id == bindparam("subject"),
+    col(Decision.credential_id).in_(bindparam("ids", expanding=True)),
+)
+_VERSIONS = select(ActionVersion).where(
+    ActionVersion.organization_id == bindparam("organization"),
+    col(ActionVersion.id).in_(bindparam("ids", expanding=True)),
+)
+
+
 def load_journey(engine: Engine, request_id: str, subject_id: str) -> Journey | None:
+    """The subject's journey through the request, None when the subject is not one of its own."""
     with read_session(engine) as session:
-        req = session.get(CredentialRequest, request_id)
-        link = session.get(RequestSubject, (request_id, subject_id))
-        if req is None or link is None:
+        # the request, this subject's link to it, the organization, the subject and their code
+        # challenge (none before the first code), in one statement
+        found = session.execute(_HEAD, {"request": request_id, "subject": subject_id}).first()
+        if found is None:
             return None
-        org = session.get(Organization, req.organization_id)
-        subject = session.get(Subject, subject_id)
-        assert org is not None and subject is not None
-        creds = list(
-            session.exec(
-                select(Credential)
-                .where(Credential.request_id == request_id)
-                .order_by(col(Credential.position))
-            )
+        req, link, org, subject, challenge = found
+        creds = list(session.exec(_CREDENTIALS, params={"request": request_id}))
+        mine = {"organization": req.organization_id}
+        action_ids = sorted({str(c.action["id"]) for c in creds if c.action and c.action.get("id")})
+        actions = (
+            {a.id: a for a in session.exec(_ACTIONS, params={**mine, "ids": action_ids})}
+            if action_ids
+            else {}
         )
-        action_ids = {str(c.action["id"]) for c in creds if c.action and c.action.get("id")}
-        actions = {
-            a.id: a
-            for a in session.exec(
-                select(Action).where(
-                    Action.organization_id == req.organization_id, col(Action.id).in_(action_ids)
+        decided = (
+            {
+                d.credential_id: d.accepted
+                for d in session.exec(
+                    _DECISIONS, params={"subject": subject_id, "ids": [c.id for c in creds]}
                 )
-            )
-        }
-        decided = {
-            d.credential_id: d.accepted
-            for d in session.exec(
-                select(Decision).where(
-                    Decision.subject_id == subject_id, col(Decision.credential_id).in_([c.id for c in creds])
-                )
-            )
-        }
-        challenge = session.get(OtpChallenge, (request_id, subject_id))
+            }
+            if creds
+            else {}
+        )
         versions = sorted({str(c.action.get("version")) for c in creds if c.action})
-        contents = {
-            v.id: v.content
-            for v in session.exec(
-                select(ActionVersion).where(
-                    ActionVersion.organization_id == req.organization_id, col(ActionVersion.id).in_(versions)
-                )
-            )
-        }
+        contents = (
+            {v.id: v.content for v in session.exec(_VERSIONS, params={**mine, "ids": versions})}
+            if versions
+            else {}
+        )
         described = {v: limit_usage.descriptions(content) for v, content in contents.items()}
         declared = {
             v: {
