@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, and_, exists, or_
+from sqlalchemy import Engine, and_, bindparam, exists, or_
 from sqlmodel import Session, col, func, select
 
 from store.db import SQLITE_UNICODE_LOWER, read_session
@@ -27,43 +27,46 @@ from store.tables import (
     Subject,
 )
 
+# _load_bundles' statements, built once (building one costs SQLAlchemy more than SQLite's answer to
+# it): the requests' subjects, credentials, decisions and the requests sent again as others
+_SUBJECTS = (
+    select(RequestSubject, Subject)
+    .join(Subject, col(Subject.id) == RequestSubject.subject_id)
+    .where(col(RequestSubject.request_id).in_(bindparam("ids", expanding=True)))
+    .order_by(col(RequestSubject.position))
+)
+_CREDENTIALS = (
+    select(Credential)
+    .where(col(Credential.request_id).in_(bindparam("ids", expanding=True)))
+    .order_by(col(Credential.position))
+)
+_DECISIONS = (
+    select(Decision, Subject)
+    .join(Subject, col(Subject.id) == Decision.subject_id)
+    .where(col(Decision.credential_id).in_(bindparam("ids", expanding=True)))
+    .order_by(col(Decision.decided_at))
+)
+_RESENT = select(CredentialRequest.id, CredentialRequest.resent_from).where(
+    col(CredentialRequest.resent_from).in_(bindparam("ids", expanding=True))
+)
+
 
 def _load_bundles(session: Session, reqs: list[CredentialRequest]) -> list[RequestBundle]:
     if not reqs:
         return []
-    ids = [r.id for r in reqs]
+    ids = {"ids": [r.id for r in reqs]}
     subjects: dict[str, list[tuple[RequestSubject, Subject]]] = defaultdict(list)
-    rows = session.exec(
-        select(RequestSubject, Subject)
-        .join(Subject, col(Subject.id) == RequestSubject.subject_id)
-        .where(col(RequestSubject.request_id).in_(ids))
-        .order_by(col(RequestSubject.position))
-    )
-    for link, subject in rows:
+    for link, subject in session.exec(_SUBJECTS, params=ids):
         subjects[link.request_id].append((link, subject))
     creds: dict[str, list[Credential]] = defaultdict(list)
-    for cred in session.exec(
-        select(Credential).where(col(Credential.request_id).in_(ids)).order_by(col(Credential.position))
-    ):
+    for cred in session.exec(_CREDENTIALS, params=ids):
         creds[cred.request_id].append(cred)
     cred_ids = [c.id for cs in creds.values() for c in cs]
     decisions: dict[str, list[tuple[Decision, Subject]]] = defaultdict(list)
     if cred_ids:
-        for d, s in session.exec(
-            select(Decision, Subject)
-            .join(Subject, col(Subject.id) == Decision.subject_id)
-            .where(col(Decision.credential_id).in_(cred_ids))
-            .order_by(col(Decision.decided_at))
-        ):
+        for d, s in session.exec(_DECISIONS, params={"ids": cred_ids}):
             decisions[d.credential_id].append((d, s))
-    resent_as = {
-        old: new
-        for new, old in session.exec(
-            select(CredentialRequest.id, CredentialRequest.resent_from).where(
-                col(CredentialRequest.resent_from).in_(ids)
-            )
-        )
-    }
+    resent_as = {old: new for new, old in session.exec(_RESENT, params=ids)}
     return [RequestBundle(r, subjects[r.id], creds[r.id], decisions, resent_as.get(r.id)) for r in reqs]
 
 
