@@ -1,7 +1,7 @@
 """Reading credential requests: one request, a filtered page, and rows the reconciler must start.
 
-Every query returns ``RequestBundle``s, loaded with three batched statements per page whatever
-its size (requests, then their subjects, credentials and decisions).
+Every query returns ``RequestBundle``s, loaded with batched statements per page whatever its size:
+the requests, then their subjects, credentials and decisions, and the requests sent again as others.
 """
 
 from __future__ import annotations
